@@ -1,0 +1,50 @@
+/* Memprof report: an aggregator fed record by record (from the reader or
+ * live from the tracer) that prints what tarantool/luajit's
+ * tools/memprof.lua prints, plus folded stacks and a top-N summary.
+ *
+ * Memory is bounded by live allocations + symbols + locations, never by
+ * the number of events.
+ */
+#ifndef LMT_REPORT_H
+#define LMT_REPORT_H
+
+#include <stdio.h>
+
+#include "memprof.h"
+
+enum report_format {
+	REPORT_STANDARD = 0, /* ALLOCATIONS, REALLOCATIONS, DEALLOCATIONS, HEAP SUMMARY, ALIASES */
+	REPORT_LEAK_ONLY,    /* HEAP SUMMARY, ALIASES */
+	REPORT_FOLDED,       /* "frame;frame weight" lines for flamegraph.pl / speedscope */
+};
+
+enum report_weight {
+	REPORT_W_BYTES = 0, /* bytes allocated (ALLOC nsize + REALLOC nsize) */
+	REPORT_W_EVENTS,    /* allocating events (ALLOC + REALLOC) */
+	REPORT_W_LIVE,      /* bytes still allocated at the end, by owner */
+};
+
+struct report_opts {
+	enum report_format format;
+	int human;                 /* KiB/MiB/GiB like --human-readable */
+	enum report_weight weight; /* REPORT_FOLDED only */
+};
+
+struct report;
+
+struct report *report_new(void);
+void report_sym(struct report *rp, const struct mp_sym *s);
+void report_event(struct report *rp, const struct mp_event *e);
+/* Returns 0, or -1 if out of memory was hit while aggregating (the output
+ * would be incomplete) or the stream FILE reports an error. */
+int report_print(struct report *rp, FILE *out, const struct report_opts *o);
+/* Top-N allocation sites by bytes: "  @t.lua:5: 100 events +5600B". */
+void report_print_top(struct report *rp, FILE *out, int n, int human);
+void report_free(struct report *rp);
+
+/* `luamemtrace report ...`; argv[0] is "report". Exit status:
+ * 0 ok, 1 unreadable/malformed stream or output error, 2 usage,
+ * 3 report printed from a truncated stream (EOF mid-record or no epilogue). */
+int report_main(int argc, char **argv);
+
+#endif
