@@ -1,0 +1,87 @@
+# luamemtrace: build, test, bench, fuzz.
+#
+#   make            build ./luamemtrace
+#   make test       C unit tests + bats suites (root needed for the tracer suites)
+#   make bench      tests/bench: overhead and decode speed
+#   make fuzz       bounded libFuzzer run of the stream decoder
+#   make asan       build with AddressSanitizer + UBSan (used by the tests)
+
+CC      ?= cc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+OUT     := build
+SAN     ?=
+
+ARCH_DEFINE := -D__TARGET_ARCH_x86
+
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wstrict-prototypes
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -I$(OUT) -Iuser -Ibpf $(SAN)
+LDLIBS  := -lbpf -lelf -ldw -lcapstone -lz
+ALL_LDFLAGS := $(LDFLAGS) $(SAN)
+
+BPF_SRC  := $(wildcard bpf/*.bpf.c)
+BPF_OBJ  := $(patsubst bpf/%.bpf.c,$(OUT)/%.bpf.o,$(BPF_SRC))
+BPF_SKEL := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
+
+USER_SRC := $(wildcard user/*.c)
+USER_OBJ := $(patsubst user/%.c,$(OUT)/%.o,$(USER_SRC))
+# Objects that need neither BPF nor libbpf: shared with unit tests and fuzzers.
+LIB_SRC  := user/memprof_write.c user/memprof_read.c user/report.c
+LIB_OBJ  := $(patsubst user/%.c,$(OUT)/%.o,$(LIB_SRC))
+
+UNIT_SRC := $(wildcard tests/unit/*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))
+
+.PHONY: all clean test unit bats bench fuzz asan demo
+all: luamemtrace
+
+luamemtrace: $(USER_OBJ)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(OUT):
+	mkdir -p $(OUT) $(OUT)/unit
+
+$(OUT)/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/vmlinux.h | $(OUT)
+	$(CLANG) -g -O2 -target bpf $(ARCH_DEFINE) -Wall -Werror -Ivmlinux -Ibpf -Iuser -c $< -o $@
+	llvm-strip -g $@ 2>/dev/null || true
+
+$(OUT)/%.skel.h: $(OUT)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@
+
+$(OUT)/%.o: user/%.c user/*.h bpf/*.h $(BPF_SKEL) | $(OUT)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(OUT)/unit/%: tests/unit/%.c $(LIB_SRC) user/*.h | $(OUT)
+	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
+		-o $@ $< $(LIB_SRC) -lm
+
+unit: $(UNIT_BIN)
+	@bash tests/run-unit.sh $(UNIT_BIN)
+
+bats: luamemtrace
+	@bash tests/run-bats.sh
+
+# The README's test command.
+test: luamemtrace $(UNIT_BIN)
+	@bash tests/run-all.sh $(UNIT_BIN)
+
+asan:
+	$(MAKE) clean
+	$(MAKE) SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+
+bench: luamemtrace
+	@bash tests/bench/run.sh
+
+fuzz: | $(OUT)
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -Iuser -Ibpf \
+		-o $(OUT)/fuzz_memprof tests/fuzz/fuzz_memprof.c $(LIB_SRC) -lm
+	mkdir -p $(OUT)/fuzz-corpus
+	$(OUT)/fuzz_memprof -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 \
+		$(OUT)/fuzz-corpus tests/fuzz/corpus
+
+demo: luamemtrace
+	@bash tests/demo.sh
+
+clean:
+	rm -rf $(OUT) luamemtrace

@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* luamemtrace: probes on a LuaJIT VM's allocator.
+ *
+ * alloc_enter runs at a probe site inside allocf(ud, ptr, osize, nsize)
+ * where the four argument registers still hold the arguments. It finds the
+ * VM by (tgid, ud), attributes the call the way LuaJIT's in-VM memory
+ * profiler does (vmstate + top frame of cur_L), and either emits a FREE at
+ * once or parks the event for alloc_return, which adds the new address.
+ * First sightings of prototypes and traces are sent as symbol records ahead
+ * of the event that needs them. No policy here: user space decides what is
+ * probed and writes the stream.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "luamemtrace.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Wake the consumer once this much data is waiting; below it the consumer
+ * finds the data on its next timed poll. Set by user space before load. */
+const volatile __u64 wakeup_bytes = 256 * 1024;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} rb SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct lmt_vm_key);
+	__type(value, struct lmt_vm);
+} vms SEC(".maps");
+
+/* Processes whose new VMs we want to hear about (value unused). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} procs SEC(".maps");
+
+/* Allocation events waiting for the allocator to return, per thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct lmt_event);
+} pending SEC(".maps");
+
+/* GC objects already announced: prototypes and traces, by address. A free
+ * of the address forgets it, so a new object at a reused address is
+ * announced again. */
+struct obj_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 addr;
+};
+
+struct obj_val {
+	__u64 g;       /* traces: owning VM */
+	__u32 traceno; /* 0 for prototypes */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 262144);
+	__type(key, struct obj_key);
+	__type(value, struct obj_val);
+} objs SEC(".maps");
+
+/* Trace number -> GCtrace address, per VM. */
+struct trace_key {
+	__u32 tgid;
+	__u32 traceno;
+	__u64 g;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct trace_key);
+	__type(value, __u64);
+} traces SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lmt_percpu);
+} stats SEC(".maps");
+
+#define FRAME_TYPE 3
+#define FRAME_TYPEP 7
+#define FRAME_LUA 0
+#define FRAME_CONT 2
+#define FF_LUA 0
+#define FF_C 1
+#define SIGSTOP 19
+
+/* Window reads: a fixed-size read of a structure's head, then fields at
+ * per-variant offsets, masked so the verifier sees them in bounds. */
+#define WIN LMT_WIN
+#define F8(b, o) (*(__u8 *)((char *)(b) + ((o) & (WIN - 1))))
+#define F32(b, o) (*(__u32 *)((char *)(b) + ((o) & (WIN - 4))))
+#define F64(b, o) (*(__u64 *)((char *)(b) + ((o) & (WIN - 8))))
+
+struct ctx {
+	struct lmt_stats *st;
+	struct lmt_percpu *pc;
+	__u32 tgid;
+	__u32 reads;
+};
+
+static __always_inline int rd(struct ctx *c, void *dst, __u32 sz, __u64 src)
+{
+	c->reads++;
+	if (bpf_probe_read_user(dst, sz, (const void *)src)) {
+		if (c->st)
+			c->st->read_errs++;
+		return -1;
+	}
+	return 0;
+}
+
+static __always_inline __u64 ref(const struct lj_layout *lay, __u64 v)
+{
+	return lay->gc64 ? v : (v & 0xffffffffULL);
+}
+
+/* GC64 TValue holding a GC object of type ~gct? Returns its address. */
+static __always_inline __u64 tv_gc(const struct lj_layout *lay, __u64 tv,
+				   __u8 gct)
+{
+	if ((__s64)tv >> 47 != (__s64)(__s32)~(__u32)gct)
+		return 0;
+	return tv & ((1ULL << 47) - 1);
+}
+
+static __always_inline __u64 submit_flags(void)
+{
+	return bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+		       BPF_RB_FORCE_WAKEUP :
+		       BPF_RB_NO_WAKEUP;
+}
+
+/* Announce prototype pt (head window already read) unless known. */
+static __always_inline void see_proto(struct ctx *c, const struct lmt_vm *vm,
+				      __u64 pt, const void *win)
+{
+	const struct lj_layout *lay = &vm->lay;
+	struct obj_key k = { .tgid = c->tgid, .addr = pt };
+	struct obj_val v = {};
+	struct lmt_proto *p;
+	__u64 str;
+	__u32 len = 0, n;
+
+	if (bpf_map_lookup_elem(&objs, &k))
+		return;
+	p = bpf_ringbuf_reserve(&rb, sizeof(*p), 0);
+	if (!p) {
+		c->st->lost_sym++;
+		return;
+	}
+	p->rec = LMT_REC_PROTO;
+	p->tgid = c->tgid;
+	p->addr = pt;
+	p->vm = vm->id;
+	p->firstline = (__s32)F32(win, lay->pt_firstline);
+	str = ref(lay, F64(win, lay->pt_chunkname));
+	p->str = str + lay->str_size;
+	p->copied = 0;
+	if (str && !rd(c, &len, sizeof(len), str + lay->str_len)) {
+		n = len < LMT_NAME_MAX ? len : LMT_NAME_MAX;
+		if (n > 0 && n <= LMT_NAME_MAX &&
+		    !rd(c, p->name, n, str + lay->str_size))
+			p->copied = n;
+	}
+	p->len = len;
+	bpf_ringbuf_submit(p, submit_flags());
+	c->st->protos++;
+	bpf_map_update_elem(&objs, &k, &v, BPF_ANY);
+}
+
+/* Line of the instruction before ins in prototype pt, LuaJIT's
+ * lj_debug_line(pt, proto_bcpos(pt, ins) - 1). -1 if there is none. */
+static __always_inline __s64 proto_line(struct ctx *c, const struct lmt_vm *vm,
+					__u64 pt, __u64 ins, int announce)
+{
+	const struct lj_layout *lay = &vm->lay;
+	__u8 *win = c->pc->pw;
+	__u64 bc = pt + lay->pt_size, lineinfo;
+	__u32 sizebc, numline, pos;
+	__s32 first;
+
+	if (rd(c, win, 96, pt))
+		return -1;
+	if (announce)
+		see_proto(c, vm, pt, win);
+	if (ins < bc + 4 || ((ins - bc) & 3))
+		return -1;
+	pos = (__u32)((ins - bc) >> 2) - 1;
+	sizebc = F32(win, lay->pt_sizebc);
+	/* LuaJIT undoes a JLOOP side exit here; we do not, and punt. */
+	if (pos > sizebc)
+		return -1;
+	lineinfo = ref(lay, F64(win, lay->pt_lineinfo));
+	if (!lineinfo)
+		return 0;
+	first = (__s32)F32(win, lay->pt_firstline);
+	numline = F32(win, lay->pt_numline);
+	if (pos == sizebc)
+		return (__s64)first + numline;
+	if (pos == 0)
+		return first;
+	pos--;
+	if (numline < 256) {
+		__u8 d;
+		if (rd(c, &d, 1, lineinfo + pos))
+			return -1;
+		return (__s64)first + d;
+	} else if (numline < 65536) {
+		__u16 d;
+		if (rd(c, &d, 2, lineinfo + 2 * (__u64)pos))
+			return -1;
+		return (__s64)first + d;
+	} else {
+		__u32 d;
+		if (rd(c, &d, 4, lineinfo + 4 * (__u64)pos))
+			return -1;
+		return (__s64)first + d;
+	}
+}
+
+/* Announce trace traceno of this VM unless its GCtrace is known. */
+static __always_inline void see_trace(struct ctx *c, const struct lmt_vm *vm,
+				      __u32 traceno)
+{
+	const struct lj_layout *lay = &vm->lay;
+	struct trace_key tk = { .tgid = c->tgid, .traceno = traceno, .g = vm->g };
+	__u64 J = vm->g - lay->gg_g + lay->gg_J, arr, T, tw[2];
+	struct lmt_trace *t;
+	__s64 line;
+
+	if (bpf_map_lookup_elem(&traces, &tk))
+		return;
+	if (rd(c, &arr, 8, J + lay->J_trace))
+		return;
+	arr = ref(lay, arr);
+	if (rd(c, &T, 8, arr + (__u64)traceno * (lay->gc64 ? 8 : 4)))
+		return;
+	T = ref(lay, T);
+	if (!T || rd(c, tw, 16, T + lay->T_startpt))
+		return;
+	/* startpt and startpc are adjacent refs in every variant we know. */
+	tw[0] = ref(lay, tw[0]);
+	tw[1] = ref(lay, tw[1]);
+	/* The start line: the trace's first bytecode, i.e. the instruction
+	 * at startpc, so ask for the line "before" startpc + 1. */
+	line = proto_line(c, vm, tw[0], tw[1] + 4, 1);
+	t = bpf_ringbuf_reserve(&rb, sizeof(*t), 0);
+	if (!t) {
+		c->st->lost_sym++;
+		return;
+	}
+	t->rec = LMT_REC_TRACE;
+	t->tgid = c->tgid;
+	t->traceno = traceno;
+	t->proto = tw[0];
+	t->line = line < 0 ? 0 : (__u64)line;
+	t->vm = vm->id;
+	bpf_ringbuf_submit(t, submit_flags());
+	c->st->traces++;
+	bpf_map_update_elem(&traces, &tk, &T, BPF_ANY);
+	{
+		struct obj_key ok = { .tgid = c->tgid, .addr = T };
+		struct obj_val ov = { .g = vm->g, .traceno = traceno };
+		bpf_map_update_elem(&objs, &ok, &ov, BPF_ANY);
+	}
+}
+
+/* Lua function fn: LFUNC at the line of the instruction before ins. */
+static __always_inline int charge_lua(struct ctx *c, const struct lmt_vm *vm,
+				      __u64 fnpc, __u64 ins,
+				      struct lmt_event *e)
+{
+	__u64 pt = fnpc - vm->lay.pt_size;
+	__s64 line = proto_line(c, vm, pt, ins, 1);
+
+	if (line < 0)
+		return -1;
+	e->src = LMT_SRC_LFUNC;
+	e->loc = pt;
+	e->line = (__u64)line;
+	return 0;
+}
+
+/* The in-VM profiler's rules, on a stock VM (see memprof-format.md, 5). */
+static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
+				      __u64 ptr, struct lmt_event *e)
+{
+	const struct lj_layout *lay = &vm->lay;
+	__u8 *w = c->pc->w;
+	__u64 L, base, stack, cf, fn, link, fr[2], ins = 0;
+	__s32 vmstate;
+	__u32 idx;
+	__u8 ffid;
+
+	e->src = LMT_SRC_INTERNAL;
+	e->loc = 0;
+	e->line = 0;
+	if (rd(c, &vmstate, 4, vm->g + lay->g_vmstate))
+		return;
+	if (vmstate >= 1) {
+		e->src = LMT_SRC_TRACE;
+		e->loc = (__u32)vmstate;
+		see_trace(c, vm, (__u32)vmstate);
+		return;
+	}
+	idx = ~(__u32)vmstate;
+	if (idx >= lay->nvmst || idx >= LMT_VMST_MAX ||
+	    lay->vmst[idx & (LMT_VMST_MAX - 1)] != LMT_VMST_FRAME)
+		return;
+	if (rd(c, &L, 8, vm->g + lay->g_cur_L))
+		return;
+	L = ref(lay, L);
+	/* base, stack and cframe sit within 64 bytes of base in lua_State. */
+	if (!L || rd(c, w, 64, L + lay->L_base))
+		return;
+	base = F64(w, 0);
+	stack = ref(lay, F64(w, lay->L_stack - lay->L_base));
+	cf = F64(w, lay->L_cframe - lay->L_base) & ~3ULL;
+	/* Growing or shrinking a Lua stack is charged to the VM, as the
+	 * in-VM profiler does (resizestack runs in INTERP there). */
+	if (ptr && ptr == stack)
+		return;
+	if (rd(c, fr, 16, base - 16))
+		return;
+	fn = tv_gc(lay, fr[0], lay->tfunc);
+	if (!fn)
+		return; /* bottom frame: host C code between calls */
+	if (rd(c, w, 48, fn))
+		return;
+	ffid = F8(w, lay->fn_ffid);
+	if (ffid == FF_LUA) {
+		__u64 cw[4];
+		/* Lua on top: the PC saved in the innermost C frame. */
+		if (!cf || rd(c, cw, 32, cf))
+			return;
+		ins = cw[(lay->cf_pc >> 3) & 3];
+		if (!ins || ins == cw[(lay->cf_L >> 3) & 3])
+			return;
+		charge_lua(c, vm, ref(lay, F64(w, lay->fn_pc)), ins, e);
+		return;
+	}
+	if (ffid == FF_C) {
+		e->src = LMT_SRC_CFUNC;
+		e->loc = F64(w, lay->fn_f);
+		return;
+	}
+	/* Fast function: charge the Lua caller, at its call, if there is
+	 * one; else the builtin's C implementation. */
+	e->src = LMT_SRC_CFUNC;
+	e->loc = F64(w, lay->fn_f);
+	{
+		__u64 frame = base - 8, pframe, pfn;
+		__u8 *pw = c->pc->fw;
+		link = fr[1];
+		if ((link & FRAME_TYPE) == FRAME_LUA) {
+			__u32 call;
+			if (rd(c, &call, 4, link - 4))
+				return;
+			pframe = frame - 8 * (2 + ((call >> 8) & 0xff));
+			ins = link;
+		} else {
+			pframe = frame - (link & ~(__u64)FRAME_TYPEP);
+			if ((link & FRAME_TYPEP) == FRAME_CONT &&
+			    rd(c, &ins, 8, frame - 16))
+				return;
+		}
+		if (rd(c, &pfn, 8, pframe - 8))
+			return;
+		pfn = tv_gc(lay, pfn, lay->tfunc);
+		if (!pfn || rd(c, pw, 48, pfn))
+			return;
+		if (F8(pw, lay->fn_ffid) != FF_LUA)
+			return;
+		/* A Lua caller below a C-type link needs a walk of the C
+		 * frames; rare, charged to the VM. */
+		if (!ins) {
+			e->src = LMT_SRC_INTERNAL;
+			e->loc = 0;
+			return;
+		}
+		if (charge_lua(c, vm, ref(lay, F64(pw, lay->fn_pc)), ins, e)) {
+			e->src = LMT_SRC_INTERNAL;
+			e->loc = 0;
+		}
+	}
+}
+
+/* A free of an announced prototype or trace: forget it. */
+static __always_inline void forget(struct ctx *c, __u64 addr)
+{
+	struct obj_key k = { .tgid = c->tgid, .addr = addr };
+	struct obj_val *v = bpf_map_lookup_elem(&objs, &k);
+
+	if (!v)
+		return;
+	if (v->traceno) {
+		struct trace_key tk = { .tgid = c->tgid, .traceno = v->traceno,
+					.g = v->g };
+		bpf_map_delete_elem(&traces, &tk);
+	}
+	bpf_map_delete_elem(&objs, &k);
+}
+
+static __always_inline void emit(struct ctx *c, const struct lmt_event *ev)
+{
+	struct lmt_event *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+
+	if (!e) {
+		c->st->lost++;
+		return;
+	}
+	__builtin_memcpy(e, ev, sizeof(*e));
+	bpf_ringbuf_submit(e, submit_flags());
+	c->st->events++;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct lmt_vm_key k = { .tgid = id >> 32, .ud = ud };
+	struct ctx c = { .tgid = id >> 32 };
+	struct lmt_event ev = {};
+	const struct lmt_vm *vm;
+	__u32 zero = 0;
+
+	c.pc = bpf_map_lookup_elem(&stats, &zero);
+	if (!c.pc)
+		return 0;
+	c.st = &c.pc->st;
+	vm = bpf_map_lookup_elem(&vms, &k);
+	if (!vm) {
+		c.st->unknown_vm++;
+		return 0;
+	}
+	ev.rec = LMT_REC_EVENT;
+	ev.tgid = c.tgid;
+	ev.kind = nsize == 0 ? 2 : ptr == 0 ? 1 : 3;
+	ev.oaddr = ptr;
+	ev.osize = ev.kind == 1 ? 0 : osize;
+	ev.nsize = nsize;
+	attribute(&c, vm, ptr, &ev);
+	if (ev.kind != 1)
+		forget(&c, ptr);
+	if (ev.kind == 2)
+		emit(&c, &ev);
+	else if (bpf_map_update_elem(&pending, &id, &ev, BPF_ANY))
+		c.st->pending_full++;
+	c.st->reads += c.reads;
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(alloc_return, __u64 ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct ctx c = { .tgid = id >> 32 };
+	struct lmt_event *ev;
+	__u32 zero = 0;
+
+	ev = bpf_map_lookup_elem(&pending, &id);
+	if (!ev)
+		return 0;
+	c.pc = bpf_map_lookup_elem(&stats, &zero);
+	if (c.pc) {
+		c.st = &c.pc->st;
+		ev->naddr = ret;
+		emit(&c, ev);
+	}
+	bpf_map_delete_elem(&pending, &id);
+	return 0;
+}
+
+/* lua_newstate returned: tell user space, and stop the process until the
+ * new VM's allocator is probed, so that none of its allocations is missed. */
+SEC("uretprobe")
+int BPF_KRETPROBE(newstate_return, __u64 L)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct lmt_newvm *n;
+
+	if (!L || !bpf_map_lookup_elem(&procs, &tgid))
+		return 0;
+	n = bpf_ringbuf_reserve(&rb, sizeof(*n), 0);
+	if (!n)
+		return 0;
+	n->rec = LMT_REC_NEWVM;
+	n->tgid = tgid;
+	n->L = L;
+	n->stopped = bpf_send_signal(SIGSTOP) == 0;
+	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* The benchmark floor: the same probe points with programs that do
+ * nothing, to measure what the probes themselves cost. */
+SEC("uprobe")
+int floor_enter(struct pt_regs *ctx)
+{
+	return 0;
+}
+
+SEC("uretprobe")
+int floor_return(struct pt_regs *ctx)
+{
+	return 0;
+}

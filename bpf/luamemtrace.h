@@ -1,0 +1,149 @@
+/* Shared by the BPF programs and user space: the LuaJIT layout description
+ * handed to BPF per VM, and the records BPF sends through the ring buffer.
+ * Offsets themselves live in one table (user/layout.c); BPF only ever sees
+ * them through struct lj_layout.
+ */
+#ifndef LMT_SHARED_H
+#define LMT_SHARED_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* What an index of ~vmstate means to attribution. */
+enum lmt_vmst {
+	LMT_VMST_FRAME = 0,    /* look at the top frame of cur_L */
+	LMT_VMST_INTERNAL = 1, /* GC, trace exit, recorder, optimizer, assembler */
+};
+
+#define LMT_VMST_MAX 16
+
+/* Offsets (bytes) into LuaJIT's structures for one build variant. */
+struct lj_layout {
+	/* global_State */
+	__u16 g_allocf, g_allocd, g_vmstate, g_mainthref, g_cur_L;
+	/* GG_State: g and J relative to the main lua_State (= start of GG) */
+	__u16 gg_g, gg_J;
+	/* jit_State */
+	__u16 J_trace, J_sizetrace;
+	/* lua_State */
+	__u16 L_gct, L_glref, L_base, L_stack, L_cframe;
+	/* GCfunc */
+	__u16 fn_ffid, fn_pc, fn_f;
+	/* GCproto */
+	__u16 pt_size, pt_sizebc, pt_chunkname, pt_firstline, pt_numline,
+		pt_lineinfo;
+	/* GCstr */
+	__u16 str_size, str_len;
+	/* GCtrace */
+	__u16 T_startpt, T_startpc;
+	/* C frame of the interpreter */
+	__u16 cf_pc, cf_L;
+	__u8 gc64, fr2;
+	/* Type tags (the gct byte, ~itype) */
+	__u8 tthread, tfunc, tproto, tstr, ttrace;
+	__u8 nvmst; /* number of vmstate indices */
+	__u8 vmst[LMT_VMST_MAX]; /* enum lmt_vmst per index */
+};
+
+/* Per-VM configuration, keyed by (tgid, allocator ud). */
+struct lmt_vm_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ud;
+};
+
+struct lmt_vm {
+	__u64 g;  /* global_State address */
+	__u32 id; /* luamemtrace's number for this VM */
+	__u32 pad;
+	struct lj_layout lay;
+};
+
+/* Ring buffer records. */
+enum lmt_rec {
+	LMT_REC_EVENT = 1, /* alloc/free/realloc */
+	LMT_REC_PROTO,     /* first sight of a prototype */
+	LMT_REC_TRACE,     /* first sight of a trace */
+	LMT_REC_NEWVM,     /* lua_newstate returned in a traced process */
+};
+
+/* Sources, same numbering as user/memprof.h enum mp_src. */
+enum lmt_src {
+	LMT_SRC_INTERNAL = 1,
+	LMT_SRC_LFUNC = 2,
+	LMT_SRC_CFUNC = 3,
+	LMT_SRC_TRACE = 4,
+};
+
+struct lmt_event {
+	__u8 rec;  /* LMT_REC_EVENT */
+	__u8 kind; /* 1 alloc, 2 free, 3 realloc */
+	__u8 src;  /* enum lmt_src */
+	__u8 pad;
+	__u32 tgid;
+	__u64 loc;  /* proto, C function or trace number */
+	__u64 line;
+	__u64 oaddr, osize, naddr, nsize;
+};
+
+/* Chunk names longer than this are sent as a prefix plus the GCstr's
+ * address, and completed by user space from target memory. */
+#define LMT_NAME_MAX 1024
+
+struct lmt_proto {
+	__u8 rec; /* LMT_REC_PROTO */
+	__u8 pad[3];
+	__u32 tgid;
+	__u64 addr;
+	__s32 firstline;
+	__u32 len;    /* full length of the chunk name */
+	__u64 str;    /* address of the name's bytes in the target */
+	__u32 copied; /* bytes in name[] */
+	__u32 vm;
+	char name[LMT_NAME_MAX];
+};
+
+struct lmt_trace {
+	__u8 rec; /* LMT_REC_TRACE */
+	__u8 pad[3];
+	__u32 tgid;
+	__u64 traceno;
+	__u64 proto;
+	__u64 line;
+	__u32 vm;
+	__u32 pad2;
+};
+
+struct lmt_newvm {
+	__u8 rec; /* LMT_REC_NEWVM */
+	__u8 stopped; /* BPF stopped the process: user space must continue it */
+	__u8 pad[2];
+	__u32 tgid;
+	__u64 L;
+};
+
+/* Counters, per CPU; user space sums them. */
+struct lmt_stats {
+	__u64 events;     /* alloc/free/realloc records submitted */
+	__u64 lost;       /* records that found the ring buffer full */
+	__u64 lost_sym;   /* symbol records that found it full */
+	__u64 pending_full; /* allocation entries with no room to wait for return */
+	__u64 reads;      /* bpf_probe_read_user calls, all paths */
+	__u64 read_errs;  /* reads that faulted */
+	__u64 protos;     /* prototype records */
+	__u64 traces;     /* trace records */
+	__u64 unknown_vm; /* allocator hits with an unknown ud */
+};
+
+/* Per-CPU value of the stats map: the counters, then BPF's scratch space
+ * (windows of target structures; too big for the BPF stack). */
+#define LMT_WIN 128
+struct lmt_percpu {
+	struct lmt_stats st;
+	__u8 w[LMT_WIN];  /* lua_State / GCfunc */
+	__u8 pw[LMT_WIN]; /* GCproto */
+	__u8 fw[LMT_WIN]; /* caller's GCfunc */
+};
+
+#endif

@@ -1,0 +1,48 @@
+/* The one table of LuaJIT offsets. Each entry was taken with offsetof()
+ * from the exact sources Debian builds (apt-get source luajit / luajit2)
+ * and checked against live processes. A variant is never chosen by name or
+ * version string: vm.c tries every entry against the target's memory and
+ * keeps the one whose self-references hold (L->glref == g, g->mainthref ==
+ * L, type tags, vmstate range).
+ *
+ * Adding a variant (non-GC64, LuaJIT 2.0, a fork with more vmstates) means
+ * one more entry here; BPF reads everything through struct lj_layout.
+ */
+#include "layout.h"
+
+/* Shared by every 2.1 GC64 x86-64 build we know: only sizeof(lua_State),
+ * hence where g and J sit in GG_State, differs between them. */
+#define LJ21_GC64_COMMON                                                     \
+	.g_allocf = 0, .g_allocd = 8, .g_vmstate = 184, .g_mainthref = 192,   \
+	.g_cur_L = 368, .J_trace = 384, .J_sizetrace = 396, .L_gct = 9,       \
+	.L_glref = 16, .L_base = 32, .L_stack = 56, .L_cframe = 80,          \
+	.fn_ffid = 10, .fn_pc = 32, .fn_f = 40, .pt_size = 104,               \
+	.pt_sizebc = 12, .pt_chunkname = 64, .pt_firstline = 72,             \
+	.pt_numline = 76, .pt_lineinfo = 80, .str_size = 24, .str_len = 20,   \
+	.T_startpt = 64, .T_startpc = 72, .cf_pc = 24, .cf_L = 16, .gc64 = 1, \
+	.fr2 = 1, .tthread = 6, .tfunc = 8, .tproto = 7, .tstr = 4,          \
+	.ttrace = 9,                                                          \
+	/* Stock vmstates: INTERP, C, GC, EXIT, RECORD, OPT, ASM. The first   \
+	 * two are resolved through the top frame (memprof-format.md, 5). */  \
+	.nvmst = 7,                                                           \
+	.vmst = { LMT_VMST_FRAME, LMT_VMST_FRAME, LMT_VMST_INTERNAL,          \
+		  LMT_VMST_INTERNAL, LMT_VMST_INTERNAL, LMT_VMST_INTERNAL,    \
+		  LMT_VMST_INTERNAL }
+
+const struct lj_variant lj_variants[] = {
+	{
+		/* LuaJIT 2.1 (Debian luajit, libluajit-5.1-2) */
+		.name = "LuaJIT 2.1 GC64",
+		.sizeof_L = 96,
+		.lay = { LJ21_GC64_COMMON, .gg_g = 96, .gg_J = 824 },
+	},
+	{
+		/* OpenResty luajit2 (Debian luajit2): lua_State has 16 more
+		 * bytes at its end. */
+		.name = "OpenResty LuaJIT 2.1 GC64",
+		.sizeof_L = 112,
+		.lay = { LJ21_GC64_COMMON, .gg_g = 112, .gg_J = 848 },
+	},
+};
+
+const unsigned lj_nvariants = sizeof(lj_variants) / sizeof(lj_variants[0]);

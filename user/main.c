@@ -1,0 +1,175 @@
+/* luamemtrace: command line. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout.h"
+#include "report.h"
+#include "tracer.h"
+
+#define VERSION "0.1.0"
+
+static const char usage[] =
+	"Usage: luamemtrace -p PID -o FILE [options]\n"
+	"       luamemtrace -o FILE [options] -- COMMAND [ARG...]\n"
+	"       luamemtrace report [--leak-only] [--human-readable] [--folded [--weight=W]] FILE\n"
+	"\n"
+	"Traces every allocation, reallocation and free of the LuaJIT VMs of a\n"
+	"running process (or of COMMAND, from its first VM on) and writes them as\n"
+	"a standard memprof stream (symtab v3 + events v3).\n"
+	"\n"
+	"  -p, --pid PID          attach to a running process\n"
+	"  -o, --output FILE      write the stream to FILE\n"
+	"  -d, --duration SECS    stop after SECS seconds (default: Ctrl-C,\n"
+	"                         SIGTERM, or the end of the target)\n"
+	"  -b, --buffer-size MIB  ring buffer size in MiB, a power of 2 (default 16)\n"
+	"  -t, --top N            allocation sites in the summary (default 10, 0: none)\n"
+	"      --variant NAME     use only this layout variant (see --list-variants)\n"
+	"      --list-variants    print the LuaJIT layouts luamemtrace knows\n"
+	"      --probes MODE      auto (default), single or entry: where to probe\n"
+	"      --floor            attach do-nothing programs (benchmark floor)\n"
+	"  -q, --quiet            no summary\n"
+	"  -v, --verbose          say where probes go and what was found\n"
+	"  -h, --help             this text\n"
+	"  -V, --version          print the version\n"
+	"\n"
+	"Exit status: 0 complete stream, 1 error, 2 bad usage, 3 stream written\n"
+	"but events were lost (see the summary).\n";
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+	fputs("luamemtrace: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs(" (luamemtrace --help)\n", stderr);
+	return LMT_USAGE;
+}
+
+static int parse_num(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR };
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "buffer-size", required_argument, NULL, 'b' },
+		{ "top", required_argument, NULL, 't' },
+		{ "variant", required_argument, NULL, OPT_VARIANT },
+		{ "list-variants", no_argument, NULL, OPT_LIST },
+		{ "probes", required_argument, NULL, OPT_PROBES },
+		{ "floor", no_argument, NULL, OPT_FLOOR },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct topts o = { .top = 10 };
+	double v;
+	int c;
+
+	if (argc > 1 && !strcmp(argv[1], "report"))
+		return report_main(argc - 1, argv + 1);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:o:d:b:t:qvhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_num(optarg, 1, 4194304, &v) || v != (int)v)
+				return bad_usage("bad PID '%s'", optarg);
+			o.pid = (pid_t)v;
+			break;
+		case 'o':
+			o.out = optarg;
+			break;
+		case 'd':
+			if (parse_num(optarg, 0.001, 1e9, &o.duration))
+				return bad_usage("bad duration '%s'", optarg);
+			break;
+		case 'b':
+			if (parse_num(optarg, 1, 2048, &v) || v != (unsigned)v ||
+			    ((unsigned)v & ((unsigned)v - 1)))
+				return bad_usage("bad buffer size '%s' (MiB, a power of 2)",
+						 optarg);
+			o.rb_bytes = (unsigned long)v << 20;
+			break;
+		case 't':
+			if (parse_num(optarg, 0, 1000, &v) || v != (int)v)
+				return bad_usage("bad --top '%s'", optarg);
+			o.top = (int)v;
+			break;
+		case OPT_VARIANT: {
+			unsigned i;
+			for (i = 0; i < lj_nvariants; i++)
+				if (!strcmp(lj_variants[i].name, optarg))
+					break;
+			if (i == lj_nvariants)
+				return bad_usage("unknown variant '%s' (see --list-variants)",
+						 optarg);
+			o.variant = optarg;
+			break;
+		}
+		case OPT_LIST:
+			for (unsigned i = 0; i < lj_nvariants; i++)
+				printf("%s\n", lj_variants[i].name);
+			return 0;
+		case OPT_PROBES:
+			if (!strcmp(optarg, "auto"))
+				o.probes = PROBES_AUTO;
+			else if (!strcmp(optarg, "single"))
+				o.probes = PROBES_SINGLE;
+			else if (!strcmp(optarg, "entry"))
+				o.probes = PROBES_ENTRY;
+			else
+				return bad_usage("bad --probes '%s' (auto, single, entry)",
+						 optarg);
+			break;
+		case OPT_FLOOR:
+			o.floor = 1;
+			break;
+		case 'q':
+			o.quiet = 1;
+			break;
+		case 'v':
+			o.verbose = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		case 'V':
+			printf("luamemtrace " VERSION "\n");
+			return 0;
+		default:
+			if (optopt && optopt < 256 && strchr("podbt", optopt))
+				return bad_usage("option -%s needs a value",
+						 (char[]){ (char)optopt, 0 });
+			return bad_usage("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc) {
+		if (strcmp(argv[optind - 1], "--"))
+			return bad_usage("unexpected argument '%s' (a command goes "
+					 "after --)", argv[optind]);
+		o.cmd = argv + optind;
+	}
+	if (!o.pid == !o.cmd)
+		return bad_usage("%s", o.pid ? "give -p PID or -- COMMAND, not both" :
+					       "nothing to trace: give -p PID or -- COMMAND");
+	if (!o.out)
+		return bad_usage("%s", "no output: give -o FILE");
+	return trace_run(&o);
+}

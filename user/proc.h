@@ -1,0 +1,36 @@
+/* The target process seen through /proc: mappings and memory. */
+#ifndef LMT_PROC_H
+#define LMT_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pmap {
+	uint64_t lo, hi, off;
+	uint64_t inode;
+	unsigned dev_major, dev_minor;
+	char perms[5];
+	char path[256]; /* as shown in maps; may end in " (deleted)" */
+};
+
+struct pmaps {
+	struct pmap *v;
+	size_t n;
+};
+
+/* 0, or -errno (ESRCH: no such process). */
+int pmaps_load(pid_t pid, struct pmaps *m);
+void pmaps_free(struct pmaps *m);
+const struct pmap *pmaps_find(const struct pmaps *m, uint64_t addr);
+/* A path that opens the mapping's file even if it was deleted or lives in
+ * another mount namespace: /proc/PID/map_files/LO-HI. */
+void pmap_file_path(pid_t pid, const struct pmap *m, char *buf, size_t len);
+/* Is this mapping backed by a regular file? */
+int pmap_is_file(const struct pmap *m);
+
+/* Reads len bytes of the target at addr. 0 or -errno. */
+int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+int proc_exists(pid_t pid);
+
+#endif

@@ -1,0 +1,124 @@
+/* C symbols from the ELF objects a process maps, emitted once per object
+ * in maps order (executable first), like the in-VM profiler's symtab. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elfsym.h"
+#include "proc.h"
+#include "symbols.h"
+
+void syms_init(struct syms *s, pid_t pid, sym_emit_fn emit, void *ctx)
+{
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	s->emit = emit;
+	s->ctx = ctx;
+}
+
+static void emit_name(struct syms *s, uint64_t addr, const char *name)
+{
+	struct mp_sym r = { .kind = MP_SYM_CFUNC, .addr = addr, .name = name,
+			    .name_len = strlen(name) };
+
+	u64set_add(&s->named, addr);
+	s->emit(s->ctx, &r);
+	s->nsyms++;
+}
+
+static void on_func(void *ctx, uint64_t addr, const char *name)
+{
+	emit_name(ctx, addr, name);
+}
+
+static struct cobj *find_obj(struct syms *s, uint64_t dev, uint64_t inode)
+{
+	for (size_t i = 0; i < s->nobj; i++)
+		if (s->obj[i].dev == dev && s->obj[i].inode == inode)
+			return &s->obj[i];
+	return NULL;
+}
+
+int syms_scan(struct syms *s)
+{
+	struct pmaps m;
+	int r = pmaps_load(s->pid, &m);
+
+	if (r)
+		return r;
+	for (size_t i = 0; i < m.n; i++) {
+		const struct pmap *p = &m.v[i];
+		uint64_t dev = ((uint64_t)p->dev_major << 32) | p->dev_minor;
+		struct cobj *o, *nv;
+		char path[128];
+		const char *base;
+
+		if (p->perms[2] != 'x' || !pmap_is_file(p))
+			continue;
+		o = find_obj(s, dev, p->inode);
+		if (o) { /* another executable mapping of a known object */
+			if (p->lo < o->lo)
+				o->lo = p->lo;
+			if (p->hi > o->hi)
+				o->hi = p->hi;
+			continue;
+		}
+		nv = realloc(s->obj, (s->nobj + 1) * sizeof(*nv));
+		if (!nv)
+			break;
+		s->obj = nv;
+		o = &s->obj[s->nobj++];
+		memset(o, 0, sizeof(*o));
+		o->dev = dev;
+		o->inode = p->inode;
+		o->lo = p->lo;
+		o->hi = p->hi;
+		base = strrchr(p->path, '/');
+		snprintf(o->name, sizeof(o->name), "%.63s", base ? base + 1 : p->path);
+		o->name[strcspn(o->name, " ")] = 0; /* " (deleted)" */
+		pmap_file_path(s->pid, p, path, sizeof(path));
+		if (elfsym_bias(path, p->lo, p->off, &o->bias))
+			o->bias = p->lo - p->off;
+		elfsym_funcs(path, o->bias, on_func, s);
+	}
+	pmaps_free(&m);
+	return 0;
+}
+
+static const struct cobj *obj_of(const struct syms *s, uint64_t addr)
+{
+	for (size_t i = 0; i < s->nobj; i++)
+		if (addr >= s->obj[i].lo && addr < s->obj[i].hi)
+			return &s->obj[i];
+	return NULL;
+}
+
+void syms_cfunc(struct syms *s, uint64_t addr)
+{
+	const struct cobj *o;
+	char name[96];
+
+	if (u64set_has(&s->named, addr))
+		return;
+	if (!obj_of(s, addr)) {
+		syms_scan(s);
+		if (u64set_has(&s->named, addr))
+			return;
+	}
+	o = obj_of(s, addr);
+	if (o)
+		snprintf(name, sizeof(name), "%s+0x%" PRIx64, o->name,
+			 addr - o->bias);
+	else
+		snprintf(name, sizeof(name), "[unknown]");
+	emit_name(s, addr, name);
+}
+
+void syms_free(struct syms *s)
+{
+	free(s->obj);
+	u64set_free(&s->named);
+	memset(s, 0, sizeof(*s));
+}

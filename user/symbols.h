@@ -1,0 +1,41 @@
+/* C symbols of a traced process, as memprof symbol records. (Prototype and
+ * trace records come from BPF; see tracer.c.) */
+#ifndef LMT_SYMBOLS_H
+#define LMT_SYMBOLS_H
+
+#include <sys/types.h>
+
+#include "memprof.h"
+#include "u64set.h"
+
+typedef void (*sym_emit_fn)(void *ctx, const struct mp_sym *s);
+
+struct cobj {
+	uint64_t dev, inode;
+	uint64_t lo, hi; /* executable range */
+	uint64_t bias;
+	char name[64];   /* basename, for synthetic names */
+};
+
+struct syms {
+	pid_t pid;
+	sym_emit_fn emit;
+	void *ctx;
+	struct cobj *obj;
+	size_t nobj;
+	struct u64set named; /* addresses some record names exactly */
+	unsigned long nsyms;
+};
+
+void syms_init(struct syms *s, pid_t pid, sym_emit_fn emit, void *ctx);
+/* Emits records for executable objects mapped since the last scan. */
+int syms_scan(struct syms *s);
+/* Makes sure a record names addr exactly (a C function about to be used
+ * as an event location): the stripped objects' dynamic symbols miss the
+ * VM's static functions, and the standard parser would otherwise name
+ * them after the nearest lower symbol. Such addresses get "object+0xVADDR"
+ * (usable with addr2line and a debug file). */
+void syms_cfunc(struct syms *s, uint64_t addr);
+void syms_free(struct syms *s);
+
+#endif

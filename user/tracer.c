@@ -1,0 +1,881 @@
+/* A tracing session: find the VMs, probe their allocators, turn ring
+ * buffer records into the memprof stream, stop cleanly, summarise.
+ *
+ * Every probe is a perf-event link owned by this process, so the kernel
+ * removes them when we exit or die; nothing is pinned.
+ */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "elfsym.h"
+#include "luamemtrace.skel.h"
+#include "memprof_write.h"
+#include "probe.h"
+#include "proc.h"
+#include "report.h"
+#include "symbols.h"
+#include "tracer.h"
+#include "vm.h"
+
+#define MAX_ALLOCF 16
+#define MAX_LINKS 64
+#define MAX_STOPPED 64
+
+struct allocf {
+	uint64_t addr;
+	struct probe_plan plan;
+};
+
+struct tr {
+	const struct topts *o;
+	struct luamemtrace_bpf *skel;
+	struct ring_buffer *rb;
+	struct mpw *w;
+	struct report *rep;
+	struct syms syms;
+	pid_t pid;
+	const struct lj_variant *var;
+	struct allocf af[MAX_ALLOCF];
+	unsigned naf;
+	struct bpf_link *links[MAX_LINKS];
+	unsigned nlinks;
+	unsigned nvm;
+	int lost_vm; /* VMs we could not attach to */
+	/* counts */
+	uint64_t n[4], bytes_alloc, bytes_free;
+	uint64_t protos, traces, names_cut;
+	int child_done, child_status;
+};
+
+static volatile sig_atomic_t stop_req;
+/* Processes BPF stopped for us; continued on every way out. */
+static volatile pid_t stopped[MAX_STOPPED];
+
+static void on_stop_signal(int sig)
+{
+	stop_req = sig;
+}
+
+static void continue_stopped(void)
+{
+	for (int i = 0; i < MAX_STOPPED; i++)
+		if (stopped[i] > 0) {
+			kill(stopped[i], SIGCONT);
+			stopped[i] = 0;
+		}
+}
+
+static void on_fatal(int sig)
+{
+	continue_stopped();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void err1(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("luamemtrace: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int libbpf_quiet(enum libbpf_print_level lvl, const char *fmt,
+			va_list ap)
+{
+	static int verbose = -1;
+	if (verbose < 0)
+		verbose = getenv("LMT_LIBBPF_DEBUG") != NULL;
+	if (!verbose && lvl != LIBBPF_WARN)
+		return 0;
+	if (!verbose)
+		return 0; /* we report failures ourselves, in one line */
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* CAP_SYS_ADMIN, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE (reading the
+ * target's memory), in our effective set. */
+static int has_caps(void)
+{
+	char line[256];
+	unsigned long long eff = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	if (eff & (1ULL << 21)) /* CAP_SYS_ADMIN */
+		return 1;
+	return (eff & (1ULL << 39)) && (eff & (1ULL << 38)) &&
+	       (eff & (1ULL << 19)); /* CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE */
+}
+
+/* Checks what the kernel and our privileges must provide. */
+static int preflight(void)
+{
+	const char *sys = getenv("LMT_SYSFS");
+	char p[PATH_MAX];
+
+	if (!sys)
+		sys = "/sys";
+	if (geteuid() != 0 && !has_caps()) {
+		err1("needs root, or CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE "
+		     "(run it with sudo)");
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/kernel/btf/vmlinux", sys);
+	if (access(p, R_OK)) {
+		err1("this kernel has no BTF (%s is missing): needs "
+		     "CONFIG_DEBUG_INFO_BTF=y", p);
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/bus/event_source/devices/uprobe/type", sys);
+	if (access(p, R_OK)) {
+		err1("this kernel has no uprobes (%s is missing): needs "
+		     "CONFIG_UPROBE_EVENTS=y", p);
+		return -1;
+	}
+	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL) != 1 ||
+	    libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1) {
+		err1("this kernel cannot load BPF kprobe programs with ring "
+		     "buffers (needs Linux 5.8+ with CONFIG_BPF_SYSCALL=y)");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- stream output ---------------------------------------------------- */
+
+static void emit_sym(void *ctx, const struct mp_sym *s)
+{
+	struct tr *t = ctx;
+
+	if (t->w)
+		mpw_sym(t->w, s);
+	report_sym(t->rep, s);
+}
+
+static void on_proto(struct tr *t, const struct lmt_proto *p)
+{
+	struct mp_sym s = { .kind = MP_SYM_LFUNC, .addr = p->addr };
+	char *full = NULL;
+	uint32_t n = p->copied <= LMT_NAME_MAX ? p->copied : LMT_NAME_MAX;
+
+	s.name = p->name;
+	s.name_len = n;
+	/* Long chunk names (load(string) without a name: the whole source)
+	 * are completed from the target; if the string is gone, the prefix
+	 * BPF copied is what we have. */
+	if (p->len > n && p->len < (64u << 20) && (full = malloc(p->len))) {
+		if (!proc_read((pid_t)p->tgid, p->str, full, p->len) &&
+		    !memcmp(full, p->name, n)) {
+			s.name = full;
+			s.name_len = p->len;
+		} else {
+			t->names_cut++;
+		}
+	} else if (p->len > n) {
+		t->names_cut++;
+	}
+	/* Built-ins in bytecode have firstline -1: sign-extend, as LuaJIT. */
+	s.line = (uint64_t)(int64_t)p->firstline;
+	emit_sym(t, &s);
+	free(full);
+	t->protos++;
+}
+
+static void on_trace(struct tr *t, const struct lmt_trace *r)
+{
+	struct mp_sym s = { .kind = MP_SYM_TRACE, .addr = r->traceno,
+			    .proto = r->proto, .line = r->line };
+	emit_sym(t, &s);
+	t->traces++;
+}
+
+static void on_event(struct tr *t, const struct lmt_event *e)
+{
+	struct mp_event m = { .kind = e->kind, .src = e->src, .loc = e->loc,
+			      .line = e->line, .oaddr = e->oaddr,
+			      .osize = e->osize, .naddr = e->naddr,
+			      .nsize = e->nsize };
+
+	if (m.src == MP_SRC_CFUNC)
+		syms_cfunc(&t->syms, m.loc);
+	if (t->w)
+		mpw_event(t->w, &m);
+	report_event(t->rep, &m);
+	t->n[m.kind & 3]++;
+	if (m.kind & MP_ALLOC)
+		t->bytes_alloc += m.nsize;
+	if (m.kind & MP_FREE)
+		t->bytes_free += m.osize;
+}
+
+static int add_vm(struct tr *t, const struct vminfo *v);
+
+static void on_newvm(struct tr *t, const struct lmt_newvm *n)
+{
+	struct vminfo v;
+	struct pmaps m;
+	char why[160];
+
+	if (n->stopped) {
+		for (int i = 0; i < MAX_STOPPED; i++)
+			if (!stopped[i]) {
+				stopped[i] = (pid_t)n->tgid;
+				break;
+			}
+	}
+	if (pmaps_load((pid_t)n->tgid, &m) == 0) {
+		if (vm_at((pid_t)n->tgid, &m, t->o->variant, n->L, &v, why,
+			  sizeof(why)) == 0) {
+			if (add_vm(t, &v))
+				t->lost_vm++;
+		} else {
+			err1("warning: new lua_State 0x%" PRIx64 " in PID %u not "
+			     "traced: %s", n->L, n->tgid, why);
+			t->lost_vm++;
+		}
+		pmaps_free(&m);
+	}
+	if (n->stopped) {
+		kill((pid_t)n->tgid, SIGCONT);
+		for (int i = 0; i < MAX_STOPPED; i++)
+			if (stopped[i] == (pid_t)n->tgid)
+				stopped[i] = 0;
+	}
+}
+
+static int on_rec(void *ctx, void *data, size_t sz)
+{
+	struct tr *t = ctx;
+	const uint8_t rec = *(const uint8_t *)data;
+
+	switch (rec) {
+	case LMT_REC_EVENT:
+		if (sz >= sizeof(struct lmt_event))
+			on_event(t, data);
+		break;
+	case LMT_REC_PROTO:
+		if (sz >= sizeof(struct lmt_proto))
+			on_proto(t, data);
+		break;
+	case LMT_REC_TRACE:
+		if (sz >= sizeof(struct lmt_trace))
+			on_trace(t, data);
+		break;
+	case LMT_REC_NEWVM:
+		if (sz >= sizeof(struct lmt_newvm))
+			on_newvm(t, data);
+		break;
+	}
+	return 0;
+}
+
+/* ---- attaching -------------------------------------------------------- */
+
+static int link_add(struct tr *t, struct bpf_link *l)
+{
+	if (!l)
+		return -errno ? -errno : -EINVAL;
+	if (t->nlinks == MAX_LINKS) {
+		bpf_link__destroy(l);
+		return -E2BIG;
+	}
+	t->links[t->nlinks++] = l;
+	return 0;
+}
+
+static int attach_at(struct tr *t, const char *path, uint64_t off, int ret)
+{
+	struct bpf_program *pe = t->o->floor ? t->skel->progs.floor_enter :
+					       t->skel->progs.alloc_enter;
+	struct bpf_program *pr = t->o->floor ? t->skel->progs.floor_return :
+					       t->skel->progs.alloc_return;
+	int r = link_add(t, bpf_program__attach_uprobe(pe, false, t->pid, path,
+							 (size_t)off));
+	if (r || !ret)
+		return r;
+	return link_add(t, bpf_program__attach_uprobe(pr, true, t->pid, path,
+						      (size_t)off));
+}
+
+static void describe(const char *what, const struct probe_site *s, int verbose)
+{
+	if (verbose)
+		fprintf(stderr, "luamemtrace: %s probe at 0x%" PRIx64 " (%s)%s\n",
+			what, s->addr, s->text,
+			s->emulated ? "" : ", single-stepped");
+}
+
+/* Probes the allocator at runtime address addr, once per address. */
+static int attach_allocf(struct tr *t, uint64_t addr)
+{
+	struct allocf *a;
+	const struct pmap *p;
+	struct pmaps m;
+	char path[128], err[256];
+	int r;
+
+	for (unsigned i = 0; i < t->naf; i++)
+		if (t->af[i].addr == addr)
+			return 0;
+	if (t->naf == MAX_ALLOCF) {
+		err1("too many distinct allocators");
+		return -1;
+	}
+	r = pmaps_load(t->pid, &m);
+	if (r) {
+		err1("cannot read /proc/%d/maps: %s", (int)t->pid, strerror(-r));
+		return -1;
+	}
+	p = pmaps_find(&m, addr);
+	if (!p || !pmap_is_file(p)) {
+		err1("the allocator 0x%" PRIx64 " is not in a mapped file "
+		     "(JIT-generated or anonymous code cannot be probed)", addr);
+		pmaps_free(&m);
+		return -1;
+	}
+	a = &t->af[t->naf];
+	a->addr = addr;
+	pmap_file_path(t->pid, p, path, sizeof(path));
+	r = probe_plan(path, addr, addr - p->lo + p->off, &a->plan, err,
+		       sizeof(err));
+	if (r) {
+		err1("%s", err);
+		pmaps_free(&m);
+		return -1;
+	}
+	if (t->o->verbose)
+		fprintf(stderr, "luamemtrace: allocator 0x%" PRIx64 " in %s\n",
+			addr, p->path);
+	if (t->o->probes == PROBES_ENTRY) {
+		a->plan.split = 0;
+		a->plan.all.addr = addr;
+		a->plan.all.off = addr - p->lo + p->off;
+		a->plan.all.emulated = 0;
+		snprintf(a->plan.all.text, sizeof(a->plan.all.text), "entry");
+		a->plan.warning[0] = 0;
+	}
+	if (a->plan.split && t->o->probes == PROBES_AUTO) {
+		describe("free path", &a->plan.free_site, t->o->verbose);
+		describe("allocation path", &a->plan.alloc_site, t->o->verbose);
+		r = attach_at(t, path, a->plan.free_site.off, 0);
+		if (!r)
+			r = attach_at(t, path, a->plan.alloc_site.off, 1);
+	} else {
+		if (a->plan.warning[0] && !t->o->quiet)
+			err1("warning: %s", a->plan.warning);
+		describe("allocator", &a->plan.all, t->o->verbose);
+		r = attach_at(t, path, a->plan.all.off, 1);
+	}
+	pmaps_free(&m);
+	if (r) {
+		err1("cannot attach uprobes to %s: %s", path, strerror(-r));
+		return -1;
+	}
+	t->naf++;
+	return 0;
+}
+
+static int add_vm(struct tr *t, const struct vminfo *v)
+{
+	struct lmt_vm_key k = { .tgid = (uint32_t)t->pid, .ud = v->allocd };
+	struct lmt_vm val = { .g = v->g, .id = t->nvm, .lay = v->var->lay };
+
+	if (bpf_map__lookup_elem(t->skel->maps.vms, &k, sizeof(k), &val,
+				 sizeof(val), 0) == 0)
+		return 0; /* known */
+	val.id = t->nvm;
+	val.g = v->g;
+	val.lay = v->var->lay;
+	if (attach_allocf(t, v->allocf))
+		return -1;
+	if (bpf_map__update_elem(t->skel->maps.vms, &k, sizeof(k), &val,
+				 sizeof(val), BPF_ANY)) {
+		err1("cannot register VM 0x%" PRIx64 ": %s", v->L, strerror(errno));
+		return -1;
+	}
+	if (t->o->verbose)
+		fprintf(stderr, "luamemtrace: VM %u: L 0x%" PRIx64 " g 0x%" PRIx64
+			" (%s), allocator 0x%" PRIx64 " ud 0x%" PRIx64 "\n",
+			t->nvm, v->L, v->g, v->var->name, v->allocf, v->allocd);
+	t->var = v->var;
+	t->nvm++;
+	/* The process is stopped or attached: what it maps now is readable
+	 * now, while the consumer may only get to its events after it exits. */
+	syms_scan(&t->syms);
+	return 0;
+}
+
+/* Uretprobes on lua_newstate in every object that exports it, so VMs
+ * created while we trace (or before the command's first line) are seen. */
+static void newstate_probe(struct tr *t, const char *path)
+{
+	uint64_t off;
+
+	if (elfsym_offset(path, "lua_newstate", &off))
+		return;
+	if (link_add(t, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
+						   true, t->pid, path,
+						   (size_t)off)) == 0 &&
+	    t->o->verbose)
+		fprintf(stderr, "luamemtrace: watching lua_newstate in %s\n", path);
+}
+
+static void newstate_probes_maps(struct tr *t, const struct pmaps *m)
+{
+	struct u64set seen = { 0 };
+
+	for (size_t i = 0; i < m->n; i++) {
+		const struct pmap *p = &m->v[i];
+		char path[128];
+		if (p->perms[2] != 'x' || !pmap_is_file(p) ||
+		    u64set_add(&seen, p->inode) != 1)
+			continue;
+		pmap_file_path(t->pid, p, path, sizeof(path));
+		newstate_probe(t, path);
+	}
+	u64set_free(&seen);
+}
+
+/* ---- the command to start --------------------------------------------- */
+
+/* What execvp would run: the first PATH entry with an executable file. */
+static int resolve_cmd(const char *name, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(name, '/'))
+		return realpath(name, out) && !access(out, X_OK) ? 0 : -1;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t l = strcspn(path, ":");
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)l, path, name);
+		if (!access(buf, X_OK) && realpath(buf, out))
+			return 0;
+		path += l + (path[l] == ':');
+	}
+	(void)len;
+	return -1;
+}
+
+struct needed_ctx {
+	struct tr *t;
+};
+
+static void on_needed(void *ctx, uint64_t unused, const char *soname)
+{
+	static const char *dirs[] = { "/lib/x86_64-linux-gnu",
+				      "/usr/lib/x86_64-linux-gnu",
+				      "/usr/local/lib", "/lib", "/usr/lib" };
+	struct needed_ctx *n = ctx;
+	char p[PATH_MAX];
+
+	if (!strstr(soname, "luajit"))
+		return;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dirs[i], soname);
+		if (!access(p, R_OK)) {
+			newstate_probe(n->t, p);
+			return;
+		}
+	}
+}
+
+/* Watches lua_newstate in the program (following one #! line) and in a
+ * libluajit it links against. */
+static int cmd_probes(struct tr *t, const char *exe)
+{
+	char interp[PATH_MAX], line[PATH_MAX];
+	struct needed_ctx n = { t };
+	const char *bin = exe;
+	FILE *f = fopen(exe, "re");
+	unsigned before = t->nlinks;
+
+	if (f && fgets(line, sizeof(line), f) && !strncmp(line, "#!", 2)) {
+		char *s = line + 2;
+		s += strspn(s, " \t");
+		s[strcspn(s, " \t\n")] = 0;
+		if (!strcmp(s, "/usr/bin/env")) {
+			char *a = s + strlen(s) + 1;
+			a += strspn(a, " \t");
+			a[strcspn(a, " \t\n")] = 0;
+			s = a;
+		}
+		if (!resolve_cmd(s, interp, sizeof(interp)))
+			bin = interp;
+	}
+	if (f)
+		fclose(f);
+	newstate_probe(t, bin);
+	elfsym_needed(bin, on_needed, &n);
+	return t->nlinks > before ? 0 : -1;
+}
+
+/* ---- main loop -------------------------------------------------------- */
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sum_stats(struct tr *t, struct lmt_stats *s)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct lmt_percpu *v;
+	uint32_t zero = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (ncpu <= 0 || !(v = calloc((size_t)ncpu, sizeof(*v))))
+		return;
+	/* Counters are all __u64: sum them as such (no type punning). */
+	if (!bpf_map__lookup_elem(t->skel->maps.stats, &zero, sizeof(zero), v,
+				  sizeof(*v) * (size_t)ncpu, 0)) {
+		for (int i = 0; i < ncpu; i++) {
+			const __u64 *a = &v[i].st.events;
+			__u64 *b = &s->events;
+			for (size_t j = 0; j < sizeof(*s) / sizeof(*b); j++)
+				b[j] += a[j];
+		}
+	}
+	free(v);
+}
+
+static void human(char *b, size_t n, uint64_t v)
+{
+	if (v >= 10u << 20)
+		snprintf(b, n, "%.1f MiB", v / 1048576.0);
+	else if (v >= 10u << 10)
+		snprintf(b, n, "%.1f KiB", v / 1024.0);
+	else
+		snprintf(b, n, "%" PRIu64 " B", v);
+}
+
+static void summary(struct tr *t, const struct lmt_stats *s, double secs,
+		    uint64_t out_bytes)
+{
+	char a[32], f[32];
+	uint64_t evs = t->n[1] + t->n[2] + t->n[3];
+
+	human(a, sizeof(a), t->bytes_alloc);
+	human(f, sizeof(f), t->bytes_free);
+	fprintf(stderr, "luamemtrace: traced PID %d, %u VM%s (%s), %.2f s\n",
+		(int)t->pid, t->nvm, t->nvm == 1 ? "" : "s",
+		t->var ? t->var->name : "-", secs);
+	fprintf(stderr, "  events:  %" PRIu64 " (%" PRIu64 " alloc, %" PRIu64
+		" realloc, %" PRIu64 " free), %s allocated, %s freed\n",
+		evs, t->n[1], t->n[3], t->n[2], a, f);
+	fprintf(stderr, "  symbols: %" PRIu64 " prototypes, %" PRIu64
+		" traces, %lu C functions\n", t->protos, t->traces,
+		t->syms.nsyms);
+	fprintf(stderr, "  lost:    %" PRIu64 " events, %" PRIu64
+		" symbol records%s\n", (uint64_t)(s->lost + s->pending_full), (uint64_t)s->lost_sym,
+		s->lost + s->pending_full + s->lost_sym ?
+			" (ring buffer full: the stream is INCOMPLETE; raise -b)" :
+			"");
+	if (t->lost_vm)
+		fprintf(stderr, "  missed:  %d VM%s created during the trace\n",
+			t->lost_vm, t->lost_vm == 1 ? "" : "s");
+	if (t->names_cut)
+		fprintf(stderr, "  %" PRIu64 " chunk names cut to %d bytes (string "
+			"gone before it could be read)\n", t->names_cut,
+			LMT_NAME_MAX);
+	if (getenv("LMT_DEBUG_STATS"))
+		fprintf(stderr, "  bpf: events %llu reads %llu errs %llu protos %llu unknown_vm %llu\n",
+			(unsigned long long)s->events, (unsigned long long)s->reads,
+			(unsigned long long)s->read_errs, (unsigned long long)s->protos,
+			(unsigned long long)s->unknown_vm);
+	if (evs)
+		fprintf(stderr, "  cost:    %.1f target memory reads per event\n",
+			(double)s->reads / (double)(evs ? evs : 1));
+	if (t->o->top > 0 && evs) {
+		fprintf(stderr, "  top allocation sites:\n");
+		report_print_top(t->rep, stderr, t->o->top, 1);
+	}
+	fprintf(stderr, "  wrote %s (%" PRIu64 " bytes)\n", t->o->out, out_bytes);
+}
+
+static void drain(struct tr *t)
+{
+	while (ring_buffer__consume(t->rb) > 0)
+		;
+}
+
+static pid_t start_child(char **cmd, int *gate)
+{
+	int p[2];
+	pid_t c;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	c = fork();
+	if (c < 0)
+		return -1;
+	if (c == 0) {
+		char b;
+		close(p[1]);
+		/* Wait until the tracer is ready; EOF means it gave up. */
+		if (read(p[0], &b, 1) != 1)
+			_exit(127);
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "luamemtrace: cannot run %s: %s\n", cmd[0],
+			strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	*gate = p[1];
+	return c;
+}
+
+int trace_run(const struct topts *o)
+{
+	struct tr t = { .o = o };
+	struct lmt_stats st;
+	struct mpw *w = NULL;
+	struct vmscan scan = { 0 };
+	struct pmaps m = { 0 };
+	int fd = -1, gate = -1, rc = LMT_ERR, r;
+	double t0, deadline = 0, next_scan = 0;
+	struct sigaction sa = { 0 };
+	char exe[PATH_MAX];
+
+	libbpf_set_print(libbpf_quiet);
+	if (preflight())
+		return LMT_ERR;
+	fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err1("cannot write %s: %s", o->out, strerror(errno));
+		return LMT_ERR;
+	}
+	t.rep = report_new();
+	w = malloc(sizeof(*w));
+	if (!t.rep || !w) {
+		err1("out of memory");
+		goto out;
+	}
+	if (!o->floor)
+		t.w = w;
+
+	if (o->cmd) {
+		if (resolve_cmd(o->cmd[0], exe, sizeof(exe))) {
+			err1("cannot run %s: command not found", o->cmd[0]);
+			goto out;
+		}
+		t.pid = start_child(o->cmd, &gate);
+		if (t.pid < 0) {
+			err1("cannot start %s: %s", o->cmd[0], strerror(errno));
+			goto out;
+		}
+	} else {
+		t.pid = o->pid;
+		if (!proc_exists(t.pid)) {
+			err1("no such process: %d", (int)t.pid);
+			goto out;
+		}
+		r = pmaps_load(t.pid, &m);
+		if (r) {
+			err1("cannot read /proc/%d/maps: %s", (int)t.pid,
+			     strerror(-r));
+			goto out;
+		}
+		r = vm_scan(t.pid, &m, o->variant, &scan);
+		if (r) {
+			err1("cannot scan PID %d: %s", (int)t.pid, strerror(-r));
+			goto out;
+		}
+		if (!scan.n) {
+			int lj = 0;
+			for (size_t i = 0; i < m.n && !lj; i++) {
+				char path[128];
+				uint64_t off;
+				if (m.v[i].perms[2] != 'x' || !pmap_is_file(&m.v[i]))
+					continue;
+				pmap_file_path(t.pid, &m.v[i], path, sizeof(path));
+				lj = !elfsym_offset(path, "luaJIT_setmode", &off);
+			}
+			if (scan.candidates || lj)
+				err1("unrecognised LuaJIT layout in PID %d: %s%s%s",
+				     (int)t.pid,
+				     lj ? "LuaJIT is loaded but no VM matched " :
+					  "",
+				     o->variant ? o->variant : "any known variant",
+				     scan.first_reject[0] ?
+					     (snprintf(exe, sizeof(exe), " (%s)",
+						       scan.first_reject), exe) :
+					     "");
+			else
+				err1("PID %d runs no LuaJIT VM", (int)t.pid);
+			goto out;
+		}
+	}
+
+	t.skel = luamemtrace_bpf__open();
+	if (!t.skel) {
+		err1("cannot open the BPF object: %s", strerror(errno));
+		goto out;
+	}
+	if (o->rb_bytes)
+		bpf_map__set_max_entries(t.skel->maps.rb, (uint32_t)o->rb_bytes);
+	t.skel->rodata->wakeup_bytes = o->rb_bytes ? o->rb_bytes / 16 : 1 << 20;
+	if (luamemtrace_bpf__load(t.skel)) {
+		err1("cannot load the BPF programs: %s (LMT_LIBBPF_DEBUG=1 shows "
+		     "the verifier log)", strerror(errno));
+		goto out;
+	}
+	t.rb = ring_buffer__new(bpf_map__fd(t.skel->maps.rb), on_rec, &t, NULL);
+	if (!t.rb) {
+		err1("cannot open the ring buffer: %s", strerror(errno));
+		goto out;
+	}
+
+	sa.sa_handler = on_stop_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_fatal;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGABRT, &sa, NULL);
+	sigaction(SIGFPE, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	/* The stream starts before any probe fires: C symbols of what is
+	 * mapped now, then the events prologue. */
+	mpw_init(w, fd);
+	syms_init(&t.syms, t.pid, emit_sym, &t);
+	if (o->pid)
+		syms_scan(&t.syms);
+	mpw_begin_events(w);
+
+	{
+		uint32_t tg = (uint32_t)t.pid, one = 1;
+		bpf_map__update_elem(t.skel->maps.procs, &tg, sizeof(tg), &one,
+				     sizeof(one), BPF_ANY);
+	}
+	if (o->cmd) {
+		if (cmd_probes(&t, exe)) {
+			err1("%s does not export lua_newstate (nor links a "
+			     "libluajit that does): cannot trace it from the "
+			     "start; start it and use -p", exe);
+			goto out;
+		}
+	} else {
+		for (size_t i = 0; i < scan.n; i++)
+			if (add_vm(&t, &scan.v[i]))
+				goto out;
+		newstate_probes_maps(&t, &m);
+	}
+
+	t0 = now();
+	if (o->duration > 0)
+		deadline = t0 + o->duration;
+	if (gate >= 0) {
+		if (write(gate, "g", 1) != 1) {
+			err1("cannot start %s", o->cmd[0]);
+			goto out;
+		}
+		close(gate);
+		gate = -1;
+	}
+	if (!o->quiet && o->pid)
+		fprintf(stderr, "luamemtrace: tracing PID %d (%zu VM%s, %s); "
+			"Ctrl-C to stop\n", (int)t.pid, scan.n,
+			scan.n == 1 ? "" : "s", scan.v[0].var->name);
+
+	while (!stop_req) {
+		r = ring_buffer__poll(t.rb, 50);
+		if (r < 0 && r != -EINTR) {
+			err1("ring buffer: %s", strerror(-r));
+			break;
+		}
+		ring_buffer__consume(t.rb);
+		if (t.w && t.w->err)
+			break;
+		if (deadline && now() >= deadline)
+			break;
+		/* Objects loaded since (C modules): named while they are mapped. */
+		if (now() >= next_scan) {
+			syms_scan(&t.syms);
+			next_scan = now() + 1;
+		}
+		if (o->cmd) {
+			int status;
+			if (waitpid(t.pid, &status, WNOHANG) == t.pid) {
+				t.child_done = 1;
+				t.child_status = status;
+				break;
+			}
+		} else if (!proc_exists(t.pid)) {
+			break;
+		}
+	}
+	/* Detach first so no new records arrive, then drain what is left. */
+	for (unsigned i = 0; i < t.nlinks; i++)
+		bpf_link__destroy(t.links[i]);
+	t.nlinks = 0;
+	continue_stopped();
+	drain(&t);
+	sum_stats(&t, &st);
+	r = mpw_finish(w);
+	if (r) {
+		err1("cannot write %s: %s", o->out, strerror(r));
+		goto out;
+	}
+	if (!o->quiet)
+		summary(&t, &st, now() - t0, w->bytes);
+	if (o->cmd && t.child_done && !o->quiet) {
+		if (WIFEXITED(t.child_status) && WEXITSTATUS(t.child_status))
+			fprintf(stderr, "  command exited with status %d\n",
+				WEXITSTATUS(t.child_status));
+		else if (WIFSIGNALED(t.child_status))
+			fprintf(stderr, "  command killed by signal %d\n",
+				WTERMSIG(t.child_status));
+	} else if (o->cmd && !o->quiet) {
+		fprintf(stderr, "  command (PID %d) still running\n", (int)t.pid);
+	}
+	rc = st.lost + st.pending_full + st.lost_sym ? LMT_LOSSY : LMT_OK;
+out:
+	for (unsigned i = 0; i < t.nlinks; i++)
+		bpf_link__destroy(t.links[i]);
+	continue_stopped();
+	if (gate >= 0) {
+		close(gate); /* the child exits without running the command */
+		waitpid(t.pid, NULL, 0);
+	}
+	ring_buffer__free(t.rb);
+	luamemtrace_bpf__destroy(t.skel);
+	syms_free(&t.syms);
+	vm_scan_free(&scan);
+	pmaps_free(&m);
+	report_free(t.rep);
+	free(w);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}

@@ -1,0 +1,37 @@
+/* The life of a tracing session: attach, consume, stop, summarise. */
+#ifndef LMT_TRACER_H
+#define LMT_TRACER_H
+
+#include <sys/types.h>
+
+enum probe_mode {
+	PROBES_AUTO,   /* split free/alloc paths when the allocator allows */
+	PROBES_SINGLE, /* one entry+return probe at the first emulated insn */
+	PROBES_ENTRY,  /* entry+return at the allocator's first instruction */
+};
+
+/* Exit statuses of a trace. */
+enum {
+	LMT_OK = 0,
+	LMT_ERR = 1,
+	LMT_USAGE = 2,
+	LMT_LOSSY = 3, /* the stream is well-formed but events were lost */
+};
+
+struct topts {
+	pid_t pid;         /* -p, or 0 */
+	char **cmd;        /* -- CMD..., or NULL */
+	const char *out;
+	double duration;   /* seconds, 0 = until stopped */
+	const char *variant; /* force one layout variant */
+	unsigned long rb_bytes;
+	enum probe_mode probes;
+	int floor;   /* attach empty programs (benchmark floor), write no events */
+	int verbose;
+	int quiet;   /* no summary */
+	int top;     /* allocation sites in the summary */
+};
+
+int trace_run(const struct topts *o);
+
+#endif

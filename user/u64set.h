@@ -1,0 +1,19 @@
+/* A set of 64-bit keys (open addressing, linear probing). */
+#ifndef LMT_U64SET_H
+#define LMT_U64SET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct u64set {
+	uint64_t *k; /* 0 marks an empty slot; key 0 is kept aside */
+	size_t cap, n;
+	int has0;
+};
+
+/* 1 if added, 0 if present, -1 on allocation failure. */
+int u64set_add(struct u64set *s, uint64_t key);
+int u64set_has(const struct u64set *s, uint64_t key);
+void u64set_free(struct u64set *s);
+
+#endif
