@@ -352,6 +352,7 @@ struct group {
 	uint32_t loc, name; /* name of the first event */
 	uint8_t kind;
 	uint32_t owners; /* first owner index, NONE if none */
+	uint32_t last_own; /* owner hit last: blocks mostly die where they were made */
 	uint64_t num, alloc, free;
 };
 
@@ -763,6 +764,11 @@ static void link_owner(struct report *rp, uint32_t g, const struct hslot *blk, u
 	int isnew;
 	uint64_t *v;
 	struct owner *o;
+	const uint32_t last = rp->grp[g].last_own;
+	if (last != NONE && rp->own[last].loc == oloc) {
+		o = &rp->own[last];
+		goto hit;
+	}
 	if (grow(&rp->own, &rp->own_cap, (size_t)rp->nown + 1, sizeof(*rp->own)) ||
 	    !(v = u64map_put(&rp->ownmap, (((uint64_t)g << 32) | oloc) + 1, rp->nown, &isnew)))
 		goto oom;
@@ -772,6 +778,8 @@ static void link_owner(struct report *rp, uint32_t g, const struct hslot *blk, u
 		rp->grp[g].owners = rp->nown++;
 	}
 	o = &rp->own[*v];
+	rp->grp[g].last_own = (uint32_t)*v;
+hit:
 	o->allocated += nsize;
 	o->freed += blk->size;
 	o->count++;
@@ -816,7 +824,8 @@ void report_event(struct report *rp, const struct mp_event *e)
 		if (grow(&rp->grp, &rp->grp_cap, (size_t)rp->ngrp + 1, sizeof(*rp->grp)))
 			goto oom;
 		g = l->grp[e->kind - 1] = rp->ngrp++;
-		rp->grp[g] = (struct group){ .loc = li, .name = name, .kind = e->kind, .owners = NONE };
+		rp->grp[g] = (struct group){ .loc = li, .name = name, .kind = e->kind, .owners = NONE,
+					     .last_own = NONE };
 	}
 	gp = &rp->grp[g];
 	gp->num++;
@@ -831,6 +840,11 @@ void report_event(struct report *rp, const struct mp_event *e)
 		gp->alloc += e->nsize;
 		if ((blk = heap_find(rp, e->oaddr))) {
 			link_owner(rp, g, blk, e->nsize);
+			if (e->naddr == e->oaddr) { /* in place: one probe, not three */
+				*blk = (struct hslot){ .addr = e->naddr, .size = e->nsize,
+						       .loc1 = li + 1, .name = name };
+				break;
+			}
 			heap_del(rp, blk);
 		}
 		if (heap_put(rp, e->naddr, e->nsize, li, name))
@@ -847,6 +861,23 @@ void report_event(struct report *rp, const struct mp_event *e)
 	return;
 oom:
 	rp->oom = 1;
+}
+
+/* The heap map is larger than the caches on big profiles, so a batch
+ * first prefetches the slots its events will probe. */
+void report_events(struct report *rp, const struct mp_event *ev, size_t n)
+{
+	if (rp->heap) {
+		for (size_t i = 0; i < n; i++) {
+			const struct mp_event *e = &ev[i];
+			if (e->kind & MP_FREE)
+				__builtin_prefetch(&rp->heap[heap_home(rp, e->oaddr)]);
+			if (e->kind & MP_ALLOC && e->naddr != e->oaddr)
+				__builtin_prefetch(&rp->heap[heap_home(rp, e->naddr)]);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		report_event(rp, &ev[i]);
 }
 
 /* ---- Output ---- */
@@ -1213,8 +1244,10 @@ int report_main(int argc, char **argv)
 	const char *path;
 	struct mpr *r;
 	struct report *rp;
+	enum { BATCH = 64 };
 	struct mp_sym sym;
-	struct mp_event ev;
+	struct mp_event batch[BATCH];
+	size_t nbatch = 0;
 
 	opterr = 0;
 	optind = 0; /* full re-initialisation (glibc): main may have parsed before */
@@ -1277,11 +1310,18 @@ int report_main(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
-	while ((rc = mpr_next(r, &sym, &ev)) > 0) {
-		if (rc == MPR_EVENT)
-			report_event(rp, &ev);
-		else
+	/* Events go in batches (see report_events); a symbol record flushes
+	 * the batch first, as naming depends on stream order. */
+	for (;;) {
+		rc = mpr_next(r, &sym, &batch[nbatch]);
+		if (rc == MPR_EVENT && ++nbatch < BATCH)
+			continue;
+		report_events(rp, batch, nbatch);
+		nbatch = 0;
+		if (rc == MPR_SYM)
 			report_sym(rp, &sym);
+		else if (rc != MPR_EVENT)
+			break;
 	}
 	if (rc == MPR_ERROR) {
 		fprintf(stderr, "luamemtrace report: %s\n", mpr_diag(r));
