@@ -1,0 +1,260 @@
+#!/usr/bin/env bats
+# `luamemtrace report` against the reference parser's reports of the
+# fixtures, plus folded output, error handling and escaping. Needs no root.
+#
+# The reference parser prints entries with equal event counts (and equal
+# HEAP SUMMARY bytes) in random order, so reports are compared after
+# tests/canon-report.sh sorts each such run; everything else is compared
+# byte for byte.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	LMT="$BATS_TEST_DIRNAME/../luamemtrace"
+	FIX="${LMT_FIXTURES:-$BATS_TEST_DIRNAME/../../shared/fixtures/memprof}"
+	CANON="$BATS_TEST_DIRNAME/canon-report.sh"
+	T="$BATS_TEST_TMPDIR"
+}
+
+# The worked example of the format spec, section 9 (symtab cut short).
+example_stream() {
+	printf 'ljs\x03\x00\x00\x00'
+	printf '\x00\xa8\xae\xb1\x85\x04\x07@ex.lua\x00'
+	printf '\x00\xc0\xab\xb1\x85\x04\x07@ex.lua\x04'
+	printf '\x80ljm\x03\x00\x00\x00'
+	printf '\x09\xa8\xae\xb1\x85\x04\x06\xe8\xf9\xaf\x85\x04\x14'
+	printf '\x09\xc0\xab\xb1\x85\x04\x05\x88\xe9\xaf\x85\x04\x38'
+	printf '\x09\xa8\xae\xb1\x85\x04\x08\xc0\x99\xb0\x85\x04\x20'
+	printf '\x09\xa8\xae\xb1\x85\x04\x09\x98\xb9\xb0\x85\x04\x18'
+	printf '\x0b\xa8\xae\xb1\x85\x04\x09\x98\xb9\xb0\x85\x04\x18\xa0\xa3\xb0\x85\x04\x28'
+	printf '\x06\x88\xe9\xaf\x85\x04\x38'
+	printf '\x80'
+}
+
+# compare_all MODE-SUFFIX [OPTION]: every fixture's report vs the reference.
+compare_all() {
+	local suffix=$1 opt=${2:-} n=0 bad=0 bin exp
+	for bin in "$FIX"/*.bin; do
+		[ -e "$bin" ] || continue
+		exp=${bin%.bin}.report$suffix.txt
+		[ -e "$exp" ] || continue
+		n=$((n + 1))
+		"$LMT" report $opt "$bin" > "$T/out" || { echo "exit $? on $bin"; bad=1; continue; }
+		if ! diff -u <("$CANON" "$exp") <("$CANON" "$T/out"); then
+			echo "mismatch: $bin $opt"
+			bad=1
+		fi
+	done
+	echo "compared $n fixtures"
+	[ "$n" -gt 0 ] && [ "$bad" -eq 0 ]
+}
+
+@test "report: fixtures match the reference report" {
+	run compare_all ""
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "report --leak-only: fixtures match the reference report" {
+	run compare_all .leak-only --leak-only
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "report --human-readable: fixtures match the reference report" {
+	run compare_all .human-readable --human-readable
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "canon-report: only ties are reordered" {
+	# The helper must not hide real differences: swapping two entries
+	# with different counts is caught, swapping tied ones is not.
+	printf 'ALLOCATIONS\na: 2 events\t+1B\t-0B\nb: 1 events\t+1B\t-0B\nc: 1 events\t+2B\t-0B\n\n' > "$T/a"
+	printf 'ALLOCATIONS\na: 2 events\t+1B\t-0B\nc: 1 events\t+2B\t-0B\nb: 1 events\t+1B\t-0B\n\n' > "$T/b"
+	printf 'ALLOCATIONS\nb: 1 events\t+1B\t-0B\na: 2 events\t+1B\t-0B\nc: 1 events\t+2B\t-0B\n\n' > "$T/c"
+	cmp <("$CANON" "$T/a") <("$CANON" "$T/b")
+	if cmp -s <("$CANON" "$T/a") <("$CANON" "$T/c"); then false; fi
+}
+
+@test "report: section 9 example, exact output with the documented tie order" {
+	example_stream > "$T/ex.bin"
+	run "$LMT" report "$T/ex.bin"
+	[ "$status" -eq 0 ]
+	expected=$(printf '%s\n' \
+		'ALLOCATIONS' \
+		'@ex.lua:5: 1 events	+56B	-0B' \
+		'@ex.lua:8: 1 events	+32B	-0B' \
+		'@ex.lua:9: 1 events	+24B	-0B' \
+		'@ex.lua:6: 1 events	+20B	-0B' \
+		'' \
+		'REALLOCATIONS' \
+		'@ex.lua:9: 1 events	+40B	-24B' \
+		'	Overrides:' \
+		'		@ex.lua:9' \
+		'' \
+		'' \
+		'DEALLOCATIONS' \
+		'INTERNAL: 1 events	+0B	-56B' \
+		'	Overrides:' \
+		'		@ex.lua:5' \
+		'' \
+		'' \
+		'HEAP SUMMARY:' \
+		'@ex.lua:9 holds 40B: 2 allocs, 1 frees' \
+		'@ex.lua:8 holds 32B: 1 allocs, 0 frees' \
+		'@ex.lua:6 holds 20B: 1 allocs, 0 frees')
+	[ "$output" = "$expected" ]
+}
+
+@test "report: FILE - reads stdin" {
+	bin=$(ls "$FIX"/*.bin | head -1)
+	"$LMT" report "$bin" > "$T/a"
+	"$LMT" report - < "$bin" > "$T/b"
+	cmp "$T/a" "$T/b"
+}
+
+@test "report --folded: weight=bytes, events, live on the example" {
+	example_stream > "$T/ex.bin"
+	run "$LMT" report --folded "$T/ex.bin"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf '@ex.lua:5 56\n@ex.lua:6 20\n@ex.lua:8 32\n@ex.lua:9 64')" ]
+	run "$LMT" report --folded --weight=events "$T/ex.bin"
+	[ "$output" = "$(printf '@ex.lua:5 1\n@ex.lua:6 1\n@ex.lua:8 1\n@ex.lua:9 2')" ]
+	run "$LMT" report --folded --weight=live "$T/ex.bin"
+	[ "$output" = "$(printf '@ex.lua:6 20\n@ex.lua:8 32\n@ex.lua:9 40')" ]
+	run "$LMT" report --folded --weight=bytes "$T/ex.bin"
+	[ "$output" = "$(printf '@ex.lua:5 56\n@ex.lua:6 20\n@ex.lua:8 32\n@ex.lua:9 64')" ]
+}
+
+@test "report --folded: fixture weights agree with the standard report" {
+	bin="$FIX/leaks.joff.bin"
+	[ -e "$bin" ]
+	run "$LMT" report --folded "$bin"
+	[ "$status" -eq 0 ]
+	# ALLOCATIONS +56000, +2624 (+2064 reallocated), +32.
+	[ "$output" = "$(printf '@leaks.lua:3 32\n@leaks.lua:5 4688\n@leaks.lua:8 56000')" ]
+	run "$LMT" report --folded --weight=events "$bin"
+	[ "$output" = "$(printf '@leaks.lua:3 1\n@leaks.lua:5 107\n@leaks.lua:8 1000')" ]
+	# Every line is "frames weight" with an integer weight (flamegraph.pl).
+	run "$LMT" report --folded --weight=live "$bin"
+	[ "$status" -eq 0 ]
+	[ -n "$output" ]
+	[ -z "$(printf '%s\n' "$output" | grep -Ev '^[^;]+ [0-9]+$')" ]
+}
+
+@test "report: truncated stream prints the report, warns, exits 3" {
+	example_stream | head -c -1 > "$T/noepi.bin"
+	run --separate-stderr "$LMT" report "$T/noepi.bin"
+	[ "$status" -eq 3 ]
+	[[ "$stderr" == "luamemtrace report: warning: $T/noepi.bin: offset 123: truncated stream: end of file before the epilogue"* ]]
+	[ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+	example_stream > "$T/ex.bin"
+	[ "$output" = "$("$LMT" report "$T/ex.bin")" ]
+}
+
+@test "report: fixture cut mid-record still reports the events read" {
+	bin="$FIX/jit_traces.jon.bin"
+	[ -e "$bin" ]
+	size=$(stat -c %s "$bin")
+	head -c $((size - 5)) "$bin" > "$T/cut.bin"
+	run --separate-stderr "$LMT" report "$T/cut.bin"
+	[ "$status" -eq 3 ]
+	[[ "$stderr" == *"truncated stream: end of file inside an event record"* ]]
+	[[ "$output" == ALLOCATIONS* ]]
+	[[ "$output" == *"HEAP SUMMARY:"* ]]
+}
+
+@test "report: malformed stream exits 1 with the byte offset" {
+	{ printf 'ljs\x03\x00\x00\x00\x80ljm\x03\x00\x00\x00'; printf '\x41'; } > "$T/bad.bin"
+	run --separate-stderr "$LMT" report "$T/bad.bin"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "luamemtrace report: $T/bad.bin: offset 15: bad event header 0x41" ]
+	[ -z "$output" ]
+
+	printf 'ljx\x03\x00\x00\x00\x80' > "$T/magic.bin"
+	run --separate-stderr "$LMT" report "$T/magic.bin"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"offset 0: bad symtab magic"* ]]
+
+	printf 'ljs\x07\x00\x00\x00\x80' > "$T/ver.bin"
+	run --separate-stderr "$LMT" report "$T/ver.bin"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"offset 3: unsupported symtab version 7"* ]]
+
+	# A string length of 2^47: refused, not allocated.
+	printf 'ljs\x03\x00\x00\x00\x00\x01\x80\x80\x80\x80\x80\x80\x20' > "$T/str.bin"
+	run --separate-stderr "$LMT" report "$T/str.bin"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"offset 9: string length 140737488355328 exceeds the limit"* ]]
+
+	# An 11-byte uleb.
+	{ printf 'ljs\x03\x00\x00\x00\x80ljm\x03\x00\x00\x00\x05'
+	  printf '\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01\x01\x80'; } > "$T/uleb.bin"
+	run --separate-stderr "$LMT" report "$T/uleb.bin"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"offset 16: bad uleb128: longer than 10 bytes" ]]
+
+	: > "$T/empty.bin"
+	run --separate-stderr "$LMT" report "$T/empty.bin"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"offset 0: empty stream"* ]]
+}
+
+@test "report: missing file exits 1 with one line" {
+	run --separate-stderr "$LMT" report "$T/nope.bin"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "luamemtrace report: $T/nope.bin: No such file or directory" ]
+}
+
+@test "report: usage errors exit 2 with one line on stderr" {
+	for args in "" "--bogus x.bin" "-x x.bin" "a.bin b.bin" "--weight=live x.bin" \
+		    "--folded --weight=heavy x.bin" "--folded --leak-only x.bin" \
+		    "--folded --human-readable x.bin" "--folded --weight"; do
+		run --separate-stderr "$LMT" report $args
+		echo "args: $args -> $status: $stderr"
+		[ "$status" -eq 2 ]
+		[ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+		[[ "$stderr" == "luamemtrace report: "* ]]
+		[ -z "$output" ]
+	done
+	run --separate-stderr "$LMT" report --bogus x.bin
+	[[ "$stderr" == *"unrecognized option '--bogus'"* ]]
+}
+
+@test "report --help: usage on stdout, exit 0" {
+	run "$LMT" report --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"--folded"* ]]
+	[[ "$output" == *"3 report printed from a truncated stream"* ]]
+}
+
+@test "report: control characters in names are escaped in every output" {
+	{ printf 'ljs\x03\x00\x00\x00'
+	  printf '\x00\x10\x0c@a\tb\x1b[1m.lua\x00'      # proto 0x10 "@a<TAB>b<ESC>[1m.lua"
+	  printf '\x01\x80\x01\x05c\x7f;f\x0d'            # C symbol 0x80 "c<DEL>;f<CR>"
+	  printf '\x80ljm\x03\x00\x00\x00'
+	  printf '\x09\x10\x01\xa0\x01\x03'               # ALLOC proto 0x10 line 1, 3 bytes
+	  printf '\x0d\x81\x01\xb0\x01\x02'               # ALLOC cfunc 0x81, 2 bytes
+	  printf '\x80'; } > "$T/esc.bin"
+	for opt in "" --leak-only --human-readable --folded; do
+		run "$LMT" report $opt "$T/esc.bin"
+		[ "$status" -eq 0 ]
+		[ -z "$(printf '%s' "$output" | LC_ALL=C grep $'[\x1b\x7f\r]')" ]
+		[[ "$output" == *'@a\tb\x1b[1m.lua:1'* ]]
+	done
+	run "$LMT" report "$T/esc.bin"
+	[[ "$output" == *'c\x7f;f\r:0x80: 1 events'* ]]
+	run "$LMT" report --folded "$T/esc.bin"
+	[ "$output" = "$(printf '%s\n' '@a\tb\x1b[1m.lua:1 3' 'c\x7f,f\r:0x80 2')" ]
+}
+
+@test "report: chunk names with newlines become aliases" {
+	{ printf 'ljs\x03\x00\x00\x00\x80ljm\x03\x00\x00\x00'
+	  printf '\x08\x10\x12local x\n\nreturn x\n\x00'
+	  printf '\x09\x10\x02\xa0\x01\x05'
+	  printf '\x80'; } > "$T/alias.bin"
+	run "$LMT" report --leak-only "$T/alias.bin"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'HEAP SUMMARY:\nfunction_alias_1:2 holds 5B: 1 allocs, 0 frees\n\nALIASES:\nfunction_alias_1:\n1\t| local x\n2\t| return x')" ]
+}
