@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -137,8 +139,12 @@ static int preflight(void)
 	const char *sys = getenv("LMT_SYSFS");
 	char p[PATH_MAX];
 
+	const char *proc = getenv("LMT_PROCFS");
+
 	if (!sys)
 		sys = "/sys";
+	if (!proc)
+		proc = "/proc";
 	if (geteuid() != 0 && !has_caps()) {
 		err1("needs root, or CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE "
 		     "(run it with sudo)");
@@ -154,6 +160,12 @@ static int preflight(void)
 	if (access(p, R_OK)) {
 		err1("this kernel has no uprobes (%s is missing): needs "
 		     "CONFIG_UPROBE_EVENTS=y", p);
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/sys/kernel/bpf_stats_enabled", proc);
+	if (access(p, F_OK)) {
+		err1("this kernel has no BPF system call (%s is missing): needs "
+		     "CONFIG_BPF_SYSCALL=y", p);
 		return -1;
 	}
 	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL) != 1 ||
@@ -627,6 +639,16 @@ static void drain(struct tr *t)
 		;
 }
 
+/* A pidfd turns readable when the process exits, zombie or not. */
+static int target_gone(pid_t pid, int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	if (pidfd < 0)
+		return !proc_exists(pid);
+	return poll(&p, 1, 0) > 0;
+}
+
 static pid_t start_child(char **cmd, int *gate)
 {
 	int p[2];
@@ -660,7 +682,7 @@ int trace_run(const struct topts *o)
 	struct mpw *w = NULL;
 	struct vmscan scan = { 0 };
 	struct pmaps m = { 0 };
-	int fd = -1, gate = -1, rc = LMT_ERR, r;
+	int fd = -1, gate = -1, pidfd = -1, rc = LMT_ERR, r;
 	double t0, deadline = 0, next_scan = 0;
 	struct sigaction sa = { 0 };
 	char exe[PATH_MAX];
@@ -698,6 +720,7 @@ int trace_run(const struct topts *o)
 			err1("no such process: %d", (int)t.pid);
 			goto out;
 		}
+		pidfd = (int)syscall(SYS_pidfd_open, t.pid, 0);
 		r = pmaps_load(t.pid, &m);
 		if (r) {
 			err1("cannot read /proc/%d/maps: %s", (int)t.pid,
@@ -719,12 +742,13 @@ int trace_run(const struct topts *o)
 				pmap_file_path(t.pid, &m.v[i], path, sizeof(path));
 				lj = !elfsym_offset(path, "luaJIT_setmode", &off);
 			}
-			if (scan.candidates || lj)
-				err1("unrecognised LuaJIT layout in PID %d: %s%s%s",
-				     (int)t.pid,
-				     lj ? "LuaJIT is loaded but no VM matched " :
-					  "",
-				     o->variant ? o->variant : "any known variant",
+			/* Self-pointers like L->glref also occur by chance
+			 * (allocator free lists): only LuaJIT's own symbols
+			 * tell an unknown layout from no LuaJIT at all. */
+			if (lj)
+				err1("unrecognised LuaJIT layout in PID %d: LuaJIT "
+				     "is loaded but no VM matched %s%s",
+				     (int)t.pid, o->variant ? o->variant : "any known variant",
 				     scan.first_reject[0] ?
 					     (snprintf(exe, sizeof(exe), " (%s)",
 						       scan.first_reject), exe) :
@@ -831,7 +855,7 @@ int trace_run(const struct topts *o)
 				t.child_status = status;
 				break;
 			}
-		} else if (!proc_exists(t.pid)) {
+		} else if (target_gone(t.pid, pidfd)) {
 			break;
 		}
 	}
@@ -877,5 +901,7 @@ out:
 	free(w);
 	if (fd >= 0)
 		close(fd);
+	if (pidfd >= 0)
+		close(pidfd);
 	return rc;
 }

@@ -1,0 +1,118 @@
+#!/usr/bin/env bats
+# Every error: one clear line on stderr, a non-zero exit, no probe left.
+
+load helpers
+
+setup() {
+	T="$BATS_TEST_TMPDIR"
+}
+
+one_line() {
+	[ "$(printf '%s\n' "$output" | wc -l)" -eq 1 ]
+}
+
+@test "no such PID" {
+	run "$LMT" -p 4000000 -o "$T/x.bin"
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace: no such process: 4000000" ]
+}
+
+@test "a PID that runs no LuaJIT VM" {
+	sleep 30 &
+	local pid=$!
+	run "$LMT" -p "$pid" -o "$T/x.bin"
+	kill "$pid"
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace: PID $pid runs no LuaJIT VM" ]
+	no_probes_left
+}
+
+@test "an unrecognised LuaJIT layout says what was found" {
+	luajit -e 'while true do end' &
+	local pid=$!
+	sleep 0.3
+	run "$LMT" -p "$pid" --variant "OpenResty LuaJIT 2.1 GC64" -o "$T/x.bin"
+	kill "$pid"
+	[ "$status" -eq 1 ]
+	one_line
+	[[ "$output" == "luamemtrace: unrecognised LuaJIT layout in PID $pid: LuaJIT is loaded but no VM matched OpenResty LuaJIT 2.1 GC64"* ]]
+	no_probes_left
+}
+
+@test "not root, no capabilities" {
+	command -v setpriv
+	luajit -e 'while true do end' &
+	local pid=$!
+	run setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all \
+		"$LMT" -p "$pid" -o /tmp/lmt-nobody.bin
+	kill "$pid"
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace: needs root, or CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE (run it with sudo)" ]
+}
+
+@test "kernel without BTF" {
+	mkdir -p "$T/sys/bus/event_source/devices/uprobe"
+	touch "$T/sys/bus/event_source/devices/uprobe/type"
+	LMT_SYSFS="$T/sys" run "$LMT" -p $$ -o "$T/x.bin"
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace: this kernel has no BTF ($T/sys/kernel/btf/vmlinux is missing): needs CONFIG_DEBUG_INFO_BTF=y" ]
+}
+
+@test "kernel without uprobes" {
+	mkdir -p "$T/sys/kernel/btf"
+	touch "$T/sys/kernel/btf/vmlinux"
+	LMT_SYSFS="$T/sys" run "$LMT" -p $$ -o "$T/x.bin"
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace: this kernel has no uprobes ($T/sys/bus/event_source/devices/uprobe/type is missing): needs CONFIG_UPROBE_EVENTS=y" ]
+}
+
+@test "kernel without BPF" {
+	LMT_PROCFS="$T/proc" run "$LMT" -p $$ -o "$T/x.bin"
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace: this kernel has no BPF system call ($T/proc/sys/kernel/bpf_stats_enabled is missing): needs CONFIG_BPF_SYSCALL=y" ]
+}
+
+@test "output not writable" {
+	luajit -e 'while true do end' &
+	local pid=$!
+	run "$LMT" -p "$pid" -o /nonexistent/dir/x.bin
+	kill "$pid"
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace: cannot write /nonexistent/dir/x.bin: No such file or directory" ]
+}
+
+@test "bad options" {
+	run "$LMT" -o "$T/x.bin"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: nothing to trace: give -p PID or -- COMMAND (luamemtrace --help)" ]
+	run "$LMT" -p 12x -o "$T/x.bin"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: bad PID '12x' (luamemtrace --help)" ]
+	run "$LMT" -p 1
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: no output: give -o FILE (luamemtrace --help)" ]
+	run "$LMT" --frobnicate
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: unknown option '--frobnicate' (luamemtrace --help)" ]
+	run "$LMT" -p 1 -o "$T/x.bin" -d abc
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: bad duration 'abc' (luamemtrace --help)" ]
+	run "$LMT" -p 1 -o "$T/x.bin" -b 3
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: bad buffer size '3' (MiB, a power of 2) (luamemtrace --help)" ]
+	run "$LMT" -p 1 -o "$T/x.bin" -- luajit x.lua
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: give -p PID or -- COMMAND, not both (luamemtrace --help)" ]
+	run "$LMT" -o "$T/x.bin" -p
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: option -p needs a value (luamemtrace --help)" ]
+	run "$LMT" --variant nope -p 1 -o "$T/x.bin"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: unknown variant 'nope' (see --list-variants) (luamemtrace --help)" ]
+}
+
+@test "a command that does not exist" {
+	run "$LMT" -o "$T/x.bin" -- /nonexistent/luajit
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace: cannot run /nonexistent/luajit: command not found" ]
+}

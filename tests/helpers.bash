@@ -1,0 +1,35 @@
+# Shared by the bats suites.
+LMT="$BATS_TEST_DIRNAME/../luamemtrace"
+LUA_DIR="$BATS_TEST_DIRNAME/lua"
+FIXTURES="${LMT_FIXTURES:-$BATS_TEST_DIRNAME/../../shared/fixtures/memprof}"
+
+# counts SECTION LOC FILE: the event counts of the groups named LOC in
+# SECTION (ALLOCATIONS, REALLOCATIONS, DEALLOCATIONS) of a standard
+# report, ascending and comma-separated ("" if none).
+counts() {
+	awk -v sec="$1" -v loc="$2" '
+		/^(ALLOCATIONS|REALLOCATIONS|DEALLOCATIONS)$/ { s = $0; next }
+		/^HEAP SUMMARY:/ { s = ""; next }
+		s == sec && index($0, loc ": ") == 1 {
+			rest = substr($0, length(loc) + 3)
+			split(rest, a, " "); print a[1]
+		}' "$3" | sort -n | paste -sd, -
+}
+
+# Starts a traced command's stand-in: waits until FILE contains TEXT.
+wait_for() {
+	local file=$1 text=$2 i
+	for i in $(seq 1 200); do
+		grep -q "$text" "$file" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for '$text' in $file" >&2
+	cat "$file" >&2
+	return 1
+}
+
+# No uprobe-backed perf event with a BPF program is left on the system
+# by luamemtrace (bpftool lists the live ones).
+no_probes_left() {
+	! bpftool perf show 2>/dev/null | grep -q uprobe
+}
