@@ -33,7 +33,11 @@ LIB_OBJ  := $(patsubst user/%.c,$(OUT)/%.o,$(LIB_SRC))
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))
 
-.PHONY: all clean test unit bats bench fuzz asan demo
+# Debian packages needed to build, run and test (one list: CI uses it too).
+DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
+	libcapstone-dev luajit bats util-linux libclang-rt-14-dev
+
+.PHONY: all clean test unit bats bench fuzz asan demo deps
 all: luamemtrace
 
 luamemtrace: $(USER_OBJ)
@@ -79,6 +83,10 @@ fuzz: | $(OUT)
 	mkdir -p $(OUT)/fuzz-corpus
 	$(OUT)/fuzz_memprof -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 \
 		$(OUT)/fuzz-corpus tests/fuzz/corpus
+
+deps:
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEPS)
 
 demo: luamemtrace
 	@bash tests/demo.sh

@@ -34,6 +34,20 @@ struct {
 	__type(value, struct lmt_vm);
 } vms SEC(".maps");
 
+/* Main lua_State -> its vms key, for lua_close. */
+struct main_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 L;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct main_key);
+	__type(value, struct lmt_vm_key);
+} mains SEC(".maps");
+
 /* Processes whose new VMs we want to hear about (value unused). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -506,6 +520,30 @@ int BPF_KRETPROBE(newstate_return, __u64 L)
 	n->L = L;
 	n->stopped = bpf_send_signal(SIGSTOP) == 0;
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* lua_close(L): the VM tears itself down. Like the in-VM profiler, which
+ * lua_close stops, we stop there, so that what is live at the end of the
+ * program is what the stream shows as live. */
+SEC("uprobe")
+int BPF_KPROBE(close_enter, __u64 L)
+{
+	struct main_key mk = { .tgid = bpf_get_current_pid_tgid() >> 32, .L = L };
+	struct lmt_vm_key *vk = bpf_map_lookup_elem(&mains, &mk);
+	struct lmt_close *n;
+
+	if (!vk)
+		return 0;
+	bpf_map_delete_elem(&vms, vk);
+	bpf_map_delete_elem(&mains, &mk);
+	n = bpf_ringbuf_reserve(&rb, sizeof(*n), 0);
+	if (!n)
+		return 0;
+	n->rec = LMT_REC_CLOSE;
+	n->tgid = mk.tgid;
+	n->L = L;
+	bpf_ringbuf_submit(n, 0);
 	return 0;
 }
 

@@ -66,6 +66,7 @@ enum lmt_rec {
 	LMT_REC_PROTO,     /* first sight of a prototype */
 	LMT_REC_TRACE,     /* first sight of a trace */
 	LMT_REC_NEWVM,     /* lua_newstate returned in a traced process */
+	LMT_REC_CLOSE,     /* lua_close began: the VM is no longer traced */
 };
 
 /* Sources, same numbering as user/memprof.h enum mp_src. */
@@ -119,6 +120,13 @@ struct lmt_newvm {
 	__u8 rec; /* LMT_REC_NEWVM */
 	__u8 stopped; /* BPF stopped the process: user space must continue it */
 	__u8 pad[2];
+	__u32 tgid;
+	__u64 L;
+};
+
+struct lmt_close {
+	__u8 rec; /* LMT_REC_CLOSE */
+	__u8 pad[3];
 	__u32 tgid;
 	__u64 L;
 };

@@ -57,6 +57,7 @@ struct tr {
 	struct bpf_link *links[MAX_LINKS];
 	unsigned nlinks;
 	unsigned nvm;
+	unsigned closed; /* VMs that ran lua_close while traced */
 	int lost_vm; /* VMs we could not attach to */
 	/* counts */
 	uint64_t n[4], bytes_alloc, bytes_free;
@@ -297,6 +298,9 @@ static int on_rec(void *ctx, void *data, size_t sz)
 		if (sz >= sizeof(struct lmt_trace))
 			on_trace(t, data);
 		break;
+	case LMT_REC_CLOSE:
+		t->closed++;
+		break;
 	case LMT_REC_NEWVM:
 		if (sz >= sizeof(struct lmt_newvm))
 			on_newvm(t, data);
@@ -424,8 +428,11 @@ static int add_vm(struct tr *t, const struct vminfo *v)
 	val.lay = v->var->lay;
 	if (attach_allocf(t, v->allocf))
 		return -1;
+	struct { uint32_t tgid, pad; uint64_t L; } mk = { (uint32_t)t->pid, 0, v->L };
 	if (bpf_map__update_elem(t->skel->maps.vms, &k, sizeof(k), &val,
-				 sizeof(val), BPF_ANY)) {
+				 sizeof(val), BPF_ANY) ||
+	    bpf_map__update_elem(t->skel->maps.mains, &mk, sizeof(mk), &k,
+				 sizeof(k), BPF_ANY)) {
 		err1("cannot register VM 0x%" PRIx64 ": %s", v->L, strerror(errno));
 		return -1;
 	}
@@ -454,6 +461,10 @@ static void newstate_probe(struct tr *t, const char *path)
 						   (size_t)off)) == 0 &&
 	    t->o->verbose)
 		fprintf(stderr, "luamemtrace: watching lua_newstate in %s\n", path);
+	if (!elfsym_offset(path, "lua_close", &off))
+		link_add(t, bpf_program__attach_uprobe(t->skel->progs.close_enter,
+						       false, t->pid, path,
+						       (size_t)off));
 }
 
 static void newstate_probes_maps(struct tr *t, const struct pmaps *m)
@@ -611,6 +622,9 @@ static void summary(struct tr *t, const struct lmt_stats *s, double secs,
 		s->lost + s->pending_full + s->lost_sym ?
 			" (ring buffer full: the stream is INCOMPLETE; raise -b)" :
 			"");
+	if (t->closed)
+		fprintf(stderr, "  closed:  %u VM%s ran lua_close (its teardown frees "
+			"are not recorded)\n", t->closed, t->closed == 1 ? "" : "s");
 	if (t->lost_vm)
 		fprintf(stderr, "  missed:  %d VM%s created during the trace\n",
 			t->lost_vm, t->lost_vm == 1 ? "" : "s");
