@@ -57,6 +57,7 @@ $(OUT)/%.o: user/%.c user/*.h bpf/*.h $(BPF_SKEL) | $(OUT)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(OUT)/unit/%: tests/unit/%.c $(LIB_SRC) user/*.h | $(OUT)
+	@mkdir -p $(OUT)/unit
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
 		-o $@ $< $(LIB_SRC) -lm
 
