@@ -37,6 +37,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "memprof_read.h"
@@ -70,6 +71,34 @@ static int grow(void *pp, uint32_t *cap, size_t need, size_t sz)
 	*p = q;
 	*cap = (uint32_t)c;
 	return 0;
+}
+
+/* Zeroed memory for the big tables (heap map, owner table). Their probes
+ * are random, so with 4 KiB pages nearly every one is also a TLB miss;
+ * huge pages halve the cost of a profile with a large live heap. */
+#define BIG_MIN (2u << 20)
+
+static void *big_calloc(size_t n, size_t sz)
+{
+	const size_t len = n * sz;
+	void *p;
+	if (len < BIG_MIN)
+		return calloc(n, sz);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, len, MADV_HUGEPAGE); /* a hint: fine if refused */
+	return p;
+}
+
+static void big_free(void *p, size_t n, size_t sz)
+{
+	if (!p)
+		return;
+	if (n * sz < BIG_MIN)
+		free(p);
+	else
+		munmap(p, n * sz);
 }
 
 /* ---- u64 -> u64 map: linear probing, key 0 kept aside, no deletion ---- */
@@ -351,14 +380,20 @@ struct loc {
 struct group {
 	uint32_t loc, name; /* name of the first event */
 	uint8_t kind;
-	uint32_t owners; /* first owner index, NONE if none */
-	uint32_t last_own; /* owner hit last: blocks mostly die where they were made */
+	uint32_t nowners;
+	/* Owner hit last (location, otab slot, otab epoch): checked without
+	 * touching otab, whose lines are cold for a group like INTERNAL
+	 * frees that hits many owners. */
+	uint32_t last_loc, last_own, last_epoch;
 	uint64_t num, alloc, free;
 };
 
-/* A previous owner of blocks hit by a group's realloc/free events. */
-struct owner {
-	uint32_t loc, name, next;
+/* A previous owner of blocks hit by a group's realloc/free events, stored
+ * in one open-addressing table keyed by (group, owner location): one cache
+ * miss per lookup, and no per-group lists to maintain. */
+struct oslot {
+	uint32_t g1; /* group + 1, 0 = empty */
+	uint32_t loc, name;
 	uint64_t allocated, freed, count;
 };
 
@@ -377,8 +412,9 @@ struct report {
 	uint32_t s_internal;
 	int oom;
 
-	/* Symbol state. gen changes whenever a name could change. */
+	/* Symbol state. gen changes whenever a cached name could change. */
 	uint32_t gen;
+	struct u64map watch;  /* proto addresses some cached name was made from */
 	struct u64map lfunc;  /* proto addr -> display id (chunk or alias) */
 	struct u64map disp;   /* raw chunk id -> display id */
 	uint32_t *alias;      /* raw chunk ids, in order of first appearance */
@@ -397,9 +433,9 @@ struct report {
 	uint32_t last_loc;
 	struct group *grp;
 	uint32_t ngrp, grp_cap;
-	struct owner *own;
-	uint32_t nown, own_cap;
-	struct u64map ownmap; /* (group << 32 | loc) + 1 -> owner index */
+	struct oslot *otab;
+	uint64_t omask, on;
+	uint32_t oepoch; /* bumped when otab is rehashed */
 
 	/* Live blocks. */
 	struct hslot *heap;
@@ -431,18 +467,18 @@ void report_free(struct report *rp)
 	free(rp->sp.s);
 	free(rp->sp.tab);
 	u64map_free(&rp->lfunc);
+	u64map_free(&rp->watch);
 	u64map_free(&rp->disp);
 	u64map_free(&rp->traces);
 	u64map_free(&rp->cfunc);
-	u64map_free(&rp->ownmap);
 	free(rp->alias);
 	free(rp->trace);
 	free(rp->caddr);
 	free(rp->loc);
 	free(rp->ltab);
 	free(rp->grp);
-	free(rp->own);
-	free(rp->heap);
+	big_free(rp->otab, rp->otab ? rp->omask + 1 : 0, sizeof(*rp->otab));
+	big_free(rp->heap, rp->heap ? rp->hmask + 1 : 0, sizeof(*rp->heap));
 	free(rp->sb.p);
 	free(rp);
 }
@@ -485,7 +521,10 @@ static void sym_lfunc(struct report *rp, const struct mp_sym *s)
 		goto oom;
 	if (isnew || *v != dispid) {
 		*v = dispid;
-		rp->gen++;
+		/* Protos loaded while profiling are new addresses no name
+		 * depends on yet: no need to rename every location. */
+		if (u64map_get(&rp->watch, s->addr))
+			rp->gen++;
 	}
 	return;
 oom:
@@ -632,6 +671,7 @@ static uint32_t loc_name(struct report *rp, struct loc *l)
 {
 	char num[32];
 	uint64_t *v;
+	int isnew;
 	if (l->gen == rp->gen)
 		return l->name;
 	rp->sb.len = 0;
@@ -643,9 +683,13 @@ static uint32_t loc_name(struct report *rp, struct loc *l)
 			const struct trace *t = &rp->trace[*v];
 			sb_puts(&rp->sb, " started at ");
 			name_base(rp, t->proto, t->line);
+			if (!u64map_put(&rp->watch, t->proto, 1, &isnew))
+				return NONE;
 		}
 	} else {
 		name_base(rp, l->addr, l->line);
+		if (!u64map_put(&rp->watch, l->addr, 1, &isnew))
+			return NONE;
 	}
 	l->name = intern_sb(rp);
 	l->gen = l->name == NONE ? 0 : rp->gen;
@@ -732,7 +776,7 @@ static int heap_put(struct report *rp, uint64_t addr, uint64_t size, uint32_t lo
 	uint64_t i;
 	if (!rp->heap || (rp->hn + 1) * 8 > (rp->hmask + 1) * 5) {
 		const uint64_t ns = rp->heap ? (rp->hmask + 1) * 2 : 1024;
-		struct hslot *t = calloc(ns, sizeof(*t)), *old = rp->heap;
+		struct hslot *t = big_calloc(ns, sizeof(*t)), *old = rp->heap;
 		const uint64_t omask = rp->hmask;
 		if (!t)
 			return -1;
@@ -745,7 +789,7 @@ static int heap_put(struct report *rp, uint64_t addr, uint64_t size, uint32_t lo
 				;
 			t[i] = old[k];
 		}
-		free(old);
+		big_free(old, old ? omask + 1 : 0, sizeof(*t));
 	}
 	for (i = heap_home(rp, addr); rp->heap[i].loc1; i = (i + 1) & rp->hmask) {
 		if (rp->heap[i].addr == addr)
@@ -757,45 +801,80 @@ static int heap_put(struct report *rp, uint64_t addr, uint64_t size, uint32_t lo
 	return 0;
 }
 
+static inline uint64_t own_home(const struct report *rp, uint32_t g, uint32_t loc)
+{
+	return mix64(((uint64_t)g << 32) | loc) & rp->omask;
+}
+
+static int own_grow(struct report *rp)
+{
+	const uint64_t ns = rp->otab ? (rp->omask + 1) * 2 : 1024;
+	struct oslot *t = big_calloc(ns, sizeof(*t)), *old = rp->otab;
+	const uint64_t omask = rp->omask;
+	if (!t)
+		return -1;
+	rp->otab = t;
+	rp->omask = ns - 1;
+	rp->oepoch++;
+	for (uint64_t k = 0; old && k <= omask; k++) {
+		uint64_t i;
+		if (!old[k].g1)
+			continue;
+		for (i = own_home(rp, old[k].g1 - 1, old[k].loc); t[i].g1; i = (i + 1) & rp->omask)
+			;
+		t[i] = old[k];
+	}
+	big_free(old, old ? omask + 1 : 0, sizeof(*t));
+	return 0;
+}
+
 /* parse.lua link_to_previous(). */
 static void link_owner(struct report *rp, uint32_t g, const struct hslot *blk, uint64_t nsize)
 {
 	const uint32_t oloc = blk->loc1 - 1;
-	int isnew;
-	uint64_t *v;
-	struct owner *o;
-	const uint32_t last = rp->grp[g].last_own;
-	if (last != NONE && rp->own[last].loc == oloc) {
-		o = &rp->own[last];
+	struct group *gp = &rp->grp[g];
+	struct oslot *o;
+	uint64_t i;
+	/* Blocks mostly die where they were made: try the last owner first. */
+	if (gp->last_loc == oloc && gp->last_epoch == rp->oepoch) {
+		o = &rp->otab[gp->last_own];
 		goto hit;
 	}
-	if (grow(&rp->own, &rp->own_cap, (size_t)rp->nown + 1, sizeof(*rp->own)) ||
-	    !(v = u64map_put(&rp->ownmap, (((uint64_t)g << 32) | oloc) + 1, rp->nown, &isnew)))
-		goto oom;
-	if (isnew) {
-		rp->own[rp->nown] = (struct owner){ .loc = oloc, .name = blk->name,
-						    .next = rp->grp[g].owners };
-		rp->grp[g].owners = rp->nown++;
+	if ((!rp->otab || (rp->on + 1) * 4 > (rp->omask + 1) * 3) && own_grow(rp)) {
+		rp->oom = 1;
+		return;
 	}
-	o = &rp->own[*v];
-	rp->grp[g].last_own = (uint32_t)*v;
+	for (i = own_home(rp, g, oloc); rp->otab[i].g1; i = (i + 1) & rp->omask)
+		if (rp->otab[i].g1 == g + 1 && rp->otab[i].loc == oloc)
+			break;
+	o = &rp->otab[i];
+	if (!o->g1) {
+		*o = (struct oslot){ .g1 = g + 1, .loc = oloc, .name = blk->name };
+		rp->on++;
+		gp->nowners++;
+	}
+	gp->last_loc = oloc;
+	gp->last_own = (uint32_t)i;
+	gp->last_epoch = rp->oepoch;
 hit:
 	o->allocated += nsize;
 	o->freed += blk->size;
 	o->count++;
-	return;
-oom:
-	rp->oom = 1;
 }
 
-void report_event(struct report *rp, const struct mp_event *e)
+/* An event's group, found before its heap work (see report_events). */
+struct pend {
+	uint32_t g, li, name; /* g == NONE: skip the event */
+};
+
+/* Naming, grouping and the group's counters: needs only symbol state. */
+static void ev_group(struct report *rp, const struct mp_event *e, struct pend *p)
 {
 	uint64_t addr = 0, line = 0, trace = 0;
-	uint32_t li, name, g;
 	struct loc *l;
-	struct group *gp;
-	struct hslot *blk;
+	uint32_t g;
 
+	p->g = NONE;
 	if (e->kind < MP_ALLOC || e->kind > MP_REALLOC)
 		return;
 	switch (e->src) {
@@ -814,70 +893,105 @@ void report_event(struct report *rp, const struct mp_event *e)
 	default:
 		return;
 	}
-	if ((li = loc_get(rp, addr, line, trace)) == NONE)
+	if ((p->li = loc_get(rp, addr, line, trace)) == NONE)
 		goto oom;
-	l = &rp->loc[li];
-	if ((name = loc_name(rp, l)) == NONE)
+	l = &rp->loc[p->li];
+	if ((p->name = loc_name(rp, l)) == NONE)
 		goto oom;
 	g = l->grp[e->kind - 1];
 	if (g == NONE) {
 		if (grow(&rp->grp, &rp->grp_cap, (size_t)rp->ngrp + 1, sizeof(*rp->grp)))
 			goto oom;
 		g = l->grp[e->kind - 1] = rp->ngrp++;
-		rp->grp[g] = (struct group){ .loc = li, .name = name, .kind = e->kind, .owners = NONE,
-					     .last_own = NONE };
+		rp->grp[g] = (struct group){ .loc = p->li, .name = p->name, .kind = e->kind,
+					     .last_loc = NONE };
 	}
-	gp = &rp->grp[g];
-	gp->num++;
-	switch (e->kind) {
-	case MP_ALLOC:
-		gp->alloc += e->nsize;
-		if (heap_put(rp, e->naddr, e->nsize, li, name))
-			goto oom;
-		break;
-	case MP_REALLOC:
-		gp->free += e->osize;
-		gp->alloc += e->nsize;
-		if ((blk = heap_find(rp, e->oaddr))) {
-			link_owner(rp, g, blk, e->nsize);
-			if (e->naddr == e->oaddr) { /* in place: one probe, not three */
-				*blk = (struct hslot){ .addr = e->naddr, .size = e->nsize,
-						       .loc1 = li + 1, .name = name };
-				break;
-			}
-			heap_del(rp, blk);
-		}
-		if (heap_put(rp, e->naddr, e->nsize, li, name))
-			goto oom;
-		break;
-	case MP_FREE:
-		gp->free += e->osize;
-		if ((blk = heap_find(rp, e->oaddr))) {
-			link_owner(rp, g, blk, 0);
-			heap_del(rp, blk);
-		}
-		break;
-	}
+	p->g = g;
 	return;
 oom:
 	rp->oom = 1;
 }
 
-/* The heap map is larger than the caches on big profiles, so a batch
- * first prefetches the slots its events will probe. */
+static inline void ev_count(struct report *rp, const struct mp_event *e, const struct pend *p)
+{
+	struct group *gp;
+	if (p->g == NONE)
+		return;
+	gp = &rp->grp[p->g];
+	gp->num++;
+	if (e->kind & MP_ALLOC)
+		gp->alloc += e->nsize;
+	if (e->kind & MP_FREE)
+		gp->free += e->osize;
+}
+
+/* The heap map and owner links: parse_alloc/realloc/free in parse.lua. */
+static void ev_heap(struct report *rp, const struct mp_event *e, const struct pend *p)
+{
+	struct hslot *blk;
+	if (p->g == NONE)
+		return;
+	if (e->kind & MP_FREE && (blk = heap_find(rp, e->oaddr))) {
+		link_owner(rp, p->g, blk, e->kind == MP_REALLOC ? e->nsize : 0);
+		if (e->kind == MP_REALLOC && e->naddr == e->oaddr) {
+			/* In place: one probe, not three. */
+			*blk = (struct hslot){ .addr = e->naddr, .size = e->nsize,
+					       .loc1 = p->li + 1, .name = p->name };
+			return;
+		}
+		heap_del(rp, blk);
+	}
+	if (e->kind & MP_ALLOC && heap_put(rp, e->naddr, e->nsize, p->li, p->name))
+		rp->oom = 1;
+}
+
+void report_event(struct report *rp, const struct mp_event *e)
+{
+	struct pend p;
+	ev_group(rp, e, &p);
+	ev_count(rp, e, &p);
+	ev_heap(rp, e, &p);
+}
+
+/* On big profiles the heap map and the owner table outgrow the caches, so
+ * a batch goes in stages: prefetch the heap slots; name and group every
+ * event (symbol state can't change inside a batch); prefetch the owner
+ * slots the frees are likely to hit (a read-only guess: earlier events of
+ * the batch may still change the heap); then do the heap work in order. */
 void report_events(struct report *rp, const struct mp_event *ev, size_t n)
 {
-	if (rp->heap) {
-		for (size_t i = 0; i < n; i++) {
-			const struct mp_event *e = &ev[i];
-			if (e->kind & MP_FREE)
-				__builtin_prefetch(&rp->heap[heap_home(rp, e->oaddr)]);
-			if (e->kind & MP_ALLOC && e->naddr != e->oaddr)
-				__builtin_prefetch(&rp->heap[heap_home(rp, e->naddr)]);
+	enum { CHUNK = 64 };
+	struct pend p[CHUNK];
+	while (n) {
+		const size_t k = n < CHUNK ? n : CHUNK;
+		if (rp->heap) {
+			for (size_t i = 0; i < k; i++) {
+				if (ev[i].kind & MP_FREE)
+					__builtin_prefetch(&rp->heap[heap_home(rp, ev[i].oaddr)]);
+				if (ev[i].kind & MP_ALLOC && ev[i].naddr != ev[i].oaddr)
+					__builtin_prefetch(&rp->heap[heap_home(rp, ev[i].naddr)]);
+			}
 		}
+		for (size_t i = 0; i < k; i++) {
+			ev_group(rp, &ev[i], &p[i]);
+			if (p[i].g != NONE)
+				__builtin_prefetch(&rp->grp[p[i].g], 1);
+		}
+		for (size_t i = 0; i < k; i++)
+			ev_count(rp, &ev[i], &p[i]);
+		if (rp->otab) {
+			for (size_t i = 0; i < k; i++) {
+				const struct hslot *blk;
+				if (p[i].g != NONE && ev[i].kind & MP_FREE &&
+				    (blk = heap_find(rp, ev[i].oaddr)))
+					__builtin_prefetch(&rp->otab[own_home(rp, p[i].g, blk->loc1 - 1)]);
+			}
+		}
+		for (size_t i = 0; i < k; i++)
+			ev_heap(rp, &ev[i], &p[i]);
+		ev += k;
+		n -= k;
 	}
-	for (size_t i = 0; i < n; i++)
-		report_event(rp, &ev[i]);
 }
 
 /* ---- Output ---- */
@@ -919,33 +1033,40 @@ static void put_name(FILE *out, const struct report *rp, uint32_t id)
 static int render(struct report *rp, FILE *out, uint8_t kind, int human)
 {
 	uint32_t *ids = malloc(((size_t)rp->ngrp + 1) * sizeof(*ids)), n = 0, *names = NULL;
-	uint32_t names_cap = 0;
-	for (uint32_t g = 0; ids && g < rp->ngrp; g++)
+	uint64_t *start = calloc((size_t)rp->ngrp + 2, sizeof(*start));
+	uint32_t *oname = malloc((rp->on + 1) * sizeof(*oname));
+	if (!ids || !start || !oname) {
+		free(ids);
+		free(start);
+		free(oname);
+		return -1;
+	}
+	for (uint32_t g = 0; g < rp->ngrp; g++) {
 		if (rp->grp[g].kind == kind)
 			ids[n++] = g;
-	if (!ids)
-		return -1;
+		start[g + 1] = start[g] + rp->grp[g].nowners;
+	}
+	/* Owner names bucketed by group (counting sort over the table). */
+	for (uint64_t k = 0; rp->otab && k <= rp->omask; k++)
+		if (rp->otab[k].g1)
+			oname[start[rp->otab[k].g1 - 1]++] = rp->otab[k].name;
+	for (uint32_t g = rp->ngrp; g > 0; g--)
+		start[g] = start[g - 1];
+	start[0] = 0;
 	sort_rp = rp;
 	qsort(ids, n, sizeof(*ids), cmp_group);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct group *gp = &rp->grp[ids[i]];
 		char num[32], a[40], f[40];
-		uint32_t nn = 0;
+		const uint32_t nn = gp->nowners;
 		lua_d(num, gp->num);
 		fmt_bytes(a, gp->alloc, human);
 		fmt_bytes(f, gp->free, human);
 		put_name(out, rp, gp->name);
 		fprintf(out, ": %s events\t+%s\t-%s\n", num, a, f);
-		for (uint32_t o = gp->owners; o != NONE; o = rp->own[o].next) {
-			if (grow(&names, &names_cap, (size_t)nn + 1, sizeof(*names))) {
-				free(names);
-				free(ids);
-				return -1;
-			}
-			names[nn++] = rp->own[o].name;
-		}
 		if (!nn)
 			continue;
+		names = oname + start[ids[i]];
 		qsort(names, nn, sizeof(*names), cmp_name);
 		fputs("\tOverrides:\n", out);
 		for (uint32_t k = 0; k < nn; k++) {
@@ -955,7 +1076,8 @@ static int render(struct report *rp, FILE *out, uint8_t kind, int human)
 		}
 		fputc('\n', out);
 	}
-	free(names);
+	free(oname);
+	free(start);
 	free(ids);
 	return 0;
 }
@@ -1000,15 +1122,15 @@ static int heap_delta(struct report *rp, struct accset *s)
 	struct acc *x;
 	for (uint32_t g = 0; g < rp->ngrp; g++) {
 		const struct group *gp = &rp->grp[g];
-		if (gp->kind == MP_ALLOC) {
-			if (gp->alloc > 0 && (x = acc_of(s, gp->name))) {
-				x->a += gp->alloc;
-				x->b += gp->num;
-			}
-			continue;
+		if (gp->kind == MP_ALLOC && gp->alloc > 0 && (x = acc_of(s, gp->name))) {
+			x->a += gp->alloc;
+			x->b += gp->num;
 		}
-		for (uint32_t o = gp->owners; o != NONE; o = rp->own[o].next) {
-			const struct owner *ow = &rp->own[o];
+	}
+	/* Owners of REALLOC and FREE groups (ALLOC groups have none). */
+	for (uint64_t k = 0; rp->otab && k <= rp->omask; k++) {
+		const struct oslot *ow = &rp->otab[k];
+		if (ow->g1) {
 			if (!(x = acc_of(s, ow->name)))
 				break;
 			if (ow->allocated > 0) {

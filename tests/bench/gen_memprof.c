@@ -95,8 +95,8 @@ static void realistic(uint64_t nev, unsigned nproto)
 			src = MP_SRC_TRACE;
 			loc = 1 + below(ntrace);
 		}
-		if (n % 100000 == 99999) /* protos loaded while profiling */
-			sym(MP_SYM_LFUNC, PROTO_BASE + below(nproto) * 0x100, "@app/late.lua", 0, 1);
+		if (n % 100000 == 99999) /* protos loaded while profiling: new addresses */
+			sym(MP_SYM_LFUNC, PROTO_BASE + (nproto + n / 100000) * 0x100, "@app/late.lua", 0, 1);
 		if ((r < 55 || nlive == 0) && nlive < maxlive) {
 			uint64_t size = 16 + below(8) * 8 + (below(50) == 0 ? below(8192) : 0);
 			live[nlive] = (struct blk){ brk, size, src == MP_SRC_LFUNC ? loc : 0, line };
