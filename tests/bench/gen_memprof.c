@@ -32,7 +32,8 @@ static uint64_t below(uint64_t n) { return n ? rnd() % n : 0; }
 
 struct blk {
 	uint64_t addr, size;
-	uint64_t loc, line; /* where it was allocated (LFUNC only, else 0) */
+	uint64_t loc, line; /* where it was last allocated or grown */
+	unsigned src;
 };
 
 static struct mpw w;
@@ -99,7 +100,7 @@ static void realistic(uint64_t nev, unsigned nproto)
 			sym(MP_SYM_LFUNC, PROTO_BASE + (nproto + n / 100000) * 0x100, "@app/late.lua", 0, 1);
 		if ((r < 55 || nlive == 0) && nlive < maxlive) {
 			uint64_t size = 16 + below(8) * 8 + (below(50) == 0 ? below(8192) : 0);
-			live[nlive] = (struct blk){ brk, size, src == MP_SRC_LFUNC ? loc : 0, line };
+			live[nlive] = (struct blk){ brk, size, loc, line, src };
 			brk += (size + 15) & ~15ull;
 			ev(MP_ALLOC, src, loc, line, 0, 0, live[nlive].addr, size);
 			nlive++;
@@ -111,23 +112,28 @@ static void realistic(uint64_t nev, unsigned nproto)
 				naddr = brk;
 				brk += (nsize + 15) & ~15ull;
 			}
-			/* Tables and buffers mostly grow where they were made. */
-			if (b->loc && below(10) < 8) {
-				src = MP_SRC_LFUNC;
-				loc = b->loc;
-				line = b->line;
+			/* Tables and buffers grow where they were made or a few
+			 * lines further down (a fill loop); the rest is VM
+			 * internal growth, or any site for blocks of other sources. */
+			{
+				const unsigned k = (unsigned)below(10);
+				src = k < 9 ? b->src : MP_SRC_INTERNAL;
+				loc = k < 9 ? b->loc : 0;
+				line = k < 9 ? b->line : 0;
+				if (k >= 6 && k < 9 && src == MP_SRC_LFUNC)
+					line += 1 + below(3);
 			}
 			ev(MP_REALLOC, src, loc, line, b->addr, b->size, naddr, nsize);
-			*b = (struct blk){ naddr, nsize, src == MP_SRC_LFUNC ? loc : 0, line };
+			*b = (struct blk){ naddr, nsize, loc, line, src };
 		} else {
 			const unsigned i = (unsigned)below(nlive);
 			/* Most frees come from the GC, the rest are temporary
 			 * buffers freed where they were made. */
-			if (below(10) < 8 || !live[i].loc)
+			if (below(10) < 8)
 				ev(MP_FREE, MP_SRC_INTERNAL, 0, 0, live[i].addr, live[i].size, 0, 0);
 			else
-				ev(MP_FREE, MP_SRC_LFUNC, live[i].loc, live[i].line, live[i].addr,
-				   live[i].size, 0, 0);
+				ev(MP_FREE, (uint8_t)live[i].src, live[i].loc, live[i].line,
+				   live[i].addr, live[i].size, 0, 0);
 			live[i] = live[--nlive];
 		}
 	}

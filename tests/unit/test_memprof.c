@@ -781,6 +781,57 @@ static void test_run_callbacks(void)
 	free(b.p);
 }
 
+/* report_events (staged, prefetching batches) must equal report_event one
+ * by one, with colliding addresses and locations inside one batch. */
+static void test_batches(void)
+{
+	struct report *one = report_new(), *bat = report_new();
+	struct mp_event ev[5000];
+	uint64_t x = 12345;
+	char *a, *b;
+	size_t la, lb;
+	FILE *fa, *fb;
+	int ok = 1;
+	for (int i = 0; i < 3; i++) {
+		struct mp_sym s = msym(MP_SYM_LFUNC, 0x100 * (i + 1), i == 1 ? "@b.lua" : "@a.lua", 0, 0);
+		report_sym(one, &s);
+		report_sym(bat, &s);
+	}
+	for (int i = 0; i < 5000; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		const unsigned r = (unsigned)(x >> 33);
+		ev[i] = mev((uint8_t)(1 + r % 3), (uint8_t)(1 + (r >> 2) % 4), 0x100 * (1 + (r >> 4) % 4),
+			    (r >> 6) % 3, 0x10 * ((r >> 8) % 16), (r >> 12) % 100, 0x10 * ((r >> 16) % 16),
+			    1 + (r >> 20) % 100);
+		if (ev[i].src == MP_SRC_TRACE)
+			ev[i].loc = (r >> 4) % 3;
+		report_event(one, &ev[i]);
+	}
+	for (size_t i = 0, k; i < 5000; i += k) {
+		k = 1 + (i * 7919) % 150;
+		if (k > 5000 - i)
+			k = 5000 - i;
+		report_events(bat, ev + i, k);
+	}
+	for (int f = 0; f < 3; f++) {
+		const struct report_opts o = { .format = (enum report_format)(f == 2 ? REPORT_FOLDED
+										   : REPORT_STANDARD),
+					       .weight = REPORT_W_LIVE, .human = f == 1 };
+		fa = open_memstream(&a, &la);
+		fb = open_memstream(&b, &lb);
+		report_print(one, fa, &o);
+		report_print(bat, fb, &o);
+		fclose(fa);
+		fclose(fb);
+		ok &= la > 20 && same_text("batches", a, b);
+		free(a);
+		free(b);
+	}
+	check(ok, "report_events in batches equals report_event one by one");
+	report_free(one);
+	report_free(bat);
+}
+
 int main(void)
 {
 	test_uleb();
@@ -794,5 +845,6 @@ int main(void)
 	test_folded();
 	test_human_and_top();
 	test_run_callbacks();
+	test_batches();
 	return failures ? 1 : 0;
 }
