@@ -35,7 +35,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))
 
 # Debian packages needed to build, run and test (one list: CI uses it too).
 DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
-	libcapstone-dev luajit bats util-linux libclang-rt-14-dev
+	libcapstone-dev luajit libluajit-5.1-dev bats util-linux libclang-rt-14-dev
 
 .PHONY: all clean test unit bats bench fuzz asan demo deps
 all: luamemtrace
@@ -59,7 +59,7 @@ $(OUT)/%.o: user/%.c user/*.h bpf/*.h $(BPF_SKEL) | $(OUT)
 $(OUT)/unit/%: tests/unit/%.c $(LIB_SRC) user/*.h | $(OUT)
 	@mkdir -p $(OUT)/unit
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
-		-o $@ $< $(LIB_SRC) -lm
+		-o $@ $< $(LIB_SRC) user/probe.c -lcapstone -lm
 
 unit: $(UNIT_BIN)
 	@bash tests/run-unit.sh $(UNIT_BIN)
@@ -68,7 +68,7 @@ bats: luamemtrace
 	@bash tests/run-bats.sh
 
 # The README's test command.
-test: luamemtrace $(UNIT_BIN)
+test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host
 	@bash tests/run-all.sh $(UNIT_BIN)
 
 asan:
@@ -94,3 +94,11 @@ demo: luamemtrace
 
 clean:
 	rm -rf $(OUT) luamemtrace
+
+# Test helpers built from tests/ (not installed).
+$(OUT)/mpdump: tests/tools/mpdump.c user/memprof_read.c user/memprof.h user/memprof_read.h | $(OUT)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/tools/mpdump.c user/memprof_read.c
+
+$(OUT)/host: tests/c/host.c | $(OUT)
+	$(CC) $(ALL_CFLAGS) -I/usr/include/luajit-2.1 -o $@ $< -lluajit-5.1
+.SECONDARY:

@@ -191,3 +191,49 @@ setup() {
 		done
 	done
 }
+
+@test "a custom allocator passed to lua_newstate, libluajit found via DT_NEEDED" {
+	cd "$LUA_DIR"
+	run "$LMT" -v -o "$T/h.bin" -- "$BATS_TEST_DIRNAME/../build/host" alloc.lua
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"watching lua_newstate in "*libluajit-5.1.so* ]]
+	[[ "$output" == *"allocator 0x"*"/build/host"* ]]
+	"$LMT" report "$T/h.bin" > "$T/h.txt"
+	[ "$(counts ALLOCATIONS @alloc.lua:4 "$T/h.txt")" = "1,1000" ]
+	[ "$(counts ALLOCATIONS @alloc.lua:8 "$T/h.txt")" = "600" ]
+}
+
+@test "prototypes collected and their addresses reused keep their names" {
+	cd "$LUA_DIR"
+	"$LMT" -q -o "$T/r.bin" -- luajit reuse.lua
+	"$BATS_TEST_DIRNAME/../build/mpdump" "$T/r.bin" > "$T/r.txt"
+	# the i-th table made at line 1 of a loaded chunk belongs to =chunk<i>
+	awk '/^sym lfunc/ { name[$3] = $5 }
+	     /^alloc lfunc/ && $4 == 1 && name[$3] ~ /^=chunk/ { print name[$3] }' "$T/r.txt" > "$T/seq"
+	seq 1 200 | sed 's/^/=chunk/' > "$T/want"
+	cmp "$T/seq" "$T/want"
+	# and addresses were indeed reused (announced more than once)
+	awk '/^sym lfunc/ && $5 ~ /^=chunk/ { n[$3]++ } END { for (a in n) if (n[a] > 1) r++; exit !(r > 0) }' "$T/r.txt"
+}
+
+@test "a lossy trace says so: summary and exit status 3" {
+	luajit -e 'jit.off() local t while true do t = {} end' &
+	local pid=$!
+	sleep 0.2
+	"$LMT" -p "$pid" -b 1 -o "$T/l.bin" 2> "$T/err" &
+	local tpid=$!
+	wait_for "$T/err" "tracing PID $pid"
+	# a stopped consumer lets the 1 MiB ring buffer overflow
+	kill -STOP "$tpid"
+	sleep 1
+	kill -CONT "$tpid"
+	sleep 0.2
+	kill -INT "$tpid"
+	local st=0
+	wait "$tpid" || st=$?
+	kill "$pid"
+	[ "$st" -eq 3 ]
+	grep -Eq 'lost:    [1-9][0-9]* events, [0-9]+ symbol records \(ring buffer full: the stream is INCOMPLETE; raise -b\)' "$T/err"
+	# still a well-formed stream
+	"$BATS_TEST_DIRNAME/../build/mpdump" "$T/l.bin" > /dev/null
+}

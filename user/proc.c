@@ -89,6 +89,14 @@ int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
+ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+
+	return n < 0 ? -errno : n;
+}
+
 int proc_exists(pid_t pid)
 {
 	return kill(pid, 0) == 0 || errno == EPERM;

@@ -31,6 +31,8 @@ int pmap_is_file(const struct pmap *m);
 
 /* Reads len bytes of the target at addr. 0 or -errno. */
 int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+/* As much as is readable from addr on: bytes read, or -errno. */
+ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len);
 int proc_exists(pid_t pid);
 
 #endif

@@ -131,10 +131,15 @@ int vm_scan(pid_t pid, const struct pmaps *m, const char *variant,
 		const struct pmap *p = &m->v[i];
 		if (!scannable(p))
 			continue;
-		for (uint64_t a = p->lo; a < p->hi && !err; a += CHUNK) {
+		/* The process runs on while we read: mappings can shrink or
+		 * go, so scan whatever part of each chunk is readable. */
+		for (uint64_t a = p->lo, next; a < p->hi && !err; a = next) {
 			size_t len = p->hi - a < CHUNK ? p->hi - a : CHUNK;
-			if (proc_read(pid, a, buf, len))
+			ssize_t got = proc_read_some(pid, a, buf, len);
+			next = got > 0 ? a + (uint64_t)got : a + 4096;
+			if (got <= 0)
 				continue;
+			len = (size_t)got;
 			for (size_t o = 0; o + 8 <= len; o += 8) {
 				uint64_t w = rd64(buf, o), at = a + o;
 				for (unsigned k = 0; k < lj_nvariants; k++) {
