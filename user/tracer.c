@@ -63,6 +63,7 @@ struct tr {
 	uint64_t n[4], bytes_alloc, bytes_free;
 	uint64_t protos, traces, names_cut;
 	int child_done, child_status;
+	double cpu0; /* our CPU time (ns) when tracing began */
 };
 
 static volatile sig_atomic_t stop_req;
@@ -640,6 +641,14 @@ static void summary(struct tr *t, const struct lmt_stats *s, double secs,
 	if (evs)
 		fprintf(stderr, "  cost:    %.1f target memory reads per event\n",
 			(double)s->reads / (double)(evs ? evs : 1));
+	if (evs) {
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		fprintf(stderr, "  consumer: %.0f ns CPU per event\n",
+			((ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+			 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3 -
+			 t->cpu0) / (double)evs);
+	}
 	if (t->o->top > 0 && evs) {
 		fprintf(stderr, "  top allocation sites:\n");
 		report_print_top(t->rep, stderr, t->o->top, 1);
@@ -831,6 +840,12 @@ int trace_run(const struct topts *o)
 	}
 
 	t0 = now();
+	{
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		t.cpu0 = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+			 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
+	}
 	if (o->duration > 0)
 		deadline = t0 + o->duration;
 	if (gate >= 0) {

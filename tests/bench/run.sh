@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# make bench: what luamemtrace costs the traced process, against the same
+# workload untraced and against the floor (the same probes running BPF
+# programs that do nothing). Allocation-bound LuaJIT workloads, JIT on and
+# off, modes interleaved and repeated; medians. Then the decoder's speed.
+#
+# Per workload and mode: us per allocator call (the workload's own loop CPU
+# time, which includes the uprobe time spent in its context, divided by the
+# allocator calls the tracer counted), ratios to untraced and to the floor,
+# events/s, lost events, BPF user-memory reads per event, consumer CPU per
+# event.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+LMT=./luamemtrace
+REPS=${BENCH_REPS:-5}
+N=${BENCH_N:-200000}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+[ "$(id -u)" -eq 0 ] || { echo "bench: needs root (uprobes)" >&2; exit 1; }
+
+# mode -> command prefix
+declare -A PRE=(
+	[untraced]=""
+	[floor]="$LMT -q --floor -o /dev/null --"
+	[floor-1ret]="$LMT -q --floor --probes=single -o /dev/null --"
+	[devnull]="$LMT -t 0 -o /dev/null --"
+	[file]="$LMT -t 0 -o $TMP/bench.bin --"
+	[single-ret]="$LMT -t 0 --probes=single -o /dev/null --"
+	[naive]="$LMT -t 0 --probes=entry -o /dev/null --"
+)
+MODES=(untraced floor floor-1ret devnull file single-ret naive)
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
+
+run_one() { # workload jit mode -> appends "secs events lost reads cns" to $TMP/w.j.mode
+	local w=$1 j=$2 m=$3 n=$N out err
+	[ "$m" = naive ] && n=$((N / 20))
+	out=$(${PRE[$m]} luajit "tests/bench/$w.lua" "$n" "$j" 2> "$TMP/err")
+	err=$(cat "$TMP/err")
+	local ev lost reads cns
+	ev=$(sed -n 's/^  events:  \([0-9]*\) .*/\1/p' <<< "$err")
+	lost=$(sed -n 's/^  lost:    \([0-9]*\) events.*/\1/p' <<< "$err")
+	reads=$(sed -n 's/^  cost:    \([0-9.]*\) target memory.*/\1/p' <<< "$err")
+	cns=$(sed -n 's/^  consumer: \([0-9]*\) ns.*/\1/p' <<< "$err")
+	echo "$(tail -1 <<< "$out") ${ev:--} ${lost:--} ${reads:--} ${cns:--} $n" >> "$TMP/$w.$j.$m"
+}
+
+WORKLOADS=(churn strings mixed)
+echo "luamemtrace bench: N=$N iterations per run (naive: N/20), $REPS repetitions, medians"
+for r in $(seq 1 "$REPS"); do
+	for w in "${WORKLOADS[@]}"; do
+		for j in off on; do
+			# rotate the mode order so no mode always runs first
+			for k in $(seq 0 $((${#MODES[@]} - 1))); do
+				m=${MODES[$(((k + r) % ${#MODES[@]}))]}
+				run_one "$w" "$j" "$m"
+			done
+		done
+	done
+done
+
+div() { awk -v a="$1" -v b="$2" 'BEGIN {print (b > 0 ? a / b : 0)}'; }
+col() { awk -v c="$1" '{print $c}' "$2" | median; }
+for w in "${WORKLOADS[@]}"; do
+	for j in off on; do
+		echo
+		echo "== $w, jit $j"
+		# allocator calls per iteration, from the tracer's own count
+		calls=$(awk '{print $2 / $6}' "$TMP/$w.$j.devnull" | median)
+		printf '%-11s %9s %9s %8s %10s %6s %8s %12s\n' mode us/call x-untraced x-floor events/s lost reads/ev consumer-ns
+		base=$(awk -v c="$calls" '{print $1 / ($6 * c) * 1e6}' "$TMP/$w.$j.untraced" | median)
+		floor=$(awk -v c="$calls" '{print $1 / ($6 * c) * 1e6}' "$TMP/$w.$j.floor" | median)
+		for m in "${MODES[@]}"; do
+			f="$TMP/$w.$j.$m"
+			us=$(awk -v c="$calls" '{print $1 / ($6 * c) * 1e6}' "$f" | median)
+			evs=$(awk '$2 != "-" {print $2 / $1}' "$f" | median)
+			printf '%-11s %9.3f %9.1f %8.2f %10s %6s %8s %12s\n' "$m" "$us" \
+				"$(div "$us" "$base")" "$(div "$us" "$floor")" \
+				"$([ "$evs" = nan ] && echo - || printf '%.0f' "$evs")" \
+				"$(col 3 "$f")" "$(col 4 "$f")" "$(col 5 "$f")"
+		done
+		f1=$(awk -v c="$calls" '{print $1 / ($6 * c) * 1e6}' "$TMP/$w.$j.floor-1ret" | median)
+		echo "floor without a return probe for frees: $(awk -v a="$floor" -v b="$f1" 'BEGIN {printf "%.1f", (1 - a / b) * 100}')% fewer ns per call than with one return probe per call"
+	done
+done
+
+echo
+[ -x tests/bench/decode.sh ] && bash tests/bench/decode.sh
