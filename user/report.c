@@ -282,6 +282,8 @@ struct sbuf {
 
 static void sb_put(struct sbuf *b, const char *s, size_t n)
 {
+	if (!n) /* b->p may still be NULL: memcpy(NULL, s, 0) is UB */
+		return;
 	if (b->len + n > b->cap) {
 		size_t c = b->cap ? b->cap : 256;
 		char *q;
@@ -504,7 +506,7 @@ static void sym_lfunc(struct report *rp, const struct mp_sym *s)
 		dispid = (uint32_t)*d;
 	} else {
 		rp->sb.len = 0;
-		if (memchr(s->name, '\n', s->name_len)) {
+		if (s->name_len && memchr(s->name, '\n', s->name_len)) {
 			char tmp[32];
 			if (grow(&rp->alias, &rp->alias_cap, (size_t)rp->nalias + 1, sizeof(*rp->alias)))
 				goto oom;

@@ -15,6 +15,14 @@
 #include "memprof_write.h"
 #include "report.h"
 
+/* The Makefile builds with recoverable UBSan: make any report fatal, so
+ * libFuzzer saves the input. */
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void)
+{
+	return "halt_on_error=1:print_stacktrace=1";
+}
+
 static FILE *devnull;
 static struct mpw w;
 

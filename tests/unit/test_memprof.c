@@ -781,6 +781,28 @@ static void test_run_callbacks(void)
 	free(b.p);
 }
 
+/* Found by the fuzzer: an empty name as the very first string made
+ * sb_put memcpy to a NULL buffer (UB even for 0 bytes). */
+static void test_empty_names(void)
+{
+	struct bytes b = { 0 };
+	struct run r;
+	b_put(&b, "ljs\x03\0\0\0", 7);
+	b_byte(&b, 0x01), b_uleb(&b, 0x1000), b_str(&b, "");
+	b_byte(&b, 0x00), b_uleb(&b, 0x100), b_str(&b, ""), b_uleb(&b, 0);
+	b_byte(&b, 0x80);
+	b_put(&b, "ljm\x03\0\0\0", 7);
+	b_byte(&b, 0x0d), b_uleb(&b, 0x1008), b_uleb(&b, 0xa0), b_uleb(&b, 3);
+	b_byte(&b, 0x09), b_uleb(&b, 0x100), b_uleb(&b, 2), b_uleb(&b, 0xb0), b_uleb(&b, 4);
+	b_byte(&b, 0x80);
+	r = run_bytes(&b);
+	check(r.status == MPR_END && strstr(r.out, "\n:0x1000: 1 events\t+3B") &&
+		      strstr(r.out, "\n:2: 1 events\t+4B"),
+	      "empty C and chunk names");
+	free(r.out);
+	free(b.p);
+}
+
 /* report_events (staged, prefetching batches) must equal report_event one
  * by one, with colliding addresses and locations inside one batch. */
 static void test_batches(void)
@@ -846,5 +868,6 @@ int main(void)
 	test_human_and_top();
 	test_run_callbacks();
 	test_batches();
+	test_empty_names();
 	return failures ? 1 : 0;
 }
