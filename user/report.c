@@ -425,7 +425,8 @@ struct report {
 	struct trace *trace;
 	uint32_t ntrace, trace_cap;
 	struct u64map cfunc;  /* addr -> escaped name id */
-	uint64_t *caddr;      /* sorted C symbol addresses, then unsorted pending */
+	uint64_t *caddr;      /* C symbol addresses: sorted main part, then a
+			       * sorted pending part of O(sqrt) size */
 	uint32_t ncaddr, nsorted, caddr_cap;
 
 	/* Locations and groups. */
@@ -554,6 +555,77 @@ static void sym_trace(struct report *rp, const struct mp_sym *s)
 	rp->gen++;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Index of the first element > v in a[lo, hi). */
+static uint32_t upper_bound(const uint64_t *a, uint32_t lo, uint32_t hi, uint64_t v)
+{
+	while (lo < hi) {
+		const uint32_t mid = lo + (hi - lo) / 2;
+		if (a[mid] <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Merges the pending part into the main part, from the back. */
+static void cfunc_merge(struct report *rp)
+{
+	uint64_t *a = rp->caddr;
+	const uint32_t np = rp->ncaddr - rp->nsorted;
+	uint64_t *tmp = malloc((size_t)np * sizeof(*tmp));
+	uint32_t x = rp->nsorted, y = np, k = rp->ncaddr;
+	if (!tmp) {
+		qsort(a, rp->ncaddr, sizeof(*a), cmp_u64);
+	} else {
+		memcpy(tmp, a + rp->nsorted, (size_t)np * sizeof(*tmp));
+		while (y) {
+			if (x && a[x - 1] > tmp[y - 1])
+				a[--k] = a[--x];
+			else
+				a[--k] = tmp[--y];
+		}
+		free(tmp);
+	}
+	rp->nsorted = rp->ncaddr;
+}
+
+/* A new C symbol address goes into the sorted pending part, which is
+ * merged once it outgrows sqrt of the main part: symbols interleaved
+ * with lookups cost O(sqrt n) each, never a re-sort per lookup. */
+static void cfunc_add(struct report *rp, uint64_t addr)
+{
+	uint64_t *a = rp->caddr;
+	const uint32_t pos = upper_bound(a, rp->nsorted, rp->ncaddr, addr);
+	uint32_t np;
+	memmove(a + pos + 1, a + pos, (size_t)(rp->ncaddr - pos) * sizeof(*a));
+	a[pos] = addr;
+	np = ++rp->ncaddr - rp->nsorted;
+	if (np > 64 && (uint64_t)np * np > rp->nsorted)
+		cfunc_merge(rp);
+}
+
+/* Greatest C symbol address <= addr (avl.floor); 0 if none. */
+static int cfunc_floor(struct report *rp, uint64_t addr, uint64_t *key)
+{
+	const uint64_t *a = rp->caddr;
+	const uint32_t i = upper_bound(a, 0, rp->nsorted, addr);
+	const uint32_t j = upper_bound(a, rp->nsorted, rp->ncaddr, addr);
+	if (j > rp->nsorted && (!i || a[j - 1] > a[i - 1]))
+		*key = a[j - 1];
+	else if (i)
+		*key = a[i - 1];
+	else
+		return 0;
+	return 1;
+}
+
 /* A later record at the same address replaces the name (avl.insert). The
  * reference writer re-dumps every C symbol before each CFUNC event, so a
  * repeat must be cheap and must not invalidate cached names. */
@@ -575,7 +647,7 @@ static void sym_cfunc(struct report *rp, const struct mp_sym *s)
 	}
 	if (grow(&rp->caddr, &rp->caddr_cap, (size_t)rp->ncaddr + 1, sizeof(*rp->caddr)))
 		goto oom;
-	rp->caddr[rp->ncaddr++] = s->addr;
+	cfunc_add(rp, s->addr);
 	rp->gen++;
 	return;
 oom:
@@ -597,53 +669,6 @@ void report_sym(struct report *rp, const struct mp_sym *s)
 	default:
 		break;
 	}
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
-/* Greatest C symbol address <= addr (avl.floor); 0 if none. */
-static int cfunc_floor(struct report *rp, uint64_t addr, uint64_t *key)
-{
-	uint32_t lo = 0, hi;
-	if (rp->nsorted < rp->ncaddr) {
-		/* Sort the pending tail and merge it in from the back. */
-		uint64_t *a = rp->caddr;
-		uint32_t i = rp->nsorted, j = rp->ncaddr, k = rp->ncaddr;
-		qsort(a + i, j - i, sizeof(*a), cmp_u64);
-		if (grow(&rp->caddr, &rp->caddr_cap, (size_t)rp->ncaddr * 2, sizeof(*a))) {
-			qsort(a, rp->ncaddr, sizeof(*a), cmp_u64);
-		} else {
-			uint64_t *tmp;
-			a = rp->caddr;
-			tmp = a + rp->ncaddr;
-			memcpy(tmp, a + i, (j - i) * sizeof(*a));
-			/* merge a[0..i) and tmp[0..j-i) into a[0..k) from the end */
-			uint32_t x = i, y = j - i;
-			while (y) {
-				if (x && a[x - 1] > tmp[y - 1])
-					a[--k] = a[--x];
-				else
-					a[--k] = tmp[--y];
-			}
-		}
-		rp->nsorted = rp->ncaddr;
-	}
-	hi = rp->nsorted;
-	while (lo < hi) {
-		const uint32_t mid = lo + (hi - lo) / 2;
-		if (rp->caddr[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
-		return 0;
-	*key = rp->caddr[lo - 1];
-	return 1;
 }
 
 /* symtab.lua demangle() for a non-trace location. */

@@ -9,6 +9,7 @@
  * address and line spaces so blocks, groups and names collide; protos and
  * traces redefined mid-stream; unknown protos; C symbols below protos;
  * chunk names with '\n' (aliases); free(NULL, 0); double frees.
+ * -C N: chaos with N C symbol slots (many symbols interleaved with events).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -140,6 +141,8 @@ static void realistic(uint64_t nev, unsigned nproto)
 	free(live);
 }
 
+static unsigned ncsym = 16; /* chaos: C symbol address slots (-C) */
+
 static const char *const chunks[] = {
 	"@a.lua", "@b.lua", "=chunk", "return 1\n", "local x = 1\n\nreturn x\n",
 	"@c.lua", "x;y.lua",  "@d d.lua",
@@ -155,7 +158,7 @@ static void chaos_sym(void)
 		break;
 	case 1:
 		snprintf(name, sizeof(name), "cf_%u", (unsigned)below(6));
-		sym(MP_SYM_CFUNC, 0x800 + below(16) * 0x80, name, 0, 0);
+		sym(MP_SYM_CFUNC, 0x800 + below(ncsym) * 0x80, name, 0, 0);
 		break;
 	default:
 		sym(MP_SYM_TRACE, 1 + below(4), NULL, below(4) ? 0x1000 + below(10) * 0x100 : 0,
@@ -179,7 +182,7 @@ static void chaos(uint64_t nev, unsigned nsym)
 			loc = below(12) ? 0x1000 + below(10) * 0x100 : 0;
 			line = below(4);
 		} else if (src == MP_SRC_CFUNC) {
-			loc = below(10) ? 0x700 + below(0x1000) : 0x1000 + below(8) * 0x100;
+			loc = below(10) ? 0x700 + below(ncsym * 0x100) : 0x1000 + below(8) * 0x100;
 		} else if (src == MP_SRC_TRACE) {
 			loc = below(6);
 		}
@@ -195,7 +198,7 @@ int main(int argc, char **argv)
 	uint64_t nev = 1000;
 	unsigned nproto = 2000;
 	int c, fd, is_chaos = 0;
-	while ((c = getopt(argc, argv, "n:y:s:c")) != -1) {
+	while ((c = getopt(argc, argv, "n:y:s:cC:")) != -1) {
 		switch (c) {
 		case 'n':
 			nev = strtoull(optarg, NULL, 0);
@@ -210,6 +213,11 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			is_chaos = 1;
+			break;
+		case 'C':
+			ncsym = (unsigned)strtoul(optarg, NULL, 0);
+			if (!ncsym)
+				ncsym = 1;
 			break;
 		default:
 			fprintf(stderr, "usage: gen_memprof [-n EVENTS] [-y PROTOS] [-s SEED] [-c] OUT|-\n");
