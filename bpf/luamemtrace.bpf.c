@@ -56,13 +56,14 @@ struct {
 	__type(value, __u32);
 } procs SEC(".maps");
 
-/* Allocation events waiting for the allocator to return, per thread. */
+/* Prototype records are built here: too big for the stack, and sent with
+ * bpf_ringbuf_output since their size varies. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, struct lmt_event);
-} pending SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lmt_proto);
+} protobuf SEC(".maps");
 
 /* GC objects already announced: prototypes and traces, by address. A free
  * of the address forgets it, so a new object at a reused address is
@@ -76,7 +77,8 @@ struct obj_key {
 struct obj_val {
 	__u64 g;       /* traces: owning VM */
 	__u32 traceno; /* 0 for prototypes */
-	__u32 pad;
+	__u32 bpf_lines; /* prototypes: line table too big to send; BPF
+			  * computes their lines */
 };
 
 struct {
@@ -106,6 +108,10 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lmt_percpu);
 } stats SEC(".maps");
+
+/* Masks v in a way clang cannot fold away, so that the verifier sees the
+ * bound at the helper call. */
+#define BOUND(v, mask) asm volatile("%0 &= " #mask : "+r"(v))
 
 #define FRAME_TYPE 3
 #define FRAME_TYPEP 7
@@ -161,29 +167,35 @@ static __always_inline __u64 submit_flags(void)
 		       BPF_RB_NO_WAKEUP;
 }
 
-/* Announce prototype pt (head window already read) unless known. */
-static __always_inline void see_proto(struct ctx *c, const struct lmt_vm *vm,
-				      __u64 pt, const void *win)
+/* Announce prototype pt unless known: its chunk name, first line and line
+ * table. Returns its objs entry (NULL if it could not be announced). */
+static __always_inline struct obj_val *see_proto(struct ctx *c,
+						 const struct lmt_vm *vm,
+						 __u64 pt)
 {
 	const struct lj_layout *lay = &vm->lay;
 	struct obj_key k = { .tgid = c->tgid, .addr = pt };
-	struct obj_val v = {};
+	struct obj_val v = {}, *hit;
+	__u8 *win = c->pc->pw;
 	struct lmt_proto *p;
-	__u64 str;
-	__u32 len = 0, n;
+	__u64 str, li;
+	__u32 len = 0, n, zero = 0, sizebc, numline, w;
 
-	if (bpf_map_lookup_elem(&objs, &k))
-		return;
-	p = bpf_ringbuf_reserve(&rb, sizeof(*p), 0);
-	if (!p) {
-		c->st->lost_sym++;
-		return;
-	}
+	hit = bpf_map_lookup_elem(&objs, &k);
+	if (hit)
+		return hit;
+	p = bpf_map_lookup_elem(&protobuf, &zero);
+	if (!p || rd(c, win, 96, pt))
+		return NULL;
 	p->rec = LMT_REC_PROTO;
 	p->tgid = c->tgid;
 	p->addr = pt;
 	p->vm = vm->id;
 	p->firstline = (__s32)F32(win, lay->pt_firstline);
+	sizebc = F32(win, lay->pt_sizebc);
+	numline = F32(win, lay->pt_numline);
+	p->sizebc = sizebc;
+	p->numline = numline;
 	str = ref(lay, F64(win, lay->pt_chunkname));
 	p->str = str + lay->str_size;
 	p->copied = 0;
@@ -194,15 +206,42 @@ static __always_inline void see_proto(struct ctx *c, const struct lmt_vm *vm,
 			p->copied = n;
 	}
 	p->len = len;
-	bpf_ringbuf_submit(p, submit_flags());
+	/* The line table: one entry per instruction after the header. */
+	w = numline < 256 ? 1 : numline < 65536 ? 2 : 4;
+	li = ref(lay, F64(win, lay->pt_lineinfo));
+	n = sizebc > 1 ? (sizebc - 1) * w : 0;
+	p->li_width = 0;
+	p->li_len = 0;
+	if (!li) {
+		p->li_width = w; /* no line info: every line is 0 */
+	} else if (n <= LMT_LI_MAX) {
+		__u64 sz = n;
+		BOUND(sz, 0x3fff); /* 2 * LMT_LI_MAX - 1 */
+		if (n == 0 || !rd(c, p->lineinfo, (__u32)sz, li)) {
+			p->li_width = w;
+			p->li_len = n;
+		}
+	}
+	v.bpf_lines = p->li_width == 0;
+	{
+		__u64 sz = p->li_len;
+		BOUND(sz, 0x3fff);
+		n = (__u32)sz;
+	}
+	if (bpf_ringbuf_output(&rb, p, offsetof(struct lmt_proto, lineinfo) + n,
+			       submit_flags())) {
+		c->st->lost_sym++;
+		return NULL;
+	}
 	c->st->protos++;
 	bpf_map_update_elem(&objs, &k, &v, BPF_ANY);
+	return bpf_map_lookup_elem(&objs, &k);
 }
 
 /* Line of the instruction before ins in prototype pt, LuaJIT's
  * lj_debug_line(pt, proto_bcpos(pt, ins) - 1). -1 if there is none. */
 static __always_inline __s64 proto_line(struct ctx *c, const struct lmt_vm *vm,
-					__u64 pt, __u64 ins, int announce)
+					__u64 pt, __u64 ins)
 {
 	const struct lj_layout *lay = &vm->lay;
 	__u8 *win = c->pc->pw;
@@ -212,8 +251,6 @@ static __always_inline __s64 proto_line(struct ctx *c, const struct lmt_vm *vm,
 
 	if (rd(c, win, 96, pt))
 		return -1;
-	if (announce)
-		see_proto(c, vm, pt, win);
 	if (ins < bc + 4 || ((ins - bc) & 3))
 		return -1;
 	pos = (__u32)((ins - bc) >> 2) - 1;
@@ -274,7 +311,8 @@ static __always_inline void see_trace(struct ctx *c, const struct lmt_vm *vm,
 	tw[1] = ref(lay, tw[1]);
 	/* The start line: the trace's first bytecode, i.e. the instruction
 	 * at startpc, so ask for the line "before" startpc + 1. */
-	line = proto_line(c, vm, tw[0], tw[1] + 4, 1);
+	see_proto(c, vm, tw[0]);
+	line = proto_line(c, vm, tw[0], tw[1] + 4);
 	t = bpf_ringbuf_reserve(&rb, sizeof(*t), 0);
 	if (!t) {
 		c->st->lost_sym++;
@@ -301,13 +339,23 @@ static __always_inline int charge_lua(struct ctx *c, const struct lmt_vm *vm,
 				      __u64 fnpc, __u64 ins,
 				      struct lmt_event *e)
 {
-	__u64 pt = fnpc - vm->lay.pt_size;
-	__s64 line = proto_line(c, vm, pt, ins, 1);
+	__u64 pt = fnpc - vm->lay.pt_size, bc = fnpc;
+	struct obj_val *o = see_proto(c, vm, pt);
+	__s64 line;
 
-	if (line < 0)
+	if (ins < bc + 4 || ((ins - bc) & 3))
 		return -1;
 	e->src = LMT_SRC_LFUNC;
 	e->loc = pt;
+	if (o && !o->bpf_lines) {
+		/* lj_debug_frameline's position; user space has the table. */
+		e->line = ((ins - bc) >> 2) - 1;
+		e->flags |= LMT_EV_POS;
+		return 0;
+	}
+	line = proto_line(c, vm, pt, ins);
+	if (line < 0)
+		return -1;
 	e->line = (__u64)line;
 	return 0;
 }
@@ -326,8 +374,10 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 	e->src = LMT_SRC_INTERNAL;
 	e->loc = 0;
 	e->line = 0;
-	if (rd(c, &vmstate, 4, vm->g + lay->g_vmstate))
+	/* vmstate and cur_L in one read: reads are what costs here. */
+	if (rd(c, c->pc->gw, LMT_GWIN, vm->g + lay->g_vmstate))
 		return;
+	vmstate = (__s32)*(__u32 *)c->pc->gw;
 	if (vmstate >= 1) {
 		e->src = LMT_SRC_TRACE;
 		e->loc = (__u32)vmstate;
@@ -338,9 +388,8 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 	if (idx >= lay->nvmst || idx >= LMT_VMST_MAX ||
 	    lay->vmst[idx & (LMT_VMST_MAX - 1)] != LMT_VMST_FRAME)
 		return;
-	if (rd(c, &L, 8, vm->g + lay->g_cur_L))
-		return;
-	L = ref(lay, L);
+	L = ref(lay, *(__u64 *)(c->pc->gw + ((lay->g_cur_L - lay->g_vmstate) &
+					      (LMT_GWIN - 8))));
 	/* base, stack and cframe sit within 64 bytes of base in lua_State. */
 	if (!L || rd(c, w, 64, L + lay->L_base))
 		return;
@@ -367,7 +416,11 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 		ins = cw[(lay->cf_pc >> 3) & 3];
 		if (!ins || ins == cw[(lay->cf_L >> 3) & 3])
 			return;
-		charge_lua(c, vm, ref(lay, F64(w, lay->fn_pc)), ins, e);
+		if (charge_lua(c, vm, ref(lay, F64(w, lay->fn_pc)), ins, e)) {
+			e->src = LMT_SRC_INTERNAL;
+			e->loc = 0;
+			e->flags &= ~LMT_EV_POS;
+		}
 		return;
 	}
 	if (ffid == FF_C) {
@@ -412,6 +465,7 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 		if (charge_lua(c, vm, ref(lay, F64(pw, lay->fn_pc)), ins, e)) {
 			e->src = LMT_SRC_INTERNAL;
 			e->loc = 0;
+			e->flags &= ~LMT_EV_POS;
 		}
 	}
 }
@@ -428,6 +482,14 @@ static __always_inline void forget(struct ctx *c, __u64 addr)
 		struct trace_key tk = { .tgid = c->tgid, .traceno = v->traceno,
 					.g = v->g };
 		bpf_map_delete_elem(&traces, &tk);
+	} else {
+		struct lmt_forget *f = bpf_ringbuf_reserve(&rb, sizeof(*f), 0);
+		if (f) {
+			f->rec = LMT_REC_FORGET;
+			f->tgid = c->tgid;
+			f->addr = addr;
+			bpf_ringbuf_submit(f, BPF_RB_NO_WAKEUP);
+		}
 	}
 	bpf_map_delete_elem(&objs, &k);
 }
@@ -466,6 +528,7 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	}
 	ev.rec = LMT_REC_EVENT;
 	ev.tgid = c.tgid;
+	ev.tid = (__u32)id;
 	ev.kind = nsize == 0 ? 2 : ptr == 0 ? 1 : 3;
 	ev.oaddr = ptr;
 	ev.osize = ev.kind == 1 ? 0 : osize;
@@ -473,10 +536,12 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	attribute(&c, vm, ptr, &ev);
 	if (ev.kind != 1)
 		forget(&c, ptr);
-	if (ev.kind == 2)
-		emit(&c, &ev);
-	else if (bpf_map_update_elem(&pending, &id, &ev, BPF_ANY))
-		c.st->pending_full++;
+	/* Allocations are sent now and completed by alloc_return's record:
+	 * two ring buffer records cost less than parking the event in a
+	 * hash map for the return probe. */
+	if (ev.kind != 2)
+		ev.flags |= LMT_EV_RET;
+	emit(&c, &ev);
 	c.st->reads += c.reads;
 	return 0;
 }
@@ -484,21 +549,20 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_return, __u64 ret)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct ctx c = { .tgid = id >> 32 };
-	struct lmt_event *ev;
+	struct lmt_ret *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	struct lmt_percpu *pc;
 	__u32 zero = 0;
 
-	ev = bpf_map_lookup_elem(&pending, &id);
-	if (!ev)
+	if (!r) {
+		pc = bpf_map_lookup_elem(&stats, &zero);
+		if (pc)
+			pc->st.lost++;
 		return 0;
-	c.pc = bpf_map_lookup_elem(&stats, &zero);
-	if (c.pc) {
-		c.st = &c.pc->st;
-		ev->naddr = ret;
-		emit(&c, ev);
 	}
-	bpf_map_delete_elem(&pending, &id);
+	r->rec = LMT_REC_RET;
+	r->tid = (__u32)bpf_get_current_pid_tgid();
+	r->naddr = ret;
+	bpf_ringbuf_submit(r, submit_flags());
 	return 0;
 }
 

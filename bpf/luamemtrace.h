@@ -67,6 +67,8 @@ enum lmt_rec {
 	LMT_REC_TRACE,     /* first sight of a trace */
 	LMT_REC_NEWVM,     /* lua_newstate returned in a traced process */
 	LMT_REC_CLOSE,     /* lua_close began: the VM is no longer traced */
+	LMT_REC_RET,       /* an allocation's new address */
+	LMT_REC_FORGET,    /* a prototype was freed */
 };
 
 /* Sources, same numbering as user/memprof.h enum mp_src. */
@@ -77,24 +79,54 @@ enum lmt_src {
 	LMT_SRC_TRACE = 4,
 };
 
+/* lmt_event.flags */
+#define LMT_EV_POS 1    /* line holds a bytecode position of proto loc;
+			 * user space maps it to a line (lineinfo came with
+			 * the prototype's record) */
+#define LMT_EV_RET 2    /* naddr follows in this thread's next RET record */
+
 struct lmt_event {
 	__u8 rec;  /* LMT_REC_EVENT */
 	__u8 kind; /* 1 alloc, 2 free, 3 realloc */
 	__u8 src;  /* enum lmt_src */
-	__u8 pad;
+	__u8 flags;
 	__u32 tgid;
+	__u32 tid;
+	__u32 pad;
 	__u64 loc;  /* proto, C function or trace number */
 	__u64 line;
 	__u64 oaddr, osize, naddr, nsize;
+};
+
+/* The allocator returned: the new address for the thread's last event. */
+struct lmt_ret {
+	__u8 rec; /* LMT_REC_RET */
+	__u8 pad[3];
+	__u32 tid;
+	__u64 naddr;
+};
+
+/* A prototype was freed (so user space can drop its line table). */
+struct lmt_forget {
+	__u8 rec; /* LMT_REC_FORGET */
+	__u8 pad[3];
+	__u32 tgid;
+	__u64 addr;
 };
 
 /* Chunk names longer than this are sent as a prefix plus the GCstr's
  * address, and completed by user space from target memory. */
 #define LMT_NAME_MAX 1024
 
+/* Line tables up to this size travel with the prototype's record, and its
+ * events carry bytecode positions; larger ones stay in the target and BPF
+ * computes those lines itself. */
+#define LMT_LI_MAX 8192
+
 struct lmt_proto {
 	__u8 rec; /* LMT_REC_PROTO */
-	__u8 pad[3];
+	__u8 li_width; /* bytes per lineinfo entry: 1, 2 or 4; 0: none sent */
+	__u8 pad[2];
 	__u32 tgid;
 	__u64 addr;
 	__s32 firstline;
@@ -102,7 +134,12 @@ struct lmt_proto {
 	__u64 str;    /* address of the name's bytes in the target */
 	__u32 copied; /* bytes in name[] */
 	__u32 vm;
+	__u32 sizebc, numline;
+	__u32 li_len; /* bytes in lineinfo[] (the record is cut after them) */
+	__u32 pad2;
 	char name[LMT_NAME_MAX];
+	__u8 lineinfo[2 * LMT_LI_MAX]; /* only LMT_LI_MAX used; the rest
+				       * lets the verifier bound a masked size */
 };
 
 struct lmt_trace {
@@ -136,7 +173,7 @@ struct lmt_stats {
 	__u64 events;     /* alloc/free/realloc records submitted */
 	__u64 lost;       /* records that found the ring buffer full */
 	__u64 lost_sym;   /* symbol records that found it full */
-	__u64 pending_full; /* allocation entries with no room to wait for return */
+
 	__u64 reads;      /* bpf_probe_read_user calls, all paths */
 	__u64 read_errs;  /* reads that faulted */
 	__u64 protos;     /* prototype records */
@@ -147,8 +184,10 @@ struct lmt_stats {
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space
  * (windows of target structures; too big for the BPF stack). */
 #define LMT_WIN 128
+#define LMT_GWIN 256 /* g from vmstate: must cover cur_L */
 struct lmt_percpu {
 	struct lmt_stats st;
+	__u8 gw[LMT_GWIN]; /* global_State from vmstate on */
 	__u8 w[LMT_WIN];  /* lua_State / GCfunc */
 	__u8 pw[LMT_WIN]; /* GCproto */
 	__u8 fw[LMT_WIN]; /* caller's GCfunc */

@@ -61,7 +61,9 @@ struct tr {
 	int lost_vm; /* VMs we could not attach to */
 	/* counts */
 	uint64_t n[4], bytes_alloc, bytes_free;
-	uint64_t protos, traces, names_cut;
+	uint64_t protos, traces, names_cut, inflight, nolines;
+	struct u64map lines; /* prototype -> struct pline */
+	struct u64map open;  /* tid -> struct mp_event * waiting for RET */
 	int child_done, child_status;
 	double cpu0; /* our CPU time (ns) when tracing began */
 };
@@ -190,7 +192,65 @@ static void emit_sym(void *ctx, const struct mp_sym *s)
 	report_sym(t->rep, s);
 }
 
-static void on_proto(struct tr *t, const struct lmt_proto *p)
+/* A prototype's line table, as LuaJIT's lj_debug_line reads it. */
+struct pline {
+	int32_t firstline;
+	uint32_t sizebc, numline;
+	uint8_t width; /* 1, 2, 4 */
+	uint32_t len;
+	uint8_t li[];
+};
+
+/* lj_debug_line(pt, pos); -1 when pos is past the bytecode (LuaJIT's
+ * JLOOP undo case, charged INTERNAL). */
+static int64_t pline_line(const struct pline *p, uint64_t pos)
+{
+	uint64_t i;
+
+	if (pos > p->sizebc)
+		return -1;
+	if (!p->len && p->sizebc > 1)
+		return 0; /* stripped: no line info */
+	if (pos == p->sizebc)
+		return (int64_t)p->firstline + p->numline;
+	if (pos == 0)
+		return p->firstline;
+	i = (pos - 1) * p->width;
+	if (i + p->width > p->len)
+		return -1;
+	if (p->width == 1)
+		return (int64_t)p->firstline + p->li[i];
+	if (p->width == 2)
+		return (int64_t)p->firstline + (p->li[i] | p->li[i + 1] << 8);
+	return (int64_t)p->firstline + (int64_t)((uint32_t)p->li[i] |
+		(uint32_t)p->li[i + 1] << 8 | (uint32_t)p->li[i + 2] << 16 |
+		(uint32_t)p->li[i + 3] << 24);
+}
+
+static void keep_lines(struct tr *t, const struct lmt_proto *p, size_t sz)
+{
+	struct pline *l;
+	int err;
+
+	free(u64map_del(&t->lines, p->addr));
+	if (!p->li_width || p->li_len > LMT_LI_MAX ||
+	    sz < offsetof(struct lmt_proto, lineinfo) + p->li_len)
+		return;
+	l = malloc(sizeof(*l) + p->li_len);
+	if (!l)
+		return;
+	l->firstline = p->firstline;
+	l->sizebc = p->sizebc;
+	l->numline = p->numline;
+	l->width = p->li_width;
+	l->len = p->li_len;
+	memcpy(l->li, p->lineinfo, p->li_len);
+	u64map_put(&t->lines, p->addr, l, &err);
+	if (err)
+		free(l);
+}
+
+static void on_proto(struct tr *t, const struct lmt_proto *p, size_t sz)
 {
 	struct mp_sym s = { .kind = MP_SYM_LFUNC, .addr = p->addr };
 	char *full = NULL;
@@ -215,6 +275,7 @@ static void on_proto(struct tr *t, const struct lmt_proto *p)
 	/* Built-ins in bytecode have firstline -1: sign-extend, as LuaJIT. */
 	s.line = (uint64_t)(int64_t)p->firstline;
 	emit_sym(t, &s);
+	keep_lines(t, p, sz);
 	free(full);
 	t->protos++;
 }
@@ -227,23 +288,80 @@ static void on_trace(struct tr *t, const struct lmt_trace *r)
 	t->traces++;
 }
 
+static void write_event(struct tr *t, struct mp_event *m)
+{
+	if (m->src == MP_SRC_CFUNC)
+		syms_cfunc(&t->syms, m->loc);
+	if (t->w)
+		mpw_event(t->w, m);
+	report_event(t->rep, m);
+	t->n[m->kind & 3]++;
+	if (m->kind & MP_ALLOC)
+		t->bytes_alloc += m->nsize;
+	if (m->kind & MP_FREE)
+		t->bytes_free += m->osize;
+}
+
 static void on_event(struct tr *t, const struct lmt_event *e)
 {
 	struct mp_event m = { .kind = e->kind, .src = e->src, .loc = e->loc,
 			      .line = e->line, .oaddr = e->oaddr,
 			      .osize = e->osize, .naddr = e->naddr,
 			      .nsize = e->nsize };
+	struct mp_event *o;
+	int err;
 
-	if (m.src == MP_SRC_CFUNC)
-		syms_cfunc(&t->syms, m.loc);
-	if (t->w)
-		mpw_event(t->w, &m);
-	report_event(t->rep, &m);
-	t->n[m.kind & 3]++;
-	if (m.kind & MP_ALLOC)
-		t->bytes_alloc += m.nsize;
-	if (m.kind & MP_FREE)
-		t->bytes_free += m.osize;
+	if (e->flags & LMT_EV_POS) {
+		const struct pline *l = u64map_get(&t->lines, e->loc);
+		int64_t line = l ? pline_line(l, e->line) : 0;
+		if (!l)
+			t->nolines++;
+		if (line < 0) {
+			m.src = MP_SRC_INTERNAL;
+			m.loc = 0;
+			line = 0;
+		}
+		m.line = (uint64_t)line;
+	}
+	if (!(e->flags & LMT_EV_RET)) {
+		write_event(t, &m);
+		return;
+	}
+	/* Completed by the thread's next RET record. An event still open
+	 * here lost its RET to a full ring buffer (counted in BPF). */
+	o = u64map_get(&t->open, (uint64_t)e->tid + 1);
+	if (!o) {
+		o = malloc(sizeof(*o));
+		if (!o || (u64map_put(&t->open, (uint64_t)e->tid + 1, o, &err), err)) {
+			free(o);
+			return;
+		}
+	}
+	*o = m;
+	o->kind |= 0x80; /* open */
+}
+
+static void on_ret(struct tr *t, const struct lmt_ret *r)
+{
+	struct mp_event *o = u64map_get(&t->open, (uint64_t)r->tid + 1);
+
+	if (!o || !(o->kind & 0x80))
+		return; /* an allocation of an untraced VM */
+	o->kind &= 0x7f;
+	o->naddr = r->naddr;
+	write_event(t, o);
+}
+
+/* Allocations whose entry we saw but whose return came after the probes
+ * were gone: they were in flight when tracing stopped, not part of it. */
+static void close_open(struct tr *t)
+{
+	for (size_t i = 0; i < t->open.cap; i++) {
+		const struct mp_event *o = t->open.v[i];
+		if (o && (o->kind & 0x80))
+			t->inflight++;
+	}
+	u64map_free(&t->open, free);
 }
 
 static int add_vm(struct tr *t, const struct vminfo *v);
@@ -292,8 +410,17 @@ static int on_rec(void *ctx, void *data, size_t sz)
 			on_event(t, data);
 		break;
 	case LMT_REC_PROTO:
-		if (sz >= sizeof(struct lmt_proto))
-			on_proto(t, data);
+		if (sz >= offsetof(struct lmt_proto, lineinfo))
+			on_proto(t, data, sz);
+		break;
+	case LMT_REC_RET:
+		if (sz >= sizeof(struct lmt_ret))
+			on_ret(t, data);
+		break;
+	case LMT_REC_FORGET:
+		if (sz >= sizeof(struct lmt_forget))
+			free(u64map_del(&t->lines,
+					((const struct lmt_forget *)data)->addr));
 		break;
 	case LMT_REC_TRACE:
 		if (sz >= sizeof(struct lmt_trace))
@@ -619,10 +746,17 @@ static void summary(struct tr *t, const struct lmt_stats *s, double secs,
 		" traces, %lu C functions\n", t->protos, t->traces,
 		t->syms.nsyms);
 	fprintf(stderr, "  lost:    %" PRIu64 " events, %" PRIu64
-		" symbol records%s\n", (uint64_t)(s->lost + s->pending_full), (uint64_t)s->lost_sym,
-		s->lost + s->pending_full + s->lost_sym ?
+		" symbol records%s\n", (uint64_t)s->lost, (uint64_t)s->lost_sym,
+		s->lost + s->lost_sym ?
 			" (ring buffer full: the stream is INCOMPLETE; raise -b)" :
 			"");
+	if (t->inflight)
+		fprintf(stderr, "  %" PRIu64 " allocation%s in flight when tracing "
+			"stopped (not recorded)\n", t->inflight,
+			t->inflight == 1 ? "" : "s");
+	if (t->nolines)
+		fprintf(stderr, "  %" PRIu64 " events of prototypes whose record was "
+			"lost: line 0\n", t->nolines);
 	if (t->closed)
 		fprintf(stderr, "  closed:  %u VM%s ran lua_close (its teardown frees "
 			"are not recorded)\n", t->closed, t->closed == 1 ? "" : "s");
@@ -894,6 +1028,7 @@ int trace_run(const struct topts *o)
 	t.nlinks = 0;
 	continue_stopped();
 	drain(&t);
+	close_open(&t);
 	sum_stats(&t, &st);
 	r = mpw_finish(w);
 	if (r) {
@@ -912,7 +1047,7 @@ int trace_run(const struct topts *o)
 	} else if (o->cmd && !o->quiet) {
 		fprintf(stderr, "  command (PID %d) still running\n", (int)t.pid);
 	}
-	rc = st.lost + st.pending_full + st.lost_sym ? LMT_LOSSY : LMT_OK;
+	rc = st.lost + st.lost_sym ? LMT_LOSSY : LMT_OK;
 out:
 	for (unsigned i = 0; i < t.nlinks; i++)
 		bpf_link__destroy(t.links[i]);
@@ -924,6 +1059,8 @@ out:
 	ring_buffer__free(t.rb);
 	luamemtrace_bpf__destroy(t.skel);
 	syms_free(&t.syms);
+	u64map_free(&t.open, free);
+	u64map_free(&t.lines, free);
 	vm_scan_free(&scan);
 	pmaps_free(&m);
 	report_free(t.rep);
