@@ -385,9 +385,7 @@ static int next_event(struct mpr *r, struct mp_sym *sym, struct mp_event *ev)
 			r->rec_what = "an event-symtab record";
 			return get_sym(r, src - 2, sym);
 		}
-		memset(ev, 0, sizeof(*ev));
-		ev->kind = (uint8_t)kind;
-		ev->src = (uint8_t)src;
+		*ev = (struct mp_event){ .kind = (uint8_t)kind, .src = (uint8_t)src };
 		if (avail >= FAST_MIN) {
 			const unsigned char *p = r->buf + r->pos + 1;
 			if (src == MP_SRC_LFUNC) {

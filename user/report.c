@@ -30,6 +30,7 @@
  * Memory: hash tables with open addressing, sized by live blocks, symbols,
  * locations and names; nothing grows with the number of events.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -1023,19 +1024,18 @@ void report_events(struct report *rp, const struct mp_event *ev, size_t n)
 
 /* ---- Output ---- */
 
-static struct report *sort_rp; /* qsort has no context argument */
-
-static int cmp_group(const void *a, const void *b)
+static int cmp_group(const void *a, const void *b, void *ctx)
 {
-	const struct group *x = &sort_rp->grp[*(const uint32_t *)a];
-	const struct group *y = &sort_rp->grp[*(const uint32_t *)b];
-	const struct loc *lx = &sort_rp->loc[x->loc], *ly = &sort_rp->loc[y->loc];
+	const struct report *rp = ctx;
+	const struct group *x = &rp->grp[*(const uint32_t *)a];
+	const struct group *y = &rp->grp[*(const uint32_t *)b];
+	const struct loc *lx = &rp->loc[x->loc], *ly = &rp->loc[y->loc];
 	int c;
 	if (x->num != y->num)
 		return x->num > y->num ? -1 : 1;
 	if (x->alloc != y->alloc)
 		return x->alloc > y->alloc ? -1 : 1;
-	if ((c = str_cmp(&sort_rp->sp, x->name, y->name)))
+	if ((c = str_cmp(&rp->sp, x->name, y->name)))
 		return c;
 	if (x->free != y->free)
 		return x->free > y->free ? -1 : 1;
@@ -1046,9 +1046,10 @@ static int cmp_group(const void *a, const void *b)
 	return (lx->trace > ly->trace) - (lx->trace < ly->trace);
 }
 
-static int cmp_name(const void *a, const void *b)
+static int cmp_name(const void *a, const void *b, void *ctx)
 {
-	return str_cmp(&sort_rp->sp, *(const uint32_t *)a, *(const uint32_t *)b);
+	const struct report *rp = ctx;
+	return str_cmp(&rp->sp, *(const uint32_t *)a, *(const uint32_t *)b);
 }
 
 static void put_name(FILE *out, const struct report *rp, uint32_t id)
@@ -1080,8 +1081,7 @@ static int render(struct report *rp, FILE *out, uint8_t kind, int human)
 	for (uint32_t g = rp->ngrp; g > 0; g--)
 		start[g] = start[g - 1];
 	start[0] = 0;
-	sort_rp = rp;
-	qsort(ids, n, sizeof(*ids), cmp_group);
+	qsort_r(ids, n, sizeof(*ids), cmp_group, rp);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct group *gp = &rp->grp[ids[i]];
 		char num[32], a[40], f[40];
@@ -1094,7 +1094,7 @@ static int render(struct report *rp, FILE *out, uint8_t kind, int human)
 		if (!nn)
 			continue;
 		names = oname + start[ids[i]];
-		qsort(names, nn, sizeof(*names), cmp_name);
+		qsort_r(names, nn, sizeof(*names), cmp_name, rp);
 		fputs("\tOverrides:\n", out);
 		for (uint32_t k = 0; k < nn; k++) {
 			fputs("\t\t", out);
@@ -1173,13 +1173,14 @@ static int heap_delta(struct report *rp, struct accset *s)
 	return s->oom ? -1 : 0;
 }
 
-static int cmp_acc_a(const void *pa, const void *pb)
+static int cmp_acc_a(const void *pa, const void *pb, void *ctx)
 {
+	const struct report *rp = ctx;
 	const struct acc *x = pa, *y = pb;
 	const int64_t a = (int64_t)x->a, b = (int64_t)y->a;
 	if (a != b)
 		return a > b ? -1 : 1;
-	return str_cmp(&sort_rp->sp, x->name, y->name);
+	return str_cmp(&rp->sp, x->name, y->name);
 }
 
 /* humanize.lua leak_info(). */
@@ -1187,9 +1188,8 @@ static int leak_info(struct report *rp, FILE *out, int human)
 {
 	struct accset s = { 0 };
 	int rc = heap_delta(rp, &s);
-	sort_rp = rp;
 	if (s.n)
-		qsort(s.v, s.n, sizeof(*s.v), cmp_acc_a);
+		qsort_r(s.v, s.n, sizeof(*s.v), cmp_acc_a, rp);
 	fputs("HEAP SUMMARY:\n", out);
 	for (uint32_t i = 0; i < s.n; i++) {
 		const struct acc *x = &s.v[i];
@@ -1253,10 +1253,11 @@ static void folded_line(FILE *out, const struct report *rp, const uint32_t *fram
 	fprintf(out, " %" PRIu64 "\n", w);
 }
 
-static int cmp_acc_name(const void *pa, const void *pb)
+static int cmp_acc_name(const void *pa, const void *pb, void *ctx)
 {
+	const struct report *rp = ctx;
 	const struct acc *x = pa, *y = pb;
-	return str_cmp(&sort_rp->sp, x->name, y->name);
+	return str_cmp(&rp->sp, x->name, y->name);
 }
 
 static int folded(struct report *rp, FILE *out, enum report_weight w)
@@ -1276,9 +1277,8 @@ static int folded(struct report *rp, FILE *out, enum report_weight w)
 			x->a += w == REPORT_W_EVENTS ? gp->num : gp->alloc;
 		}
 	}
-	sort_rp = rp;
 	if (s.n)
-		qsort(s.v, s.n, sizeof(*s.v), cmp_acc_name);
+		qsort_r(s.v, s.n, sizeof(*s.v), cmp_acc_name, rp);
 	for (uint32_t i = 0; i < s.n; i++)
 		if (s.v[i].a)
 			folded_line(out, rp, &s.v[i].name, 1, s.v[i].a);
@@ -1314,14 +1314,15 @@ int report_print(struct report *rp, FILE *out, const struct report_opts *o)
 	return rc ? -1 : 0;
 }
 
-static int cmp_acc_top(const void *pa, const void *pb)
+static int cmp_acc_top(const void *pa, const void *pb, void *ctx)
 {
+	const struct report *rp = ctx;
 	const struct acc *x = pa, *y = pb;
 	if (x->a != y->a)
 		return x->a > y->a ? -1 : 1;
 	if (x->b != y->b)
 		return x->b > y->b ? -1 : 1;
-	return str_cmp(&sort_rp->sp, x->name, y->name);
+	return str_cmp(&rp->sp, x->name, y->name);
 }
 
 void report_print_top(struct report *rp, FILE *out, int n, int human)
@@ -1335,9 +1336,8 @@ void report_print_top(struct report *rp, FILE *out, int n, int human)
 			x->b += gp->num;
 		}
 	}
-	sort_rp = rp;
 	if (s.n)
-		qsort(s.v, s.n, sizeof(*s.v), cmp_acc_top);
+		qsort_r(s.v, s.n, sizeof(*s.v), cmp_acc_top, rp);
 	for (uint32_t i = 0; i < s.n && (int)i < n; i++) {
 		char b[40];
 		fmt_bytes(b, s.v[i].a, human);
