@@ -6,6 +6,12 @@
 #   LMT_STD_PARSER="luajit /path/run-memprof.lua"
 #                                              reference parser, for the speed ratio
 #
+# tarantool/luajit's tools/memprof.lua returns a function, so the reference
+# parser needs a two-line wrapper (run-memprof.lua) next to its tools/ dir:
+#   package.path = "/path/tools/?.lua;" .. package.path
+#   require("memprof")(arg)
+# The reports of both are also compared (ties as sets).
+#
 # Prints events/s and peak RSS, and with LMT_STD_PARSER the ratio to the
 # reference parser (goal: >= 20x). Generation takes ~1 s, our decode well
 # under 1 s; the reference parser ~3 s per million events.
