@@ -173,7 +173,6 @@ struct lmt_stats {
 	__u64 events;     /* alloc/free/realloc records submitted */
 	__u64 lost;       /* records that found the ring buffer full */
 	__u64 lost_sym;   /* symbol records that found it full */
-
 	__u64 reads;      /* bpf_probe_read_user calls, all paths */
 	__u64 read_errs;  /* reads that faulted */
 	__u64 protos;     /* prototype records */

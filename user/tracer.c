@@ -705,14 +705,18 @@ static void sum_stats(struct tr *t, struct lmt_stats *s)
 	memset(s, 0, sizeof(*s));
 	if (ncpu <= 0 || !(v = calloc((size_t)ncpu, sizeof(*v))))
 		return;
-	/* Counters are all __u64: sum them as such (no type punning). */
 	if (!bpf_map__lookup_elem(t->skel->maps.stats, &zero, sizeof(zero), v,
 				  sizeof(*v) * (size_t)ncpu, 0)) {
 		for (int i = 0; i < ncpu; i++) {
-			const __u64 *a = &v[i].st.events;
-			__u64 *b = &s->events;
-			for (size_t j = 0; j < sizeof(*s) / sizeof(*b); j++)
-				b[j] += a[j];
+			const struct lmt_stats *a = &v[i].st;
+			s->events += a->events;
+			s->lost += a->lost;
+			s->lost_sym += a->lost_sym;
+			s->reads += a->reads;
+			s->read_errs += a->read_errs;
+			s->protos += a->protos;
+			s->traces += a->traces;
+			s->unknown_vm += a->unknown_vm;
 		}
 	}
 	free(v);
