@@ -13,7 +13,8 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 LMT=./luamemtrace
 REPS=${BENCH_REPS:-5}
-N=${BENCH_N:-200000}
+# iterations per run, per workload (mixed makes ~25 allocator calls each)
+declare -A ITERS=([churn]=${BENCH_N:-200000} [strings]=${BENCH_N:-200000} [mixed]=$(( ${BENCH_N:-200000} / 10 )))
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -34,8 +35,8 @@ MODES=(untraced floor floor-1ret devnull file single-ret naive)
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
 
 run_one() { # workload jit mode -> appends "secs events lost reads cns" to $TMP/w.j.mode
-	local w=$1 j=$2 m=$3 n=$N out err
-	[ "$m" = naive ] && n=$((N / 20))
+	local w=$1 j=$2 m=$3 n=${ITERS[$1]} out err
+	[ "$m" = naive ] && n=$((n / 20))
 	out=$(${PRE[$m]} luajit "tests/bench/$w.lua" "$n" "$j" 2> "$TMP/err")
 	err=$(cat "$TMP/err")
 	local ev lost reads cns
@@ -47,7 +48,7 @@ run_one() { # workload jit mode -> appends "secs events lost reads cns" to $TMP/
 }
 
 WORKLOADS=(churn strings mixed)
-echo "luamemtrace bench: N=$N iterations per run (naive: N/20), $REPS repetitions, medians"
+echo "luamemtrace bench: iterations per run: churn ${ITERS[churn]}, strings ${ITERS[strings]}, mixed ${ITERS[mixed]} (naive: 1/20), $REPS repetitions, medians"
 for r in $(seq 1 "$REPS"); do
 	for w in "${WORKLOADS[@]}"; do
 		for j in off on; do
