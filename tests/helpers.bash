@@ -33,3 +33,18 @@ wait_for() {
 no_probes_left() {
 	! bpftool perf show 2>/dev/null | grep -q uprobe
 }
+
+# Starts tests/lua/wait.lua (it waits on fd 8 for "go", runs its workload,
+# then waits for "bye") and attaches the tracer to it with -o FILE.
+# Sets PID (the target) and TPID (the tracer); tracer stderr in $T/err.
+attach_waiting() {
+	cd "$LUA_DIR"
+	mkfifo "$T/in"
+	luajit wait.lua < "$T/in" > "$T/out" &
+	PID=$!
+	exec 8> "$T/in"
+	wait_for "$T/out" ready
+	"$LMT" -p "$PID" -o "$1" 2> "$T/err" &
+	TPID=$!
+	wait_for "$T/err" "tracing PID $PID"
+}

@@ -45,15 +45,8 @@ setup() {
 }
 
 @test "-p: attach to a waiting process, exact counts, Ctrl-C ends it" {
-	cd "$LUA_DIR"
-	mkfifo "$T/in"
-	luajit wait.lua < "$T/in" > "$T/out" &
-	local pid=$!
-	exec 8> "$T/in"
-	wait_for "$T/out" ready
-	"$LMT" -p "$pid" -o "$T/p.bin" 2> "$T/err" &
-	local tpid=$!
-	wait_for "$T/err" "tracing PID $pid"
+	attach_waiting "$T/p.bin"
+	local pid=$PID tpid=$TPID
 	echo go >&8
 	wait_for "$T/out" "wait.lua done"
 	kill -INT "$tpid"
@@ -73,15 +66,8 @@ setup() {
 }
 
 @test "-p: tracing ends when the target exits" {
-	cd "$LUA_DIR"
-	mkfifo "$T/in"
-	luajit wait.lua < "$T/in" > "$T/out" &
-	local pid=$!
-	exec 8> "$T/in"
-	wait_for "$T/out" ready
-	"$LMT" -p "$pid" -o "$T/p.bin" 2> "$T/err" &
-	local tpid=$!
-	wait_for "$T/err" "tracing PID $pid"
+	attach_waiting "$T/p.bin"
+	local pid=$PID tpid=$TPID
 	echo go >&8
 	echo bye >&8
 	exec 8>&-
@@ -139,14 +125,8 @@ setup() {
 }
 
 @test "SIGKILL of the tracer: target runs on, no probe left" {
-	mkfifo "$T/in"
-	luajit "$LUA_DIR/wait.lua" < "$T/in" > "$T/out" &
-	local pid=$!
-	exec 8> "$T/in"
-	wait_for "$T/out" ready
-	"$LMT" -p "$pid" -o "$T/k.bin" 2> "$T/err" &
-	local tpid=$!
-	wait_for "$T/err" "tracing PID $pid"
+	attach_waiting "$T/k.bin"
+	local pid=$PID tpid=$TPID
 	kill -9 "$tpid"
 	wait "$tpid" || true
 	no_probes_left
