@@ -100,5 +100,5 @@ $(OUT)/mpdump: tests/tools/mpdump.c user/memprof_read.c user/memprof.h user/memp
 	$(CC) $(ALL_CFLAGS) -o $@ tests/tools/mpdump.c user/memprof_read.c
 
 $(OUT)/host: tests/c/host.c | $(OUT)
-	$(CC) $(ALL_CFLAGS) -I/usr/include/luajit-2.1 -o $@ $< -lluajit-5.1
+	$(CC) $(ALL_CFLAGS) -I/usr/include/luajit-2.1 -o $@ $< -lluajit-5.1 -lpthread
 .SECONDARY:

@@ -48,13 +48,21 @@ struct {
 	__type(value, struct lmt_vm_key);
 } mains SEC(".maps");
 
-/* Processes whose new VMs we want to hear about (value unused). */
+/* Processes whose new VMs we want to hear about. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct lmt_proc);
 } procs SEC(".maps");
+
+/* Allocators already probed, per process (value unused). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct lmt_allocf_key);
+	__type(value, __u32);
+} allocfs SEC(".maps");
 
 /* Prototype records are built here: too big for the stack, and sent with
  * bpf_ringbuf_output since their size varies. */
@@ -64,6 +72,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lmt_proto);
 } protobuf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lmt_vm);
+} vmbuf SEC(".maps");
 
 /* GC objects already announced: prototypes and traces, by address. A free
  * of the address forgets it, so a new object at a reused address is
@@ -566,23 +581,55 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 	return 0;
 }
 
-/* lua_newstate returned: tell user space, and stop the process until the
- * new VM's allocator is probed, so that none of its allocations is missed. */
+/* lua_newstate returned. If the new VM's allocator is already probed
+ * (threads of one program share it), register the VM here and now, so none
+ * of its allocations is missed and nothing stops. Otherwise stop the
+ * process until user space has probed the new allocator. */
 SEC("uretprobe")
 int BPF_KRETPROBE(newstate_return, __u64 L)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct lmt_proc *pr;
 	struct lmt_newvm *n;
+	__u64 g = 0, gw[2] = {};
 
-	if (!L || !bpf_map_lookup_elem(&procs, &tgid))
+	if (!L || !(pr = bpf_map_lookup_elem(&procs, &tgid)))
 		return 0;
 	n = bpf_ringbuf_reserve(&rb, sizeof(*n), 0);
 	if (!n)
 		return 0;
+	__builtin_memset(n, 0, sizeof(*n));
 	n->rec = LMT_REC_NEWVM;
 	n->tgid = tgid;
 	n->L = L;
-	n->stopped = bpf_send_signal(SIGSTOP) == 0;
+	if (pr->has_layout &&
+	    !bpf_probe_read_user(&g, 8, (void *)(L + pr->lay.L_glref)) &&
+	    !bpf_probe_read_user(gw, 16, (void *)(g + pr->lay.g_allocf))) {
+		struct lmt_allocf_key ak = { .tgid = tgid, .allocf = gw[0] };
+		struct lmt_vm_key vk = { .tgid = tgid, .ud = gw[1] };
+		struct main_key mk = { .tgid = tgid, .L = L };
+		struct lmt_vm *vm;
+		__u32 zero = 0;
+
+		n->g = g;
+		n->allocf = gw[0];
+		n->ud = gw[1];
+		/* The layout value lives in a per-CPU slot: too big for the
+		 * stack. */
+		vm = bpf_map_lookup_elem(&vmbuf, &zero);
+		if (vm && bpf_map_lookup_elem(&allocfs, &ak)) {
+			vm->g = g;
+			vm->id = pr->next_id++; /* a label only: races are harmless */
+			vm->lay = pr->lay;
+			if (!bpf_map_update_elem(&vms, &vk, vm, BPF_NOEXIST) &&
+			    !bpf_map_update_elem(&mains, &mk, &vk, BPF_ANY)) {
+				n->registered = 1;
+				n->id = vm->id;
+			}
+		}
+	}
+	if (!n->registered)
+		n->stopped = bpf_send_signal(SIGSTOP) == 0;
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }

@@ -156,9 +156,27 @@ struct lmt_trace {
 struct lmt_newvm {
 	__u8 rec; /* LMT_REC_NEWVM */
 	__u8 stopped; /* BPF stopped the process: user space must continue it */
-	__u8 pad[2];
+	__u8 registered; /* BPF registered it (its allocator is probed) */
+	__u8 pad;
 	__u32 tgid;
 	__u64 L;
+	__u64 g, allocf, ud;
+	__u32 id;
+	__u32 pad2;
+};
+
+/* A traced process: once one VM is known, the layout of its new VMs. */
+struct lmt_proc {
+	__u32 has_layout;
+	__u32 next_id; /* ids of VMs BPF registers itself */
+	struct lj_layout lay;
+};
+
+/* Allocators probed in a process. */
+struct lmt_allocf_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 allocf;
 };
 
 struct lmt_close {

@@ -217,3 +217,14 @@ setup() {
 	# still a well-formed stream
 	"$BATS_TEST_DIRNAME/../build/mpdump" "$T/l.bin" > /dev/null
 }
+
+@test "one VM per thread (sysbench-style): every VM traced from its start" {
+	cd "$LUA_DIR"
+	run "$LMT" -o "$T/m.bin" -- "$BATS_TEST_DIRNAME/../build/host" -t 4 alloc.lua
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"4 VMs (LuaJIT 2.1 GC64)"* ]]
+	"$LMT" report "$T/m.bin" > "$T/m.txt"
+	# each VM has its own prototypes: four groups per line
+	[ "$(counts ALLOCATIONS @alloc.lua:4 "$T/m.txt")" = "1,1,1,1,1000,1000,1000,1000" ]
+	[ "$(counts ALLOCATIONS @alloc.lua:8 "$T/m.txt")" = "600,600,600,600" ]
+}

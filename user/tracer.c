@@ -86,6 +86,14 @@ static void continue_stopped(void)
 		}
 }
 
+static int stopped_any(void)
+{
+	for (int i = 0; i < MAX_STOPPED; i++)
+		if (stopped[i] > 0)
+			return 1;
+	return 0;
+}
+
 static void on_fatal(int sig)
 {
 	continue_stopped();
@@ -372,7 +380,19 @@ static void on_newvm(struct tr *t, const struct lmt_newvm *n)
 	struct pmaps m;
 	char why[160];
 
+	if (n->registered) { /* BPF did it: its allocator is probed */
+		t->nvm++;
+		if (t->o->verbose)
+			fprintf(stderr, "luamemtrace: VM %u: L 0x%" PRIx64 " g 0x%"
+				PRIx64 ", allocator 0x%" PRIx64 " ud 0x%" PRIx64
+				" (registered in BPF)\n", n->id, (uint64_t)n->L,
+				(uint64_t)n->g, (uint64_t)n->allocf, (uint64_t)n->ud);
+		return;
+	}
 	if (n->stopped) {
+		/* Continued once the records queued with this one are handled
+		 * too (main loop): a SIGCONT would cancel the stop of another
+		 * thread's new VM still waiting in the ring. */
 		for (int i = 0; i < MAX_STOPPED; i++)
 			if (!stopped[i]) {
 				stopped[i] = (pid_t)n->tgid;
@@ -390,12 +410,6 @@ static void on_newvm(struct tr *t, const struct lmt_newvm *n)
 			t->lost_vm++;
 		}
 		pmaps_free(&m);
-	}
-	if (n->stopped) {
-		kill((pid_t)n->tgid, SIGCONT);
-		for (int i = 0; i < MAX_STOPPED; i++)
-			if (stopped[i] == (pid_t)n->tgid)
-				stopped[i] = 0;
 	}
 }
 
@@ -568,6 +582,23 @@ static int add_vm(struct tr *t, const struct vminfo *v)
 		fprintf(stderr, "luamemtrace: VM %u: L 0x%" PRIx64 " g 0x%" PRIx64
 			" (%s), allocator 0x%" PRIx64 " ud 0x%" PRIx64 "\n",
 			t->nvm, v->L, v->g, v->var->name, v->allocf, v->allocd);
+	{
+		/* From now on BPF registers this process's new VMs itself. */
+		struct lmt_proc pr = { .has_layout = 1, .next_id = 1u << 16,
+				       .lay = v->var->lay };
+		struct lmt_allocf_key ak = { .tgid = (uint32_t)t->pid,
+					     .allocf = v->allocf };
+		uint32_t tg = (uint32_t)t->pid, one = 1;
+		struct lmt_proc old;
+
+		if (bpf_map__lookup_elem(t->skel->maps.procs, &tg, sizeof(tg), &old,
+					 sizeof(old), 0) ||
+		    !old.has_layout)
+			bpf_map__update_elem(t->skel->maps.procs, &tg, sizeof(tg),
+					     &pr, sizeof(pr), BPF_ANY);
+		bpf_map__update_elem(t->skel->maps.allocfs, &ak, sizeof(ak), &one,
+				     sizeof(one), BPF_ANY);
+	}
 	t->var = v->var;
 	t->nvm++;
 	/* The process is stopped or attached: what it maps now is readable
@@ -959,9 +990,10 @@ int trace_run(const struct topts *o)
 	mpw_begin_events(w);
 
 	{
-		uint32_t tg = (uint32_t)t.pid, one = 1;
-		bpf_map__update_elem(t.skel->maps.procs, &tg, sizeof(tg), &one,
-				     sizeof(one), BPF_ANY);
+		uint32_t tg = (uint32_t)t.pid;
+		struct lmt_proc pr = { 0 };
+		bpf_map__update_elem(t.skel->maps.procs, &tg, sizeof(tg), &pr,
+				     sizeof(pr), BPF_ANY);
 	}
 	if (o->cmd) {
 		if (cmd_probes(&t, exe)) {
@@ -1006,6 +1038,12 @@ int trace_run(const struct topts *o)
 			break;
 		}
 		ring_buffer__consume(t.rb);
+		if (stopped_any()) {
+			/* New VMs stopped the process: handle every record
+			 * queued meanwhile, then let it go. */
+			ring_buffer__consume(t.rb);
+			continue_stopped();
+		}
 		if (t.w && t.w->err)
 			break;
 		if (deadline && now() >= deadline)

@@ -1,8 +1,11 @@
-/* A host program embedding libluajit with its own allocator, as
- * applications that pass lua_newstate() a custom allocf do. Runs the Lua
- * file given as argument. */
+/* A host program embedding libluajit, as applications do:
+ *   host FILE.lua         one VM with the host's own allocator (lua_newstate)
+ *   host -t N FILE.lua    N threads, one VM each (luaL_newstate, LuaJIT's
+ *                         allocator), like sysbench */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -25,13 +28,44 @@ static void *host_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	return ptr;
 }
 
+static int run(lua_State *L, const char *file)
+{
+	int r;
+
+	luaL_openlibs(L);
+	r = luaL_dofile(L, file);
+	if (r)
+		fprintf(stderr, "host: %s\n", lua_tostring(L, -1));
+	lua_close(L);
+	return r;
+}
+
+static void *thread_main(void *file)
+{
+	lua_State *L = luaL_newstate();
+	return (void *)(long)(L ? run(L, file) : 1);
+}
+
 int main(int argc, char **argv)
 {
 	lua_State *L;
-	int r;
 
+	if (argc == 4 && !strcmp(argv[1], "-t")) {
+		int n = atoi(argv[2]), bad = 0;
+		pthread_t th[64];
+		if (n < 1 || n > 64)
+			return 2;
+		for (int i = 0; i < n; i++)
+			pthread_create(&th[i], NULL, thread_main, argv[3]);
+		for (int i = 0; i < n; i++) {
+			void *r;
+			pthread_join(th[i], &r);
+			bad |= r != NULL;
+		}
+		return bad;
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: host FILE.lua\n");
+		fprintf(stderr, "usage: host [-t N] FILE.lua\n");
 		return 2;
 	}
 	L = lua_newstate(host_alloc, &live);
@@ -40,10 +74,5 @@ int main(int argc, char **argv)
 			"without GC64 refuses custom allocators)\n");
 		return 1;
 	}
-	luaL_openlibs(L);
-	r = luaL_dofile(L, argv[1]);
-	if (r)
-		fprintf(stderr, "host: %s\n", lua_tostring(L, -1));
-	lua_close(L);
-	return r ? 1 : 0;
+	return run(L, argv[1]) ? 1 : 0;
 }
