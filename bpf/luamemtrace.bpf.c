@@ -349,7 +349,8 @@ static __always_inline void see_trace(struct ctx *c, const struct lmt_vm *vm,
 	}
 }
 
-/* Lua function fn: LFUNC at the line of the instruction before ins. */
+/* Lua function fn: LFUNC at the line of the instruction before ins; if
+ * that has no line, the event stays INTERNAL (returns -1). */
 static __always_inline int charge_lua(struct ctx *c, const struct lmt_vm *vm,
 				      __u64 fnpc, __u64 ins,
 				      struct lmt_event *e)
@@ -360,9 +361,9 @@ static __always_inline int charge_lua(struct ctx *c, const struct lmt_vm *vm,
 
 	if (ins < bc + 4 || ((ins - bc) & 3))
 		return -1;
-	e->src = LMT_SRC_LFUNC;
-	e->loc = pt;
 	if (o && !o->bpf_lines) {
+		e->src = LMT_SRC_LFUNC;
+		e->loc = pt;
 		/* lj_debug_frameline's position; user space has the table. */
 		e->line = ((ins - bc) >> 2) - 1;
 		e->flags |= LMT_EV_POS;
@@ -371,6 +372,8 @@ static __always_inline int charge_lua(struct ctx *c, const struct lmt_vm *vm,
 	line = proto_line(c, vm, pt, ins);
 	if (line < 0)
 		return -1;
+	e->src = LMT_SRC_LFUNC;
+	e->loc = pt;
 	e->line = (__u64)line;
 	return 0;
 }
@@ -431,11 +434,7 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 		ins = cw[(lay->cf_pc >> 3) & 3];
 		if (!ins || ins == cw[(lay->cf_L >> 3) & 3])
 			return;
-		if (charge_lua(c, vm, ref(lay, F64(w, lay->fn_pc)), ins, e)) {
-			e->src = LMT_SRC_INTERNAL;
-			e->loc = 0;
-			e->flags &= ~LMT_EV_POS;
-		}
+		charge_lua(c, vm, ref(lay, F64(w, lay->fn_pc)), ins, e);
 		return;
 	}
 	if (ffid == FF_C) {
@@ -477,11 +476,9 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 			e->loc = 0;
 			return;
 		}
-		if (charge_lua(c, vm, ref(lay, F64(pw, lay->fn_pc)), ins, e)) {
-			e->src = LMT_SRC_INTERNAL;
-			e->loc = 0;
-			e->flags &= ~LMT_EV_POS;
-		}
+		e->src = LMT_SRC_INTERNAL;
+		e->loc = 0;
+		charge_lua(c, vm, ref(lay, F64(pw, lay->fn_pc)), ins, e);
 	}
 }
 

@@ -560,14 +560,11 @@ static int attach_allocf(struct tr *t, uint64_t addr)
 static int add_vm(struct tr *t, const struct vminfo *v)
 {
 	struct lmt_vm_key k = { .tgid = (uint32_t)t->pid, .ud = v->allocd };
-	struct lmt_vm val = { .g = v->g, .id = t->nvm, .lay = v->var->lay };
+	struct lmt_vm val = { .g = v->g, .id = t->nvm, .lay = v->var->lay }, known;
 
-	if (bpf_map__lookup_elem(t->skel->maps.vms, &k, sizeof(k), &val,
-				 sizeof(val), 0) == 0)
-		return 0; /* known */
-	val.id = t->nvm;
-	val.g = v->g;
-	val.lay = v->var->lay;
+	if (bpf_map__lookup_elem(t->skel->maps.vms, &k, sizeof(k), &known,
+				 sizeof(known), 0) == 0)
+		return 0;
 	if (attach_allocf(t, v->allocf))
 		return -1;
 	struct { uint32_t tgid, pad; uint64_t L; } mk = { (uint32_t)t->pid, 0, v->L };
@@ -645,7 +642,8 @@ static void newstate_probes_maps(struct tr *t, const struct pmaps *m)
 /* ---- the command to start --------------------------------------------- */
 
 /* What execvp would run: the first PATH entry with an executable file. */
-static int resolve_cmd(const char *name, char *out, size_t len)
+/* out: PATH_MAX bytes, as realpath wants. */
+static int resolve_cmd(const char *name, char *out)
 {
 	const char *path = getenv("PATH");
 	char buf[PATH_MAX];
@@ -661,20 +659,15 @@ static int resolve_cmd(const char *name, char *out, size_t len)
 			return 0;
 		path += l + (path[l] == ':');
 	}
-	(void)len;
 	return -1;
 }
-
-struct needed_ctx {
-	struct tr *t;
-};
 
 static void on_needed(void *ctx, uint64_t unused, const char *soname)
 {
 	static const char *dirs[] = { "/lib/x86_64-linux-gnu",
 				      "/usr/lib/x86_64-linux-gnu",
 				      "/usr/local/lib", "/lib", "/usr/lib" };
-	struct needed_ctx *n = ctx;
+	struct tr *t = ctx;
 	char p[PATH_MAX];
 
 	if (!strstr(soname, "luajit"))
@@ -682,7 +675,7 @@ static void on_needed(void *ctx, uint64_t unused, const char *soname)
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", dirs[i], soname);
 		if (!access(p, R_OK)) {
-			newstate_probe(n->t, p);
+			newstate_probe(t, p);
 			return;
 		}
 	}
@@ -693,7 +686,6 @@ static void on_needed(void *ctx, uint64_t unused, const char *soname)
 static int cmd_probes(struct tr *t, const char *exe)
 {
 	char interp[PATH_MAX], line[PATH_MAX];
-	struct needed_ctx n = { t };
 	const char *bin = exe;
 	FILE *f = fopen(exe, "re");
 	unsigned before = t->nlinks;
@@ -708,13 +700,13 @@ static int cmd_probes(struct tr *t, const char *exe)
 			a[strcspn(a, " \t\n")] = 0;
 			s = a;
 		}
-		if (!resolve_cmd(s, interp, sizeof(interp)))
+		if (!resolve_cmd(s, interp))
 			bin = interp;
 	}
 	if (f)
 		fclose(f);
 	newstate_probe(t, bin);
-	elfsym_needed(bin, on_needed, &n);
+	elfsym_needed(bin, on_needed, t);
 	return t->nlinks > before ? 0 : -1;
 }
 
@@ -897,7 +889,7 @@ int trace_run(const struct topts *o)
 		t.w = w;
 
 	if (o->cmd) {
-		if (resolve_cmd(o->cmd[0], exe, sizeof(exe))) {
+		if (resolve_cmd(o->cmd[0], exe)) {
 			err1("cannot run %s: command not found", o->cmd[0]);
 			goto out;
 		}
