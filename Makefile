@@ -17,7 +17,7 @@ ARCH_DEFINE := -D__TARGET_ARCH_x86
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -I$(OUT) -Iuser -Ibpf $(SAN)
-LDLIBS  := -lbpf -lelf -ldw -lcapstone -lz
+LDLIBS  := -lbpf -lelf -ldw -lcapstone -lz -lpthread
 ALL_LDFLAGS := $(LDFLAGS) $(SAN)
 
 BPF_SRC  := $(wildcard bpf/*.bpf.c)
@@ -59,7 +59,7 @@ $(OUT)/%.o: user/%.c user/*.h bpf/*.h $(BPF_SKEL) | $(OUT)
 $(OUT)/unit/%: tests/unit/%.c $(LIB_SRC) user/*.h | $(OUT)
 	@mkdir -p $(OUT)/unit
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
-		-o $@ $< $(LIB_SRC) user/probe.c -lcapstone -lm
+		-o $@ $< $(LIB_SRC) user/probe.c -lcapstone -lm -lpthread
 
 unit: $(UNIT_BIN)
 	@bash tests/run-unit.sh $(UNIT_BIN)

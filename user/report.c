@@ -29,12 +29,19 @@
  *
  * Memory: hash tables with open addressing, sized by live blocks, symbols,
  * locations and names; nothing grows with the number of events.
+ *
+ * Two stages: naming and counting (symbol state, groups) and the heap map
+ * (live blocks, owner links) share no state but the group index an event
+ * maps to, so report_events hands the heap stage to a second thread on
+ * machines with more than one CPU; report_sync waits for it before any
+ * output.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,12 +390,37 @@ struct loc {
 struct group {
 	uint32_t loc, name; /* name of the first event */
 	uint8_t kind;
+	uint64_t num, alloc, free;
+};
+
+/* A group's owner links, kept by the heap stage apart from struct group
+ * (which the naming stage grows and writes concurrently). */
+struct gown {
 	uint32_t nowners;
 	/* Owner hit last (location, otab slot, otab epoch): checked without
 	 * touching otab, whose lines are cold for a group like INTERNAL
 	 * frees that hits many owners. */
 	uint32_t last_loc, last_own, last_epoch;
-	uint64_t num, alloc, free;
+};
+
+/* What the heap stage needs of an event; g is never NONE. */
+struct hev {
+	uint64_t oaddr, naddr, nsize;
+	uint32_t g, li, name;
+	uint8_t kind;
+};
+
+/* The heap stage's thread: batches [tail, head) are filled and waiting,
+ * buf[head % NHB] is the one being filled. */
+enum { HB = 8192, NHB = 4 };
+struct hpipe {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct hev *buf[NHB];
+	size_t n[NHB], fill;
+	unsigned head, tail;
+	int quit;
 };
 
 /* A previous owner of blocks hit by a group's realloc/free events, stored
@@ -437,6 +469,12 @@ struct report {
 	uint32_t last_loc;
 	struct group *grp;
 	uint32_t ngrp, grp_cap;
+
+	/* Heap stage: only it touches these until report_sync. */
+	struct hpipe *pipe;
+	int pipe_tried, hoom;
+	struct gown *gown;
+	uint32_t gown_cap;
 	struct oslot *otab;
 	uint64_t omask, on;
 	uint32_t oepoch; /* bumped when otab is rehashed */
@@ -463,10 +501,14 @@ struct report *report_new(void)
 	return rp;
 }
 
+static void pipe_stop(struct report *rp);
+
 void report_free(struct report *rp)
 {
 	if (!rp)
 		return;
+	pipe_stop(rp);
+	free(rp->gown);
 	free(rp->sp.arena);
 	free(rp->sp.s);
 	free(rp->sp.tab);
@@ -857,19 +899,40 @@ static int own_grow(struct report *rp)
 }
 
 /* parse.lua link_to_previous(). */
+static struct gown *gown_of(struct report *rp, uint32_t g)
+{
+	const uint32_t old = rp->gown_cap;
+	if (g < old)
+		return &rp->gown[g];
+	if (grow(&rp->gown, &rp->gown_cap, (size_t)g + 1, sizeof(*rp->gown)))
+		return NULL;
+	for (uint32_t k = old; k < rp->gown_cap; k++)
+		rp->gown[k] = (struct gown){ .last_loc = NONE };
+	return &rp->gown[g];
+}
+
+static uint32_t nowners(const struct report *rp, uint32_t g)
+{
+	return g < rp->gown_cap ? rp->gown[g].nowners : 0;
+}
+
 static void link_owner(struct report *rp, uint32_t g, const struct hslot *blk, uint64_t nsize)
 {
 	const uint32_t oloc = blk->loc1 - 1;
-	struct group *gp = &rp->grp[g];
+	struct gown *gp = gown_of(rp, g);
 	struct oslot *o;
 	uint64_t i;
+	if (!gp) {
+		rp->hoom = 1;
+		return;
+	}
 	/* Blocks mostly die where they were made: try the last owner first. */
 	if (gp->last_loc == oloc && gp->last_epoch == rp->oepoch) {
 		o = &rp->otab[gp->last_own];
 		goto hit;
 	}
 	if ((!rp->otab || (rp->on + 1) * 4 > (rp->omask + 1) * 3) && own_grow(rp)) {
-		rp->oom = 1;
+		rp->hoom = 1;
 		return;
 	}
 	for (i = own_home(rp, g, oloc); rp->otab[i].g1; i = (i + 1) & rp->omask)
@@ -890,21 +953,18 @@ hit:
 	o->count++;
 }
 
-/* An event's group, found before its heap work (see report_events). */
-struct pend {
-	uint32_t g, li, name; /* g == NONE: skip the event */
-};
-
-/* Naming, grouping and the group's counters: needs only symbol state. */
-static void ev_group(struct report *rp, const struct mp_event *e, struct pend *p)
+/* Naming, grouping and the group's counters: needs only symbol state.
+ * Returns the event's group and sets *li, *name; NONE: skip the event. */
+static uint32_t ev_group(struct report *rp, const struct mp_event *e, uint32_t *li,
+			 uint32_t *name)
 {
 	uint64_t addr = 0, line = 0, trace = 0;
 	struct loc *l;
+	struct group *gp;
 	uint32_t g;
 
-	p->g = NONE;
 	if (e->kind < MP_ALLOC || e->kind > MP_REALLOC)
-		return;
+		return NONE;
 	switch (e->src) {
 	case MP_SRC_INTERNAL:
 		break;
@@ -919,107 +979,217 @@ static void ev_group(struct report *rp, const struct mp_event *e, struct pend *p
 		trace = e->loc;
 		break;
 	default:
-		return;
+		return NONE;
 	}
-	if ((p->li = loc_get(rp, addr, line, trace)) == NONE)
+	if ((*li = loc_get(rp, addr, line, trace)) == NONE)
 		goto oom;
-	l = &rp->loc[p->li];
-	if ((p->name = loc_name(rp, l)) == NONE)
+	l = &rp->loc[*li];
+	if ((*name = loc_name(rp, l)) == NONE)
 		goto oom;
 	g = l->grp[e->kind - 1];
 	if (g == NONE) {
 		if (grow(&rp->grp, &rp->grp_cap, (size_t)rp->ngrp + 1, sizeof(*rp->grp)))
 			goto oom;
 		g = l->grp[e->kind - 1] = rp->ngrp++;
-		rp->grp[g] = (struct group){ .loc = p->li, .name = p->name, .kind = e->kind,
-					     .last_loc = NONE };
+		rp->grp[g] = (struct group){ .loc = *li, .name = *name, .kind = e->kind };
 	}
-	p->g = g;
-	return;
-oom:
-	rp->oom = 1;
-}
-
-static inline void ev_count(struct report *rp, const struct mp_event *e, const struct pend *p)
-{
-	struct group *gp;
-	if (p->g == NONE)
-		return;
-	gp = &rp->grp[p->g];
+	gp = &rp->grp[g];
 	gp->num++;
 	if (e->kind & MP_ALLOC)
 		gp->alloc += e->nsize;
 	if (e->kind & MP_FREE)
 		gp->free += e->osize;
+	return g;
+oom:
+	rp->oom = 1;
+	return NONE;
 }
 
 /* The heap map and owner links: parse_alloc/realloc/free in parse.lua. */
-static void ev_heap(struct report *rp, const struct mp_event *e, const struct pend *p)
+static void ev_heap(struct report *rp, const struct hev *e)
 {
 	struct hslot *blk;
-	if (p->g == NONE)
-		return;
 	if (e->kind & MP_FREE && (blk = heap_find(rp, e->oaddr))) {
-		link_owner(rp, p->g, blk, e->kind == MP_REALLOC ? e->nsize : 0);
+		link_owner(rp, e->g, blk, e->kind == MP_REALLOC ? e->nsize : 0);
 		if (e->kind == MP_REALLOC && e->naddr == e->oaddr) {
 			/* In place: one probe, not three. */
 			*blk = (struct hslot){ .addr = e->naddr, .size = e->nsize,
-					       .loc1 = p->li + 1, .name = p->name };
+					       .loc1 = e->li + 1, .name = e->name };
 			return;
 		}
 		heap_del(rp, blk);
 	}
-	if (e->kind & MP_ALLOC && heap_put(rp, e->naddr, e->nsize, p->li, p->name))
-		rp->oom = 1;
+	if (e->kind & MP_ALLOC && heap_put(rp, e->naddr, e->nsize, e->li, e->name))
+		rp->hoom = 1;
+}
+
+static inline void heap_prefetch(const struct report *rp, uint64_t addr)
+{
+	/* A probe run often crosses into the next line. */
+	const char *p = (const char *)&rp->heap[heap_home(rp, addr)];
+	__builtin_prefetch(p);
+	__builtin_prefetch(p + 64);
+}
+
+/* On big profiles the heap map outgrows the caches: prefetch a chunk's
+ * slots, then do its heap work in order. */
+static void heap_batch(struct report *rp, const struct hev *e, size_t n)
+{
+	enum { CHUNK = 64 };
+	while (n) {
+		const size_t k = n < CHUNK ? n : CHUNK;
+		for (size_t i = 0; rp->heap && i < k; i++) {
+			if (e[i].kind & MP_FREE)
+				heap_prefetch(rp, e[i].oaddr);
+			if (e[i].kind & MP_ALLOC && e[i].naddr != e[i].oaddr)
+				heap_prefetch(rp, e[i].naddr);
+		}
+		for (size_t i = 0; i < k; i++)
+			ev_heap(rp, &e[i]);
+		e += k;
+		n -= k;
+	}
+}
+
+static void *pipe_main(void *arg)
+{
+	struct report *rp = arg;
+	struct hpipe *hp = rp->pipe;
+	pthread_mutex_lock(&hp->mu);
+	for (;;) {
+		unsigned t;
+		while (hp->tail == hp->head && !hp->quit)
+			pthread_cond_wait(&hp->cv, &hp->mu);
+		if (hp->tail == hp->head)
+			break;
+		t = hp->tail % NHB;
+		pthread_mutex_unlock(&hp->mu);
+		heap_batch(rp, hp->buf[t], hp->n[t]);
+		pthread_mutex_lock(&hp->mu);
+		hp->tail++;
+		pthread_cond_broadcast(&hp->cv);
+	}
+	pthread_mutex_unlock(&hp->mu);
+	return NULL;
+}
+
+/* Starts the heap thread; NULL (work stays inline) on one CPU or failure. */
+static struct hpipe *pipe_start(struct report *rp)
+{
+	struct hpipe *hp;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !(hp = calloc(1, sizeof(*hp))))
+		return NULL;
+	for (int i = 0; i < NHB; i++) {
+		if (!(hp->buf[i] = malloc(HB * sizeof(struct hev))))
+			goto fail;
+	}
+	pthread_mutex_init(&hp->mu, NULL);
+	pthread_cond_init(&hp->cv, NULL);
+	rp->pipe = hp;
+	if (!pthread_create(&hp->th, NULL, pipe_main, rp))
+		return hp;
+	rp->pipe = NULL;
+	pthread_cond_destroy(&hp->cv);
+	pthread_mutex_destroy(&hp->mu);
+fail:
+	for (int i = 0; i < NHB; i++)
+		free(hp->buf[i]);
+	free(hp);
+	return NULL;
+}
+
+/* Hands the batch being filled to the heap thread; waits for a free one. */
+static void pipe_push(struct hpipe *hp)
+{
+	pthread_mutex_lock(&hp->mu);
+	hp->n[hp->head % NHB] = hp->fill;
+	hp->head++;
+	hp->fill = 0;
+	pthread_cond_broadcast(&hp->cv);
+	while (hp->head - hp->tail >= NHB)
+		pthread_cond_wait(&hp->cv, &hp->mu);
+	pthread_mutex_unlock(&hp->mu);
+}
+
+/* Waits until the heap stage has caught up with every event given. */
+static void report_sync(struct report *rp)
+{
+	struct hpipe *hp = rp->pipe;
+	if (!hp)
+		return;
+	if (hp->fill)
+		pipe_push(hp);
+	pthread_mutex_lock(&hp->mu);
+	while (hp->tail != hp->head)
+		pthread_cond_wait(&hp->cv, &hp->mu);
+	pthread_mutex_unlock(&hp->mu);
+}
+
+static void pipe_stop(struct report *rp)
+{
+	struct hpipe *hp = rp->pipe;
+	if (!hp)
+		return;
+	report_sync(rp);
+	pthread_mutex_lock(&hp->mu);
+	hp->quit = 1;
+	pthread_cond_broadcast(&hp->cv);
+	pthread_mutex_unlock(&hp->mu);
+	pthread_join(hp->th, NULL);
+	pthread_cond_destroy(&hp->cv);
+	pthread_mutex_destroy(&hp->mu);
+	for (int i = 0; i < NHB; i++)
+		free(hp->buf[i]);
+	free(hp);
+	rp->pipe = NULL;
 }
 
 void report_event(struct report *rp, const struct mp_event *e)
 {
-	struct pend p;
-	ev_group(rp, e, &p);
-	ev_count(rp, e, &p);
-	ev_heap(rp, e, &p);
+	struct hev h = { .oaddr = e->oaddr, .naddr = e->naddr, .nsize = e->nsize,
+			 .kind = e->kind };
+	report_sync(rp);
+	if ((h.g = ev_group(rp, e, &h.li, &h.name)) != NONE)
+		ev_heap(rp, &h);
 }
 
-/* On big profiles the heap map and the owner table outgrow the caches, so
- * a batch goes in stages: prefetch the heap slots; name and group every
- * event (symbol state can't change inside a batch); prefetch the owner
- * slots the frees are likely to hit (a read-only guess: earlier events of
- * the batch may still change the heap); then do the heap work in order. */
 void report_events(struct report *rp, const struct mp_event *ev, size_t n)
 {
-	enum { CHUNK = 64 };
-	struct pend p[CHUNK];
-	while (n) {
-		const size_t k = n < CHUNK ? n : CHUNK;
-		if (rp->heap) {
-			for (size_t i = 0; i < k; i++) {
-				if (ev[i].kind & MP_FREE)
-					__builtin_prefetch(&rp->heap[heap_home(rp, ev[i].oaddr)]);
-				if (ev[i].kind & MP_ALLOC && ev[i].naddr != ev[i].oaddr)
-					__builtin_prefetch(&rp->heap[heap_home(rp, ev[i].naddr)]);
-			}
-		}
-		for (size_t i = 0; i < k; i++) {
-			ev_group(rp, &ev[i], &p[i]);
-			if (p[i].g != NONE)
-				__builtin_prefetch(&rp->grp[p[i].g], 1);
-		}
-		for (size_t i = 0; i < k; i++)
-			ev_count(rp, &ev[i], &p[i]);
-		if (rp->otab) {
-			for (size_t i = 0; i < k; i++) {
-				const struct hslot *blk;
-				if (p[i].g != NONE && ev[i].kind & MP_FREE &&
-				    (blk = heap_find(rp, ev[i].oaddr)))
-					__builtin_prefetch(&rp->otab[own_home(rp, p[i].g, blk->loc1 - 1)]);
-			}
-		}
-		for (size_t i = 0; i < k; i++)
-			ev_heap(rp, &ev[i], &p[i]);
-		ev += k;
-		n -= k;
+	struct hev local[64], *buf = local;
+	size_t fill = 0, cap = 64;
+	struct hpipe *hp = rp->pipe;
+	if (!hp && !rp->pipe_tried) {
+		rp->pipe_tried = 1;
+		hp = pipe_start(rp);
 	}
+	if (hp) {
+		buf = hp->buf[hp->head % NHB];
+		fill = hp->fill;
+		cap = HB;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct hev *h = &buf[fill];
+		if ((h->g = ev_group(rp, &ev[i], &h->li, &h->name)) == NONE)
+			continue;
+		h->oaddr = ev[i].oaddr;
+		h->naddr = ev[i].naddr;
+		h->nsize = ev[i].nsize;
+		h->kind = ev[i].kind;
+		if (++fill < cap)
+			continue;
+		if (hp) {
+			hp->fill = fill;
+			pipe_push(hp);
+			buf = hp->buf[hp->head % NHB];
+		} else {
+			heap_batch(rp, buf, fill);
+		}
+		fill = 0;
+	}
+	if (hp)
+		hp->fill = fill;
+	else
+		heap_batch(rp, buf, fill);
 }
 
 /* ---- Output ---- */
@@ -1072,7 +1242,7 @@ static int render(struct report *rp, FILE *out, uint8_t kind, int human)
 	for (uint32_t g = 0; g < rp->ngrp; g++) {
 		if (rp->grp[g].kind == kind)
 			ids[n++] = g;
-		start[g + 1] = start[g] + rp->grp[g].nowners;
+		start[g + 1] = start[g] + nowners(rp, g);
 	}
 	/* Owner names bucketed by group (counting sort over the table). */
 	for (uint64_t k = 0; rp->otab && k <= rp->omask; k++)
@@ -1085,7 +1255,7 @@ static int render(struct report *rp, FILE *out, uint8_t kind, int human)
 	for (uint32_t i = 0; i < n; i++) {
 		const struct group *gp = &rp->grp[ids[i]];
 		char num[32], a[40], f[40];
-		const uint32_t nn = gp->nowners;
+		const uint32_t nn = nowners(rp, ids[i]);
 		lua_d(num, gp->num);
 		fmt_bytes(a, gp->alloc, human);
 		fmt_bytes(f, gp->free, human);
@@ -1291,6 +1461,7 @@ int report_print(struct report *rp, FILE *out, const struct report_opts *o)
 {
 	static const struct report_opts defaults = { 0 };
 	int rc = 0;
+	report_sync(rp);
 	if (!o)
 		o = &defaults;
 	if (o->format == REPORT_FOLDED) {
@@ -1309,7 +1480,7 @@ int report_print(struct report *rp, FILE *out, const struct report_opts *o)
 		rc |= leak_info(rp, out, o->human);
 		aliases(rp, out);
 	}
-	if (rp->oom || ferror(out))
+	if (rp->oom || rp->hoom || ferror(out))
 		rc = -1;
 	return rc ? -1 : 0;
 }
@@ -1329,6 +1500,7 @@ void report_print_top(struct report *rp, FILE *out, int n, int human)
 {
 	struct accset s = { 0 };
 	struct acc *x;
+	report_sync(rp);
 	for (uint32_t g = 0; g < rp->ngrp; g++) {
 		const struct group *gp = &rp->grp[g];
 		if (gp->kind != MP_FREE && (x = acc_of(&s, gp->name))) {

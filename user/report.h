@@ -36,7 +36,8 @@ struct report;
 struct report *report_new(void);
 void report_sym(struct report *rp, const struct mp_sym *s);
 void report_event(struct report *rp, const struct mp_event *e);
-/* Same as report_event on each, but faster on big heaps. */
+/* Same as report_event on each, but faster: the heap map's work runs in
+ * prefetching batches, on a second thread where there is a CPU for it. */
 void report_events(struct report *rp, const struct mp_event *ev, size_t n);
 /* Returns 0, or -1 if out of memory was hit while aggregating (the output
  * would be incomplete) or the stream FILE reports an error. */
