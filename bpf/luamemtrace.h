@@ -60,6 +60,26 @@ struct lmt_vm {
 	struct lj_layout lay;
 };
 
+/* The VMs user space registers also get a slot in a direct-mapped table
+ * that BPF reads without a helper call (an array lookup is inlined; a hash
+ * lookup costs ~50 ns here). User space writes a slot once, live = 0 and
+ * then live = 1, so a reader never sees a half-written slot marked live;
+ * BPF only ever clears live (lua_close). Collisions and VMs registered by
+ * BPF itself go through the vms hash map. */
+#define LMT_NSLOT 64
+
+struct lmt_slot {
+	__u32 tgid;
+	__u32 live;
+	__u64 ud;
+	struct lmt_vm vm;
+};
+
+static inline __u32 lmt_slot_of(__u32 tgid, __u64 ud)
+{
+	return (__u32)(((ud ^ tgid) * 0x9e3779b97f4a7c15ULL) >> 58) & (LMT_NSLOT - 1);
+}
+
 /* Ring buffer records. */
 enum lmt_rec {
 	LMT_REC_EVENT = 1, /* alloc/free/realloc */
@@ -204,6 +224,7 @@ struct lmt_stats {
 #define LMT_GWIN 256 /* g from vmstate: must cover cur_L */
 struct lmt_percpu {
 	struct lmt_stats st;
+	__u64 unwoken; /* bytes this CPU submitted since it last woke the consumer */
 	__u8 gw[LMT_GWIN]; /* global_State from vmstate on */
 	__u8 w[LMT_WIN];  /* lua_State / GCfunc */
 	__u8 pw[LMT_WIN]; /* GCproto */

@@ -557,6 +557,23 @@ static int attach_allocf(struct tr *t, uint64_t addr)
 	return 0;
 }
 
+/* The VM's fast slot (see struct lmt_slot), if it was never used: written
+ * whole with live = 0, then again with live = 1. */
+static void slot_put(struct tr *t, const struct lmt_vm_key *k, const struct lmt_vm *vm)
+{
+	uint32_t i = lmt_slot_of(k->tgid, k->ud);
+	struct lmt_slot s;
+
+	if (bpf_map__lookup_elem(t->skel->maps.slots, &i, sizeof(i), &s, sizeof(s), 0) ||
+	    s.ud)
+		return;
+	s = (struct lmt_slot){ .tgid = k->tgid, .ud = k->ud, .vm = *vm };
+	if (bpf_map__update_elem(t->skel->maps.slots, &i, sizeof(i), &s, sizeof(s), BPF_ANY))
+		return;
+	s.live = 1;
+	bpf_map__update_elem(t->skel->maps.slots, &i, sizeof(i), &s, sizeof(s), BPF_ANY);
+}
+
 static int add_vm(struct tr *t, const struct vminfo *v)
 {
 	struct lmt_vm_key k = { .tgid = (uint32_t)t->pid, .ud = v->allocd };
@@ -568,6 +585,7 @@ static int add_vm(struct tr *t, const struct vminfo *v)
 	if (attach_allocf(t, v->allocf))
 		return -1;
 	struct { uint32_t tgid, pad; uint64_t L; } mk = { (uint32_t)t->pid, 0, v->L };
+	slot_put(t, &k, &val);
 	if (bpf_map__update_elem(t->skel->maps.vms, &k, sizeof(k), &val,
 				 sizeof(val), BPF_ANY) ||
 	    bpf_map__update_elem(t->skel->maps.mains, &mk, sizeof(mk), &k,
@@ -950,7 +968,12 @@ int trace_run(const struct topts *o)
 	}
 	if (o->rb_bytes)
 		bpf_map__set_max_entries(t.skel->maps.rb, (uint32_t)o->rb_bytes);
-	t.skel->rodata->wakeup_bytes = o->rb_bytes ? o->rb_bytes / 16 : 1 << 20;
+	{
+		/* Each CPU counts its own bytes: wake at 1/16 of the ring in all. */
+		const long ncpu = libbpf_num_possible_cpus();
+		uint64_t wb = (o->rb_bytes ? o->rb_bytes : 16u << 20) / 16 / (uint64_t)(ncpu > 0 ? ncpu : 1);
+		t.skel->rodata->wakeup_bytes = wb < 4096 ? 4096 : wb;
+	}
 	if (luamemtrace_bpf__load(t.skel)) {
 		err1("cannot load the BPF programs: %s (LMT_LIBBPF_DEBUG=1 shows "
 		     "the verifier log)", strerror(errno));
