@@ -118,7 +118,8 @@ struct {
 
 /* GC objects already announced: prototypes and traces, by address. A free
  * of the address forgets it, so a new object at a reused address is
- * announced again. */
+ * announced again. So does a new VM: a closed VM's objects, whose frees we
+ * never see, are not announced for the VM that reuses their memory. */
 struct obj_key {
 	__u32 tgid;
 	__u32 pad;
@@ -126,7 +127,7 @@ struct obj_key {
 };
 
 struct obj_val {
-	__u64 g;       /* traces: owning VM */
+	__u64 vm;      /* owning VM's id */
 	__u32 traceno; /* 0 for prototypes */
 	__u32 bpf_lines; /* prototypes: line table too big to send; BPF
 			  * computes their lines */
@@ -143,7 +144,7 @@ struct {
 struct trace_key {
 	__u32 tgid;
 	__u32 traceno;
-	__u64 g;
+	__u64 vm; /* VM id */
 };
 
 struct {
@@ -235,7 +236,7 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 	__u32 len = 0, n, zero = 0, sizebc, numline, w;
 
 	hit = bpf_map_lookup_elem(&objs, &k);
-	if (hit)
+	if (hit && hit->vm == vm->id)
 		return hit;
 	p = bpf_map_lookup_elem(&protobuf, &zero);
 	if (!p || rd(c, win, 96, pt))
@@ -276,6 +277,7 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 		}
 	}
 	v.bpf_lines = p->li_width == 0;
+	v.vm = vm->id;
 	{
 		__u64 sz = p->li_len;
 		BOUND(sz, 0x3fff);
@@ -344,7 +346,7 @@ static __always_inline void see_trace(struct ctx *c, const struct lmt_vm *vm,
 				      __u32 traceno)
 {
 	const struct lj_layout *lay = &vm->lay;
-	struct trace_key tk = { .tgid = c->tgid, .traceno = traceno, .g = vm->g };
+	struct trace_key tk = { .tgid = c->tgid, .traceno = traceno, .vm = vm->id };
 	__u64 J = vm->g - lay->gg_g + lay->gg_J, arr, T, tw[2];
 	struct lmt_trace *t;
 	__s64 line;
@@ -382,7 +384,7 @@ static __always_inline void see_trace(struct ctx *c, const struct lmt_vm *vm,
 	bpf_map_update_elem(&traces, &tk, &T, BPF_ANY);
 	{
 		struct obj_key ok = { .tgid = c->tgid, .addr = T };
-		struct obj_val ov = { .g = vm->g, .traceno = traceno };
+		struct obj_val ov = { .vm = vm->id, .traceno = traceno };
 		bpf_map_update_elem(&objs, &ok, &ov, BPF_ANY);
 	}
 }
@@ -589,7 +591,7 @@ static __always_inline void forget(struct ctx *c, __u64 addr)
 		return;
 	if (v->traceno) {
 		struct trace_key tk = { .tgid = c->tgid, .traceno = v->traceno,
-					.g = v->g };
+					.vm = v->vm };
 		bpf_map_delete_elem(&traces, &tk);
 	} else {
 		struct lmt_forget *f = bpf_ringbuf_reserve(&rb, sizeof(*f), 0);

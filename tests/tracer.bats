@@ -228,3 +228,20 @@ setup() {
 	[ "$(counts ALLOCATIONS @alloc.lua:4 "$T/m.txt")" = "1,1,1,1,1000,1000,1000,1000" ]
 	[ "$(counts ALLOCATIONS @alloc.lua:8 "$T/m.txt")" = "600,600,600,600" ]
 }
+
+@test "VMs closed and recreated in one process: each VM's own prototypes, not the closed VM's" {
+	# lua_close ends a VM without us seeing its frees; the next VM reuses
+	# its memory, prototypes at the same addresses included.
+	cd "$T"
+	cp "$LUA_DIR/alloc.lua" alloc.lua
+	{ echo "-- two lines"; echo "-- down"; cat "$LUA_DIR/alloc.lua"; } > alloc_b.lua
+	run "$LMT" -o "$T/s.bin" -- "$BATS_TEST_DIRNAME/../build/host" -s alloc.lua alloc_b.lua alloc.lua
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"3 VMs (LuaJIT 2.1 GC64)"* ]]
+	"$LMT" report "$T/s.bin" > "$T/s.txt"
+	[ "$(counts ALLOCATIONS @alloc_b.lua:6 "$T/s.txt")" = "1,1000" ]
+	[ "$(counts ALLOCATIONS @alloc_b.lua:10 "$T/s.txt")" = "600" ]
+	# the first and third VM: 1000 + 1 each at line 4, however grouped
+	[ "$(counts ALLOCATIONS @alloc.lua:4 "$T/s.txt" | tr , '\n' | awk '{ s += $1 } END { print s }')" = 2002 ]
+	[ "$(counts ALLOCATIONS @alloc.lua:8 "$T/s.txt" | tr , '\n' | awk '{ s += $1 } END { print s }')" = 1200 ]
+}

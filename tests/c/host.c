@@ -1,7 +1,9 @@
 /* A host program embedding libluajit, as applications do:
  *   host FILE.lua         one VM with the host's own allocator (lua_newstate)
  *   host -t N FILE.lua    N threads, one VM each (luaL_newstate, LuaJIT's
- *                         allocator), like sysbench */
+ *                         allocator), like sysbench
+ *   host -s FILE.lua...   one VM per file, one after another, each closed
+ *                         before the next starts (its memory gets reused) */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,8 +66,16 @@ int main(int argc, char **argv)
 		}
 		return bad;
 	}
+	if (argc >= 3 && !strcmp(argv[1], "-s")) {
+		for (int i = 2; i < argc; i++) {
+			L = luaL_newstate();
+			if (!L || run(L, argv[i]))
+				return 1;
+		}
+		return 0;
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: host [-t N] FILE.lua\n");
+		fprintf(stderr, "usage: host [-t N] FILE.lua | host -s FILE.lua...\n");
 		return 2;
 	}
 	L = lua_newstate(host_alloc, &live);
