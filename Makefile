@@ -80,7 +80,7 @@ bench: luamemtrace
 
 fuzz: | $(OUT)
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -Iuser -Ibpf \
-		-o $(OUT)/fuzz_memprof tests/fuzz/fuzz_memprof.c $(LIB_SRC) -lm
+		-o $(OUT)/fuzz_memprof tests/fuzz/fuzz_memprof.c $(LIB_SRC) -lm -lpthread
 	mkdir -p $(OUT)/fuzz-corpus
 	$(OUT)/fuzz_memprof -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 \
 		$(OUT)/fuzz-corpus tests/fuzz/corpus

@@ -54,7 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct mpr *r, *r2;
 	struct report *rp;
 	struct mp_sym s, s2;
-	struct mp_event e, e2;
+	struct mp_event e, e2, batch[16];
+	size_t nbatch = 0;
 	int rc, rc2, fd;
 
 	if (!devnull && !(devnull = fopen("/dev/null", "w")))
@@ -70,16 +71,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The writer decides symtab vs event-symtab by mpw_begin_events; the
 	 * reader hides that, so everything is re-written as leading symtab
 	 * until the first event. */
+	/* Events go to the report in batches, as `luamemtrace report` does
+	 * (the heap stage on its own thread); a symbol flushes the batch. */
 	while ((rc = mpr_next(r, &s, &e)) > 0) {
 		if (rc == MPR_SYM) {
+			report_events(rp, batch, nbatch);
+			nbatch = 0;
 			report_sym(rp, &s);
 			mpw_sym(&w, &s);
 		} else {
-			report_event(rp, &e);
+			batch[nbatch++] = e;
+			if (nbatch == sizeof(batch) / sizeof(batch[0])) {
+				report_events(rp, batch, nbatch);
+				nbatch = 0;
+			}
 			mpw_begin_events(&w);
 			mpw_event(&w, &e);
 		}
 	}
+	report_events(rp, batch, nbatch);
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
 		report_print(rp, devnull, &opts[i]);
 	report_print_top(rp, devnull, 5, 1);
