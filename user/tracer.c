@@ -971,7 +971,8 @@ int trace_run(const struct topts *o)
 	{
 		/* Each CPU counts its own bytes: wake at 1/16 of the ring in all. */
 		const long ncpu = libbpf_num_possible_cpus();
-		uint64_t wb = (o->rb_bytes ? o->rb_bytes : 16u << 20) / 16 / (uint64_t)(ncpu > 0 ? ncpu : 1);
+		uint64_t wb = bpf_map__max_entries(t.skel->maps.rb) / 16 /
+			      (uint64_t)(ncpu > 0 ? ncpu : 1);
 		t.skel->rodata->wakeup_bytes = wb < 4096 ? 4096 : wb;
 	}
 	if (luamemtrace_bpf__load(t.skel)) {
