@@ -47,7 +47,7 @@ $(OUT):
 	mkdir -p $(OUT) $(OUT)/unit
 
 $(OUT)/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/vmlinux.h | $(OUT)
-	$(CLANG) -g -O2 -target bpf $(ARCH_DEFINE) -Wall -Werror -Ivmlinux -Ibpf -Iuser -c $< -o $@
+	$(CLANG) -g -O2 -target bpf -mcpu=v3 $(ARCH_DEFINE) -Wall -Werror -Ivmlinux -Ibpf -Iuser -c $< -o $@
 	llvm-strip -g $@ 2>/dev/null || true
 
 $(OUT)/%.skel.h: $(OUT)/%.bpf.o
@@ -59,7 +59,7 @@ $(OUT)/%.o: user/%.c user/*.h bpf/*.h $(BPF_SKEL) | $(OUT)
 $(OUT)/unit/%: tests/unit/%.c $(LIB_SRC) user/*.h | $(OUT)
 	@mkdir -p $(OUT)/unit
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
-		-o $@ $< $(LIB_SRC) user/probe.c -lcapstone -lm -lpthread
+		-o $@ $< $(LIB_SRC) user/probe.c user/layout.c -lcapstone -lm -lpthread
 
 unit: $(UNIT_BIN)
 	@bash tests/run-unit.sh $(UNIT_BIN)

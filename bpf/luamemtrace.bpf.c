@@ -38,10 +38,41 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, LMT_NSLOT);
 	__type(key, __u32);
 	__type(value, struct lmt_slot);
 } slots SEC(".maps");
+
+/* A batched allocation waits in its slot for the return probe, which finds
+ * it through its thread: pends is direct-mapped by thread id, and an entry
+ * also holds the stack pointer after the return (at the probe site rsp is
+ * the function's entry rsp, probe.c; the return pops 8), so a nested or
+ * stale entry never matches. The check word makes an entry torn by two
+ * threads a miss, and the slot's sequence number one whose record is gone.
+ * A miss leaves the record without its address, which user space counts
+ * as lost. */
+#define PEND_N 4096
+#define PEND_SALT 0x70656e64696e6721ULL
+
+struct pend {
+	__u64 sp;
+	__u64 sseq; /* slot's seq << 6 | slot index */
+	__u64 chk;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PEND_N);
+	__type(key, __u32);
+	__type(value, struct pend);
+} pends SEC(".maps");
+
+static __always_inline __u64 pend_chk(__u64 sp, __u64 sseq, __u32 tid)
+{
+	return (sp * 0xff51afd7ed558ccdULL) ^ (sseq * 0xc4ceb9fe1a85ec53ULL) ^
+	       ((__u64)tid * 0x9e3779b97f4a7c15ULL) ^ PEND_SALT;
+}
 
 /* What attribution needs of a GCfunc, by address: a GCfunc never changes,
  * so this saves a read (~80 ns) per event of a known function, and for a
@@ -60,8 +91,43 @@ struct fnc {
 	__u64 pcf;  /* fn->pc (Lua) or fn->f (C, fast) | ffid << 48 | flags << 56 */
 	__u64 meta; /* tgid | VM id << 32: a VM closed and its memory reused
 		     * by a later VM (whose frees we saw none of) never hits */
-	__u64 chk;  /* fn ^ pcf ^ meta ^ FNC_SALT */
+	__u64 szb;  /* Lua: the prototype's sizebc */
+	__u64 chk;  /* fn ^ pcf ^ meta ^ szb * K ^ FNC_SALT */
 };
+
+/* Bytecode address -> the prototype it belongs to, for what the
+ * interpreter saved as its PC (SAVE_PC in the C frame). With the
+ * interpreter in INTERP state, the in-VM profiler charges the top frame:
+ * a Lua function at SAVE_PC, or a fast function's Lua caller at the frame
+ * link, and every fast function that stores SAVE_PC while it can allocate
+ * stores either that link or &GG->bcff[i]+1, which is no prototype's
+ * bytecode (LuaJIT's vm_x64.dasc, luajit and luajit2 alike: tostring,
+ * fff_fallback, coroutine.*; string.sub/char/reverse/lower/upper). So a
+ * SAVE_PC found here is charged without reading the frame, a read saved
+ * per event. Entries are filled from the frame-based path only, hence
+ * only for bytecode of announced prototypes; a prototype's free bumps
+ * pcgen, which every entry's check word covers. (One known exception, an
+ * error: a stack overflow raised while calling a C function runs in INTERP
+ * with the caller's SAVE_PC; its message, if not interned, is charged to
+ * the Lua caller's line instead of the C function.) */
+#define PCC_N 4096
+#define PCC_SALT 0x7063636163686521ULL
+
+struct pcc {
+	__u64 pc;
+	__u64 pt;   /* prototype | flags << 56 */
+	__u64 meta; /* tgid | VM id << 32 */
+	__u64 chk;  /* pc ^ pt ^ meta ^ pcgen * K ^ PCC_SALT */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PCC_N);
+	__type(key, __u32);
+	__type(value, struct pcc);
+} pccache SEC(".maps");
+
+__u64 pcgen; /* bumped by every announced prototype's free */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -131,6 +197,8 @@ struct obj_val {
 	__u32 traceno; /* 0 for prototypes */
 	__u32 bpf_lines; /* prototypes: line table too big to send; BPF
 			  * computes their lines */
+	__u32 sizebc;    /* prototypes: instructions */
+	__u32 pad;
 };
 
 struct {
@@ -153,6 +221,33 @@ struct {
 	__type(key, struct trace_key);
 	__type(value, __u64);
 } traces SEC(".maps");
+
+/* Traces known to be announced, direct-mapped in front of the traces map:
+ * an event of JIT-compiled code costs no hash lookup. The check word makes
+ * a slot torn by two writers a miss; a trace's free clears its slot. */
+#define TRC_N 1024
+#define TRC_SALT 0x7472616365732121ULL
+
+struct trc {
+	__u64 k1; /* tgid | traceno << 32 */
+	__u64 k2; /* VM id */
+	__u64 chk;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TRC_N);
+	__type(key, __u32);
+	__type(value, struct trc);
+} trcache SEC(".maps");
+
+static __always_inline struct trc *trc_of(__u32 tgid, __u32 traceno, __u64 vm)
+{
+	__u32 k = (__u32)(((tgid ^ ((__u64)traceno << 20) ^ (vm << 40)) *
+			   0x9e3779b97f4a7c15ULL) >> 54) & (TRC_N - 1);
+
+	return bpf_map_lookup_elem(&trcache, &k);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -181,8 +276,11 @@ struct {
 #define F64(b, o) (*(__u64 *)((char *)(b) + ((o) & (WIN - 8))))
 
 struct ctx {
+	__u32 tid;
 	struct lmt_stats *st;
 	struct lmt_percpu *pc;
+	struct lmt_slot *sl; /* the VM's slot, if it has one */
+	__u32 si;            /* its index */
 	__u32 tgid;
 	__u32 reads;
 };
@@ -219,6 +317,68 @@ static __always_inline __u64 wake_flags(struct ctx *c, __u64 bytes)
 		return BPF_RB_NO_WAKEUP;
 	c->pc->unwoken = 0;
 	return BPF_RB_FORCE_WAKEUP;
+}
+
+/* Send the slot's batch, if any, as one ring buffer record. */
+static __always_inline void flush(struct ctx *c)
+{
+	struct lmt_slot *sl = c->sl;
+	__u64 len, n;
+
+	if (!sl || sl->len <= sizeof(struct lmt_batch))
+		return;
+	len = sl->len;
+	BOUND(len, 0xfff); /* LMT_SBUF - 1 */
+	n = (len - sizeof(struct lmt_batch)) / sizeof(struct lmt_bev);
+	if (bpf_ringbuf_output(&rb, sl->buf, len, wake_flags(c, len)))
+		c->st->lost += n;
+	else
+		c->st->events += n;
+	sl->len = sizeof(struct lmt_batch);
+	sl->pend = 0;
+}
+
+/* Append the event to the slot's batch. An allocation leaves its address
+ * to alloc_return, which finds the record through pends. */
+static __always_inline void append(struct ctx *c, const struct lmt_event *ev,
+				   __u64 sp)
+{
+	struct lmt_slot *sl = c->sl;
+	struct lmt_bev *r;
+	__u32 off;
+
+	if (!sl)
+		return;
+	if (sl->len > LMT_SBUF - 1 - sizeof(*r))
+		flush(c);
+	off = sl->len & (LMT_SBUF - 1);
+	r = (struct lmt_bev *)(sl->buf + off);
+	r->kind = ev->kind;
+	r->src = ev->src;
+	r->flags = ev->flags;
+	r->pad = 0;
+	r->line = (__u32)ev->line;
+	r->loc = ev->loc;
+	r->oaddr = ev->oaddr;
+	r->osize = ev->osize;
+	r->naddr = 0;
+	r->nsize = ev->nsize;
+	sl->len = off + sizeof(*r);
+	sl->seq++;
+	if (ev->flags & LMT_EV_RET) {
+		__u32 k = c->tid & (PEND_N - 1);
+		struct pend *p = bpf_map_lookup_elem(&pends, &k);
+		__u64 sseq = sl->seq << 6 | (c->si & (LMT_NSLOT - 1));
+
+		sl->pend = off + 1;
+		if (p) {
+			p->sp = sp;
+			p->sseq = sseq;
+			p->chk = pend_chk(sp, sseq, c->tid);
+		}
+	} else {
+		sl->pend = 0;
+	}
 }
 
 /* Announce prototype pt unless known: its chunk name, first line and line
@@ -277,12 +437,14 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 		}
 	}
 	v.bpf_lines = p->li_width == 0;
+	v.sizebc = sizebc;
 	v.vm = vm->id;
 	{
 		__u64 sz = p->li_len;
 		BOUND(sz, 0x3fff);
 		n = (__u32)sz;
 	}
+	flush(c);
 	if (bpf_ringbuf_output(&rb, p, offsetof(struct lmt_proto, lineinfo) + n,
 			       wake_flags(c, offsetof(struct lmt_proto, lineinfo) + n))) {
 		c->st->lost_sym++;
@@ -348,11 +510,17 @@ static __always_inline void see_trace(struct ctx *c, const struct lmt_vm *vm,
 	const struct lj_layout *lay = &vm->lay;
 	struct trace_key tk = { .tgid = c->tgid, .traceno = traceno, .vm = vm->id };
 	__u64 J = vm->g - lay->gg_g + lay->gg_J, arr, T, tw[2];
+	struct trc *tc = trc_of(c->tgid, traceno, vm->id);
+	__u64 k1 = c->tgid | (__u64)traceno << 32;
 	struct lmt_trace *t;
 	__s64 line;
 
-	if (bpf_map_lookup_elem(&traces, &tk))
+	if (tc && *(volatile __u64 *)&tc->k1 == k1 &&
+	    *(volatile __u64 *)&tc->k2 == vm->id &&
+	    *(volatile __u64 *)&tc->chk == (k1 ^ vm->id * 0x9e3779b97f4a7c15ULL ^ TRC_SALT))
 		return;
+	if (bpf_map_lookup_elem(&traces, &tk))
+		goto known;
 	if (rd(c, &arr, 8, J + lay->J_trace))
 		return;
 	arr = ref(lay, arr);
@@ -368,6 +536,7 @@ static __always_inline void see_trace(struct ctx *c, const struct lmt_vm *vm,
 	 * at startpc, so ask for the line "before" startpc + 1. */
 	see_proto(c, vm, tw[0]);
 	line = proto_line(c, vm, tw[0], tw[1] + 4);
+	flush(c);
 	t = bpf_ringbuf_reserve(&rb, sizeof(*t), 0);
 	if (!t) {
 		c->st->lost_sym++;
@@ -381,16 +550,24 @@ static __always_inline void see_trace(struct ctx *c, const struct lmt_vm *vm,
 	t->vm = vm->id;
 	bpf_ringbuf_submit(t, wake_flags(c, sizeof(*t)));
 	c->st->traces++;
-	bpf_map_update_elem(&traces, &tk, &T, BPF_ANY);
+	if (bpf_map_update_elem(&traces, &tk, &T, BPF_ANY))
+		return;
 	{
 		struct obj_key ok = { .tgid = c->tgid, .addr = T };
 		struct obj_val ov = { .vm = vm->id, .traceno = traceno };
 		bpf_map_update_elem(&objs, &ok, &ov, BPF_ANY);
 	}
+known:
+	if (tc) {
+		tc->k1 = k1;
+		tc->k2 = vm->id;
+		tc->chk = k1 ^ vm->id * 0x9e3779b97f4a7c15ULL ^ TRC_SALT;
+	}
 }
 
 struct fninfo {
 	__u64 pcf;
+	__u32 sizebc;
 	__u8 ffid, flags;
 };
 
@@ -402,13 +579,15 @@ static __always_inline __u32 fnc_slot(__u64 fn, __u32 tgid)
 
 /* GCfunc fn of this VM: from the cache, or read (through win) and cached.
  * A Lua function's prototype is announced on the way. */
+#define CHK_K 0x9e3779b97f4a7c15ULL
+
 static __always_inline int fn_get(struct ctx *c, const struct lmt_vm *vm,
 				  __u64 fn, __u8 *win, struct fninfo *fi)
 {
 	const struct lj_layout *lay = &vm->lay;
 	__u32 k = fnc_slot(fn, c->tgid);
 	struct fnc *e = bpf_map_lookup_elem(&fncache, &k);
-	__u64 efn, epcf, emeta, echk;
+	__u64 efn, epcf, emeta, eszb, echk;
 	struct obj_val *o;
 
 	if (!e)
@@ -417,24 +596,28 @@ static __always_inline int fn_get(struct ctx *c, const struct lmt_vm *vm,
 	efn = *(volatile __u64 *)&e->fn;
 	epcf = *(volatile __u64 *)&e->pcf;
 	emeta = *(volatile __u64 *)&e->meta;
+	eszb = *(volatile __u64 *)&e->szb;
 	echk = *(volatile __u64 *)&e->chk;
 	if (efn == fn && emeta == (c->tgid | (__u64)vm->id << 32) &&
-	    echk == (efn ^ epcf ^ emeta ^ FNC_SALT)) {
+	    echk == (efn ^ epcf ^ emeta ^ eszb * CHK_K ^ FNC_SALT)) {
 		fi->pcf = epcf & ((1ULL << 48) - 1);
 		fi->ffid = (__u8)(epcf >> 48);
 		fi->flags = (__u8)(epcf >> 56);
+		fi->sizebc = (__u32)eszb;
 		return 0;
 	}
 	if (rd(c, win, 48, fn))
 		return -1;
 	fi->ffid = F8(win, lay->fn_ffid);
 	fi->flags = 0;
+	fi->sizebc = 0;
 	if (fi->ffid == FF_LUA) {
 		fi->pcf = ref(lay, F64(win, lay->fn_pc));
 		o = see_proto(c, vm, fi->pcf - lay->pt_size);
 		if (!o)
 			return 0; /* not cached: announce again next time */
 		fi->flags = o->bpf_lines ? FN_BPF_LINES : FN_POS;
+		fi->sizebc = o->sizebc;
 	} else {
 		fi->pcf = F64(win, lay->fn_f);
 	}
@@ -446,8 +629,61 @@ static __always_inline int fn_get(struct ctx *c, const struct lmt_vm *vm,
 	e->fn = fn;
 	e->pcf = epcf;
 	e->meta = emeta;
-	e->chk = fn ^ epcf ^ emeta ^ FNC_SALT;
+	e->szb = fi->sizebc;
+	e->chk = fn ^ epcf ^ emeta ^ (__u64)fi->sizebc * CHK_K ^ FNC_SALT;
 	return 0;
+}
+
+static __always_inline __u32 pcc_slot(__u64 pc, __u32 tgid)
+{
+	return (__u32)((((pc >> 2) ^ ((__u64)tgid << 40)) * CHK_K) >> 52) &
+	       (PCC_N - 1);
+}
+
+/* The prototype whose bytecode holds pc, if cached (see struct pcc). */
+static __always_inline int pc_get(struct ctx *c, const struct lmt_vm *vm,
+				  __u64 pc, struct fninfo *fi)
+{
+	__u32 k = pcc_slot(pc, c->tgid);
+	struct pcc *e = bpf_map_lookup_elem(&pccache, &k);
+	__u64 epc, ept, emeta, echk;
+
+	if (!e)
+		return -1;
+	epc = *(volatile __u64 *)&e->pc;
+	ept = *(volatile __u64 *)&e->pt;
+	emeta = *(volatile __u64 *)&e->meta;
+	echk = *(volatile __u64 *)&e->chk;
+	if (epc != pc || emeta != (c->tgid | (__u64)vm->id << 32) ||
+	    echk != (epc ^ ept ^ emeta ^ pcgen * CHK_K ^ PCC_SALT))
+		return -1;
+	fi->pcf = (ept & ((1ULL << 48) - 1)) + vm->lay.pt_size;
+	fi->flags = (__u8)(ept >> 56);
+	fi->ffid = FF_LUA;
+	fi->sizebc = 0;
+	return 0;
+}
+
+/* Remember that pc is bytecode of Lua function fi's prototype, if it is. */
+static __always_inline void pc_put(struct ctx *c, const struct lmt_vm *vm,
+				   __u64 pc, const struct fninfo *fi)
+{
+	__u64 bc = fi->pcf, pt = fi->pcf - vm->lay.pt_size, meta, ept;
+	__u32 k = pcc_slot(pc, c->tgid);
+	struct pcc *e;
+
+	if (!fi->flags || pc < bc + 4 || pc > bc + 4 * (__u64)fi->sizebc ||
+	    (pc & 3) || (pt >> 48))
+		return;
+	e = bpf_map_lookup_elem(&pccache, &k);
+	if (!e)
+		return;
+	meta = c->tgid | (__u64)vm->id << 32;
+	ept = pt | (__u64)fi->flags << 56;
+	e->pc = pc;
+	e->pt = ept;
+	e->meta = meta;
+	e->chk = pc ^ ept ^ meta ^ pcgen * CHK_K ^ PCC_SALT;
 }
 
 /* Lua function fi: LFUNC at the line of the instruction before ins; if
@@ -483,19 +719,23 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 				      __u64 ptr, struct lmt_event *e)
 {
 	const struct lj_layout *lay = &vm->lay;
-	__u8 *w = c->pc->w;
-	__u64 L, base, stack, cf, fn, link, fr[2], ins = 0;
+	__u8 *w = c->pc->w, *gw = c->pc->gw;
+	__u64 gg, L, base, stack, cf, fn, link, fr[2], cw[4], ins = 0, spc = 0;
 	struct fninfo fi, pfi;
 	__s32 vmstate;
 	__u32 idx;
+	__u8 kind, interp;
 
 	e->src = LMT_SRC_INTERNAL;
 	e->loc = 0;
 	e->line = 0;
-	/* vmstate and cur_L in one read: reads are what costs here. */
-	if (rd(c, c->pc->gw, LMT_GWIN, vm->g + lay->g_vmstate))
+	/* vmstate, cur_L and, for the main lua_State, its fields in one
+	 * read (lmt_gwin_fits): reads are what costs here. */
+	gg = vm->g - lay->gg_g;
+	if (rd(c, gw, LMT_GWIN, gg + lay->L_base))
 		return;
-	vmstate = (__s32)*(__u32 *)c->pc->gw;
+	vmstate = *(__s32 *)(gw + ((lay->gg_g + lay->g_vmstate - lay->L_base) &
+				   (LMT_GWIN - 4)));
 	if (vmstate >= 1) {
 		e->src = LMT_SRC_TRACE;
 		e->loc = (__u32)vmstate;
@@ -503,13 +743,20 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 		return;
 	}
 	idx = ~(__u32)vmstate;
-	if (idx >= lay->nvmst || idx >= LMT_VMST_MAX ||
-	    lay->vmst[idx & (LMT_VMST_MAX - 1)] != LMT_VMST_FRAME)
+	if (idx >= lay->nvmst || idx >= LMT_VMST_MAX)
 		return;
-	L = ref(lay, *(__u64 *)(c->pc->gw + ((lay->g_cur_L - lay->g_vmstate) &
-					      (LMT_GWIN - 8))));
+	kind = lay->vmst[idx & (LMT_VMST_MAX - 1)];
+	if (kind != LMT_VMST_FRAME && kind != LMT_VMST_INTERP)
+		return;
+	interp = kind == LMT_VMST_INTERP;
+	L = ref(lay, *(__u64 *)(gw + ((lay->gg_g + lay->g_cur_L - lay->L_base) &
+				      (LMT_GWIN - 8))));
+	if (!L)
+		return;
 	/* base, stack and cframe sit within 64 bytes of base in lua_State. */
-	if (!L || rd(c, w, 64, L + lay->L_base))
+	if (L == gg)
+		w = gw;
+	else if (rd(c, w, 64, L + lay->L_base))
 		return;
 	base = F64(w, 0);
 	stack = ref(lay, F64(w, lay->L_stack - lay->L_base));
@@ -518,22 +765,39 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 	 * in-VM profiler does (resizestack runs in INTERP there). */
 	if (ptr && ptr == stack)
 		return;
+	/* The interpreter: what it saved as its PC may name the prototype
+	 * without a look at the frame (struct pcc). */
+	if (interp && cf) {
+		if (rd(c, cw, 32, cf))
+			return;
+		spc = cw[(lay->cf_pc >> 3) & 3];
+		if (!spc || spc == cw[(lay->cf_L >> 3) & 3] || (spc & 3))
+			spc = 0;
+		else if (!pc_get(c, vm, spc, &fi)) {
+			charge_lua(c, vm, &fi, spc, e);
+			return;
+		}
+	}
 	if (rd(c, fr, 16, base - 16))
 		return;
 	fn = tv_gc(lay, fr[0], lay->tfunc);
 	if (!fn)
 		return; /* bottom frame: host C code between calls */
-	if (fn_get(c, vm, fn, w, &fi))
+	if (fn_get(c, vm, fn, c->pc->w, &fi))
 		return;
 	if (fi.ffid == FF_LUA) {
-		__u64 cw[4];
 		/* Lua on top: the PC saved in the innermost C frame. */
-		if (!cf || rd(c, cw, 32, cf))
+		if (!interp) {
+			if (!cf || rd(c, cw, 32, cf))
+				return;
+			spc = cw[(lay->cf_pc >> 3) & 3];
+			if (spc == cw[(lay->cf_L >> 3) & 3])
+				spc = 0;
+		}
+		if (!spc)
 			return;
-		ins = cw[(lay->cf_pc >> 3) & 3];
-		if (!ins || ins == cw[(lay->cf_L >> 3) & 3])
-			return;
-		charge_lua(c, vm, &fi, ins, e);
+		if (!charge_lua(c, vm, &fi, spc, e) && interp)
+			pc_put(c, vm, spc, &fi);
 		return;
 	}
 	if (fi.ffid == FF_C) {
@@ -551,6 +815,13 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 		link = fr[1];
 		if ((link & FRAME_TYPE) == FRAME_LUA) {
 			__u32 call;
+			/* The caller is the prototype holding the link. */
+			if (!pc_get(c, vm, link, &pfi)) {
+				e->src = LMT_SRC_INTERNAL;
+				e->loc = 0;
+				charge_lua(c, vm, &pfi, link, e);
+				return;
+			}
 			if (rd(c, &call, 4, link - 4))
 				return;
 			pframe = frame - 8 * (2 + ((call >> 8) & 0xff));
@@ -577,7 +848,9 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 		}
 		e->src = LMT_SRC_INTERNAL;
 		e->loc = 0;
-		charge_lua(c, vm, &pfi, ins, e);
+		if (!charge_lua(c, vm, &pfi, ins, e) &&
+		    (link & FRAME_TYPE) == FRAME_LUA)
+			pc_put(c, vm, ins, &pfi);
 	}
 }
 
@@ -592,9 +865,17 @@ static __always_inline void forget(struct ctx *c, __u64 addr)
 	if (v->traceno) {
 		struct trace_key tk = { .tgid = c->tgid, .traceno = v->traceno,
 					.vm = v->vm };
+		struct trc *tc = trc_of(c->tgid, v->traceno, v->vm);
+
+		if (tc)
+			tc->chk = 0;
 		bpf_map_delete_elem(&traces, &tk);
 	} else {
-		struct lmt_forget *f = bpf_ringbuf_reserve(&rb, sizeof(*f), 0);
+		struct lmt_forget *f;
+
+		__sync_fetch_and_add(&pcgen, 1);
+		flush(c);
+		f = bpf_ringbuf_reserve(&rb, sizeof(*f), 0);
 		if (f) {
 			f->rec = LMT_REC_FORGET;
 			f->tgid = c->tgid;
@@ -625,21 +906,24 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct lmt_vm_key k = { .tgid = id >> 32, .ud = ud };
-	struct ctx c = { .tgid = id >> 32 };
+	struct ctx c = { .tgid = id >> 32, .tid = (__u32)id };
 	struct lmt_event ev = {};
 	const struct lmt_vm *vm = NULL;
-	const struct lmt_slot *sl;
-	__u32 zero = 0, si = lmt_slot_of(k.tgid, ud);
+	struct lmt_slot *sl;
+	__u32 zero = 0;
 
 	c.pc = bpf_map_lookup_elem(&stats, &zero);
 	if (!c.pc)
 		return 0;
 	c.st = &c.pc->st;
-	sl = bpf_map_lookup_elem(&slots, &si);
-	if (sl && sl->live && sl->ud == ud && sl->tgid == k.tgid)
+	c.si = lmt_slot_of(k.tgid, ud);
+	sl = bpf_map_lookup_elem(&slots, &c.si);
+	if (sl && sl->live && sl->ud == ud && sl->tgid == k.tgid) {
+		c.sl = sl;
 		vm = &sl->vm;
-	else
+	} else {
 		vm = bpf_map_lookup_elem(&vms, &k);
+	}
 	if (!vm) {
 		c.st->unknown_vm++;
 		return 0;
@@ -663,12 +947,14 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	 * blocks need no objs lookup. */
 	if (ev.kind != 1 && (osize >= vm->lay.pt_size || osize >= vm->lay.T_startpc + 8u))
 		forget(&c, ptr);
-	/* Allocations are sent now and completed by alloc_return's record:
-	 * two ring buffer records cost less than parking the event in a
-	 * hash map for the return probe. */
+	/* Allocations are completed by alloc_return: in the slot's batch,
+	 * or by a RET record that follows the event's own. */
 	if (ev.kind != 2)
 		ev.flags |= LMT_EV_RET;
-	emit(&c, &ev);
+	if (c.sl)
+		append(&c, &ev, PT_REGS_SP(ctx) + 8);
+	else
+		emit(&c, &ev);
 	c.st->reads += c.reads;
 	return 0;
 }
@@ -676,10 +962,32 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_return, __u64 ret)
 {
-	struct lmt_ret *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	__u64 sp = PT_REGS_SP(ctx), id = bpf_get_current_pid_tgid();
+	__u32 k = (__u32)id & (PEND_N - 1), zero = 0;
+	struct pend *p = bpf_map_lookup_elem(&pends, &k);
 	struct lmt_percpu *pc;
-	__u32 zero = 0;
+	struct lmt_ret *r;
 
+	if (p) {
+		/* One load each: a second could see another writer. */
+		__u64 psp = *(volatile __u64 *)&p->sp;
+		__u64 sseq = *(volatile __u64 *)&p->sseq;
+		__u64 chk = *(volatile __u64 *)&p->chk;
+		__u32 si = sseq & (LMT_NSLOT - 1);
+		struct lmt_slot *sl;
+
+		if (psp == sp && chk == pend_chk(psp, sseq, (__u32)id) &&
+		    (sl = bpf_map_lookup_elem(&slots, &si)) &&
+		    sl->seq == sseq >> 6 && sl->pend) {
+			struct lmt_bev *b = (struct lmt_bev *)
+				(sl->buf + ((sl->pend - 1) & (LMT_SBUF - 1)));
+			b->naddr = ret;
+			b->flags &= ~LMT_EV_RET;
+			sl->pend = 0;
+			return 0;
+		}
+	}
+	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
 	if (!r) {
 		pc = bpf_map_lookup_elem(&stats, &zero);
 		if (pc)
@@ -687,10 +995,32 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 		return 0;
 	}
 	r->rec = LMT_REC_RET;
-	r->tid = (__u32)bpf_get_current_pid_tgid();
+	r->tid = (__u32)id;
 	r->naddr = ret;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP); /* counted by its event */
 	return 0;
+}
+
+/* Claim the VM's slot for it, if free (see struct lmt_slot). */
+static __always_inline void slot_claim(__u32 tgid, __u64 ud,
+				       const struct lmt_vm *vm)
+{
+	__u32 si = lmt_slot_of(tgid, ud);
+	struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &si);
+	struct lmt_batch *h;
+
+	if (!sl || sl->tgid || __sync_val_compare_and_swap(&sl->tgid, 0, tgid))
+		return;
+	sl->ud = ud;
+	__builtin_memcpy(&sl->vm, vm, sizeof(*vm));
+	h = (struct lmt_batch *)sl->buf;
+	h->rec = LMT_REC_BATCH;
+	h->tgid = tgid;
+	h->vm = vm->id;
+	sl->len = sizeof(*h);
+	sl->pend = 0;
+	asm volatile("" ::: "memory");
+	sl->live = 1;
 }
 
 /* lua_newstate returned. If the new VM's allocator is already probed
@@ -737,6 +1067,7 @@ int BPF_KRETPROBE(newstate_return, __u64 L)
 			    !bpf_map_update_elem(&mains, &mk, &vk, BPF_ANY)) {
 				n->registered = 1;
 				n->id = vm->id;
+				slot_claim(tgid, vk.ud, vm);
 			}
 		}
 	}
@@ -759,10 +1090,18 @@ int BPF_KPROBE(close_enter, __u64 L)
 	if (!vk)
 		return 0;
 	{
-		__u32 si = lmt_slot_of(vk->tgid, vk->ud);
-		struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &si);
-		if (sl && sl->tgid == vk->tgid && sl->ud == vk->ud)
+		/* Its batch goes first: the VM's last events precede CLOSE. */
+		struct ctx c = { .tgid = mk.tgid, .si = lmt_slot_of(vk->tgid, vk->ud) };
+		struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &c.si);
+		__u32 zero = 0;
+
+		c.pc = bpf_map_lookup_elem(&stats, &zero);
+		if (c.pc && sl && sl->live && sl->tgid == vk->tgid && sl->ud == vk->ud) {
+			c.st = &c.pc->st;
+			c.sl = sl;
+			flush(&c);
 			sl->live = 0;
+		}
 	}
 	bpf_map_delete_elem(&vms, vk);
 	bpf_map_delete_elem(&mains, &mk);

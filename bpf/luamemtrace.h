@@ -14,6 +14,9 @@
 enum lmt_vmst {
 	LMT_VMST_FRAME = 0,    /* look at the top frame of cur_L */
 	LMT_VMST_INTERNAL = 1, /* GC, trace exit, recorder, optimizer, assembler */
+	LMT_VMST_INTERP = 2,   /* the interpreter: as FRAME, and what it saves as
+				* its PC follows the rules of struct pcc
+				* (bpf/luamemtrace.bpf.c) */
 };
 
 #define LMT_VMST_MAX 16
@@ -60,19 +63,50 @@ struct lmt_vm {
 	struct lj_layout lay;
 };
 
-/* The VMs user space registers also get a slot in a direct-mapped table
- * that BPF reads without a helper call (an array lookup is inlined; a hash
- * lookup costs ~50 ns here). User space writes a slot once, live = 0 and
- * then live = 1, so a reader never sees a half-written slot marked live;
- * BPF only ever clears live (lua_close). Collisions and VMs registered by
- * BPF itself go through the vms hash map. */
+/* Registered VMs get a slot in a direct-mapped table, shared with user
+ * space through mmap: BPF reads it without a helper call (an array lookup
+ * is inlined; a hash lookup costs ~50 ns here), and batches the VM's
+ * events in it, so that a ring buffer record carries many events (a
+ * reserve and submit per event cost ~40 ns here). A slot is claimed once,
+ * by a compare-and-swap of tgid from 0, by user space or by BPF, filled,
+ * then marked live; it is never reused. BPF clears live at lua_close.
+ * Collisions go through the vms hash map and one record per event.
+ *
+ * buf starts with a struct lmt_batch header written at claim time; BPF
+ * appends struct lmt_bev records after it and sends buf[0, len) as one ring
+ * buffer record when the next one would not fit, before any symbol record
+ * (so a prototype's announcement or end never overtakes the events before
+ * it) and at lua_close. What is left when tracing stops user space reads
+ * from the slot. */
 #define LMT_NSLOT 64
+#define LMT_SBUF 4096
+
+struct lmt_batch {
+	__u8 rec; /* LMT_REC_BATCH */
+	__u8 pad[3];
+	__u32 tgid;
+	__u32 vm; /* VM id */
+	__u32 pad2;
+};
+
+/* A batched alloc/free/realloc (struct lmt_event without what the batch
+ * header says). */
+struct lmt_bev {
+	__u8 kind, src, flags, pad;
+	__u32 line;
+	__u64 loc, oaddr, osize, naddr, nsize;
+};
 
 struct lmt_slot {
-	__u32 tgid;
+	__u32 tgid; /* owner; 0: free */
 	__u32 live;
 	__u64 ud;
 	struct lmt_vm vm;
+	__u32 len;  /* bytes used in buf */
+	__u32 pend; /* 1 + offset of the allocation waiting for its address */
+	__u64 seq;  /* records written */
+	__u8 buf[LMT_SBUF + 64]; /* + 64: a masked offset below LMT_SBUF
+				  * plus a record stays in bounds */
 };
 
 static inline __u32 lmt_slot_of(__u32 tgid, __u64 ud)
@@ -89,6 +123,7 @@ enum lmt_rec {
 	LMT_REC_CLOSE,     /* lua_close began: the VM is no longer traced */
 	LMT_REC_RET,       /* an allocation's new address */
 	LMT_REC_FORGET,    /* a prototype was freed */
+	LMT_REC_BATCH,     /* a VM slot's batched events */
 };
 
 /* Sources, same numbering as user/memprof.h enum mp_src. */
@@ -221,14 +256,26 @@ struct lmt_stats {
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space
  * (windows of target structures; too big for the BPF stack). */
 #define LMT_WIN 128
-#define LMT_GWIN 256 /* g from vmstate: must cover cur_L */
+#define LMT_GWIN 512 /* GG_State from the main lua_State's base field
+			* to g's cur_L (lmt_gwin_fits) */
 struct lmt_percpu {
 	struct lmt_stats st;
 	__u64 unwoken; /* bytes this CPU submitted since it last woke the consumer */
-	__u8 gw[LMT_GWIN]; /* global_State from vmstate on */
+	__u8 gw[LMT_GWIN]; /* GG_State: main lua_State and global_State */
 	__u8 w[LMT_WIN];  /* lua_State / GCfunc */
 	__u8 pw[LMT_WIN]; /* GCproto */
 	__u8 fw[LMT_WIN]; /* caller's GCfunc */
 };
+
+/* The window read first holds vmstate, cur_L and, when cur_L is the main
+ * lua_State (the GG_State's first member), its base, stack and cframe:
+ * one read where two would be needed (~80 ns each here). */
+static inline int lmt_gwin_fits(const struct lj_layout *l)
+{
+	return l->L_base < l->gg_g + l->g_vmstate &&
+	       l->gg_g + l->g_cur_L + 8 - l->L_base <= LMT_GWIN &&
+	       l->L_stack + 8 - l->L_base <= LMT_WIN &&
+	       l->L_cframe + 8 - l->L_base <= LMT_WIN;
+}
 
 #endif

@@ -25,7 +25,7 @@
 	/* Stock vmstates: INTERP, C, GC, EXIT, RECORD, OPT, ASM. The first   \
 	 * two are resolved through the top frame (memprof-format.md, 5). */  \
 	.nvmst = 7,                                                           \
-	.vmst = { LMT_VMST_FRAME, LMT_VMST_FRAME, LMT_VMST_INTERNAL,          \
+	.vmst = { LMT_VMST_INTERP, LMT_VMST_FRAME, LMT_VMST_INTERNAL,         \
 		  LMT_VMST_INTERNAL, LMT_VMST_INTERNAL, LMT_VMST_INTERNAL,    \
 		  LMT_VMST_INTERNAL }
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
@@ -64,6 +65,9 @@ struct tr {
 	uint64_t protos, traces, names_cut, inflight, nolines;
 	struct u64map lines; /* prototype -> struct pline */
 	struct u64map open;  /* tid -> struct mp_event * waiting for RET */
+	struct lmt_slot *slots; /* the slots map, mmapped */
+	size_t slots_len;
+	uint64_t lost_ret; /* batched allocations whose return was missed */
 	int child_done, child_status;
 	double cpu0; /* our CPU time (ns) when tracing began */
 };
@@ -310,6 +314,22 @@ static void write_event(struct tr *t, struct mp_event *m)
 		t->bytes_free += m->osize;
 }
 
+/* A position (LMT_EV_POS) to a line through the prototype's table. */
+static void pos_line(struct tr *t, struct mp_event *m)
+{
+	const struct pline *l = u64map_get(&t->lines, m->loc);
+	int64_t line = l ? pline_line(l, m->line) : 0;
+
+	if (!l)
+		t->nolines++;
+	if (line < 0) {
+		m->src = MP_SRC_INTERNAL;
+		m->loc = 0;
+		line = 0;
+	}
+	m->line = (uint64_t)line;
+}
+
 static void on_event(struct tr *t, const struct lmt_event *e)
 {
 	struct mp_event m = { .kind = e->kind, .src = e->src, .loc = e->loc,
@@ -319,18 +339,8 @@ static void on_event(struct tr *t, const struct lmt_event *e)
 	struct mp_event *o;
 	int err;
 
-	if (e->flags & LMT_EV_POS) {
-		const struct pline *l = u64map_get(&t->lines, e->loc);
-		int64_t line = l ? pline_line(l, e->line) : 0;
-		if (!l)
-			t->nolines++;
-		if (line < 0) {
-			m.src = MP_SRC_INTERNAL;
-			m.loc = 0;
-			line = 0;
-		}
-		m.line = (uint64_t)line;
-	}
+	if (e->flags & LMT_EV_POS)
+		pos_line(t, &m);
 	if (!(e->flags & LMT_EV_RET)) {
 		write_event(t, &m);
 		return;
@@ -347,6 +357,35 @@ static void on_event(struct tr *t, const struct lmt_event *e)
 	}
 	*o = m;
 	o->kind |= 0x80; /* open */
+}
+
+/* A slot's batch (struct lmt_slot). An allocation still waiting for its
+ * address missed its return probe, unless it is the last record of what
+ * was left in the slot when tracing stopped: then it was in flight. */
+static void on_batch(struct tr *t, const uint8_t *b, size_t sz, int left)
+{
+	const size_t h = sizeof(struct lmt_batch), rs = sizeof(struct lmt_bev);
+
+	for (size_t off = h; off + rs <= sz; off += rs) {
+		struct lmt_bev r;
+		struct mp_event m;
+
+		memcpy(&r, b + off, rs);
+		m = (struct mp_event){ .kind = r.kind, .src = r.src, .loc = r.loc,
+				       .line = r.line, .oaddr = r.oaddr,
+				       .osize = r.osize, .naddr = r.naddr,
+				       .nsize = r.nsize };
+		if (r.flags & LMT_EV_RET) {
+			if (left && off + 2 * rs > sz)
+				t->inflight++;
+			else
+				t->lost_ret++;
+			continue;
+		}
+		if (r.flags & LMT_EV_POS)
+			pos_line(t, &m);
+		write_event(t, &m);
+	}
 }
 
 static void on_ret(struct tr *t, const struct lmt_ret *r)
@@ -426,6 +465,9 @@ static int on_rec(void *ctx, void *data, size_t sz)
 	case LMT_REC_PROTO:
 		if (sz >= offsetof(struct lmt_proto, lineinfo))
 			on_proto(t, data, sz);
+		break;
+	case LMT_REC_BATCH:
+		on_batch(t, data, sz, 0);
 		break;
 	case LMT_REC_RET:
 		if (sz >= sizeof(struct lmt_ret))
@@ -557,21 +599,36 @@ static int attach_allocf(struct tr *t, uint64_t addr)
 	return 0;
 }
 
-/* The VM's fast slot (see struct lmt_slot), if it was never used: written
- * whole with live = 0, then again with live = 1. */
+/* Claim the VM's slot (see struct lmt_slot), if it is free. */
 static void slot_put(struct tr *t, const struct lmt_vm_key *k, const struct lmt_vm *vm)
 {
-	uint32_t i = lmt_slot_of(k->tgid, k->ud);
-	struct lmt_slot s;
+	struct lmt_slot *s;
+	struct lmt_batch *h;
+	uint32_t free_ = 0;
 
-	if (bpf_map__lookup_elem(t->skel->maps.slots, &i, sizeof(i), &s, sizeof(s), 0) ||
-	    s.ud)
+	if (!t->slots)
 		return;
-	s = (struct lmt_slot){ .tgid = k->tgid, .ud = k->ud, .vm = *vm };
-	if (bpf_map__update_elem(t->skel->maps.slots, &i, sizeof(i), &s, sizeof(s), BPF_ANY))
+	s = &t->slots[lmt_slot_of(k->tgid, k->ud)];
+	if (!__atomic_compare_exchange_n(&s->tgid, &free_, k->tgid, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
-	s.live = 1;
-	bpf_map__update_elem(t->skel->maps.slots, &i, sizeof(i), &s, sizeof(s), BPF_ANY);
+	s->ud = k->ud;
+	s->vm = *vm;
+	h = (struct lmt_batch *)s->buf;
+	*h = (struct lmt_batch){ .rec = LMT_REC_BATCH, .tgid = k->tgid, .vm = vm->id };
+	s->len = sizeof(*h);
+	s->pend = 0;
+	__atomic_store_n(&s->live, 1, __ATOMIC_RELEASE);
+}
+
+/* What the slots held when tracing stopped (the probes are gone). */
+static void slots_left(struct tr *t)
+{
+	for (unsigned i = 0; t->slots && i < LMT_NSLOT; i++) {
+		const struct lmt_slot *s = &t->slots[i];
+		if (s->tgid && s->len > sizeof(struct lmt_batch) && s->len < LMT_SBUF)
+			on_batch(t, s->buf, s->len, 1);
+	}
 }
 
 static int add_vm(struct tr *t, const struct vminfo *v)
@@ -795,6 +852,9 @@ static void summary(struct tr *t, const struct lmt_stats *s, double secs,
 		s->lost + s->lost_sym ?
 			" (ring buffer full: the stream is INCOMPLETE; raise -b)" :
 			"");
+	if (t->lost_ret)
+		fprintf(stderr, "  lost:    %" PRIu64 " allocations whose return "
+			"the probe missed (the stream is INCOMPLETE)\n", t->lost_ret);
 	if (t->inflight)
 		fprintf(stderr, "  %" PRIu64 " allocation%s in flight when tracing "
 			"stopped (not recorded)\n", t->inflight,
@@ -980,6 +1040,22 @@ int trace_run(const struct topts *o)
 		     "the verifier log)", strerror(errno));
 		goto out;
 	}
+	{
+		/* Array values are 8-byte aligned, so the map is an array of
+		 * struct lmt_slot. */
+		size_t len = sizeof(struct lmt_slot) * LMT_NSLOT;
+		void *mp;
+		len = (len + (size_t)sysconf(_SC_PAGESIZE) - 1) &
+		      ~((size_t)sysconf(_SC_PAGESIZE) - 1);
+		mp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 bpf_map__fd(t.skel->maps.slots), 0);
+		if (mp == MAP_FAILED) {
+			err1("cannot map the VM slots: %s", strerror(errno));
+			goto out;
+		}
+		t.slots = mp;
+		t.slots_len = len;
+	}
 	t.rb = ring_buffer__new(bpf_map__fd(t.skel->maps.rb), on_rec, &t, NULL);
 	if (!t.rb) {
 		err1("cannot open the ring buffer: %s", strerror(errno));
@@ -1086,6 +1162,7 @@ int trace_run(const struct topts *o)
 	t.nlinks = 0;
 	continue_stopped();
 	drain(&t);
+	slots_left(&t);
 	close_open(&t);
 	sum_stats(&t, &st);
 	r = mpw_finish(w);
@@ -1105,7 +1182,7 @@ int trace_run(const struct topts *o)
 	} else if (o->cmd && !o->quiet) {
 		fprintf(stderr, "  command (PID %d) still running\n", (int)t.pid);
 	}
-	rc = st.lost + st.lost_sym ? LMT_LOSSY : LMT_OK;
+	rc = st.lost + st.lost_sym + t.lost_ret ? LMT_LOSSY : LMT_OK;
 out:
 	for (unsigned i = 0; i < t.nlinks; i++)
 		bpf_link__destroy(t.links[i]);
@@ -1115,6 +1192,8 @@ out:
 		waitpid(t.pid, NULL, 0);
 	}
 	ring_buffer__free(t.rb);
+	if (t.slots)
+		munmap(t.slots, t.slots_len);
 	luamemtrace_bpf__destroy(t.skel);
 	syms_free(&t.syms);
 	u64map_free(&t.open, free);
