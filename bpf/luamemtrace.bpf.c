@@ -208,6 +208,40 @@ struct {
 	__type(value, struct obj_val);
 } objs SEC(".maps");
 
+/* A bit per hash of (tgid, address) ever entered in objs, never cleared:
+ * a free whose bit is clear needs no objs lookup (~50 ns), and one whose
+ * bit is set only the lookup it needed before. 2^20 bits. */
+#define OBJB_WORDS 16384
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, OBJB_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} objbits SEC(".maps");
+
+static __always_inline __u32 objb_of(__u32 tgid, __u64 addr)
+{
+	return (__u32)((((addr >> 3) ^ ((__u64)tgid << 44)) * 0x9e3779b97f4a7c15ULL) >> 44);
+}
+
+static __always_inline void objb_set(__u32 tgid, __u64 addr)
+{
+	__u32 b = objb_of(tgid, addr), k = b >> 6;
+	__u64 *w = bpf_map_lookup_elem(&objbits, &k);
+
+	if (w)
+		__sync_fetch_and_or(w, 1ULL << (b & 63));
+}
+
+static __always_inline int objb_test(__u32 tgid, __u64 addr)
+{
+	__u32 b = objb_of(tgid, addr), k = b >> 6;
+	__u64 *w = bpf_map_lookup_elem(&objbits, &k);
+
+	return !w || (*w >> (b & 63)) & 1;
+}
+
 /* Trace number -> GCtrace address, per VM. */
 struct trace_key {
 	__u32 tgid;
@@ -451,6 +485,7 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 		return NULL;
 	}
 	c->st->protos++;
+	objb_set(c->tgid, pt);
 	bpf_map_update_elem(&objs, &k, &v, BPF_ANY);
 	return bpf_map_lookup_elem(&objs, &k);
 }
@@ -555,6 +590,7 @@ static __always_inline void see_trace(struct ctx *c, const struct lmt_vm *vm,
 	{
 		struct obj_key ok = { .tgid = c->tgid, .addr = T };
 		struct obj_val ov = { .vm = vm->id, .traceno = traceno };
+		objb_set(c->tgid, T);
 		bpf_map_update_elem(&objs, &ok, &ov, BPF_ANY);
 	}
 known:
@@ -944,8 +980,9 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	ev.nsize = nsize;
 	attribute(&c, vm, ptr, &ev);
 	/* Prototypes and traces are bigger than their headers: smaller
-	 * blocks need no objs lookup. */
-	if (ev.kind != 1 && (osize >= vm->lay.pt_size || osize >= vm->lay.T_startpc + 8u))
+	 * blocks, and blocks never announced, need no objs lookup. */
+	if (ev.kind != 1 && (osize > vm->lay.pt_size || osize > vm->lay.T_size) &&
+	    objb_test(c.tgid, ptr))
 		forget(&c, ptr);
 	/* Allocations are completed by alloc_return: in the slot's batch,
 	 * or by a RET record that follows the event's own. */

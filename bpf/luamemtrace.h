@@ -39,7 +39,7 @@ struct lj_layout {
 	/* GCstr */
 	__u16 str_size, str_len;
 	/* GCtrace */
-	__u16 T_startpt, T_startpc;
+	__u16 T_size, T_startpt, T_startpc; /* T_size: sizeof(GCtrace) */
 	/* C frame of the interpreter */
 	__u16 cf_pc, cf_L;
 	__u8 gc64, fr2;
