@@ -45,17 +45,19 @@ struct {
 } slots SEC(".maps");
 
 /* A batched allocation waits in its slot for the return probe, which finds
- * it through its thread: pends is direct-mapped by thread id, and an entry
- * also holds the stack pointer after the return (at the probe site rsp is
- * the function's entry rsp, probe.c; the return pops 8), so a nested or
- * stale entry never matches. The check word makes an entry torn by two
- * threads a miss, and the slot's sequence number one whose record is gone.
- * A miss leaves the record without its address, which user space counts
- * as lost. */
+ * it through its thread without a helper call: the probes' pt_regs are the
+ * thread's user registers at the top of its kernel stack, so their address
+ * names the thread (read as a number through a map slot). pends is
+ * direct-mapped by it; an entry also holds the stack pointer after the
+ * return (at the probe site rsp is the function's entry rsp, probe.c; the
+ * return pops 8). The check word makes an entry torn by two threads a
+ * miss, and the slot's sequence number one whose record is gone. A miss
+ * leaves the record without its address, which user space counts as lost. */
 #define PEND_N 4096
 #define PEND_SALT 0x70656e64696e6721ULL
 
 struct pend {
+	__u64 thr;  /* the thread's pt_regs address */
 	__u64 sp;
 	__u64 sseq; /* slot's seq << 6 | slot index */
 	__u64 chk;
@@ -68,10 +70,22 @@ struct {
 	__type(value, struct pend);
 } pends SEC(".maps");
 
-static __always_inline __u64 pend_chk(__u64 sp, __u64 sseq, __u32 tid)
+static __always_inline __u64 pend_chk(__u64 thr, __u64 sp, __u64 sseq)
 {
 	return (sp * 0xff51afd7ed558ccdULL) ^ (sseq * 0xc4ceb9fe1a85ec53ULL) ^
-	       ((__u64)tid * 0x9e3779b97f4a7c15ULL) ^ PEND_SALT;
+	       (thr * 0x9e3779b97f4a7c15ULL) ^ PEND_SALT;
+}
+
+static __always_inline __u32 pend_of(__u64 thr)
+{
+	return (__u32)(((thr >> 8) * 0x9e3779b97f4a7c15ULL) >> 52) & (PEND_N - 1);
+}
+
+/* The address of the probe's pt_regs as a number (see struct pend). */
+static __always_inline __u64 thr_of(void *ctx, struct lmt_percpu *pc)
+{
+	*(void *volatile *)&pc->spill = ctx;
+	return *(volatile __u64 *)&pc->spill;
 }
 
 /* What attribution needs of a GCfunc, by address: a GCfunc never changes,
@@ -310,7 +324,7 @@ struct {
 #define F64(b, o) (*(__u64 *)((char *)(b) + ((o) & (WIN - 8))))
 
 struct ctx {
-	__u32 tid;
+	__u64 thr; /* thr_of() */
 	struct lmt_stats *st;
 	struct lmt_percpu *pc;
 	struct lmt_slot *sl; /* the VM's slot, if it has one */
@@ -400,15 +414,16 @@ static __always_inline void append(struct ctx *c, const struct lmt_event *ev,
 	sl->len = off + sizeof(*r);
 	sl->seq++;
 	if (ev->flags & LMT_EV_RET) {
-		__u32 k = c->tid & (PEND_N - 1);
+		__u32 k = pend_of(c->thr);
 		struct pend *p = bpf_map_lookup_elem(&pends, &k);
 		__u64 sseq = sl->seq << 6 | (c->si & (LMT_NSLOT - 1));
 
 		sl->pend = off + 1;
 		if (p) {
+			p->thr = c->thr;
 			p->sp = sp;
 			p->sseq = sseq;
-			p->chk = pend_chk(sp, sseq, c->tid);
+			p->chk = pend_chk(c->thr, sp, sseq);
 		}
 	} else {
 		sl->pend = 0;
@@ -942,7 +957,7 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct lmt_vm_key k = { .tgid = id >> 32, .ud = ud };
-	struct ctx c = { .tgid = id >> 32, .tid = (__u32)id };
+	struct ctx c = { .tgid = id >> 32 };
 	struct lmt_event ev = {};
 	const struct lmt_vm *vm = NULL;
 	struct lmt_slot *sl;
@@ -952,6 +967,7 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	if (!c.pc)
 		return 0;
 	c.st = &c.pc->st;
+	c.thr = thr_of(ctx, c.pc);
 	c.si = lmt_slot_of(k.tgid, ud);
 	sl = bpf_map_lookup_elem(&slots, &c.si);
 	if (sl && sl->live && sl->ud == ud && sl->tgid == k.tgid) {
@@ -999,21 +1015,27 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_return, __u64 ret)
 {
-	__u64 sp = PT_REGS_SP(ctx), id = bpf_get_current_pid_tgid();
-	__u32 k = (__u32)id & (PEND_N - 1), zero = 0;
-	struct pend *p = bpf_map_lookup_elem(&pends, &k);
-	struct lmt_percpu *pc;
+	__u64 sp = PT_REGS_SP(ctx), thr;
+	__u32 k, zero = 0;
+	struct lmt_percpu *pc = bpf_map_lookup_elem(&stats, &zero);
+	struct pend *p;
 	struct lmt_ret *r;
 
+	if (!pc)
+		return 0;
+	thr = thr_of(ctx, pc);
+	k = pend_of(thr);
+	p = bpf_map_lookup_elem(&pends, &k);
 	if (p) {
 		/* One load each: a second could see another writer. */
+		__u64 pthr = *(volatile __u64 *)&p->thr;
 		__u64 psp = *(volatile __u64 *)&p->sp;
 		__u64 sseq = *(volatile __u64 *)&p->sseq;
 		__u64 chk = *(volatile __u64 *)&p->chk;
 		__u32 si = sseq & (LMT_NSLOT - 1);
 		struct lmt_slot *sl;
 
-		if (psp == sp && chk == pend_chk(psp, sseq, (__u32)id) &&
+		if (pthr == thr && psp == sp && chk == pend_chk(pthr, psp, sseq) &&
 		    (sl = bpf_map_lookup_elem(&slots, &si)) &&
 		    sl->seq == sseq >> 6 && sl->pend) {
 			struct lmt_bev *b = (struct lmt_bev *)
@@ -1026,13 +1048,11 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 	}
 	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
 	if (!r) {
-		pc = bpf_map_lookup_elem(&stats, &zero);
-		if (pc)
-			pc->st.lost++;
+		pc->st.lost++;
 		return 0;
 	}
 	r->rec = LMT_REC_RET;
-	r->tid = (__u32)id;
+	r->tid = (__u32)bpf_get_current_pid_tgid();
 	r->naddr = ret;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP); /* counted by its event */
 	return 0;
