@@ -955,12 +955,11 @@ static __always_inline void emit(struct ctx *c, const struct lmt_event *ev)
 SEC("uprobe")
 int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct lmt_vm_key k = { .tgid = id >> 32, .ud = ud };
-	struct ctx c = { .tgid = id >> 32 };
+	struct ctx c = {};
 	struct lmt_event ev = {};
 	const struct lmt_vm *vm = NULL;
 	struct lmt_slot *sl;
+	__u64 id = 0;
 	__u32 zero = 0;
 
 	c.pc = bpf_map_lookup_elem(&stats, &zero);
@@ -968,12 +967,17 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 		return 0;
 	c.st = &c.pc->st;
 	c.thr = thr_of(ctx, c.pc);
-	c.si = lmt_slot_of(k.tgid, ud);
+	c.si = lmt_slot_of(ud);
 	sl = bpf_map_lookup_elem(&slots, &c.si);
-	if (sl && sl->live && sl->ud == ud && sl->tgid == k.tgid) {
+	if (sl && sl->live && sl->ud == ud) {
 		c.sl = sl;
+		c.tgid = sl->tgid;
 		vm = &sl->vm;
 	} else {
+		struct lmt_vm_key k = { .ud = ud };
+
+		id = bpf_get_current_pid_tgid();
+		c.tgid = k.tgid = id >> 32;
 		vm = bpf_map_lookup_elem(&vms, &k);
 	}
 	if (!vm) {
@@ -1062,7 +1066,7 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 static __always_inline void slot_claim(__u32 tgid, __u64 ud,
 				       const struct lmt_vm *vm)
 {
-	__u32 si = lmt_slot_of(tgid, ud);
+	__u32 si = lmt_slot_of(ud);
 	struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &si);
 	struct lmt_batch *h;
 
@@ -1148,7 +1152,7 @@ int BPF_KPROBE(close_enter, __u64 L)
 		return 0;
 	{
 		/* Its batch goes first: the VM's last events precede CLOSE. */
-		struct ctx c = { .tgid = mk.tgid, .si = lmt_slot_of(vk->tgid, vk->ud) };
+		struct ctx c = { .tgid = mk.tgid, .si = lmt_slot_of(vk->ud) };
 		struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &c.si);
 		__u32 zero = 0;
 

@@ -109,9 +109,14 @@ struct lmt_slot {
 				  * plus a record stays in bounds */
 };
 
-static inline __u32 lmt_slot_of(__u32 tgid, __u64 ud)
+/* The slot is found by ud alone, and names the process: the programs run
+ * only in the traced process (every probe is attached for its PID), so
+ * the fast path needs no helper call for the process id (~15 ns here).
+ * Tracing several processes with one set of maps needs the process in
+ * this key again. */
+static inline __u32 lmt_slot_of(__u64 ud)
 {
-	return (__u32)(((ud ^ tgid) * 0x9e3779b97f4a7c15ULL) >> 58) & (LMT_NSLOT - 1);
+	return (__u32)((ud * 0x9e3779b97f4a7c15ULL) >> 58) & (LMT_NSLOT - 1);
 }
 
 /* Ring buffer records. */

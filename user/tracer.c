@@ -608,7 +608,7 @@ static void slot_put(struct tr *t, const struct lmt_vm_key *k, const struct lmt_
 
 	if (!t->slots)
 		return;
-	s = &t->slots[lmt_slot_of(k->tgid, k->ud)];
+	s = &t->slots[lmt_slot_of(k->ud)];
 	if (!__atomic_compare_exchange_n(&s->tgid, &free_, k->tgid, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
