@@ -324,7 +324,7 @@ struct {
 #define F64(b, o) (*(__u64 *)((char *)(b) + ((o) & (WIN - 8))))
 
 struct ctx {
-	__u64 thr; /* thr_of() */
+	void *regs; /* the probe's pt_regs (see struct pend) */
 	struct lmt_stats *st;
 	struct lmt_percpu *pc;
 	struct lmt_slot *sl; /* the VM's slot, if it has one */
@@ -414,16 +414,17 @@ static __always_inline void append(struct ctx *c, const struct lmt_event *ev,
 	sl->len = off + sizeof(*r);
 	sl->seq++;
 	if (ev->flags & LMT_EV_RET) {
-		__u32 k = pend_of(c->thr);
+		__u64 thr = thr_of(c->regs, c->pc);
+		__u32 k = pend_of(thr);
 		struct pend *p = bpf_map_lookup_elem(&pends, &k);
 		__u64 sseq = sl->seq << 6 | (c->si & (LMT_NSLOT - 1));
 
 		sl->pend = off + 1;
 		if (p) {
-			p->thr = c->thr;
+			p->thr = thr;
 			p->sp = sp;
 			p->sseq = sseq;
-			p->chk = pend_chk(c->thr, sp, sseq);
+			p->chk = pend_chk(thr, sp, sseq);
 		}
 	} else {
 		sl->pend = 0;
@@ -966,7 +967,7 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	if (!c.pc)
 		return 0;
 	c.st = &c.pc->st;
-	c.thr = thr_of(ctx, c.pc);
+	c.regs = ctx;
 	c.si = lmt_slot_of(ud);
 	sl = bpf_map_lookup_elem(&slots, &c.si);
 	if (sl && sl->live && sl->ud == ud) {
