@@ -57,9 +57,10 @@ struct {
 #define PEND_SALT 0x70656e64696e6721ULL
 
 struct pend {
-	__u64 thr;  /* the thread's pt_regs address */
+	__u64 thr; /* the thread's pt_regs address */
 	__u64 sp;
-	__u64 sseq; /* slot's seq << 6 | slot index */
+	__u64 gsi; /* the slot's gen << 6 | slot index */
+	__u64 off; /* the record's offset in the slot's buf */
 	__u64 chk;
 };
 
@@ -70,10 +71,11 @@ struct {
 	__type(value, struct pend);
 } pends SEC(".maps");
 
-static __always_inline __u64 pend_chk(__u64 thr, __u64 sp, __u64 sseq)
+static __always_inline __u64 pend_chk(__u64 thr, __u64 sp, __u64 gsi,
+				      __u64 off)
 {
-	return (sp * 0xff51afd7ed558ccdULL) ^ (sseq * 0xc4ceb9fe1a85ec53ULL) ^
-	       (thr * 0x9e3779b97f4a7c15ULL) ^ PEND_SALT;
+	return (sp * 0xff51afd7ed558ccdULL) ^ (gsi * 0xc4ceb9fe1a85ec53ULL) ^
+	       (thr * 0x9e3779b97f4a7c15ULL) ^ (off << 40) ^ PEND_SALT;
 }
 
 static __always_inline __u32 pend_of(__u64 thr)
@@ -142,6 +144,7 @@ struct {
 } pccache SEC(".maps");
 
 __u64 pcgen; /* bumped by every announced prototype's free */
+__u32 multi; /* the process has had a second VM: no batching (lmt_slot) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -367,15 +370,26 @@ static __always_inline __u64 wake_flags(struct ctx *c, __u64 bytes)
 	return BPF_RB_FORCE_WAKEUP;
 }
 
-/* Send the slot's batch, if any, as one ring buffer record. */
-static __always_inline void flush(struct ctx *c)
+/* The slot's lock (struct lmt_slot), held for a few stores or one
+ * ring buffer output. Who finds it taken does not wait: sends on its own. */
+static __always_inline int slot_lock(struct lmt_slot *sl)
 {
-	struct lmt_slot *sl = c->sl;
-	__u64 len, n;
+	return __sync_val_compare_and_swap(&sl->busy, 0, 1) ? -1 : 0;
+}
 
-	if (!sl || sl->len <= sizeof(struct lmt_batch))
+static __always_inline void slot_unlock(struct lmt_slot *sl)
+{
+	asm volatile("" ::: "memory");
+	sl->busy = 0;
+}
+
+/* Send the slot's batch, if any, as one ring buffer record. Lock held. */
+static __always_inline void flush_locked(struct ctx *c, struct lmt_slot *sl)
+{
+	__u64 len = sl->len, n;
+
+	if (len <= sizeof(struct lmt_batch))
 		return;
-	len = sl->len;
 	BOUND(len, 0xfff); /* LMT_SBUF - 1 */
 	n = (len - sizeof(struct lmt_batch)) / sizeof(struct lmt_bev);
 	if (bpf_ringbuf_output(&rb, sl->buf, len, wake_flags(c, len)))
@@ -383,22 +397,53 @@ static __always_inline void flush(struct ctx *c)
 	else
 		c->st->events += n;
 	sl->len = sizeof(struct lmt_batch);
-	sl->pend = 0;
+	sl->gen++;
 }
 
-/* Append the event to the slot's batch. An allocation leaves its address
- * to alloc_return, which finds the record through pends. */
-static __always_inline void append(struct ctx *c, const struct lmt_event *ev,
-				   __u64 sp)
+/* The same, before a record that must not overtake the batch. */
+static __always_inline void flush(struct ctx *c)
+{
+	struct lmt_slot *sl = c->sl;
+
+	if (!sl || sl->len <= sizeof(struct lmt_batch) || slot_lock(sl))
+		return;
+	flush_locked(c, sl);
+	slot_unlock(sl);
+}
+
+/* Batching ends (a second VM): every batch goes now, ahead of any event
+ * the new VM sends on its own. */
+static long unbatch_one(__u32 i, void *arg)
+{
+	struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &i);
+
+	if (sl && sl->len > sizeof(struct lmt_batch) && !slot_lock(sl)) {
+		flush_locked(arg, sl);
+		slot_unlock(sl);
+	}
+	return 0;
+}
+
+static __always_inline void unbatch(struct ctx *c)
+{
+	multi = 1;
+	bpf_loop(LMT_NSLOT, unbatch_one, c, 0);
+}
+
+/* Append the event to the slot's batch; -1 if the slot is busy. An
+ * allocation leaves its address to alloc_return, which finds the record
+ * through pends. */
+static __always_inline int append(struct ctx *c, const struct lmt_event *ev,
+				  __u64 sp)
 {
 	struct lmt_slot *sl = c->sl;
 	struct lmt_bev *r;
 	__u32 off;
 
-	if (!sl)
-		return;
+	if (!sl || slot_lock(sl))
+		return -1;
 	if (sl->len > LMT_SBUF - 1 - sizeof(*r))
-		flush(c);
+		flush_locked(c, sl);
 	off = sl->len & (LMT_SBUF - 1);
 	r = (struct lmt_bev *)(sl->buf + off);
 	r->kind = ev->kind;
@@ -412,23 +457,22 @@ static __always_inline void append(struct ctx *c, const struct lmt_event *ev,
 	r->naddr = 0;
 	r->nsize = ev->nsize;
 	sl->len = off + sizeof(*r);
-	sl->seq++;
 	if (ev->flags & LMT_EV_RET) {
 		__u64 thr = thr_of(c->regs, c->pc);
 		__u32 k = pend_of(thr);
 		struct pend *p = bpf_map_lookup_elem(&pends, &k);
-		__u64 sseq = sl->seq << 6 | (c->si & (LMT_NSLOT - 1));
+		__u64 gsi = sl->gen << 6 | (c->si & (LMT_NSLOT - 1));
 
-		sl->pend = off + 1;
 		if (p) {
 			p->thr = thr;
 			p->sp = sp;
-			p->sseq = sseq;
-			p->chk = pend_chk(thr, sp, sseq);
+			p->gsi = gsi;
+			p->off = off;
+			p->chk = pend_chk(thr, sp, gsi, off);
 		}
-	} else {
-		sl->pend = 0;
 	}
+	slot_unlock(sl);
+	return 0;
 }
 
 /* Announce prototype pt unless known: its chunk name, first line and line
@@ -962,6 +1006,7 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	struct lmt_slot *sl;
 	__u64 id = 0;
 	__u32 zero = 0;
+	int slotvm = 0;
 
 	c.pc = bpf_map_lookup_elem(&stats, &zero);
 	if (!c.pc)
@@ -971,9 +1016,18 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	c.si = lmt_slot_of(ud);
 	sl = bpf_map_lookup_elem(&slots, &c.si);
 	if (sl && sl->live && sl->ud == ud) {
-		c.sl = sl;
 		c.tgid = sl->tgid;
 		vm = &sl->vm;
+		slotvm = 1;
+		if (!multi) {
+			c.sl = sl;
+		} else if (sl->len > sizeof(struct lmt_batch) && !slot_lock(sl)) {
+			/* No more batching: what is batched goes first. */
+			flush_locked(&c, sl);
+			slot_unlock(sl);
+		}
+		if (!c.sl)
+			id = bpf_get_current_pid_tgid();
 	} else {
 		struct lmt_vm_key k = { .ud = ud };
 
@@ -1009,10 +1063,24 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	 * or by a RET record that follows the event's own. */
 	if (ev.kind != 2)
 		ev.flags |= LMT_EV_RET;
-	if (c.sl)
-		append(&c, &ev, PT_REGS_SP(ctx) + 8);
-	else
+	if (!c.sl || append(&c, &ev, PT_REGS_SP(ctx) + 8)) {
+		if (c.sl) {
+			/* Two threads in one slot: VMs share this ud. */
+			unbatch(&c);
+			id = bpf_get_current_pid_tgid();
+			ev.tid = (__u32)id;
+		}
+		if (slotvm && ev.kind != 2) {
+			/* A slot's VM sending on its own: no stale entry of
+			 * this thread may claim the return (see struct pend). */
+			__u64 thr = thr_of(ctx, c.pc);
+			__u32 pk = pend_of(thr);
+			struct pend *p = bpf_map_lookup_elem(&pends, &pk);
+			if (p && p->thr == thr)
+				p->chk = 0;
+		}
 		emit(&c, &ev);
+	}
 	c.st->reads += c.reads;
 	return 0;
 }
@@ -1035,19 +1103,28 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 		/* One load each: a second could see another writer. */
 		__u64 pthr = *(volatile __u64 *)&p->thr;
 		__u64 psp = *(volatile __u64 *)&p->sp;
-		__u64 sseq = *(volatile __u64 *)&p->sseq;
+		__u64 gsi = *(volatile __u64 *)&p->gsi;
+		__u64 off = *(volatile __u64 *)&p->off;
 		__u64 chk = *(volatile __u64 *)&p->chk;
-		__u32 si = sseq & (LMT_NSLOT - 1);
+		__u32 si = gsi & (LMT_NSLOT - 1);
 		struct lmt_slot *sl;
 
-		if (pthr == thr && psp == sp && chk == pend_chk(pthr, psp, sseq) &&
-		    (sl = bpf_map_lookup_elem(&slots, &si)) &&
-		    sl->seq == sseq >> 6 && sl->pend) {
-			struct lmt_bev *b = (struct lmt_bev *)
-				(sl->buf + ((sl->pend - 1) & (LMT_SBUF - 1)));
-			b->naddr = ret;
-			b->flags &= ~LMT_EV_RET;
-			sl->pend = 0;
+		if (pthr == thr && psp == sp && chk == pend_chk(pthr, psp, gsi, off)) {
+			/* Ours: patch it if the batch still holds it, else the
+			 * record stays incomplete (user space counts it). A
+			 * RET record would be of no use. */
+			p->chk = 0;
+			sl = bpf_map_lookup_elem(&slots, &si);
+			if (sl && !slot_lock(sl)) {
+				struct lmt_bev *b = (struct lmt_bev *)
+					(sl->buf + (off & (LMT_SBUF - 1)));
+				/* Still in the batch it was written to. */
+				if (sl->gen == gsi >> 6 && (b->flags & LMT_EV_RET)) {
+					b->naddr = ret;
+					b->flags &= ~LMT_EV_RET;
+				}
+				slot_unlock(sl);
+			}
 			return 0;
 		}
 	}
@@ -1080,7 +1157,6 @@ static __always_inline void slot_claim(__u32 tgid, __u64 ud,
 	h->tgid = tgid;
 	h->vm = vm->id;
 	sl->len = sizeof(*h);
-	sl->pend = 0;
 	asm volatile("" ::: "memory");
 	sl->live = 1;
 }
@@ -1122,10 +1198,19 @@ int BPF_KRETPROBE(newstate_return, __u64 L)
 		 * stack. */
 		vm = bpf_map_lookup_elem(&vmbuf, &zero);
 		if (vm && bpf_map_lookup_elem(&allocfs, &ak)) {
+			struct ctx c = { .pc = bpf_map_lookup_elem(&stats, &zero) };
+
 			vm->g = g;
 			vm->id = pr->next_id++; /* a label only: races are harmless */
 			vm->lay = pr->lay;
-			if (!bpf_map_update_elem(&vms, &vk, vm, BPF_NOEXIST) &&
+			/* The process's first VM was registered by user space:
+			 * this one is at least its second (or shares a ud). */
+			if (c.pc) {
+				c.st = &c.pc->st;
+				unbatch(&c);
+			}
+			if (!bpf_map_lookup_elem(&vms, &vk) &&
+			    !bpf_map_update_elem(&vms, &vk, vm, BPF_NOEXIST) &&
 			    !bpf_map_update_elem(&mains, &mk, &vk, BPF_ANY)) {
 				n->registered = 1;
 				n->id = vm->id;
@@ -1160,8 +1245,10 @@ int BPF_KPROBE(close_enter, __u64 L)
 		c.pc = bpf_map_lookup_elem(&stats, &zero);
 		if (c.pc && sl && sl->live && sl->tgid == vk->tgid && sl->ud == vk->ud) {
 			c.st = &c.pc->st;
-			c.sl = sl;
-			flush(&c);
+			if (!slot_lock(sl)) {
+				flush_locked(&c, sl);
+				slot_unlock(sl);
+			}
 			sl->live = 0;
 		}
 	}

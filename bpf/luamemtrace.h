@@ -77,7 +77,16 @@ struct lmt_vm {
  * buffer record when the next one would not fit, before any symbol record
  * (so a prototype's announcement or end never overtakes the events before
  * it) and at lua_close. What is left when tracing stops user space reads
- * from the slot. */
+ * from the slot.
+ *
+ * Batches keep the order of one VM's events, not across VMs: once a
+ * process has a second VM (whose heap may reuse the first one's
+ * addresses: unmapped large blocks, a shared malloc) nothing is batched
+ * any more (the multi flag), and a slot's batch is flushed by its next
+ * event. busy is a lock taken by compare-and-swap around every use of the
+ * batch: two threads in one slot at once (VMs sharing a ud, before the
+ * second is known) do not wait; the one that finds it taken sends its
+ * event on its own. */
 #define LMT_NSLOT 64
 #define LMT_SBUF 4096
 
@@ -103,8 +112,8 @@ struct lmt_slot {
 	__u64 ud;
 	struct lmt_vm vm;
 	__u32 len;  /* bytes used in buf */
-	__u32 pend; /* 1 + offset of the allocation waiting for its address */
-	__u64 seq;  /* records written */
+	__u32 busy; /* lock of len, gen and buf */
+	__u64 gen;  /* batches sent */
 	__u8 buf[LMT_SBUF + 64]; /* + 64: a masked offset below LMT_SBUF
 				  * plus a record stays in bounds */
 };

@@ -68,6 +68,8 @@ struct tr {
 	struct lmt_slot *slots; /* the slots map, mmapped */
 	size_t slots_len;
 	uint64_t lost_ret; /* batched allocations whose return was missed */
+	int in_cb;         /* inside a ring buffer callback: no drain() */
+	int unbatch_req;   /* unbatch() once out of it */
 	int child_done, child_status;
 	double cpu0; /* our CPU time (ns) when tracing began */
 };
@@ -486,8 +488,11 @@ static int on_rec(void *ctx, void *data, size_t sz)
 		t->closed++;
 		break;
 	case LMT_REC_NEWVM:
-		if (sz >= sizeof(struct lmt_newvm))
+		if (sz >= sizeof(struct lmt_newvm)) {
+			t->in_cb = 1;
 			on_newvm(t, data);
+			t->in_cb = 0;
+		}
 		break;
 	}
 	return 0;
@@ -617,8 +622,47 @@ static void slot_put(struct tr *t, const struct lmt_vm_key *k, const struct lmt_
 	h = (struct lmt_batch *)s->buf;
 	*h = (struct lmt_batch){ .rec = LMT_REC_BATCH, .tgid = k->tgid, .vm = vm->id };
 	s->len = sizeof(*h);
-	s->pend = 0;
 	__atomic_store_n(&s->live, 1, __ATOMIC_RELEASE);
+}
+
+static void drain(struct tr *t);
+
+/* Batching ends: the process has a second VM (struct lmt_slot). What the
+ * ring holds goes first, then each slot's batch, taken under its lock.
+ * Inside a ring buffer callback (a new VM stopped its process) that waits
+ * for the main loop, which runs it before the process continues. */
+static void unbatch(struct tr *t)
+{
+	if (t->in_cb) {
+		t->skel->bss->multi = 1;
+		t->unbatch_req = 1;
+		return;
+	}
+	t->unbatch_req = 0;
+	t->skel->bss->multi = 1;
+	drain(t);
+	for (unsigned i = 0; t->slots && i < LMT_NSLOT; i++) {
+		struct lmt_slot *s = &t->slots[i];
+		uint32_t free_ = 0;
+		int tries = 0;
+
+		if (!__atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE))
+			continue;
+		while (!__atomic_compare_exchange_n(&s->busy, &free_, 1, 0,
+						    __ATOMIC_ACQUIRE,
+						    __ATOMIC_RELAXED)) {
+			free_ = 0;
+			if (++tries == 1000000)
+				break; /* a program died holding it: cannot be */
+		}
+		if (tries == 1000000)
+			continue;
+		if (s->len > sizeof(struct lmt_batch) && s->len < LMT_SBUF)
+			on_batch(t, s->buf, s->len, 0);
+		s->len = sizeof(struct lmt_batch);
+		s->gen++;
+		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+	}
 }
 
 /* What the slots held when tracing stopped (the probes are gone). */
@@ -637,12 +681,19 @@ static int add_vm(struct tr *t, const struct vminfo *v)
 	struct lmt_vm val = { .g = v->g, .id = t->nvm, .lay = v->var->lay }, known;
 
 	if (bpf_map__lookup_elem(t->skel->maps.vms, &k, sizeof(k), &known,
-				 sizeof(known), 0) == 0)
+				 sizeof(known), 0) == 0) {
+		/* Known, or another VM with the same ud: then their events
+		 * cannot be told apart, and must not be batched. */
+		if (known.g != v->g && !t->skel->bss->multi)
+			unbatch(t);
 		return 0;
+	}
 	if (attach_allocf(t, v->allocf))
 		return -1;
 	struct { uint32_t tgid, pad; uint64_t L; } mk = { (uint32_t)t->pid, 0, v->L };
-	slot_put(t, &k, &val);
+	/* A second VM ends batching (struct lmt_slot). */
+	if (t->nvm && !t->skel->bss->multi)
+		unbatch(t);
 	if (bpf_map__update_elem(t->skel->maps.vms, &k, sizeof(k), &val,
 				 sizeof(val), BPF_ANY) ||
 	    bpf_map__update_elem(t->skel->maps.mains, &mk, sizeof(mk), &k,
@@ -650,6 +701,7 @@ static int add_vm(struct tr *t, const struct vminfo *v)
 		err1("cannot register VM 0x%" PRIx64 ": %s", v->L, strerror(errno));
 		return -1;
 	}
+	slot_put(t, &k, &val);
 	if (t->o->verbose)
 		fprintf(stderr, "luamemtrace: VM %u: L 0x%" PRIx64 " g 0x%" PRIx64
 			" (%s), allocator 0x%" PRIx64 " ud 0x%" PRIx64 "\n",
@@ -1130,10 +1182,14 @@ int trace_run(const struct topts *o)
 			break;
 		}
 		ring_buffer__consume(t.rb);
+		if (t.unbatch_req)
+			unbatch(&t);
 		if (stopped_any()) {
 			/* New VMs stopped the process: handle every record
 			 * queued meanwhile, then let it go. */
 			ring_buffer__consume(t.rb);
+			if (t.unbatch_req)
+				unbatch(&t);
 			continue_stopped();
 		}
 		if (t.w && t.w->err)
