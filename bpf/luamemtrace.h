@@ -287,10 +287,15 @@ struct lmt_percpu {
  * one read where two would be needed (~80 ns each here). */
 static inline int lmt_gwin_fits(const struct lj_layout *l)
 {
+	/* A coroutine's fields come from a 64-byte read at L_base; the
+	 * windows' masks need aligned offsets. */
 	return l->L_base < l->gg_g + l->g_vmstate &&
 	       l->gg_g + l->g_cur_L + 8 - l->L_base <= LMT_GWIN &&
-	       l->L_stack + 8 - l->L_base <= LMT_WIN &&
-	       l->L_cframe + 8 - l->L_base <= LMT_WIN;
+	       l->L_stack > l->L_base && l->L_stack + 8 - l->L_base <= 64 &&
+	       l->L_cframe > l->L_base && l->L_cframe + 8 - l->L_base <= 64 &&
+	       !((l->gg_g + l->g_vmstate - l->L_base) & 3) &&
+	       !((l->gg_g + l->g_cur_L - l->L_base) & 7) &&
+	       !((l->L_stack - l->L_base) & 7) && !((l->L_cframe - l->L_base) & 7);
 }
 
 #endif

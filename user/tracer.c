@@ -187,9 +187,11 @@ static int preflight(void)
 		return -1;
 	}
 	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL) != 1 ||
-	    libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1) {
-		err1("this kernel cannot load BPF kprobe programs with ring "
-		     "buffers (needs Linux 5.8+ with CONFIG_BPF_SYSCALL=y)");
+	    libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1 ||
+	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) != 1) {
+		err1("this kernel cannot load the BPF programs: needs Linux "
+		     "5.17+ (ring buffers, atomics, bpf_loop) with "
+		     "CONFIG_BPF_SYSCALL=y");
 		return -1;
 	}
 	return 0;
@@ -373,6 +375,11 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz, int left)
 		struct mp_event m;
 
 		memcpy(&r, b + off, rs);
+		if (r.kind < 1 || r.kind > 3 || r.src < LMT_SRC_INTERNAL ||
+		    r.src > LMT_SRC_TRACE) {
+			t->lost_ret++; /* cannot be: counted as lost, not written */
+			continue;
+		}
 		m = (struct mp_event){ .kind = r.kind, .src = r.src, .loc = r.loc,
 				       .line = r.line, .oaddr = r.oaddr,
 				       .osize = r.osize, .naddr = r.naddr,
@@ -905,8 +912,9 @@ static void summary(struct tr *t, const struct lmt_stats *s, double secs,
 			" (ring buffer full: the stream is INCOMPLETE; raise -b)" :
 			"");
 	if (t->lost_ret)
-		fprintf(stderr, "  lost:    %" PRIu64 " allocations whose return "
-			"the probe missed (the stream is INCOMPLETE)\n", t->lost_ret);
+		fprintf(stderr, "  lost:    %" PRIu64 " batched events (an "
+			"allocation's return missed, or a bad record): the stream is "
+			"INCOMPLETE\n", t->lost_ret);
 	if (t->inflight)
 		fprintf(stderr, "  %" PRIu64 " allocation%s in flight when tracing "
 			"stopped (not recorded)\n", t->inflight,

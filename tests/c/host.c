@@ -3,7 +3,10 @@
  *   host -t N FILE.lua    N threads, one VM each (luaL_newstate, LuaJIT's
  *                         allocator), like sysbench
  *   host -s FILE.lua...   one VM per file, one after another, each closed
- *                         before the next starts (its memory gets reused) */
+ *                         before the next starts (its memory gets reused)
+ *   host -2 A.lua B.lua N two VMs with the host's allocator (one malloc heap,
+ *                         two uds) in one thread: each file defines step(),
+ *                         called N times in A, then in B, alternately */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,8 +77,32 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	if (argc == 5 && !strcmp(argv[1], "-2")) {
+		static char ud[2];
+		lua_State *V[2];
+		int n = atoi(argv[4]);
+		for (int i = 0; i < 2; i++) {
+			V[i] = lua_newstate(host_alloc, &ud[i]);
+			if (!V[i])
+				return 1;
+			luaL_openlibs(V[i]);
+			if (luaL_dofile(V[i], argv[2 + i])) {
+				fprintf(stderr, "host: %s\n", lua_tostring(V[i], -1));
+				return 1;
+			}
+		}
+		for (int k = 0; k < n; k++)
+			for (int i = 0; i < 2; i++) {
+				lua_getglobal(V[i], "step");
+				lua_call(V[i], 0, 0);
+			}
+		lua_close(V[0]);
+		lua_close(V[1]);
+		return 0;
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: host [-t N] FILE.lua | host -s FILE.lua...\n");
+		fprintf(stderr, "usage: host [-t N] FILE.lua | host -s FILE.lua... | "
+			"host -2 A.lua B.lua N\n");
 		return 2;
 	}
 	L = lua_newstate(host_alloc, &live);

@@ -1,0 +1,5 @@
+jit.off()
+K = {}
+function step()
+  K[#K + 1] = {}
+end
