@@ -56,7 +56,7 @@ $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 $(OUT)/%.o: user/%.c user/*.h bpf/*.h $(BPF_SKEL) | $(OUT)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(OUT)/unit/%: tests/unit/%.c $(LIB_SRC) user/probe.c user/layout.c user/*.h bpf/*.h | $(OUT)
+$(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) user/probe.c user/layout.c user/*.h bpf/*.h | $(OUT)
 	@mkdir -p $(OUT)/unit
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
 		-o $@ $< $(LIB_SRC) user/probe.c user/layout.c -lcapstone -lm -lpthread

@@ -4,17 +4,7 @@
 
 #include "layout.h"
 
-static int fails;
-
-#define CHECK(name, cond)                                          \
-	do {                                                       \
-		if (cond)                                          \
-			printf("ok - %s\n", name);                 \
-		else {                                             \
-			printf("not ok - %s\n", name);             \
-			fails++;                                   \
-		}                                                  \
-	} while (0)
+#include "check.h"
 
 int main(void)
 {

@@ -4,17 +4,7 @@
 
 #include "probe.h"
 
-static int fails;
-
-#define CHECK(name, cond)                                          \
-	do {                                                       \
-		if (cond)                                          \
-			printf("ok - %s\n", name);                 \
-		else {                                             \
-			printf("not ok - %s\n", name);             \
-			fails++;                                   \
-		}                                                  \
-	} while (0)
+#include "check.h"
 
 #define BASE 0x14790ULL
 
