@@ -152,7 +152,9 @@ enum lmt_src {
 #define LMT_EV_POS 1    /* line holds a bytecode position of proto loc;
 			 * user space maps it to a line (lineinfo came with
 			 * the prototype's record) */
-#define LMT_EV_RET 2    /* naddr follows in this thread's next RET record */
+#define LMT_EV_RET 2    /* naddr still to come: in this thread's next RET
+			 * record, or (batched) written into the record by
+			 * alloc_return, which then clears the flag */
 
 struct lmt_event {
 	__u8 rec;  /* LMT_REC_EVENT */
