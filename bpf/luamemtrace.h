@@ -278,6 +278,8 @@ struct lmt_percpu {
 	struct lmt_stats st;
 	__u64 unwoken; /* bytes this CPU submitted since it last woke the consumer */
 	__u64 spill;   /* a pointer stored and read back as a number */
+	__u8 wide[4];  /* per event kind: its last one needed a frame */
+	__u8 pad[4];
 	__u8 gw[LMT_GWIN]; /* GG_State: main lua_State and global_State */
 	__u8 w[LMT_WIN];  /* lua_State / GCfunc */
 	__u8 pw[LMT_WIN]; /* GCproto */
