@@ -6,13 +6,13 @@
 #
 # Per workload and mode: us per allocator call (the workload's own loop CPU
 # time, which includes the uprobe time spent in its context, divided by the
-# allocator calls the tracer counted), ratios to untraced and to the floor,
-# events/s, lost events, BPF user-memory reads per event, consumer CPU per
+# allocator calls the tracer counted), ratios to untraced and to the floor
+# (per repetition, then the median), events/s, lost events, BPF user-memory reads per event, consumer CPU per
 # event.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 LMT=./luamemtrace
-REPS=${BENCH_REPS:-5}
+REPS=${BENCH_REPS:-7}
 # iterations per run, per workload (mixed makes ~25 allocator calls each)
 declare -A ITERS=([churn]=${BENCH_N:-200000} [strings]=${BENCH_N:-200000} [mixed]=$(( ${BENCH_N:-200000} / 10 )))
 TMP=$(mktemp -d)
@@ -61,7 +61,11 @@ for r in $(seq 1 "$REPS"); do
 	done
 done
 
-div() { awk -v a="$1" -v b="$2" 'BEGIN {print (b > 0 ? a / b : 0)}'; }
+# Ratios are taken per repetition, between runs made minutes apart at most
+# (a repetition runs every mode in turn), then their median: the machine's
+# slow drifts cancel. Per-call times of one workload: seconds per iteration.
+ratio() { paste "$1" "$2" | awk -v n=$(awk 'END {print NF}' "$1") \
+	'{a = $1 / $(n); b = $(n + 1) / $(2 * n); if (b > 0) print a / b}' | median; }
 col() { awk -v c="$1" '{print $c}' "$2" | median; }
 for w in "${WORKLOADS[@]}"; do
 	for j in off on; do
@@ -70,19 +74,17 @@ for w in "${WORKLOADS[@]}"; do
 		# allocator calls per iteration, from the tracer's own count
 		calls=$(awk '{print $2 / $6}' "$TMP/$w.$j.devnull" | median)
 		printf '%-11s %9s %9s %8s %10s %6s %8s %12s\n' mode us/call x-untraced x-floor events/s lost reads/ev consumer-ns
-		base=$(awk -v c="$calls" '{print $1 / ($6 * c) * 1e6}' "$TMP/$w.$j.untraced" | median)
-		floor=$(awk -v c="$calls" '{print $1 / ($6 * c) * 1e6}' "$TMP/$w.$j.floor" | median)
 		for m in "${MODES[@]}"; do
 			f="$TMP/$w.$j.$m"
 			us=$(awk -v c="$calls" '{print $1 / ($6 * c) * 1e6}' "$f" | median)
 			evs=$(awk '$2 != "-" {print $2 / $1}' "$f" | median)
 			printf '%-11s %9.3f %9.1f %8.2f %10s %6s %8s %12s\n' "$m" "$us" \
-				"$(div "$us" "$base")" "$(div "$us" "$floor")" \
+				"$(ratio "$f" "$TMP/$w.$j.untraced")" "$(ratio "$f" "$TMP/$w.$j.floor")" \
 				"$([ "$evs" = nan ] && echo - || printf '%.0f' "$evs")" \
 				"$(col 3 "$f")" "$(col 4 "$f")" "$(col 5 "$f")"
 		done
-		f1=$(awk -v c="$calls" '{print $1 / ($6 * c) * 1e6}' "$TMP/$w.$j.floor-1ret" | median)
-		echo "floor without a return probe for frees: $(awk -v a="$floor" -v b="$f1" 'BEGIN {printf "%.1f", (1 - a / b) * 100}')% fewer ns per call than with one return probe per call"
+		r1=$(ratio "$TMP/$w.$j.floor" "$TMP/$w.$j.floor-1ret")
+		echo "floor without a return probe for frees: $(awk -v r="$r1" 'BEGIN {printf "%.1f", (1 - r) * 100}')% fewer ns per call than with one return probe per call"
 	done
 done
 
