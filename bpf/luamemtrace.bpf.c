@@ -363,10 +363,7 @@ static __always_inline long rds(struct ctx *c, __u64 *dst, __u64 src)
 	return n;
 }
 
-/* g->vmstate: ~state (bytes xx ff ff ff) or a trace number, below 65535
- * (trace_findfree), so xx yy 00 00. Copied up to byte 4, or up to a zero in
- * byte 1 or 2, the string is the whole value; a zero in byte 0 or 3 needs
- * the plain read. */
+/* g->vmstate, through the string helper when that gives it whole. */
 static __always_inline int rd_vmstate(struct ctx *c, __s32 *vs, __u64 src)
 {
 	__u64 b;
@@ -374,7 +371,7 @@ static __always_inline int rd_vmstate(struct ctx *c, __s32 *vs, __u64 src)
 
 	if (n < 0)
 		return -1;
-	if (n >= 5 || n == 2 || n == 3) {
+	if (lmt_vmstate_whole(n)) {
 		*vs = (__s32)b;
 		return 0;
 	}

@@ -286,6 +286,17 @@ struct lmt_percpu {
 	__u8 fw[LMT_WIN]; /* caller's GCfunc */
 };
 
+/* g->vmstate through the string helper, which copies up to the first zero
+ * byte and zeroes the bytes after it, returning the length with the zero
+ * (n). vmstate is ~state (bytes xx ff ff ff) or a trace number below 65535
+ * (trace_findfree), so xx yy 00 00: copied up to byte 4, or up to a zero in
+ * byte 1 or 2, the copy is the whole value. A zero in byte 0 (a trace
+ * number that is a multiple of 256) or byte 3 alone needs a plain read. */
+static inline int lmt_vmstate_whole(long n)
+{
+	return n >= 5 || n == 2 || n == 3;
+}
+
 /* The window read first holds vmstate, cur_L and, when cur_L is the main
  * lua_State (the GG_State's first member), its base, stack and cframe:
  * one read where two would be needed (~80 ns each here). */
