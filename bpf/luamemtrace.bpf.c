@@ -877,7 +877,7 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 	e->src = LMT_SRC_INTERNAL;
 	e->loc = 0;
 	e->line = 0;
-	/* Reads are what costs here (~80-140 ns each), whatever their size.
+	/* Reads are what costs here (~75-145 ns each), whatever their size.
 	 * vmstate alone can come through the string helper, which costs
 	 * ~25 ns less (rd_vmstate). So when this kind of event needed no
 	 * frame last time on this CPU (frees in the GC, code in traces),

@@ -41,7 +41,7 @@ struct lj_layout {
 	/* GCtrace */
 	__u16 T_size, T_startpt, T_startpc; /* T_size: sizeof(GCtrace) */
 	/* C frame of the interpreter */
-	__u16 cf_pc, cf_L;
+	__u16 cf_pc;
 	__u8 gc64, fr2;
 	/* Type tags (the gct byte, ~itype) */
 	__u8 tthread, tfunc, tproto, tstr, ttrace;

@@ -19,7 +19,7 @@
 	.fn_ffid = 10, .fn_pc = 32, .fn_f = 40, .pt_size = 104,               \
 	.pt_sizebc = 12, .pt_chunkname = 64, .pt_firstline = 72,             \
 	.pt_numline = 76, .pt_lineinfo = 80, .str_size = 24, .str_len = 20,   \
-	.T_size = 120, .T_startpt = 64, .T_startpc = 72, .cf_pc = 24, .cf_L = 16, .gc64 = 1, \
+	.T_size = 120, .T_startpt = 64, .T_startpc = 72, .cf_pc = 24, .gc64 = 1, \
 	.fr2 = 1, .tthread = 6, .tfunc = 8, .tproto = 7, .tstr = 4,          \
 	.ttrace = 9,                                                          \
 	/* Stock vmstates: INTERP, C, GC, EXIT, RECORD, OPT, ASM. The first   \
