@@ -841,10 +841,11 @@ static __always_inline int charge_lua(struct ctx *c, const struct lmt_vm *vm,
 	return 0;
 }
 
-/* Events in a trace, or in a VM state charged to the VM itself, need no
- * frame: done with them here. */
-static __always_inline int vmst_done(struct ctx *c, const struct lmt_vm *vm,
-				     __s32 vmstate, struct lmt_event *e)
+/* How an event in this vmstate is charged: events in a trace, or in a VM
+ * state charged to the VM itself, are done here (LMT_VMST_INTERNAL); the
+ * others need the frame (LMT_VMST_FRAME or LMT_VMST_INTERP). */
+static __always_inline __u8 vmst_kind(struct ctx *c, const struct lmt_vm *vm,
+				      __s32 vmstate, struct lmt_event *e)
 {
 	const struct lj_layout *lay = &vm->lay;
 	__u32 idx = ~(__u32)vmstate;
@@ -854,12 +855,13 @@ static __always_inline int vmst_done(struct ctx *c, const struct lmt_vm *vm,
 		e->src = LMT_SRC_TRACE;
 		e->loc = (__u32)vmstate;
 		see_trace(c, vm, (__u32)vmstate);
-		return 1;
+		return LMT_VMST_INTERNAL;
 	}
 	if (idx >= lay->nvmst || idx >= LMT_VMST_MAX)
-		return 1;
+		return LMT_VMST_INTERNAL;
 	kind = lay->vmst[idx & (LMT_VMST_MAX - 1)];
-	return kind != LMT_VMST_FRAME && kind != LMT_VMST_INTERP;
+	return kind == LMT_VMST_FRAME || kind == LMT_VMST_INTERP ? kind :
+								   LMT_VMST_INTERNAL;
 }
 
 /* The in-VM profiler's rules, on a stock VM (see memprof-format.md, 5). */
@@ -871,7 +873,6 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 	__u64 gg, L, base, stack, cf, fn, link, fr[2], ins = 0, spc = 0;
 	struct fninfo fi, pfi;
 	__s32 vmstate;
-	__u32 idx;
 	__u8 kind, interp, *wide;
 
 	e->src = LMT_SRC_INTERNAL;
@@ -886,7 +887,7 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 	if (!*wide) {
 		if (rd_vmstate(c, &vmstate, vm->g + lay->g_vmstate))
 			return;
-		if (vmst_done(c, vm, vmstate, e))
+		if (vmst_kind(c, vm, vmstate, e) == LMT_VMST_INTERNAL)
 			return;
 		*wide = 1;
 	}
@@ -897,12 +898,11 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 		return;
 	vmstate = *(__s32 *)(gw + ((lay->gg_g + lay->g_vmstate - lay->L_base) &
 				   (LMT_GWIN - 4)));
-	if (vmst_done(c, vm, vmstate, e)) {
+	kind = vmst_kind(c, vm, vmstate, e);
+	if (kind == LMT_VMST_INTERNAL) {
 		*wide = 0;
 		return;
 	}
-	idx = ~(__u32)vmstate;
-	kind = lay->vmst[idx & (LMT_VMST_MAX - 1)];
 	interp = kind == LMT_VMST_INTERP;
 	L = ref(lay, *(__u64 *)(gw + ((lay->gg_g + lay->g_cur_L - lay->L_base) &
 				      (LMT_GWIN - 8))));

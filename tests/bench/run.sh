@@ -7,8 +7,8 @@
 # Per workload and mode: us per allocator call (the workload's own loop CPU
 # time, which includes the uprobe time spent in its context, divided by the
 # allocator calls the tracer counted), ratios to untraced and to the floor
-# (per repetition, then the median), events/s, lost events, BPF user-memory reads per event, consumer CPU per
-# event.
+# (per repetition, then the median), events/s, lost events, BPF user-memory
+# reads per event, consumer CPU per event.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 LMT=./luamemtrace
