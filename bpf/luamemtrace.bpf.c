@@ -4,8 +4,10 @@
  * alloc_enter runs at a probe site inside allocf(ud, ptr, osize, nsize)
  * where the four argument registers still hold the arguments. It finds the
  * VM by (tgid, ud), attributes the call the way LuaJIT's in-VM memory
- * profiler does (vmstate + top frame of cur_L), and either emits a FREE at
- * once or parks the event for alloc_return, which adds the new address.
+ * profiler does (vmstate + top frame of cur_L) and sends a FREE at once.
+ * An allocation only parks its arguments for alloc_return, which does the
+ * same with the new address: the VM's state is the same on both sides of
+ * the allocator, and target memory is cheaper to read there (see pends).
  * First sightings of prototypes and traces are sent as symbol records ahead
  * of the event that needs them. No policy here: user space decides what is
  * probed and writes the stream.
@@ -44,23 +46,32 @@ struct {
 	__type(value, struct lmt_slot);
 } slots SEC(".maps");
 
-/* A batched allocation waits in its slot for the return probe, which finds
- * it through its thread without a helper call: the probes' pt_regs are the
- * thread's user registers at the top of its kernel stack, so their address
- * names the thread (read as a number through a map slot). pends is
- * direct-mapped by it; an entry also holds the stack pointer after the
- * return (at the probe site rsp is the function's entry rsp, probe.c; the
- * return pops 8). The check word makes an entry torn by two threads a
- * miss, and the slot's sequence number one whose record is gone. A miss
- * leaves the record without its address, which user space counts as lost. */
+/* An allocation's arguments wait here for its return probe, which does
+ * all the work: the allocator leaves the VM as it found it, and the return
+ * path of a uprobe (the uretprobe syscall) has touched user memory before
+ * the program runs, so the program's own reads cost ~55 ns less each there
+ * than at the entry (make bench, churn). Frees have no return probe and
+ * are done at their entry.
+ *
+ * The return probe finds its entry through its thread without a helper
+ * call: the probes' pt_regs are the thread's user registers at the top of
+ * its kernel stack, so their address names the thread (read as a number
+ * through a map slot). pends is direct-mapped by it; an entry also holds
+ * the stack pointer after the return (at the probe site rsp is the
+ * function's entry rsp, probe.c; the return pops 8). chk covers the other
+ * words and is 0 for a free entry, PEND_BUSY while one is written. An
+ * entry is taken by exchanging chk, and consumed by a compare-and-swap of
+ * it, so an allocation whose entry another thread took (two threads in one
+ * entry, or a return that never came) is counted once, by the taker, in
+ * missed; what is left at the end user space counts as in flight. */
 #define PEND_N 4096
 #define PEND_SALT 0x70656e64696e6721ULL
+#define PEND_BUSY 1
 
 struct pend {
 	__u64 thr; /* the thread's pt_regs address */
 	__u64 sp;
-	__u64 gsi; /* the slot's gen << 6 | slot index */
-	__u64 off; /* the record's offset in the slot's buf */
+	__u64 ud, ptr, osize, nsize;
 	__u64 chk;
 };
 
@@ -71,11 +82,12 @@ struct {
 	__type(value, struct pend);
 } pends SEC(".maps");
 
-static __always_inline __u64 pend_chk(__u64 thr, __u64 sp, __u64 gsi,
-				      __u64 off)
+static __always_inline __u64 pend_chk(const struct pend *p)
 {
-	return (sp * 0xff51afd7ed558ccdULL) ^ (gsi * 0xc4ceb9fe1a85ec53ULL) ^
-	       (thr * 0x9e3779b97f4a7c15ULL) ^ (off << 40) ^ PEND_SALT;
+	return ((p->sp * 0xff51afd7ed558ccdULL) ^ (p->ud * 0xc4ceb9fe1a85ec53ULL) ^
+		(p->thr * 0x9e3779b97f4a7c15ULL) ^ (p->ptr * 0x94d049bb133111ebULL) ^
+		(p->osize << 20) ^ (p->nsize * 0xbf58476d1ce4e5b9ULL) ^ PEND_SALT) |
+	       2; /* never 0 (free) or PEND_BUSY */
 }
 
 static __always_inline __u32 pend_of(__u64 thr)
@@ -145,6 +157,11 @@ struct {
 
 __u64 pcgen; /* bumped by every announced prototype's free */
 __u32 multi; /* the process has had a second VM: no batching (lmt_slot) */
+/* Set by user space when tracing ends, before it detaches (which takes a
+ * while): the allocator's programs do nothing from then on, so the end of
+ * the trace is one instant. An allocation that entered before it and
+ * returns after is in flight (struct pend). */
+__u32 stop;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -461,11 +478,8 @@ static __always_inline void unbatch(struct ctx *c)
 	bpf_loop(LMT_NSLOT, unbatch_one, c, 0);
 }
 
-/* Append the event to the slot's batch; -1 if the slot is busy. An
- * allocation leaves its address to alloc_return, which finds the record
- * through pends. */
-static __always_inline int append(struct ctx *c, const struct lmt_event *ev,
-				  __u64 sp)
+/* Append the event to the slot's batch; -1 if the slot is busy. */
+static __always_inline int append(struct ctx *c, const struct lmt_event *ev)
 {
 	struct lmt_slot *sl = c->sl;
 	struct lmt_bev *r;
@@ -485,23 +499,9 @@ static __always_inline int append(struct ctx *c, const struct lmt_event *ev,
 	r->loc = ev->loc;
 	r->oaddr = ev->oaddr;
 	r->osize = ev->osize;
-	r->naddr = 0;
+	r->naddr = ev->naddr;
 	r->nsize = ev->nsize;
 	sl->len = off + sizeof(*r);
-	if (ev->flags & LMT_EV_RET) {
-		__u64 thr = thr_of(c->regs, c->pc);
-		__u32 k = pend_of(thr);
-		struct pend *p = bpf_map_lookup_elem(&pends, &k);
-		__u64 gsi = sl->gen << 6 | (c->si & (LMT_NSLOT - 1));
-
-		if (p) {
-			p->thr = thr;
-			p->sp = sp;
-			p->gsi = gsi;
-			p->off = off;
-			p->chk = pend_chk(thr, sp, gsi, off);
-		}
-	}
 	slot_unlock(sl);
 	return 0;
 }
@@ -1050,34 +1050,27 @@ static __always_inline void emit(struct ctx *c, const struct lmt_event *ev)
 		return;
 	}
 	__builtin_memcpy(e, ev, sizeof(*e));
-	/* An allocation's RET record (8-byte header + 16) counts here too. */
-	bpf_ringbuf_submit(e, wake_flags(c, 8 + sizeof(*e) +
-					       (ev->flags & LMT_EV_RET ? 24 : 0)));
+	bpf_ringbuf_submit(e, wake_flags(c, 8 + sizeof(*e)));
 	c->st->events++;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
+/* One allocator call, with naddr its result (0 for a free): found its VM,
+ * attributed, and batched or sent. */
+static __always_inline void on_call(void *regs, struct lmt_percpu *pc, __u64 ud,
+				    __u64 ptr, __u64 osize, __u64 nsize,
+				    __u64 naddr)
 {
-	struct ctx c = {};
+	struct ctx c = { .pc = pc, .st = &pc->st, .regs = regs };
 	struct lmt_event ev = {};
 	const struct lmt_vm *vm = NULL;
 	struct lmt_slot *sl;
 	__u64 id = 0;
-	__u32 zero = 0;
-	int slotvm = 0;
 
-	c.pc = bpf_map_lookup_elem(&stats, &zero);
-	if (!c.pc)
-		return 0;
-	c.st = &c.pc->st;
-	c.regs = ctx;
 	c.si = lmt_slot_of(ud);
 	sl = bpf_map_lookup_elem(&slots, &c.si);
 	if (sl && sl->live && sl->ud == ud) {
 		c.tgid = sl->tgid;
 		vm = &sl->vm;
-		slotvm = 1;
 		if (!multi) {
 			c.sl = sl;
 		} else if (sl->len > sizeof(struct lmt_batch) && !slot_lock(sl)) {
@@ -1096,7 +1089,7 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	}
 	if (!vm) {
 		c.st->unknown_vm++;
-		return 0;
+		return;
 	}
 	if (ptr) {
 		/* The block may be a cached GCfunc. */
@@ -1111,6 +1104,7 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	ev.kind = nsize == 0 ? 2 : ptr == 0 ? 1 : 3;
 	ev.oaddr = ptr;
 	ev.osize = ev.kind == 1 ? 0 : osize;
+	ev.naddr = naddr;
 	ev.nsize = nsize;
 	attribute(&c, vm, ptr, &ev);
 	/* Prototypes and traces are bigger than their headers: smaller
@@ -1118,84 +1112,83 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	if (ev.kind != 1 && (osize > vm->lay.pt_size || osize > vm->lay.T_size) &&
 	    objb_test(c.tgid, ptr))
 		forget(&c, ptr);
-	/* Allocations are completed by alloc_return: in the slot's batch,
-	 * or by a RET record that follows the event's own. */
-	if (ev.kind != 2)
-		ev.flags |= LMT_EV_RET;
-	if (!c.sl || append(&c, &ev, PT_REGS_SP(ctx) + 8)) {
+	if (!c.sl || append(&c, &ev)) {
 		if (c.sl) {
 			/* Two threads in one slot: VMs share this ud. */
 			unbatch(&c);
-			id = bpf_get_current_pid_tgid();
-			ev.tid = (__u32)id;
-		}
-		if (slotvm && ev.kind != 2) {
-			/* A slot's VM sending on its own: no stale entry of
-			 * this thread may claim the return (see struct pend). */
-			__u64 thr = thr_of(ctx, c.pc);
-			__u32 pk = pend_of(thr);
-			struct pend *p = bpf_map_lookup_elem(&pends, &pk);
-			if (p && p->thr == thr)
-				p->chk = 0;
+			ev.tid = (__u32)bpf_get_current_pid_tgid();
 		}
 		emit(&c, &ev);
 	}
 	c.st->reads += c.reads;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
+{
+	__u32 zero = 0, k;
+	struct lmt_percpu *pc = bpf_map_lookup_elem(&stats, &zero);
+	struct pend *p;
+	__u64 thr, old;
+
+	if (!pc || stop)
+		return 0;
+	if (nsize == 0) {
+		on_call(ctx, pc, ud, ptr, osize, 0, 0);
+		return 0;
+	}
+	/* An allocation: for alloc_return (see struct pend). */
+	thr = thr_of(ctx, pc);
+	k = pend_of(thr);
+	p = bpf_map_lookup_elem(&pends, &k);
+	if (!p)
+		return 0;
+	old = __sync_lock_test_and_set(&p->chk, PEND_BUSY);
+	if (old == PEND_BUSY) {
+		pc->st.missed++; /* another thread is writing it: ours is lost */
+		return 0;
+	}
+	if (old)
+		pc->st.missed++; /* its allocation never came back */
+	p->thr = thr;
+	p->sp = PT_REGS_SP(ctx) + 8;
+	p->ud = ud;
+	p->ptr = ptr;
+	p->osize = osize;
+	p->nsize = nsize;
+	asm volatile("" ::: "memory");
+	p->chk = pend_chk(p);
 	return 0;
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_return, __u64 ret)
 {
-	__u64 sp = PT_REGS_SP(ctx), thr;
-	__u32 k, zero = 0;
+	__u32 zero = 0, k;
 	struct lmt_percpu *pc = bpf_map_lookup_elem(&stats, &zero);
-	struct pend *p;
-	struct lmt_ret *r;
+	struct pend *p, e;
+	__u64 thr;
 
-	if (!pc)
+	if (!pc || stop)
 		return 0;
 	thr = thr_of(ctx, pc);
 	k = pend_of(thr);
 	p = bpf_map_lookup_elem(&pends, &k);
-	if (p) {
-		/* One load each: a second could see another writer. */
-		__u64 pthr = *(volatile __u64 *)&p->thr;
-		__u64 psp = *(volatile __u64 *)&p->sp;
-		__u64 gsi = *(volatile __u64 *)&p->gsi;
-		__u64 off = *(volatile __u64 *)&p->off;
-		__u64 chk = *(volatile __u64 *)&p->chk;
-		__u32 si = gsi & (LMT_NSLOT - 1);
-		struct lmt_slot *sl;
-
-		if (pthr == thr && psp == sp && chk == pend_chk(pthr, psp, gsi, off)) {
-			/* Ours: patch it if the batch still holds it, else the
-			 * record stays incomplete (user space counts it). A
-			 * RET record would be of no use. */
-			p->chk = 0;
-			sl = bpf_map_lookup_elem(&slots, &si);
-			if (sl && !slot_lock(sl)) {
-				struct lmt_bev *b = (struct lmt_bev *)
-					(sl->buf + (off & (LMT_SBUF - 1)));
-				/* Still in the batch it was written to. */
-				if (sl->gen == gsi >> 6 && (b->flags & LMT_EV_RET)) {
-					b->naddr = ret;
-					b->flags &= ~LMT_EV_RET;
-				}
-				slot_unlock(sl);
-			}
-			return 0;
-		}
-	}
-	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
-	if (!r) {
-		pc->st.lost++;
+	if (!p)
 		return 0;
-	}
-	r->rec = LMT_REC_RET;
-	r->tid = (__u32)bpf_get_current_pid_tgid();
-	r->naddr = ret;
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP); /* counted by its event */
+	/* One load each: a second could see another writer. A free's return
+	 * (one probe for all calls) finds no entry of its own. */
+	e.chk = *(volatile __u64 *)&p->chk;
+	e.thr = *(volatile __u64 *)&p->thr;
+	e.sp = *(volatile __u64 *)&p->sp;
+	e.ud = *(volatile __u64 *)&p->ud;
+	e.ptr = *(volatile __u64 *)&p->ptr;
+	e.osize = *(volatile __u64 *)&p->osize;
+	e.nsize = *(volatile __u64 *)&p->nsize;
+	if (e.thr != thr || e.sp != PT_REGS_SP(ctx) || e.chk != pend_chk(&e) ||
+	    __sync_val_compare_and_swap(&p->chk, e.chk, 0) != e.chk)
+		return 0;
+	on_call(ctx, pc, e.ud, e.ptr, e.osize, e.nsize, ret);
 	return 0;
 }
 

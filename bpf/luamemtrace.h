@@ -135,7 +135,6 @@ enum lmt_rec {
 	LMT_REC_TRACE,     /* first sight of a trace */
 	LMT_REC_NEWVM,     /* lua_newstate returned in a traced process */
 	LMT_REC_CLOSE,     /* lua_close began: the VM is no longer traced */
-	LMT_REC_RET,       /* an allocation's new address */
 	LMT_REC_FORGET,    /* a prototype was freed */
 	LMT_REC_BATCH,     /* a VM slot's batched events */
 };
@@ -152,9 +151,6 @@ enum lmt_src {
 #define LMT_EV_POS 1    /* line holds a bytecode position of proto loc;
 			 * user space maps it to a line (lineinfo came with
 			 * the prototype's record) */
-#define LMT_EV_RET 2    /* naddr still to come: in this thread's next RET
-			 * record, or (batched) written into the record by
-			 * alloc_return, which then clears the flag */
 
 struct lmt_event {
 	__u8 rec;  /* LMT_REC_EVENT */
@@ -167,14 +163,6 @@ struct lmt_event {
 	__u64 loc;  /* proto, C function or trace number */
 	__u64 line;
 	__u64 oaddr, osize, naddr, nsize;
-};
-
-/* The allocator returned: the new address for the thread's last event. */
-struct lmt_ret {
-	__u8 rec; /* LMT_REC_RET */
-	__u8 pad[3];
-	__u32 tid;
-	__u64 naddr;
 };
 
 /* A prototype was freed (so user space can drop its line table). */
@@ -267,6 +255,8 @@ struct lmt_stats {
 	__u64 protos;     /* prototype records */
 	__u64 traces;     /* trace records */
 	__u64 unknown_vm; /* allocator hits with an unknown ud */
+	__u64 missed;     /* allocations whose return probe found their
+			   * entry taken (bpf/luamemtrace.bpf.c, pends) */
 };
 
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space

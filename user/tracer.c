@@ -64,10 +64,9 @@ struct tr {
 	uint64_t n[4], bytes_alloc, bytes_free;
 	uint64_t protos, traces, names_cut, inflight, nolines;
 	struct u64map lines; /* prototype -> struct pline */
-	struct u64map open;  /* tid -> struct mp_event * waiting for RET */
 	struct lmt_slot *slots; /* the slots map, mmapped */
 	size_t slots_len;
-	uint64_t lost_ret; /* batched allocations whose return was missed */
+	uint64_t bad_recs; /* batched records that cannot be: not written */
 	int in_cb;         /* inside a ring buffer callback: no drain() */
 	int unbatch_req;   /* unbatch() once out of it */
 	int child_done, child_status;
@@ -340,33 +339,14 @@ static void on_event(struct tr *t, const struct lmt_event *e)
 			      .line = e->line, .oaddr = e->oaddr,
 			      .osize = e->osize, .naddr = e->naddr,
 			      .nsize = e->nsize };
-	struct mp_event *o;
-	int err;
 
 	if (e->flags & LMT_EV_POS)
 		pos_line(t, &m);
-	if (!(e->flags & LMT_EV_RET)) {
-		write_event(t, &m);
-		return;
-	}
-	/* Completed by the thread's next RET record. An event still open
-	 * here lost its RET to a full ring buffer (counted in BPF). */
-	o = u64map_get(&t->open, (uint64_t)e->tid + 1);
-	if (!o) {
-		o = malloc(sizeof(*o));
-		if (!o || (u64map_put(&t->open, (uint64_t)e->tid + 1, o, &err), err)) {
-			free(o);
-			return;
-		}
-	}
-	*o = m;
-	o->kind |= 0x80; /* open */
+	write_event(t, &m);
 }
 
-/* A slot's batch (struct lmt_slot). An allocation still waiting for its
- * address missed its return probe, unless it is the last record of what
- * was left in the slot when tracing stopped: then it was in flight. */
-static void on_batch(struct tr *t, const uint8_t *b, size_t sz, int left)
+/* A slot's batch (struct lmt_slot). */
+static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 {
 	const size_t h = sizeof(struct lmt_batch), rs = sizeof(struct lmt_bev);
 
@@ -377,47 +357,32 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz, int left)
 		memcpy(&r, b + off, rs);
 		if (r.kind < 1 || r.kind > 3 || r.src < LMT_SRC_INTERNAL ||
 		    r.src > LMT_SRC_TRACE) {
-			t->lost_ret++; /* cannot be: counted as lost, not written */
+			t->bad_recs++;
 			continue;
 		}
 		m = (struct mp_event){ .kind = r.kind, .src = r.src, .loc = r.loc,
 				       .line = r.line, .oaddr = r.oaddr,
 				       .osize = r.osize, .naddr = r.naddr,
 				       .nsize = r.nsize };
-		if (r.flags & LMT_EV_RET) {
-			if (left && off + 2 * rs > sz)
-				t->inflight++;
-			else
-				t->lost_ret++;
-			continue;
-		}
 		if (r.flags & LMT_EV_POS)
 			pos_line(t, &m);
 		write_event(t, &m);
 	}
 }
 
-static void on_ret(struct tr *t, const struct lmt_ret *r)
+/* Allocations whose entry probe ran but whose return probe had not when
+ * tracing stopped: their arguments are still parked in pends. */
+static void count_inflight(struct tr *t)
 {
-	struct mp_event *o = u64map_get(&t->open, (uint64_t)r->tid + 1);
+	const struct bpf_map *m = t->skel->maps.pends;
+	struct pend_val { uint64_t w[7]; } v; /* struct pend: chk last */
 
-	if (!o || !(o->kind & 0x80))
-		return; /* an allocation of an untraced VM */
-	o->kind &= 0x7f;
-	o->naddr = r->naddr;
-	write_event(t, o);
-}
-
-/* Allocations whose entry we saw but whose return came after the probes
- * were gone: they were in flight when tracing stopped, not part of it. */
-static void close_open(struct tr *t)
-{
-	for (size_t i = 0; i < t->open.cap; i++) {
-		const struct mp_event *o = t->open.v[i];
-		if (o && (o->kind & 0x80))
+	if (bpf_map__value_size(m) != sizeof(v))
+		return;
+	for (uint32_t k = 0; k < bpf_map__max_entries(m); k++)
+		if (!bpf_map__lookup_elem(m, &k, sizeof(k), &v, sizeof(v), 0) &&
+		    v.w[6])
 			t->inflight++;
-	}
-	u64map_free(&t->open, free);
 }
 
 static int add_vm(struct tr *t, const struct vminfo *v);
@@ -476,11 +441,7 @@ static int on_rec(void *ctx, void *data, size_t sz)
 			on_proto(t, data, sz);
 		break;
 	case LMT_REC_BATCH:
-		on_batch(t, data, sz, 0);
-		break;
-	case LMT_REC_RET:
-		if (sz >= sizeof(struct lmt_ret))
-			on_ret(t, data);
+		on_batch(t, data, sz);
 		break;
 	case LMT_REC_FORGET:
 		if (sz >= sizeof(struct lmt_forget))
@@ -519,17 +480,28 @@ static int link_add(struct tr *t, struct bpf_link *l)
 	return 0;
 }
 
+/* Newest first: an allocation's entry probe goes before its return probe. */
+static void detach_all(struct tr *t)
+{
+	while (t->nlinks)
+		bpf_link__destroy(t->links[--t->nlinks]);
+}
+
 static int attach_at(struct tr *t, const char *path, uint64_t off, int ret)
 {
 	struct bpf_program *pe = t->o->floor ? t->skel->progs.floor_enter :
 					       t->skel->progs.alloc_enter;
 	struct bpf_program *pr = t->o->floor ? t->skel->progs.floor_return :
 					       t->skel->progs.alloc_return;
-	int r = link_add(t, bpf_program__attach_uprobe(pe, false, t->pid, path,
-							 (size_t)off));
-	if (r || !ret)
+	/* The return probe first, and gone last (links are destroyed in
+	 * reverse): no allocation is seen entering without its return being
+	 * caught, or it would count as missed. */
+	int r = ret ? link_add(t, bpf_program__attach_uprobe(pr, true, t->pid,
+							      path, (size_t)off)) : 0;
+
+	if (r)
 		return r;
-	return link_add(t, bpf_program__attach_uprobe(pr, true, t->pid, path,
+	return link_add(t, bpf_program__attach_uprobe(pe, false, t->pid, path,
 						      (size_t)off));
 }
 
@@ -665,7 +637,7 @@ static void unbatch(struct tr *t)
 		if (tries == 1000000)
 			continue;
 		if (s->len > sizeof(struct lmt_batch) && s->len < LMT_SBUF)
-			on_batch(t, s->buf, s->len, 0);
+			on_batch(t, s->buf, s->len);
 		s->len = sizeof(struct lmt_batch);
 		s->gen++;
 		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
@@ -678,7 +650,7 @@ static void slots_left(struct tr *t)
 	for (unsigned i = 0; t->slots && i < LMT_NSLOT; i++) {
 		const struct lmt_slot *s = &t->slots[i];
 		if (s->tgid && s->len > sizeof(struct lmt_batch) && s->len < LMT_SBUF)
-			on_batch(t, s->buf, s->len, 1);
+			on_batch(t, s->buf, s->len);
 	}
 }
 
@@ -874,6 +846,7 @@ static void sum_stats(struct tr *t, struct lmt_stats *s)
 			s->protos += a->protos;
 			s->traces += a->traces;
 			s->unknown_vm += a->unknown_vm;
+			s->missed += a->missed;
 		}
 	}
 	free(v);
@@ -911,10 +884,13 @@ static void summary(struct tr *t, const struct lmt_stats *s, double secs,
 		s->lost + s->lost_sym ?
 			" (ring buffer full: the stream is INCOMPLETE; raise -b)" :
 			"");
-	if (t->lost_ret)
-		fprintf(stderr, "  lost:    %" PRIu64 " batched events (an "
-			"allocation's return missed, or a bad record): the stream is "
-			"INCOMPLETE\n", t->lost_ret);
+	if (s->missed)
+		fprintf(stderr, "  lost:    %" PRIu64 " allocations whose return "
+			"probe came too late or never: the stream is INCOMPLETE\n",
+			(uint64_t)s->missed);
+	if (t->bad_recs)
+		fprintf(stderr, "  lost:    %" PRIu64 " batched records that cannot "
+			"be: the stream is INCOMPLETE\n", t->bad_recs);
 	if (t->inflight)
 		fprintf(stderr, "  %" PRIu64 " allocation%s in flight when tracing "
 			"stopped (not recorded)\n", t->inflight,
@@ -1220,14 +1196,14 @@ int trace_run(const struct topts *o)
 			break;
 		}
 	}
-	/* Detach first so no new records arrive, then drain what is left. */
-	for (unsigned i = 0; i < t.nlinks; i++)
-		bpf_link__destroy(t.links[i]);
-	t.nlinks = 0;
+	/* Stop, then detach so no new records arrive, then drain what is
+	 * left. */
+	__atomic_store_n(&t.skel->bss->stop, 1, __ATOMIC_SEQ_CST);
+	detach_all(&t);
 	continue_stopped();
 	drain(&t);
 	slots_left(&t);
-	close_open(&t);
+	count_inflight(&t);
 	sum_stats(&t, &st);
 	r = mpw_finish(w);
 	if (r) {
@@ -1246,10 +1222,9 @@ int trace_run(const struct topts *o)
 	} else if (o->cmd && !o->quiet) {
 		fprintf(stderr, "  command (PID %d) still running\n", (int)t.pid);
 	}
-	rc = st.lost + st.lost_sym + t.lost_ret ? LMT_LOSSY : LMT_OK;
+	rc = st.lost + st.lost_sym + st.missed + t.bad_recs ? LMT_LOSSY : LMT_OK;
 out:
-	for (unsigned i = 0; i < t.nlinks; i++)
-		bpf_link__destroy(t.links[i]);
+	detach_all(&t);
 	continue_stopped();
 	if (gate >= 0) {
 		close(gate); /* the child exits without running the command */
@@ -1260,7 +1235,6 @@ out:
 		munmap(t.slots, t.slots_len);
 	luamemtrace_bpf__destroy(t.skel);
 	syms_free(&t.syms);
-	u64map_free(&t.open, free);
 	u64map_free(&t.lines, free);
 	vm_scan_free(&scan);
 	pmaps_free(&m);
