@@ -4,10 +4,9 @@
  * alloc_enter runs at a probe site inside allocf(ud, ptr, osize, nsize)
  * where the four argument registers still hold the arguments. It finds the
  * VM by (tgid, ud), attributes the call the way LuaJIT's in-VM memory
- * profiler does (vmstate + top frame of cur_L) and sends a FREE at once.
- * An allocation only parks its arguments for alloc_return, which does the
- * same with the new address: the VM's state is the same on both sides of
- * the allocator, and target memory is cheaper to read there (see pends).
+ * profiler does (vmstate + top frame of cur_L), and sends a FREE at once
+ * or parks the event for alloc_return, which adds the new address and
+ * sends it.
  * First sightings of prototypes and traces are sent as symbol records ahead
  * of the event that needs them. No policy here: user space decides what is
  * probed and writes the stream.
@@ -46,12 +45,9 @@ struct {
 	__type(value, struct lmt_slot);
 } slots SEC(".maps");
 
-/* An allocation's arguments wait here for its return probe, which does
- * all the work: the allocator leaves the VM as it found it, and the return
- * path of a uprobe (the uretprobe syscall) has touched user memory before
- * the program runs, so the program's own reads cost ~55 ns less each there
- * than at the entry (make bench, churn). Frees have no return probe and
- * are done at their entry.
+/* An attributed allocation waits here for its return probe, which adds
+ * the new address and batches or sends it. (Doing the attribution there
+ * instead measured no cheaper, and put its code in two programs.)
  *
  * The return probe finds its entry through its thread without a helper
  * call: the probes' pt_regs are the thread's user registers at the top of
@@ -63,7 +59,8 @@ struct {
  * entry is taken by exchanging chk, and consumed by a compare-and-swap of
  * it, so an allocation whose entry another thread took (two threads in one
  * entry, or a return that never came) is counted once, by the taker, in
- * missed; what is left at the end user space counts as in flight. */
+ * missed; parked counts the entries in use, so what is left at the end is
+ * in flight. */
 #define PEND_N 4096
 #define PEND_SALT 0x70656e64696e6721ULL
 #define PEND_BUSY 1
@@ -71,7 +68,9 @@ struct {
 struct pend {
 	__u64 thr; /* the thread's pt_regs address */
 	__u64 sp;
-	__u64 ud, ptr, osize, nsize;
+	__u64 ud;
+	__u64 hdr; /* kind | src << 8 | flags << 16 | line << 32 */
+	__u64 loc, oaddr, osize, nsize;
 	__u64 chk;
 };
 
@@ -85,8 +84,10 @@ struct {
 static __always_inline __u64 pend_chk(const struct pend *p)
 {
 	return ((p->sp * 0xff51afd7ed558ccdULL) ^ (p->ud * 0xc4ceb9fe1a85ec53ULL) ^
-		(p->thr * 0x9e3779b97f4a7c15ULL) ^ (p->ptr * 0x94d049bb133111ebULL) ^
-		(p->osize << 20) ^ (p->nsize * 0xbf58476d1ce4e5b9ULL) ^ PEND_SALT) |
+		(p->thr * 0x9e3779b97f4a7c15ULL) ^ (p->oaddr * 0x94d049bb133111ebULL) ^
+		(p->osize << 20) ^ (p->nsize * 0xbf58476d1ce4e5b9ULL) ^
+		(p->hdr * 0xd6e8feb86659fd93ULL) ^ (p->loc * 0xa0761d6478bd642fULL) ^
+		PEND_SALT) |
 	       2; /* never 0 (free) or PEND_BUSY */
 }
 
@@ -1054,43 +1055,102 @@ static __always_inline void emit(struct ctx *c, const struct lmt_event *ev)
 	c->st->events++;
 }
 
-/* One allocator call, with naddr its result (0 for a free): found its VM,
- * attributed, and batched or sent. */
-static __always_inline void on_call(void *regs, struct lmt_percpu *pc, __u64 ud,
-				    __u64 ptr, __u64 osize, __u64 nsize,
-				    __u64 naddr)
+/* The VM of ud: in its slot (c->sl set while batching), or in vms. id is
+ * the pid/tid pair where it was needed. */
+static __always_inline const struct lmt_vm *vm_of(struct ctx *c, __u64 ud,
+						  __u64 *id)
 {
-	struct ctx c = { .pc = pc, .st = &pc->st, .regs = regs };
-	struct lmt_event ev = {};
-	const struct lmt_vm *vm = NULL;
 	struct lmt_slot *sl;
-	__u64 id = 0;
 
-	c.si = lmt_slot_of(ud);
-	sl = bpf_map_lookup_elem(&slots, &c.si);
+	c->si = lmt_slot_of(ud);
+	sl = bpf_map_lookup_elem(&slots, &c->si);
 	if (sl && sl->live && sl->ud == ud) {
-		c.tgid = sl->tgid;
-		vm = &sl->vm;
+		c->tgid = sl->tgid;
 		if (!multi) {
-			c.sl = sl;
+			c->sl = sl;
 		} else if (sl->len > sizeof(struct lmt_batch) && !slot_lock(sl)) {
 			/* No more batching: what is batched goes first. */
-			flush_locked(&c, sl);
+			flush_locked(c, sl);
 			slot_unlock(sl);
 		}
-		if (!c.sl)
-			id = bpf_get_current_pid_tgid();
-	} else {
-		struct lmt_vm_key k = { .ud = ud };
-
-		id = bpf_get_current_pid_tgid();
-		c.tgid = k.tgid = id >> 32;
-		vm = bpf_map_lookup_elem(&vms, &k);
+		if (!c->sl)
+			*id = bpf_get_current_pid_tgid();
+		return &sl->vm;
 	}
-	if (!vm) {
-		c.st->unknown_vm++;
+	{
+		struct lmt_vm_key k = { .ud = ud };
+		const struct lmt_vm *vm;
+
+		*id = bpf_get_current_pid_tgid();
+		c->tgid = k.tgid = *id >> 32;
+		vm = bpf_map_lookup_elem(&vms, &k);
+		if (!vm)
+			c->st->unknown_vm++;
+		return vm;
+	}
+}
+
+/* Into the VM's batch, or a record of its own. */
+static __always_inline void send(struct ctx *c, struct lmt_event *ev)
+{
+	if (c->sl && !append(c, ev))
+		return;
+	if (c->sl) {
+		/* Two threads in one slot: VMs share this ud. */
+		unbatch(c);
+		ev->tid = (__u32)bpf_get_current_pid_tgid();
+	}
+	emit(c, ev);
+}
+
+/* Park an attributed allocation for alloc_return (see struct pend). */
+static __always_inline void park(struct ctx *c, __u64 ud,
+				 const struct lmt_event *ev)
+{
+	__u64 thr = thr_of(c->regs, c->pc), old;
+	__u32 k = pend_of(thr);
+	struct pend *p = bpf_map_lookup_elem(&pends, &k);
+
+	if (!p)
+		return;
+	old = __sync_lock_test_and_set(&p->chk, PEND_BUSY);
+	if (old == PEND_BUSY) {
+		c->st->missed++; /* another thread is writing it: ours is lost */
 		return;
 	}
+	if (old)
+		c->st->missed++; /* its allocation never came back */
+	else
+		c->st->parked++;
+	p->thr = thr;
+	p->sp = PT_REGS_SP((struct pt_regs *)c->regs) + 8;
+	p->ud = ud;
+	p->hdr = ev->kind | (__u64)ev->src << 8 | (__u64)ev->flags << 16 |
+		 ev->line << 32;
+	p->loc = ev->loc;
+	p->oaddr = ev->oaddr;
+	p->osize = ev->osize;
+	p->nsize = ev->nsize;
+	asm volatile("" ::: "memory");
+	p->chk = pend_chk(p);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
+{
+	struct ctx c = { .regs = ctx };
+	struct lmt_event ev = {};
+	const struct lmt_vm *vm;
+	__u64 id = 0;
+	__u32 zero = 0;
+
+	c.pc = bpf_map_lookup_elem(&stats, &zero);
+	if (!c.pc || stop)
+		return 0;
+	c.st = &c.pc->st;
+	vm = vm_of(&c, ud, &id);
+	if (!vm)
+		return 0;
 	if (ptr) {
 		/* The block may be a cached GCfunc. */
 		__u32 fk = fnc_slot(ptr, c.tgid);
@@ -1104,7 +1164,6 @@ static __always_inline void on_call(void *regs, struct lmt_percpu *pc, __u64 ud,
 	ev.kind = nsize == 0 ? 2 : ptr == 0 ? 1 : 3;
 	ev.oaddr = ptr;
 	ev.osize = ev.kind == 1 ? 0 : osize;
-	ev.naddr = naddr;
 	ev.nsize = nsize;
 	attribute(&c, vm, ptr, &ev);
 	/* Prototypes and traces are bigger than their headers: smaller
@@ -1112,83 +1171,62 @@ static __always_inline void on_call(void *regs, struct lmt_percpu *pc, __u64 ud,
 	if (ev.kind != 1 && (osize > vm->lay.pt_size || osize > vm->lay.T_size) &&
 	    objb_test(c.tgid, ptr))
 		forget(&c, ptr);
-	if (!c.sl || append(&c, &ev)) {
-		if (c.sl) {
-			/* Two threads in one slot: VMs share this ud. */
-			unbatch(&c);
-			ev.tid = (__u32)bpf_get_current_pid_tgid();
-		}
-		emit(&c, &ev);
-	}
+	if (ev.kind == 2)
+		send(&c, &ev);
+	else
+		park(&c, ud, &ev);
 	c.st->reads += c.reads;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
-{
-	__u32 zero = 0, k;
-	struct lmt_percpu *pc = bpf_map_lookup_elem(&stats, &zero);
-	struct pend *p;
-	__u64 thr, old;
-
-	if (!pc || stop)
-		return 0;
-	if (nsize == 0) {
-		on_call(ctx, pc, ud, ptr, osize, 0, 0);
-		return 0;
-	}
-	/* An allocation: for alloc_return (see struct pend). */
-	thr = thr_of(ctx, pc);
-	k = pend_of(thr);
-	p = bpf_map_lookup_elem(&pends, &k);
-	if (!p)
-		return 0;
-	old = __sync_lock_test_and_set(&p->chk, PEND_BUSY);
-	if (old == PEND_BUSY) {
-		pc->st.missed++; /* another thread is writing it: ours is lost */
-		return 0;
-	}
-	if (old)
-		pc->st.missed++; /* its allocation never came back */
-	p->thr = thr;
-	p->sp = PT_REGS_SP(ctx) + 8;
-	p->ud = ud;
-	p->ptr = ptr;
-	p->osize = osize;
-	p->nsize = nsize;
-	asm volatile("" ::: "memory");
-	p->chk = pend_chk(p);
 	return 0;
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_return, __u64 ret)
 {
+	struct ctx c = { .regs = ctx };
+	struct lmt_event ev = {};
 	__u32 zero = 0, k;
-	struct lmt_percpu *pc = bpf_map_lookup_elem(&stats, &zero);
 	struct pend *p, e;
-	__u64 thr;
+	__u64 id = 0;
 
-	if (!pc || stop)
+	c.pc = bpf_map_lookup_elem(&stats, &zero);
+	if (!c.pc || stop)
 		return 0;
-	thr = thr_of(ctx, pc);
-	k = pend_of(thr);
+	c.st = &c.pc->st;
+	e.thr = thr_of(ctx, c.pc);
+	k = pend_of(e.thr);
 	p = bpf_map_lookup_elem(&pends, &k);
 	if (!p)
 		return 0;
 	/* One load each: a second could see another writer. A free's return
 	 * (one probe for all calls) finds no entry of its own. */
 	e.chk = *(volatile __u64 *)&p->chk;
-	e.thr = *(volatile __u64 *)&p->thr;
 	e.sp = *(volatile __u64 *)&p->sp;
 	e.ud = *(volatile __u64 *)&p->ud;
-	e.ptr = *(volatile __u64 *)&p->ptr;
+	e.hdr = *(volatile __u64 *)&p->hdr;
+	e.loc = *(volatile __u64 *)&p->loc;
+	e.oaddr = *(volatile __u64 *)&p->oaddr;
 	e.osize = *(volatile __u64 *)&p->osize;
 	e.nsize = *(volatile __u64 *)&p->nsize;
-	if (e.thr != thr || e.sp != PT_REGS_SP(ctx) || e.chk != pend_chk(&e) ||
+	if (*(volatile __u64 *)&p->thr != e.thr || e.sp != PT_REGS_SP(ctx) ||
+	    e.chk != pend_chk(&e) ||
 	    __sync_val_compare_and_swap(&p->chk, e.chk, 0) != e.chk)
 		return 0;
-	on_call(ctx, pc, e.ud, e.ptr, e.osize, e.nsize, ret);
+	c.st->parked--; /* summed over CPUs, what is left is in flight */
+	if (!vm_of(&c, e.ud, &id))
+		return 0;
+	ev.rec = LMT_REC_EVENT;
+	ev.tgid = c.tgid;
+	ev.tid = (__u32)id;
+	ev.kind = (__u8)e.hdr;
+	ev.src = (__u8)(e.hdr >> 8);
+	ev.flags = (__u8)(e.hdr >> 16);
+	ev.line = e.hdr >> 32;
+	ev.loc = e.loc;
+	ev.oaddr = e.oaddr;
+	ev.osize = e.osize;
+	ev.naddr = ret;
+	ev.nsize = e.nsize;
+	send(&c, &ev);
 	return 0;
 }
 

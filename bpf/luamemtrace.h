@@ -257,6 +257,8 @@ struct lmt_stats {
 	__u64 unknown_vm; /* allocator hits with an unknown ud */
 	__u64 missed;     /* allocations whose return probe found their
 			   * entry taken (bpf/luamemtrace.bpf.c, pends) */
+	__u64 parked;     /* allocations parked, less those completed: the
+			   * sum over CPUs is what is in flight */
 };
 
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space

@@ -87,6 +87,13 @@ setup() {
 	kill "$pid"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"lost:    0 events"* ]]
+	# Tracing stops at one instant for every probe (the stop flag, then
+	# detach): the loop's allocations and frees stay in step, within 10%.
+	local a f
+	a=$(sed -n 's/.*events: .* (\([0-9]*\) alloc, .*/\1/p' <<< "$output")
+	f=$(sed -n 's/.*realloc, \([0-9]*\) free).*/\1/p' <<< "$output")
+	[ "$a" -gt 10000 ]
+	[ $(( (a > f ? a - f : f - a) * 10 )) -lt "$a" ]
 	"$LMT" report "$T/d.bin" > "$T/d.txt"
 	grep -Eq '^=\(command line\):1: [0-9]+ events' "$T/d.txt"
 	no_probes_left

@@ -62,7 +62,7 @@ struct tr {
 	int lost_vm; /* VMs we could not attach to */
 	/* counts */
 	uint64_t n[4], bytes_alloc, bytes_free;
-	uint64_t protos, traces, names_cut, inflight, nolines;
+	uint64_t protos, traces, names_cut, nolines;
 	struct u64map lines; /* prototype -> struct pline */
 	struct lmt_slot *slots; /* the slots map, mmapped */
 	size_t slots_len;
@@ -368,21 +368,6 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 			pos_line(t, &m);
 		write_event(t, &m);
 	}
-}
-
-/* Allocations whose entry probe ran but whose return probe had not when
- * tracing stopped: their arguments are still parked in pends. */
-static void count_inflight(struct tr *t)
-{
-	const struct bpf_map *m = t->skel->maps.pends;
-	struct pend_val { uint64_t w[7]; } v; /* struct pend: chk last */
-
-	if (bpf_map__value_size(m) != sizeof(v))
-		return;
-	for (uint32_t k = 0; k < bpf_map__max_entries(m); k++)
-		if (!bpf_map__lookup_elem(m, &k, sizeof(k), &v, sizeof(v), 0) &&
-		    v.w[6])
-			t->inflight++;
 }
 
 static int add_vm(struct tr *t, const struct vminfo *v);
@@ -847,6 +832,7 @@ static void sum_stats(struct tr *t, struct lmt_stats *s)
 			s->traces += a->traces;
 			s->unknown_vm += a->unknown_vm;
 			s->missed += a->missed;
+			s->parked += a->parked;
 		}
 	}
 	free(v);
@@ -891,10 +877,11 @@ static void summary(struct tr *t, const struct lmt_stats *s, double secs,
 	if (t->bad_recs)
 		fprintf(stderr, "  lost:    %" PRIu64 " batched records that cannot "
 			"be: the stream is INCOMPLETE\n", t->bad_recs);
-	if (t->inflight)
+	/* Parked allocations whose return had not come (struct pend). */
+	if (s->parked)
 		fprintf(stderr, "  %" PRIu64 " allocation%s in flight when tracing "
-			"stopped (not recorded)\n", t->inflight,
-			t->inflight == 1 ? "" : "s");
+			"stopped (not recorded)\n", (uint64_t)s->parked,
+			s->parked == 1 ? "" : "s");
 	if (t->nolines)
 		fprintf(stderr, "  %" PRIu64 " events of prototypes whose record was "
 			"lost: line 0\n", t->nolines);
@@ -1203,7 +1190,6 @@ int trace_run(const struct topts *o)
 	continue_stopped();
 	drain(&t);
 	slots_left(&t);
-	count_inflight(&t);
 	sum_stats(&t, &st);
 	r = mpw_finish(w);
 	if (r) {

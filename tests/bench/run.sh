@@ -12,7 +12,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 LMT=./luamemtrace
-REPS=${BENCH_REPS:-7}
+REPS=${BENCH_REPS:-9}
 # iterations per run, per workload (mixed makes ~25 allocator calls each)
 declare -A ITERS=([churn]=${BENCH_N:-200000} [strings]=${BENCH_N:-200000} [mixed]=$(( ${BENCH_N:-200000} / 10 )))
 TMP=$(mktemp -d)
