@@ -1263,7 +1263,9 @@ int BPF_KRETPROBE(newstate_return, __u64 L)
 	struct lmt_newvm *n;
 	__u64 g = 0, gw[2] = {};
 
-	if (!L || !(pr = bpf_map_lookup_elem(&procs, &tgid)))
+	/* Once tracing stops, a new VM is none of our business: above all,
+	 * its process is not stopped. */
+	if (!L || stop || !(pr = bpf_map_lookup_elem(&procs, &tgid)))
 		return 0;
 	n = bpf_ringbuf_reserve(&rb, sizeof(*n), 0);
 	if (!n)
