@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make bench: what luamemtrace costs the traced process, against the same
 # workload untraced and against the floor (the same probes running BPF
-# programs that do nothing). Allocation-bound LuaJIT workloads, JIT on and
-# off, modes interleaved and repeated; medians. Then the decoder's speed.
+# programs that do nothing, sleepable like luamemtrace's: the cheapest kind).
+# Allocation-bound LuaJIT workloads, JIT on and off, modes interleaved and
+# repeated; medians. Then the decoder's speed.
 #
 # Per workload and mode: us per allocator call (the workload's own loop CPU
 # time, which includes the uprobe time spent in its context, divided by the
