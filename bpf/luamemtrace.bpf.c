@@ -446,18 +446,22 @@ static __always_inline void flush_locked(struct ctx *c, struct lmt_slot *sl)
 	else
 		c->st->events += n;
 	sl->len = sizeof(struct lmt_batch);
-	sl->gen++;
 }
 
-/* The same, before a record that must not overtake the batch. */
-static __always_inline void flush(struct ctx *c)
+/* The same, taking the lock; a busy slot is being sent by its holder. */
+static __always_inline void flush_slot(struct ctx *c, struct lmt_slot *sl)
 {
-	struct lmt_slot *sl = c->sl;
-
-	if (!sl || sl->len <= sizeof(struct lmt_batch) || slot_lock(sl))
+	if (sl->len <= sizeof(struct lmt_batch) || slot_lock(sl))
 		return;
 	flush_locked(c, sl);
 	slot_unlock(sl);
+}
+
+/* The VM's batch, before a record that must not overtake it. */
+static __always_inline void flush(struct ctx *c)
+{
+	if (c->sl)
+		flush_slot(c, c->sl);
 }
 
 /* Batching ends (a second VM): every batch goes now, ahead of any event
@@ -466,10 +470,8 @@ static long unbatch_one(__u32 i, void *arg)
 {
 	struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &i);
 
-	if (sl && sl->len > sizeof(struct lmt_batch) && !slot_lock(sl)) {
-		flush_locked(arg, sl);
-		slot_unlock(sl);
-	}
+	if (sl)
+		flush_slot(arg, sl);
 	return 0;
 }
 
@@ -1066,13 +1068,10 @@ static __always_inline const struct lmt_vm *vm_of(struct ctx *c, __u64 ud,
 	sl = bpf_map_lookup_elem(&slots, &c->si);
 	if (sl && sl->live && sl->ud == ud) {
 		c->tgid = sl->tgid;
-		if (!multi) {
+		if (!multi)
 			c->sl = sl;
-		} else if (sl->len > sizeof(struct lmt_batch) && !slot_lock(sl)) {
-			/* No more batching: what is batched goes first. */
-			flush_locked(c, sl);
-			slot_unlock(sl);
-		}
+		else /* No more batching: what is batched goes first. */
+			flush_slot(c, sl);
 		if (!c->sl)
 			*id = bpf_get_current_pid_tgid();
 		return &sl->vm;
@@ -1346,10 +1345,7 @@ int BPF_KPROBE(close_enter, __u64 L)
 		c.pc = bpf_map_lookup_elem(&stats, &zero);
 		if (c.pc && sl && sl->live && sl->tgid == vk->tgid && sl->ud == vk->ud) {
 			c.st = &c.pc->st;
-			if (!slot_lock(sl)) {
-				flush_locked(&c, sl);
-				slot_unlock(sl);
-			}
+			flush_slot(&c, sl);
 			sl->live = 0;
 		}
 	}

@@ -112,8 +112,7 @@ struct lmt_slot {
 	__u64 ud;
 	struct lmt_vm vm;
 	__u32 len;  /* bytes used in buf */
-	__u32 busy; /* lock of len, gen and buf */
-	__u64 gen;  /* batches sent */
+	__u32 busy; /* lock of len and buf */
 	__u8 buf[LMT_SBUF + 64]; /* + 64: a masked offset below LMT_SBUF
 				  * plus a record stays in bounds */
 };

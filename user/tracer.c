@@ -624,7 +624,6 @@ static void unbatch(struct tr *t)
 		if (s->len > sizeof(struct lmt_batch) && s->len < LMT_SBUF)
 			on_batch(t, s->buf, s->len);
 		s->len = sizeof(struct lmt_batch);
-		s->gen++;
 		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
 	}
 }
