@@ -3,6 +3,10 @@
 
 load helpers
 
+teardown() {
+	kill_jobs
+}
+
 setup() {
 	T="$BATS_TEST_TMPDIR"
 }
@@ -18,7 +22,7 @@ one_line() {
 }
 
 @test "a PID that runs no LuaJIT VM" {
-	sleep 30 &
+	sleep 30 3>&- &
 	local pid=$!
 	run "$LMT" -p "$pid" -o "$T/x.bin"
 	kill "$pid"
@@ -28,7 +32,7 @@ one_line() {
 }
 
 @test "an unrecognised LuaJIT layout says what was found" {
-	luajit -e 'while true do end' &
+	luajit -e 'while true do end' 3>&- &
 	local pid=$!
 	sleep 0.3
 	run "$LMT" -p "$pid" --variant "OpenResty LuaJIT 2.1 GC64" -o "$T/x.bin"
@@ -41,7 +45,7 @@ one_line() {
 
 @test "not root, no capabilities" {
 	command -v setpriv
-	luajit -e 'while true do end' &
+	luajit -e 'while true do end' 3>&- &
 	local pid=$!
 	run setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all \
 		"$LMT" -p "$pid" -o /tmp/lmt-nobody.bin
@@ -73,7 +77,7 @@ one_line() {
 }
 
 @test "output not writable" {
-	luajit -e 'while true do end' &
+	luajit -e 'while true do end' 3>&- &
 	local pid=$!
 	run "$LMT" -p "$pid" -o /nonexistent/dir/x.bin
 	kill "$pid"

@@ -28,6 +28,16 @@ wait_for() {
 	return 1
 }
 
+# Background jobs close bats' fd 3 (3>&-): one left running by a failed
+# test would otherwise hold the suite open forever. teardown kills them.
+kill_jobs() {
+	local p
+	for p in $(jobs -p); do
+		kill -9 "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+}
+
 # No uprobe-backed perf event with a BPF program is left on the system
 # by luamemtrace (bpftool lists the live ones).
 no_probes_left() {
@@ -40,11 +50,11 @@ no_probes_left() {
 attach_waiting() {
 	cd "$LUA_DIR"
 	mkfifo "$T/in"
-	luajit wait.lua < "$T/in" > "$T/out" &
+	luajit wait.lua < "$T/in" > "$T/out" 3>&- &
 	PID=$!
 	exec 8> "$T/in"
 	wait_for "$T/out" ready
-	"$LMT" -p "$PID" -o "$1" 2> "$T/err" &
+	"$LMT" -p "$PID" -o "$1" 2> "$T/err" 3>&- &
 	TPID=$!
 	wait_for "$T/err" "tracing PID $PID"
 }

@@ -4,6 +4,10 @@
 
 load helpers
 
+teardown() {
+	kill_jobs
+}
+
 setup() {
 	T="$BATS_TEST_TMPDIR"
 }
@@ -79,7 +83,7 @@ setup() {
 }
 
 @test "-p with -d: stops after the duration, target unharmed" {
-	luajit -e 'jit.off() local t = 0 while true do t = {} end' &
+	luajit -e 'jit.off() local t = 0 while true do t = {} end' 3>&- &
 	local pid=$!
 	sleep 0.3
 	run "$LMT" -p "$pid" -d 0.5 -o "$T/d.bin"
@@ -204,10 +208,10 @@ setup() {
 }
 
 @test "a lossy trace says so: summary and exit status 3" {
-	luajit -e 'jit.off() local t while true do t = {} end' &
+	luajit -e 'jit.off() local t while true do t = {} end' 3>&- &
 	local pid=$!
 	sleep 0.2
-	"$LMT" -p "$pid" -b 1 -o "$T/l.bin" 2> "$T/err" &
+	"$LMT" -p "$pid" -b 1 -o "$T/l.bin" 2> "$T/err" 3>&- &
 	local tpid=$!
 	wait_for "$T/err" "tracing PID $pid"
 	# a stopped consumer lets the 1 MiB ring buffer overflow
