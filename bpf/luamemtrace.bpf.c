@@ -407,7 +407,8 @@ static __noinline long rdks(__u64 *dst, __u64 src)
 	return n;
 }
 
-/* sz is a constant at every call: 1, 2, 4 or a multiple of 8. */
+/* A read of a constant size up to RDK_MAX (1, 2, 4 or a multiple of 8)
+ * goes through rdk; a larger or variable one lands where dst is. */
 static __always_inline int rd(struct ctx *c, void *dst, __u32 sz, __u64 src)
 {
 	long r;
