@@ -3,10 +3,6 @@
 
 load helpers
 
-teardown() {
-	kill_jobs
-}
-
 setup() {
 	T="$BATS_TEST_TMPDIR"
 }

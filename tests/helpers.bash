@@ -29,8 +29,9 @@ wait_for() {
 }
 
 # Background jobs close bats' fd 3 (3>&-): one left running by a failed
-# test would otherwise hold the suite open forever. teardown kills them.
-kill_jobs() {
+# test would otherwise hold the suite open forever. Every suite's teardown
+# kills what a test left running.
+teardown() {
 	local p
 	for p in $(jobs -p); do
 		kill -9 "$p" 2>/dev/null || true

@@ -4,10 +4,6 @@
 
 load helpers
 
-teardown() {
-	kill_jobs
-}
-
 setup() {
 	T="$BATS_TEST_TMPDIR"
 }
