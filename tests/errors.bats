@@ -109,6 +109,9 @@ one_line() {
 	run "$LMT" --variant nope -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
 	[ "$output" = "luamemtrace: unknown variant 'nope' (see --list-variants) (luamemtrace --help)" ]
+	run "$LMT" --ab --floor -p 1 -o "$T/x.bin"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: --ab already alternates with the floor: not with --floor (luamemtrace --help)" ]
 }
 
 @test "a command that does not exist" {

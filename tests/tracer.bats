@@ -266,3 +266,18 @@ setup() {
 	# all the churned tables were freed: nothing of line 3 or 4 is live
 	! grep -q '^@two_churn.lua:[34] ' "$T/two.txt"
 }
+
+@test "--ab: the switch allocation turns tracing off and on, exactly" {
+	cd "$LUA_DIR"
+	run "$LMT" -q --ab -o "$T/ab.bin" -- luajit ab.lua
+	[ "$status" -eq 0 ]
+	[ "$output" = "ab.lua done" ]
+	"$LMT" report "$T/ab.bin" > "$T/ab.txt"
+	[ "$(counts ALLOCATIONS @ab.lua:5 "$T/ab.txt")" = "1" ]
+	[ "$(counts ALLOCATIONS @ab.lua:6 "$T/ab.txt")" = "" ]
+	[ "$(counts ALLOCATIONS @ab.lua:7 "$T/ab.txt")" = "1" ]
+	grep -q '^@ab.lua:7: 1 events	+799936B	-0B$' "$T/ab.txt"
+	[ "$(counts ALLOCATIONS @ab.lua:8 "$T/ab.txt")" = "7" ]
+	[ "$(counts ALLOCATIONS @ab.lua:9 "$T/ab.txt")" = "1" ]
+	[ "$(counts ALLOCATIONS @ab.lua:10 "$T/ab.txt")" = "" ]
+}

@@ -31,6 +31,9 @@ static const char usage[] =
 	"      --list-variants    print the LuaJIT layouts luamemtrace knows\n"
 	"      --probes MODE      auto (default), single or entry: where to probe\n"
 	"      --floor            attach do-nothing programs (benchmark floor)\n"
+	"      --ab               benchmark: each allocation of 799936 bytes (the\n"
+	"                         array of table.new(99991, 0)) switches between\n"
+	"                         doing nothing and tracing (the first one: nothing)\n"
 	"  -q, --quiet            no summary\n"
 	"  -v, --verbose          say where probes go and what was found\n"
 	"  -h, --help             this text\n"
@@ -62,7 +65,7 @@ static int parse_num(const char *s, double lo, double hi, double *out)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR };
+	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -73,6 +76,7 @@ int main(int argc, char **argv)
 		{ "list-variants", no_argument, NULL, OPT_LIST },
 		{ "probes", required_argument, NULL, OPT_PROBES },
 		{ "floor", no_argument, NULL, OPT_FLOOR },
+		{ "ab", no_argument, NULL, OPT_AB },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -141,6 +145,9 @@ int main(int argc, char **argv)
 		case OPT_FLOOR:
 			o.floor = 1;
 			break;
+		case OPT_AB:
+			o.ab = 1;
+			break;
 		case 'q':
 			o.quiet = 1;
 			break;
@@ -171,5 +178,8 @@ int main(int argc, char **argv)
 					       "nothing to trace: give -p PID or -- COMMAND");
 	if (!o.out)
 		return bad_usage("%s", "no output: give -o FILE");
+	if (o.ab && o.floor)
+		return bad_usage("%s", "--ab already alternates with the floor: "
+				       "not with --floor");
 	return trace_run(&o);
 }

@@ -1057,6 +1057,7 @@ int trace_run(const struct topts *o)
 			      (uint64_t)(ncpu > 0 ? ncpu : 1);
 		t.skel->rodata->wakeup_bytes = wb < 4096 ? 4096 : wb;
 	}
+	t.skel->rodata->ab = (uint8_t)o->ab;
 	if (luamemtrace_bpf__load(t.skel)) {
 		err1("cannot load the BPF programs: %s (LMT_LIBBPF_DEBUG=1 shows "
 		     "the verifier log)", strerror(errno));

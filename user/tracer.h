@@ -27,6 +27,8 @@ struct topts {
 	unsigned long rb_bytes;
 	enum probe_mode probes;
 	int floor;   /* attach empty programs (benchmark floor), write no events */
+	int ab;      /* benchmark: LMT_AB_MARK allocations switch to the floor
+		      * and back */
 	int verbose;
 	int quiet;   /* no summary */
 	int top;     /* allocation sites in the summary */

@@ -1,7 +1,8 @@
 -- A realistic mix: parse a request into a table, render it back through a
 -- sorted buffer, keep a bounded cache.
+-- Usage: luajit mixed.lua N on|off [PAIRS] (see timing.lua)
 if arg[2] == "off" then jit.off() end
-local N = tonumber(arg[1])
+local run = dofile((arg[0]:match("^(.*/)") or "./") .. "timing.lua")
 local cache, ncache = {}, 0
 
 local function parse(req)
@@ -17,11 +18,15 @@ local function render(t)
   return table.concat(parts, ",")
 end
 
-local t0 = os.clock()
-for i = 1, N do
-  local req = "user=u" .. (i % 500) .. "&page=p" .. i .. "&lang=en"
-  cache[req] = render(parse(req))
-  ncache = ncache + 1
-  if ncache == 1000 then cache, ncache = {}, 0 end
+local i0 = 0
+local function loop(n)
+  for i = i0 + 1, i0 + n do
+    local req = "user=u" .. (i % 500) .. "&page=p" .. i .. "&lang=en"
+    cache[req] = render(parse(req))
+    ncache = ncache + 1
+    if ncache == 1000 then cache, ncache = {}, 0 end
+  end
+  i0 = i0 + n
 end
-print(string.format("%.6f", os.clock() - t0))
+
+run(loop, tonumber(arg[1]), tonumber(arg[3]))

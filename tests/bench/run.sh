@@ -49,6 +49,19 @@ run_one() { # workload jit mode -> appends "secs events lost reads cns" to $TMP/
 }
 
 WORKLOADS=(churn strings mixed)
+# Paired: the floor and devnull alternate in one process (luamemtrace --ab,
+# tests/bench/timing.lua), PAIRS pairs of runs of 1/10 of the iterations.
+PAIRS=${BENCH_PAIRS:-10}
+run_ab() { # workload jit -> appends one ratio per pair to $TMP/w.j.ab
+	local w=$1 j=$2 n=$((${ITERS[$1]} / 10)) out
+	out=$($LMT -t 0 --ab -o /dev/null -- luajit "tests/bench/$w.lua" "$n" "$j" "$PAIRS" 2> "$TMP/err")
+	# runs 1, 3, ... are the floor, 2, 4, ... traced; 1 and 2 warm up.
+	# Each traced run against the mean of the floor runs around it.
+	tail -1 <<< "$out" | awk '{for (c = 4; c <= NF; c += 2) {
+		f = c < NF ? ($(c - 1) + $(c + 1)) / 2 : $(c - 1)
+		if (f > 0) print $c / f }}' >> "$TMP/$w.$j.ab"
+	grep -q '^  lost:    0 events' "$TMP/err" || echo "bench: --ab run of $w (jit $j) lost events" >&2
+}
 echo "luamemtrace bench: iterations per run: churn ${ITERS[churn]}, strings ${ITERS[strings]}, mixed ${ITERS[mixed]} (naive: 1/20), $REPS repetitions, medians"
 for r in $(seq 1 "$REPS"); do
 	for w in "${WORKLOADS[@]}"; do
@@ -58,6 +71,7 @@ for r in $(seq 1 "$REPS"); do
 				m=${MODES[$(((k + r) % ${#MODES[@]}))]}
 				run_one "$w" "$j" "$m"
 			done
+			run_ab "$w" "$j"
 		done
 	done
 done
@@ -84,6 +98,7 @@ for w in "${WORKLOADS[@]}"; do
 				"$([ "$evs" = nan ] && echo - || printf '%.0f' "$evs")" \
 				"$(col 3 "$f")" "$(col 4 "$f")" "$(col 5 "$f")"
 		done
+		echo "paired in one process: devnull $(median < "$TMP/$w.$j.ab" | awk '{printf "%.2f", $1}')x the floor (median of $(wc -l < "$TMP/$w.$j.ab") pairs of runs of $((${ITERS[$w]} / 10)) iterations, alternating)"
 		r1=$(ratio "$TMP/$w.$j.floor" "$TMP/$w.$j.floor-1ret")
 		echo "floor without a return probe for frees: $(awk -v r="$r1" 'BEGIN {printf "%.1f", (1 - r) * 100}')% fewer ns per call than with one return probe per call"
 	done
