@@ -9,7 +9,10 @@
 # time, which includes the uprobe time spent in its context, divided by the
 # allocator calls the tracer counted), ratios to untraced and to the floor
 # (per repetition, then the median), events/s, lost events, BPF user-memory
-# reads per event, consumer CPU per event.
+# reads per event, consumer CPU per event. And the ratio to the floor paired
+# in one process (luamemtrace --ab, tests/bench/timing.lua): runs of a tenth
+# of the iterations alternate between the floor and tracing, which cancels
+# the host noise that moves whole runs; the median over all pairs.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 LMT=./luamemtrace
@@ -98,7 +101,10 @@ for w in "${WORKLOADS[@]}"; do
 				"$([ "$evs" = nan ] && echo - || printf '%.0f' "$evs")" \
 				"$(col 3 "$f")" "$(col 4 "$f")" "$(col 5 "$f")"
 		done
-		echo "paired in one process: devnull $(median < "$TMP/$w.$j.ab" | awk '{printf "%.2f", $1}')x the floor (median of $(wc -l < "$TMP/$w.$j.ab") pairs of runs of $((${ITERS[$w]} / 10)) iterations, alternating)"
+		sort -g "$TMP/$w.$j.ab" | awk -v it=$((${ITERS[$w]} / 10)) '{a[NR] = $1} END {
+			if (!NR) { print "paired in one process: no result"; exit }
+			printf "paired in one process: devnull %.2fx the floor (median of %d pairs of runs of %d iterations; middle half %.2f-%.2f)\n",
+				a[int((NR + 1) / 2)], NR, it, a[int(NR / 4) + 1], a[int(3 * NR / 4)] }'
 		r1=$(ratio "$TMP/$w.$j.floor" "$TMP/$w.$j.floor-1ret")
 		echo "floor without a return probe for frees: $(awk -v r="$r1" 'BEGIN {printf "%.1f", (1 - r) * 100}')% fewer ns per call than with one return probe per call"
 	done
