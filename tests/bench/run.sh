@@ -55,15 +55,16 @@ WORKLOADS=(churn strings mixed)
 # Paired: the floor and devnull alternate in one process (luamemtrace --ab,
 # tests/bench/timing.lua), PAIRS pairs of runs of 1/10 of the iterations.
 PAIRS=${BENCH_PAIRS:-10}
-run_ab() { # workload jit -> appends one ratio per pair to $TMP/w.j.ab
-	local w=$1 j=$2 n=$((${ITERS[$1]} / 10)) out
-	out=$($LMT -t 0 --ab -o /dev/null -- luajit "tests/bench/$w.lua" "$n" "$j" "$PAIRS" 2> "$TMP/err")
+run_ab() { # workload jit mode -> appends one ratio per pair to $TMP/w.j.mode
+	local w=$1 j=$2 n=$((${ITERS[$1]} / 10)) o=/dev/null out
+	[ "$3" = file-ab ] && o=$TMP/bench.bin
+	out=$($LMT -t 0 --ab -o "$o" -- luajit "tests/bench/$w.lua" "$n" "$j" "$PAIRS" 2> "$TMP/err")
 	# runs 1, 3, ... are the floor, 2, 4, ... traced; 1 and 2 warm up.
 	# Each traced run against the mean of the floor runs around it.
 	tail -1 <<< "$out" | awk '{for (c = 4; c <= NF; c += 2) {
 		f = c < NF ? ($(c - 1) + $(c + 1)) / 2 : $(c - 1)
-		if (f > 0) print $c / f }}' >> "$TMP/$w.$j.ab"
-	grep -q '^  lost:    0 events' "$TMP/err" || echo "bench: --ab run of $w (jit $j) lost events" >&2
+		if (f > 0) print $c / f }}' >> "$TMP/$w.$j.$3"
+	grep -q '^  lost:    0 events' "$TMP/err" || echo "bench: --ab run of $w (jit $j, $3) lost events" >&2
 }
 echo "luamemtrace bench: iterations per run: churn ${ITERS[churn]}, strings ${ITERS[strings]}, mixed ${ITERS[mixed]} (naive: 1/20), $REPS repetitions, medians"
 for r in $(seq 1 "$REPS"); do
@@ -74,7 +75,8 @@ for r in $(seq 1 "$REPS"); do
 				m=${MODES[$(((k + r) % ${#MODES[@]}))]}
 				run_one "$w" "$j" "$m"
 			done
-			run_ab "$w" "$j"
+			run_ab "$w" "$j" devnull-ab
+			run_ab "$w" "$j" file-ab
 		done
 	done
 done
@@ -101,10 +103,12 @@ for w in "${WORKLOADS[@]}"; do
 				"$([ "$evs" = nan ] && echo - || printf '%.0f' "$evs")" \
 				"$(col 3 "$f")" "$(col 4 "$f")" "$(col 5 "$f")"
 		done
-		sort -g "$TMP/$w.$j.ab" | awk -v it=$((${ITERS[$w]} / 10)) '{a[NR] = $1} END {
-			if (!NR) { print "paired in one process: no result"; exit }
-			printf "paired in one process: devnull %.2fx the floor (median of %d pairs of runs of %d iterations; middle half %.2f-%.2f)\n",
-				a[int((NR + 1) / 2)], NR, it, a[int(NR / 4) + 1], a[int(3 * NR / 4)] }'
+		for m in devnull file; do
+			sort -g "$TMP/$w.$j.$m-ab" | awk -v m=$m -v it=$((${ITERS[$w]} / 10)) '{a[NR] = $1} END {
+				if (!NR) { print "paired in one process: " m ": no result"; exit }
+				printf "paired in one process: %-7s %.2fx the floor (median of %d pairs of runs of %d iterations; middle half %.2f-%.2f)\n",
+					m, a[int((NR + 1) / 2)], NR, it, a[int(NR / 4) + 1], a[int(3 * NR / 4)] }'
+		done
 		r1=$(ratio "$TMP/$w.$j.floor" "$TMP/$w.$j.floor-1ret")
 		echo "floor without a return probe for frees: $(awk -v r="$r1" 'BEGIN {printf "%.1f", (1 - r) * 100}')% fewer ns per call than with one return probe per call"
 	done
