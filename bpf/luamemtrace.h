@@ -23,9 +23,9 @@ enum lmt_vmst {
 
 /* --ab (benchmark): the allocation size that switches between tracing and
  * the floor. LuaJIT allocates exactly this for the array part of
- * require("table.new")(99991, 0) (99992 slots, with slot 0), and nothing in
- * a bench workload otherwise. */
-#define LMT_AB_MARK (99992 * 8)
+ * require("table.new")(99991, 0) (99992 slots of 8 bytes, with slot 0), and
+ * nothing in a bench workload otherwise. */
+#define LMT_AB_MARK 799936
 
 /* Offsets (bytes) into LuaJIT's structures for one build variant. */
 struct lj_layout {

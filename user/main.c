@@ -12,6 +12,9 @@
 
 #define VERSION "0.1.0"
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const char usage[] =
 	"Usage: luamemtrace -p PID -o FILE [options]\n"
 	"       luamemtrace -o FILE [options] -- COMMAND [ARG...]\n"
@@ -31,7 +34,7 @@ static const char usage[] =
 	"      --list-variants    print the LuaJIT layouts luamemtrace knows\n"
 	"      --probes MODE      auto (default), single or entry: where to probe\n"
 	"      --floor            attach do-nothing programs (benchmark floor)\n"
-	"      --ab               benchmark: each allocation of 799936 bytes (the\n"
+	"      --ab               benchmark: each allocation of " STR(LMT_AB_MARK) " bytes (the\n"
 	"                         array of table.new(99991, 0)) switches between\n"
 	"                         doing nothing and tracing (the first one: nothing)\n"
 	"  -q, --quiet            no summary\n"

@@ -52,8 +52,9 @@ run_one() { # workload jit mode -> appends "secs events lost reads cns" to $TMP/
 }
 
 WORKLOADS=(churn strings mixed)
-# Paired: the floor and devnull alternate in one process (luamemtrace --ab,
-# tests/bench/timing.lua), PAIRS pairs of runs of 1/10 of the iterations.
+# Paired: the floor and luamemtrace (writing /dev/null or a file) alternate
+# in one process (luamemtrace --ab, tests/bench/timing.lua), PAIRS pairs of
+# runs of 1/10 of the iterations.
 PAIRS=${BENCH_PAIRS:-10}
 run_ab() { # workload jit mode -> appends one ratio per pair to $TMP/w.j.mode
 	local w=$1 j=$2 n=$((${ITERS[$1]} / 10)) o=/dev/null out
