@@ -931,6 +931,165 @@ static __always_inline int charge_lua(struct ctx *c, const struct lmt_vm *vm,
 	return 0;
 }
 
+/* The reads that find an event's frame: the GG_State window (vmstate,
+ * cur_L and the main lua_State's fields), a coroutine's fields when cur_L
+ * is one, and in the interpreter the PC saved in its C frame. gread_body
+ * does them into b and leaves what attribution needs in q.
+ *
+ * Where b is decides what they cost (see rdk): ~55 ns less per read on the
+ * kernel stack than in a map value or the JIT's private stack, which a
+ * subprogram with 64 bytes of stack or more gets. The verifier keeps every
+ * subprogram that can run as an async callback on the kernel stack, so
+ * gread_k, whose frame holds the window, is also made the callback of a
+ * task work that is never scheduled (gread): a kernel-stack window where
+ * the kernel has task works (6.18+). Elsewhere alloc_enter_compat reads
+ * into the per-CPU scratch. q is all the subprogram sees (as a callback it
+ * gets a map value), so the layout offsets it needs travel in it. */
+struct gq {
+	struct bpf_task_work tw; /* gread_k as a callback: never scheduled */
+	/* in */
+	__u64 gg;    /* GG_State: the main lua_State */
+	__u64 ptr;   /* the block: a Lua stack being resized is the VM's */
+	__u16 off;   /* the window: from gg + off (L_base) */
+	__u16 n;     /* its bytes */
+	__u16 vms;   /* vmstate in the window */
+	__u16 curl;  /* cur_L in the window */
+	__u16 stk, cf; /* L_stack, L_cframe from L_base */
+	__u16 cfpc;  /* the saved PC in a C frame */
+	__u8 gc64, nvmst;
+	__u8 vmst[LMT_VMST_MAX];
+	/* out */
+	__u8 got;    /* GQ_* */
+	__u8 reads, errs, pad;
+	__s32 vmstate;
+	__u64 L, base, stack, cfa, spc;
+};
+
+#define GQ_L 1  /* L, base, stack, cfa */
+#define GQ_PC 2 /* spc: the interpreter's saved PC */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gq);
+} gqs SEC(".maps");
+
+extern int bpf_task_work_schedule_signal_impl(struct task_struct *task,
+					      struct bpf_task_work *tw,
+					      void *map__map,
+					      bpf_task_work_callback_t callback,
+					      void *aux__prog) __ksym __weak;
+
+__u32 never; /* nobody sets it (gread) */
+
+static __always_inline __u64 gq_u64(const __u8 *b, __u64 o)
+{
+	return *(const __u64 *)(b + o);
+}
+
+/* Returns -1 if the window could not be read; later reads that fail
+ * leave their GQ_ bit clear. b holds LMT_GWIN bytes. */
+static __always_inline long gread_body(struct gq *q, __u8 *b)
+{
+	__u64 n = q->n, o, L, cfa;
+	__u32 idx;
+	__u8 kind;
+
+	q->got = 0;
+	q->reads = 1;
+	q->errs = 0;
+	asm volatile("" : "+r"(n)); /* the bound below on the size read */
+	if (n > LMT_GWIN || n < 8)
+		return -1;
+	if (bpf_probe_read_user(b, n, (const void *)(q->gg + q->off))) {
+		q->errs = 1;
+		return -1;
+	}
+	o = q->vms & ~3ULL; /* aligned: lmt_gwin_fits */
+	asm volatile("" : "+r"(o));
+	if (o > LMT_GWIN - 4)
+		return -1;
+	q->vmstate = *(__s32 *)(b + o);
+	/* The frame only where attribution will want it (vmst_kind). */
+	idx = ~(__u32)q->vmstate;
+	if (q->vmstate >= 1 || idx >= q->nvmst || idx >= LMT_VMST_MAX)
+		return 0;
+	kind = q->vmst[idx & (LMT_VMST_MAX - 1)];
+	if (kind != LMT_VMST_FRAME && kind != LMT_VMST_INTERP)
+		return 0;
+	o = q->curl & ~7ULL;
+	asm volatile("" : "+r"(o));
+	if (o > LMT_GWIN - 8)
+		return -1;
+	L = gq_u64(b, o);
+	if (!q->gc64)
+		L &= 0xffffffffULL;
+	if (!L)
+		return 0;
+	/* base, stack and cframe sit within 64 bytes of base: for the main
+	 * lua_State they are the window's head already. */
+	if (L != q->gg) {
+		q->reads++;
+		if (bpf_probe_read_user(b, 64, (const void *)(L + q->off))) {
+			q->errs++;
+			return 0;
+		}
+	}
+	q->L = L;
+	q->base = gq_u64(b, 0);
+	q->stack = gq_u64(b, q->stk & 56);
+	if (!q->gc64)
+		q->stack &= 0xffffffffULL;
+	cfa = gq_u64(b, q->cf & 56) & ~3ULL;
+	q->cfa = cfa;
+	q->got = GQ_L;
+	if (kind != LMT_VMST_INTERP || !cfa || (q->ptr && q->ptr == q->stack))
+		return 0;
+	q->reads++;
+	if (bpf_probe_read_user(b, 8, (const void *)(cfa + q->cfpc))) {
+		q->errs++;
+		return 0;
+	}
+	q->spc = gq_u64(b, 0);
+	q->got |= GQ_PC;
+	return 0;
+}
+
+static __noinline long gread_k(struct bpf_map *map, void *key, struct gq *q)
+{
+	__u8 b[LMT_GWIN];
+
+	if (!q)
+		return 0;
+	return gread_body(q, b);
+}
+
+static __always_inline long gread(struct ctx *c, struct gq *q, const int kst)
+{
+	long r;
+
+	if (kst) {
+		/* Never true: makes gread_k an async callback (see struct gq). */
+		if (never == 0x6e657665) {
+			__u32 zero = 0;
+			struct gq *v = bpf_map_lookup_elem(&gqs, &zero);
+
+			if (v)
+				bpf_task_work_schedule_signal_impl(
+					bpf_get_current_task_btf(), &v->tw, &gqs,
+					(bpf_task_work_callback_t)gread_k, NULL);
+		}
+		r = gread_k(NULL, NULL, q);
+	} else {
+		r = gread_body(q, c->pc->gw);
+	}
+	c->reads += q->reads;
+	if (q->errs && c->st)
+		c->st->read_errs += q->errs;
+	return r;
+}
+
 /* How an event in this vmstate is charged: events in a trace, or in a VM
  * state charged to the VM itself, are done here (LMT_VMST_INTERNAL); the
  * others need the frame (LMT_VMST_FRAME or LMT_VMST_INTERP). */
@@ -956,13 +1115,13 @@ static __always_inline __u8 vmst_kind(struct ctx *c, const struct lmt_vm *vm,
 
 /* The in-VM profiler's rules, on a stock VM (see memprof-format.md, 5). */
 static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
-				      __u64 ptr, struct lmt_event *e)
+				      __u64 ptr, struct lmt_event *e,
+				      const int kst)
 {
 	const struct lj_layout *lay = &vm->lay;
-	__u8 *w = c->pc->w, *gw = c->pc->gw;
 	__u64 gg, L, base, stack, cf, fn, link, fr[2], ins = 0, spc = 0;
-	__u32 gn;
 	struct fninfo fi, pfi;
+	struct gq q;
 	__s32 vmstate;
 	__u8 kind, interp, *wide;
 
@@ -983,33 +1142,35 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 		*wide = 1;
 	}
 	/* vmstate, cur_L and, for the main lua_State, its fields in one
-	 * read (lmt_gwin_fits), up to cur_L and no further. */
+	 * read (lmt_gwin_fits), up to cur_L and no further; then what the
+	 * frame needs of them (gread). */
 	gg = vm->g - lay->gg_g;
-	gn = lay->gg_g + lay->g_cur_L + 8 - lay->L_base;
-	if (gn > LMT_GWIN || gn < 8)
+	q.gg = gg;
+	q.ptr = ptr;
+	q.off = lay->L_base;
+	q.n = lay->gg_g + lay->g_cur_L + 8 - lay->L_base;
+	q.vms = lay->gg_g + lay->g_vmstate - lay->L_base;
+	q.curl = lay->gg_g + lay->g_cur_L - lay->L_base;
+	q.stk = lay->L_stack - lay->L_base;
+	q.cf = lay->L_cframe - lay->L_base;
+	q.cfpc = lay->cf_pc;
+	q.gc64 = lay->gc64;
+	q.nvmst = lay->nvmst;
+	__builtin_memcpy(q.vmst, lay->vmst, sizeof(q.vmst));
+	if (gread(c, &q, kst))
 		return;
-	if (rd(c, gw, gn, gg + lay->L_base))
-		return;
-	vmstate = *(__s32 *)(gw + ((lay->gg_g + lay->g_vmstate - lay->L_base) &
-				   (LMT_GWIN - 4)));
-	kind = vmst_kind(c, vm, vmstate, e);
+	kind = vmst_kind(c, vm, q.vmstate, e);
 	if (kind == LMT_VMST_INTERNAL) {
 		*wide = 0;
 		return;
 	}
 	interp = kind == LMT_VMST_INTERP;
-	L = ref(lay, *(__u64 *)(gw + ((lay->gg_g + lay->g_cur_L - lay->L_base) &
-				      (LMT_GWIN - 8))));
-	if (!L)
+	if (!(q.got & GQ_L))
 		return;
-	/* base, stack and cframe sit within 64 bytes of base in lua_State. */
-	if (L == gg)
-		w = gw;
-	else if (rd(c, w, 64, L + lay->L_base))
-		return;
-	base = F64(w, 0);
-	stack = ref(lay, F64(w, lay->L_stack - lay->L_base));
-	cf = F64(w, lay->L_cframe - lay->L_base) & ~3ULL;
+	L = q.L;
+	base = q.base;
+	stack = q.stack;
+	cf = q.cfa;
 	/* Growing or shrinking a Lua stack is charged to the VM, as the
 	 * in-VM profiler does (resizestack runs in INTERP there). */
 	if (ptr && ptr == stack)
@@ -1017,10 +1178,11 @@ static __always_inline void attribute(struct ctx *c, const struct lmt_vm *vm,
 	/* The interpreter: what it saved as its PC may name the prototype
 	 * without a look at the frame (struct pcc). */
 	if (interp && cf) {
+		if (!(q.got & GQ_PC))
+			return;
 		/* lua_cpcall's frame saves its L as the PC, and a frame's
 		 * saved L is the lua_State it runs. */
-		if (rd(c, &spc, 8, cf + lay->cf_pc))
-			return;
+		spc = q.spc;
 		if (!spc || spc == L || (spc & 3))
 			spc = 0;
 		else if (!pc_get(c, vm, spc, &fi)) {
@@ -1234,8 +1396,8 @@ static __always_inline void park(struct ctx *c, __u64 ud,
  * program anyway). Their reads stay the non-faulting kind, so they never
  * sleep: per-CPU scratch is as safe as in a non-sleepable program. The
  * floor's programs are sleepable too, so the floor is the cheapest probe. */
-SEC("uprobe.s")
-int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
+static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
+				 __u64 osize, __u64 nsize, const int kst)
 {
 	struct ctx c = { .regs = ctx };
 	struct lmt_event ev = {};
@@ -1276,7 +1438,7 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	ev.oaddr = ptr;
 	ev.osize = ev.kind == 1 ? 0 : osize;
 	ev.nsize = nsize;
-	attribute(&c, vm, ptr, &ev);
+	attribute(&c, vm, ptr, &ev, kst);
 	/* Prototypes and traces are bigger than their headers: smaller
 	 * blocks, and blocks never announced, need no objs lookup. */
 	if (ev.kind != 1 && (osize > vm->lay.pt_size || osize > vm->lay.T_size) &&
@@ -1288,6 +1450,21 @@ int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 		park(&c, ud, &ev);
 	c.st->reads += c.reads;
 	return 0;
+}
+
+/* The allocator's entry probe: alloc_enter where the kernel keeps gread_k
+ * on its stack, alloc_enter_compat elsewhere (user space loads one). */
+SEC("uprobe.s")
+int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
+{
+	return enter(ctx, ud, ptr, osize, nsize, 1);
+}
+
+SEC("uprobe.s")
+int BPF_KPROBE(alloc_enter_compat, __u64 ud, __u64 ptr, __u64 osize,
+	       __u64 nsize)
+{
+	return enter(ctx, ud, ptr, osize, nsize, 0);
 }
 
 SEC("uretprobe.s")

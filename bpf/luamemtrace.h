@@ -269,8 +269,10 @@ struct lmt_stats {
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space
  * (windows of target structures; too big for the BPF stack). */
 #define LMT_WIN 128
-#define LMT_GWIN 512 /* GG_State from the main lua_State's base field
-			* to g's cur_L (lmt_gwin_fits) */
+#define LMT_GWIN 464 /* GG_State from the main lua_State's base field
+			* to g's cur_L (lmt_gwin_fits): 440 bytes on
+			* Debian's luajit, 456 on luajit2; with the locals
+			* of its reader, under BPF's 512-byte frame */
 struct lmt_percpu {
 	struct lmt_stats st;
 	__u64 unwoken; /* bytes this CPU submitted since it last woke the consumer */

@@ -281,3 +281,19 @@ setup() {
 	[ "$(counts ALLOCATIONS @ab.lua:9 "$T/ab.txt")" = "1" ]
 	[ "$(counts ALLOCATIONS @ab.lua:10 "$T/ab.txt")" = "" ]
 }
+
+@test "both readers (kernel stack, per-CPU scratch) give the same report" {
+	# alloc_enter reads on the kernel stack where the kernel has task
+	# works, alloc_enter_compat into per-CPU scratch elsewhere; coroutines
+	# take the reader's second read (a coroutine's lua_State).
+	cd "$FIXTURES"
+	"$LMT" -v -o "$T/k.bin" -- luajit -joff closures_coroutines.lua > /dev/null 2> "$T/k.err"
+	grep -q "reads land on the kernel stack" "$T/k.err"
+	LMT_COMPAT_READER=1 "$LMT" -v -o "$T/c.bin" -- luajit -joff closures_coroutines.lua > /dev/null 2> "$T/c.err"
+	grep -q "reads land on the per-CPU scratch" "$T/c.err"
+	# C functions' addresses move with ASLR between the two runs.
+	"$LMT" report "$T/k.bin" | sed -E 's/0x[0-9a-f]+//g' > "$T/k.txt"
+	"$LMT" report "$T/c.bin" | sed -E 's/0x[0-9a-f]+//g' > "$T/c.txt"
+	[ "$(counts ALLOCATIONS @closures_coroutines.lua:14 "$T/k.txt")" != "" ]
+	diff "$T/k.txt" "$T/c.txt"
+}

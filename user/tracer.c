@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +48,7 @@ struct allocf {
 struct tr {
 	const struct topts *o;
 	struct luamemtrace_bpf *skel;
+	struct bpf_program *enter; /* alloc_enter or alloc_enter_compat */
 	struct ring_buffer *rb;
 	struct mpw *w;
 	struct report *rep;
@@ -472,10 +474,70 @@ static void detach_all(struct tr *t)
 		bpf_link__destroy(t->links[--t->nlinks]);
 }
 
+/* Does the kernel have task works (6.18+)? Then alloc_enter's reads can
+ * land on its stack (struct gq in bpf/luamemtrace.bpf.c). */
+static int kernel_keeps_callbacks_on_stack(void)
+{
+	struct btf *b;
+	int r;
+
+	/* For tests: the compatible reader on any kernel. */
+	if (getenv("LMT_COMPAT_READER"))
+		return 0;
+	b = btf__load_vmlinux_btf();
+	r = b && btf__find_by_name_kind(b, "bpf_task_work_schedule_signal_impl",
+					BTF_KIND_FUNC) > 0;
+	btf__free(b);
+	return r;
+}
+
+/* Open and load the BPF object with one of the two entry programs: kst,
+ * the one whose reads land on the kernel stack (tried first where the
+ * kernel should take it), or the compatible one. */
+static int open_load(struct tr *t, int kst)
+{
+	const struct topts *o = t->o;
+
+	luamemtrace_bpf__destroy(t->skel);
+	t->skel = luamemtrace_bpf__open();
+	if (!t->skel) {
+		err1("cannot open the BPF object: %s", strerror(errno));
+		return -1;
+	}
+	t->enter = kst ? t->skel->progs.alloc_enter : t->skel->progs.alloc_enter_compat;
+	bpf_program__set_autoload(kst ? t->skel->progs.alloc_enter_compat :
+					t->skel->progs.alloc_enter, false);
+	if (o->rb_bytes)
+		bpf_map__set_max_entries(t->skel->maps.rb, (uint32_t)o->rb_bytes);
+	{
+		/* Each CPU counts its own bytes: wake at 1/16 of the ring in all. */
+		const long ncpu = libbpf_num_possible_cpus();
+		uint64_t wb = bpf_map__max_entries(t->skel->maps.rb) / 16 /
+			      (uint64_t)(ncpu > 0 ? ncpu : 1);
+		t->skel->rodata->wakeup_bytes = wb < 4096 ? 4096 : wb;
+	}
+	t->skel->rodata->ab = (uint8_t)o->ab;
+	if (!luamemtrace_bpf__load(t->skel)) {
+		if (o->verbose)
+			fprintf(stderr, "luamemtrace: reads land on the %s\n",
+				kst ? "kernel stack" : "per-CPU scratch");
+		return 0;
+	}
+	if (kst) {
+		if (o->verbose)
+			fprintf(stderr, "luamemtrace: the kernel-stack reader did not "
+				"load (%s); using the compatible one\n", strerror(errno));
+		return -1;
+	}
+	err1("cannot load the BPF programs: %s (LMT_LIBBPF_DEBUG=1 shows "
+	     "the verifier log)", strerror(errno));
+	return -1;
+}
+
 static int attach_at(struct tr *t, const char *path, uint64_t off, int ret)
 {
 	struct bpf_program *pe = t->o->floor ? t->skel->progs.floor_enter :
-					       t->skel->progs.alloc_enter;
+					       t->enter;
 	struct bpf_program *pr = t->o->floor ? t->skel->progs.floor_return :
 					       t->skel->progs.alloc_return;
 	/* The return probe first, and gone last (links are destroyed in
@@ -966,7 +1028,7 @@ int trace_run(const struct topts *o)
 	struct mpw *w = NULL;
 	struct vmscan scan = { 0 };
 	struct pmaps m = { 0 };
-	int fd = -1, gate = -1, pidfd = -1, rc = LMT_ERR, r;
+	int fd = -1, gate = -1, pidfd = -1, rc = LMT_ERR, r, kst;
 	double t0, deadline = 0, next_scan = 0;
 	struct sigaction sa = { 0 };
 	char exe[PATH_MAX];
@@ -1043,26 +1105,9 @@ int trace_run(const struct topts *o)
 		}
 	}
 
-	t.skel = luamemtrace_bpf__open();
-	if (!t.skel) {
-		err1("cannot open the BPF object: %s", strerror(errno));
+	kst = kernel_keeps_callbacks_on_stack();
+	if (open_load(&t, kst) && (!kst || open_load(&t, 0)))
 		goto out;
-	}
-	if (o->rb_bytes)
-		bpf_map__set_max_entries(t.skel->maps.rb, (uint32_t)o->rb_bytes);
-	{
-		/* Each CPU counts its own bytes: wake at 1/16 of the ring in all. */
-		const long ncpu = libbpf_num_possible_cpus();
-		uint64_t wb = bpf_map__max_entries(t.skel->maps.rb) / 16 /
-			      (uint64_t)(ncpu > 0 ? ncpu : 1);
-		t.skel->rodata->wakeup_bytes = wb < 4096 ? 4096 : wb;
-	}
-	t.skel->rodata->ab = (uint8_t)o->ab;
-	if (luamemtrace_bpf__load(t.skel)) {
-		err1("cannot load the BPF programs: %s (LMT_LIBBPF_DEBUG=1 shows "
-		     "the verifier log)", strerror(errno));
-		goto out;
-	}
 	{
 		/* Array values are 8-byte aligned, so the map is an array of
 		 * struct lmt_slot. */
