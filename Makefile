@@ -65,7 +65,7 @@ unit: $(UNIT_BIN)
 	@bash tests/run-unit.sh $(UNIT_BIN)
 
 bats: luamemtrace
-	@bash tests/run-bats.sh
+	bats tests/*.bats
 
 # The README's test command.
 test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host
