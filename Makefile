@@ -96,8 +96,8 @@ clean:
 	rm -rf $(OUT) luamemtrace
 
 # Test helpers built from tests/ (not installed).
-$(OUT)/mpdump: tests/tools/mpdump.c user/memprof_read.c user/memprof.h user/memprof_read.h | $(OUT)
-	$(CC) $(ALL_CFLAGS) -o $@ tests/tools/mpdump.c user/memprof_read.c
+$(OUT)/mpdump: tests/tools/mpdump.c user/memprof_read.c user/memprof_write.c user/memprof.h user/memprof_read.h user/memprof_write.h | $(OUT)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/tools/mpdump.c user/memprof_read.c user/memprof_write.c
 
 $(OUT)/host: tests/c/host.c | $(OUT)
 	$(CC) $(ALL_CFLAGS) -I/usr/include/luajit-2.1 -o $@ $< -lluajit-5.1 -lpthread

@@ -258,3 +258,13 @@ compare_all() {
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(printf 'HEAP SUMMARY:\nfunction_alias_1:2 holds 5B: 1 allocs, 0 frees\n\nALIASES:\nfunction_alias_1:\n1\t| local x\n2\t| return x')" ]
 }
+
+@test "the writer encodes every in-VM fixture stream again byte for byte (so no event costs more bytes than in-VM)" {
+	local n=0 f
+	for f in "$FIX"/*.bin; do
+		"$BATS_TEST_DIRNAME/../build/mpdump" --rewrite "$f" "$T/rw.bin"
+		cmp "$f" "$T/rw.bin"
+		n=$((n + 1))
+	done
+	[ "$n" -eq 5 ]
+}

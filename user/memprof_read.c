@@ -92,6 +92,13 @@ void mpr_close(struct mpr *r)
 	free(r);
 }
 
+/* Whether the record mpr_next last returned came from the event stream
+ * (a symbol announced among events) rather than the symbol table. */
+int mpr_in_events(const struct mpr *r)
+{
+	return r->state >= ST_EVENTS;
+}
+
 const char *mpr_diag(const struct mpr *r) { return r->diag; }
 uint64_t mpr_offset(const struct mpr *r) { return OFF(r); }
 uint64_t mpr_nsyms(const struct mpr *r) { return r->nsyms; }

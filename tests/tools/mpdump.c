@@ -3,11 +3,50 @@
  *   sym trace NO PROTO LINE           EVENT SRC LOC LINE OADDR OSIZE NADDR NSIZE
  * (EVENT: alloc|free|realloc; SRC: int|lfunc|cfunc|trace; hex addresses).
  * Names are printed raw up to the first newline. Exit 0 only for a
- * complete, well-formed stream. */
+ * complete, well-formed stream.
+ *   mpdump --rewrite IN OUT   decodes IN and encodes every record again
+ *                             with luamemtrace's writer into OUT. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "memprof_read.h"
+#include "memprof_write.h"
+
+static int rewrite(const char *in, const char *out)
+{
+	static struct mpw w;
+	struct mp_sym s;
+	struct mp_event e;
+	struct mpr *r;
+	FILE *f = fopen(in, "rb");
+	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), st;
+
+	if (!f || fd < 0) {
+		fprintf(stderr, "mpdump: cannot open %s or %s\n", in, out);
+		return 2;
+	}
+	r = mpr_open_file(f, in);
+	mpw_init(&w, fd);
+	while ((st = mpr_next(r, &s, &e)) > 0) {
+		if (!w.in_events && mpr_in_events(r))
+			mpw_begin_events(&w);
+		if (st == MPR_SYM)
+			mpw_sym(&w, &s);
+		else
+			mpw_event(&w, &e);
+	}
+	if (!w.in_events)
+		mpw_begin_events(&w);
+	if (st != MPR_END)
+		fprintf(stderr, "%s\n", mpr_diag(r));
+	mpr_close(r);
+	fclose(f);
+	return mpw_finish(&w) || close(fd) || st != MPR_END;
+}
 
 int main(int argc, char **argv)
 {
@@ -19,6 +58,8 @@ int main(int argc, char **argv)
 	FILE *f;
 	int st;
 
+	if (argc == 4 && !strcmp(argv[1], "--rewrite"))
+		return rewrite(argv[2], argv[3]);
 	if (argc != 2 || !(f = fopen(argv[1], "rb"))) {
 		fprintf(stderr, "usage: mpdump FILE\n");
 		return 2;
