@@ -931,6 +931,21 @@ static __always_inline int charge_lua(struct ctx *c, const struct lmt_vm *vm,
 	return 0;
 }
 
+/* How a vmstate is charged (enum lmt_vmst) by the layout's table: frame
+ * or interpreter, or else the VM's (a trace number, >= 1, is charged to
+ * its trace, which needs no frame either). */
+static __always_inline __u8 vmst_of(__s32 vmstate, __u8 nvmst, const __u8 *vmst)
+{
+	__u32 idx = ~(__u32)vmstate;
+	__u8 kind;
+
+	if (vmstate >= 1 || idx >= nvmst || idx >= LMT_VMST_MAX)
+		return LMT_VMST_INTERNAL;
+	kind = vmst[idx & (LMT_VMST_MAX - 1)];
+	return kind == LMT_VMST_FRAME || kind == LMT_VMST_INTERP ? kind :
+								   LMT_VMST_INTERNAL;
+}
+
 /* The reads that find an event's frame: the GG_State window (vmstate,
  * cur_L and the main lua_State's fields), a coroutine's fields when cur_L
  * is one, and in the interpreter the PC saved in its C frame. gread_body
@@ -994,7 +1009,6 @@ static __always_inline __u64 gq_u64(const __u8 *b, __u64 o)
 static __always_inline long gread_body(struct gq *q, __u8 *b)
 {
 	__u64 n = q->n, o, L, cfa;
-	__u32 idx;
 	__u8 kind;
 
 	q->got = 0;
@@ -1013,11 +1027,8 @@ static __always_inline long gread_body(struct gq *q, __u8 *b)
 		return -1;
 	q->vmstate = *(__s32 *)(b + o);
 	/* The frame only where attribution will want it (vmst_kind). */
-	idx = ~(__u32)q->vmstate;
-	if (q->vmstate >= 1 || idx >= q->nvmst || idx >= LMT_VMST_MAX)
-		return 0;
-	kind = q->vmst[idx & (LMT_VMST_MAX - 1)];
-	if (kind != LMT_VMST_FRAME && kind != LMT_VMST_INTERP)
+	kind = vmst_of(q->vmstate, q->nvmst, q->vmst);
+	if (kind == LMT_VMST_INTERNAL)
 		return 0;
 	o = q->curl & ~7ULL;
 	asm volatile("" : "+r"(o));
@@ -1097,21 +1108,13 @@ static __always_inline long gread(struct ctx *c, struct gq *q, const int kst)
 static __always_inline __u8 vmst_kind(struct ctx *c, const struct lmt_vm *vm,
 				      __s32 vmstate, struct lmt_event *e)
 {
-	const struct lj_layout *lay = &vm->lay;
-	__u32 idx = ~(__u32)vmstate;
-	__u8 kind;
-
 	if (vmstate >= 1) {
 		e->src = LMT_SRC_TRACE;
 		e->loc = (__u32)vmstate;
 		see_trace(c, vm, (__u32)vmstate);
 		return LMT_VMST_INTERNAL;
 	}
-	if (idx >= lay->nvmst || idx >= LMT_VMST_MAX)
-		return LMT_VMST_INTERNAL;
-	kind = lay->vmst[idx & (LMT_VMST_MAX - 1)];
-	return kind == LMT_VMST_FRAME || kind == LMT_VMST_INTERP ? kind :
-								   LMT_VMST_INTERNAL;
+	return vmst_of(vmstate, vm->lay.nvmst, vm->lay.vmst);
 }
 
 /* The in-VM profiler's rules, on a stock VM (see memprof-format.md, 5). */
