@@ -463,9 +463,15 @@ static __always_inline int rd_vmstate(struct ctx *c, __s32 *vs, __u64 src)
 	return rd(c, vs, 4, src);
 }
 
+/* A GCRef/MRef's address: all 64 bits in a GC64 build, the low 32 else. */
+static __always_inline __u64 ref_gc64(__u8 gc64, __u64 v)
+{
+	return gc64 ? v : (v & 0xffffffffULL);
+}
+
 static __always_inline __u64 ref(const struct lj_layout *lay, __u64 v)
 {
-	return lay->gc64 ? v : (v & 0xffffffffULL);
+	return ref_gc64(lay->gc64, v);
 }
 
 /* GC64 TValue holding a GC object of type ~gct? Returns its address. */
@@ -1034,9 +1040,7 @@ static __always_inline long gread_body(struct gq *q, __u8 *b)
 	asm volatile("" : "+r"(o));
 	if (o > LMT_GWIN - 8)
 		return -1;
-	L = gq_u64(b, o);
-	if (!q->gc64)
-		L &= 0xffffffffULL;
+	L = ref_gc64(q->gc64, gq_u64(b, o));
 	if (!L)
 		return 0;
 	/* base, stack and cframe sit within 64 bytes of base: for the main
@@ -1050,9 +1054,7 @@ static __always_inline long gread_body(struct gq *q, __u8 *b)
 	}
 	q->L = L;
 	q->base = gq_u64(b, 0);
-	q->stack = gq_u64(b, q->stk & 56);
-	if (!q->gc64)
-		q->stack &= 0xffffffffULL;
+	q->stack = ref_gc64(q->gc64, gq_u64(b, q->stk & 56));
 	cfa = gq_u64(b, q->cf & 56) & ~3ULL;
 	q->cfa = cfa;
 	q->got = GQ_L;
