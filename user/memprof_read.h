@@ -46,8 +46,10 @@ typedef int (*mpr_sym_cb)(void *ud, const struct mp_sym *s);
 typedef int (*mpr_event_cb)(void *ud, const struct mp_event *e);
 int mpr_run(struct mpr *r, mpr_sym_cb on_sym, mpr_event_cb on_event, void *ud);
 
-/* The diagnostic line of a TRUNC or ERROR status ("" otherwise). */
+/* Whether the record mpr_next last returned came from the event stream
+ * (a symbol announced among events) rather than the symbol table. */
 int mpr_in_events(const struct mpr *r);
+/* The diagnostic line of a TRUNC or ERROR status ("" otherwise). */
 const char *mpr_diag(const struct mpr *r);
 /* Bytes consumed so far. */
 uint64_t mpr_offset(const struct mpr *r);
