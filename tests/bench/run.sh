@@ -98,7 +98,6 @@ col() { awk -v c="$1" '{print $c}' "$2" | median; }
 paired() { sort -g "$1" | awk '{a[NR] = $1} END {
 	if (NR) printf "%.2f %.2f %.2f %d", a[int((NR + 1) / 2)], a[int(NR / 4) + 1], a[int(3 * NR / 4)], NR
 	else print "nan nan nan 0" }'; }
-: > "$TMP/verdict"
 for w in "${WORKLOADS[@]}"; do
 	for j in off on; do
 		echo
