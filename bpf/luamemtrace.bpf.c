@@ -1547,68 +1547,175 @@ static __always_inline void slot_claim(__u32 tgid, __u64 ud,
 	sl->live = 1;
 }
 
-/* lua_newstate returned. If the new VM's allocator is already probed
- * (threads of one program share it), register the VM here and now, so none
- * of its allocations is missed and nothing stops. Otherwise stop the
- * process until user space has probed the new allocator. */
+/* -- Stops ---------------------------------------------------------------- */
+
+/* Processes stopped (SIGSTOP) until user space has done what needs the
+ * process still: probe a new allocator, read a new object's symbols. Each
+ * stop is an entry, made before the signal and removed by user space
+ * after its SIGCONT, so the map always names every stop owed a SIGCONT: a
+ * guardian process holds it too, and continues what is left if the
+ * tracer dies (user/guard.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct lmt_stop);
+	__type(value, __u32);
+} stops SEC(".maps");
+
+__u32 stopseq;
+
+static __always_inline __u8 stop_process(__u32 tgid)
+{
+	struct lmt_stop k = { .tgid = tgid,
+			      .seq = __sync_fetch_and_add(&stopseq, 1) };
+	__u32 one = 1;
+
+	if (bpf_map_update_elem(&stops, &k, &one, BPF_NOEXIST))
+		return 0;
+	if (bpf_send_signal(SIGSTOP)) {
+		bpf_map_delete_elem(&stops, &k);
+		return 0;
+	}
+	return 1;
+}
+
+static __always_inline void count_lost_vm(void)
+{
+	__u32 zero = 0;
+	struct lmt_percpu *pc = bpf_map_lookup_elem(&stats, &zero);
+
+	if (pc)
+		pc->st.lost_vm++;
+}
+
+/* -- New VMs, new objects, new programs --------------------------------- */
+
+/* Registers the new VM L of tgid here and now if its allocator is already
+ * probed (threads of one program share it). 1 if it did. */
+static __always_inline int register_vm(__u32 tgid, struct lmt_proc *pr,
+				       __u64 L, struct lmt_newvm *n)
+{
+	__u64 g = 0, gw[2] = {};
+	struct lmt_vm *vm;
+	__u32 zero = 0;
+
+	if (!pr->has_layout ||
+	    bpf_probe_read_user(&g, 8, (void *)(L + pr->lay.L_glref)) ||
+	    bpf_probe_read_user(gw, 16, (void *)(g + pr->lay.g_allocf)))
+		return 0;
+	n->g = g;
+	n->allocf = gw[0];
+	n->ud = gw[1];
+	{
+		struct lmt_allocf_key ak = { .tgid = tgid, .allocf = gw[0] };
+		struct lmt_vm_key vk = { .tgid = tgid, .ud = gw[1] };
+		struct main_key mk = { .tgid = tgid, .L = L };
+		struct ctx c = { .pc = bpf_map_lookup_elem(&stats, &zero) };
+
+		/* The layout value lives in a per-CPU slot: too big for the
+		 * stack. */
+		vm = bpf_map_lookup_elem(&vmbuf, &zero);
+		if (!vm || !bpf_map_lookup_elem(&allocfs, &ak))
+			return 0;
+		vm->g = g;
+		vm->id = pr->next_id++; /* a label only: races are harmless */
+		vm->lay = pr->lay;
+		/* The process's first VM was registered by user space: this
+		 * one is at least its second (or shares a ud). */
+		if (c.pc) {
+			c.st = &c.pc->st;
+			unbatch(&c);
+		}
+		if (bpf_map_lookup_elem(&vms, &vk) ||
+		    bpf_map_update_elem(&vms, &vk, vm, BPF_NOEXIST) ||
+		    bpf_map_update_elem(&mains, &mk, &vk, BPF_ANY))
+			return 0;
+		n->id = vm->id;
+		slot_claim(tgid, vk.ud, vm);
+	}
+	return 1;
+}
+
+/* lua_newstate returned. A VM whose allocator is probed is registered on
+ * the spot, so none of its allocations is missed and nothing stops.
+ * Otherwise the process stops until user space has probed the new
+ * allocator. Without room for the record nothing stops, and the VM is
+ * counted lost. */
 SEC("uretprobe")
 int BPF_KRETPROBE(newstate_return, __u64 L)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct lmt_proc *pr;
 	struct lmt_newvm *n;
-	__u64 g = 0, gw[2] = {};
 
 	/* Once tracing stops, a new VM is none of our business: above all,
 	 * its process is not stopped. */
 	if (!L || stop || !(pr = bpf_map_lookup_elem(&procs, &tgid)))
 		return 0;
 	n = bpf_ringbuf_reserve(&rb, sizeof(*n), 0);
-	if (!n)
+	if (!n) {
+		count_lost_vm();
 		return 0;
+	}
 	__builtin_memset(n, 0, sizeof(*n));
 	n->rec = LMT_REC_NEWVM;
 	n->tgid = tgid;
 	n->L = L;
-	if (pr->has_layout &&
-	    !bpf_probe_read_user(&g, 8, (void *)(L + pr->lay.L_glref)) &&
-	    !bpf_probe_read_user(gw, 16, (void *)(g + pr->lay.g_allocf))) {
-		struct lmt_allocf_key ak = { .tgid = tgid, .allocf = gw[0] };
-		struct lmt_vm_key vk = { .tgid = tgid, .ud = gw[1] };
-		struct main_key mk = { .tgid = tgid, .L = L };
-		struct lmt_vm *vm;
-		__u32 zero = 0;
-
-		n->g = g;
-		n->allocf = gw[0];
-		n->ud = gw[1];
-		/* The layout value lives in a per-CPU slot: too big for the
-		 * stack. */
-		vm = bpf_map_lookup_elem(&vmbuf, &zero);
-		if (vm && bpf_map_lookup_elem(&allocfs, &ak)) {
-			struct ctx c = { .pc = bpf_map_lookup_elem(&stats, &zero) };
-
-			vm->g = g;
-			vm->id = pr->next_id++; /* a label only: races are harmless */
-			vm->lay = pr->lay;
-			/* The process's first VM was registered by user space:
-			 * this one is at least its second (or shares a ud). */
-			if (c.pc) {
-				c.st = &c.pc->st;
-				unbatch(&c);
-			}
-			if (!bpf_map_lookup_elem(&vms, &vk) &&
-			    !bpf_map_update_elem(&vms, &vk, vm, BPF_NOEXIST) &&
-			    !bpf_map_update_elem(&mains, &mk, &vk, BPF_ANY)) {
-				n->registered = 1;
-				n->id = vm->id;
-				slot_claim(tgid, vk.ud, vm);
-			}
-		}
-	}
+	n->registered = register_vm(tgid, pr, L, n);
 	if (!n->registered)
-		n->stopped = bpf_send_signal(SIGSTOP) == 0;
+		n->stopped = stop_process(tgid);
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* The dynamic linker's debugger hook, _dl_debug_state, runs before and
+ * after a dlopen or dlclose changes the process's objects. A C module's
+ * functions are named from its file, which must be read while it is
+ * mapped, however soon the process exits: stop it until user space has. */
+SEC("uprobe")
+int BPF_KPROBE(dl_state)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct lmt_proc *pr = bpf_map_lookup_elem(&procs, &tgid);
+	struct lmt_mapped *n;
+
+	/* Before its first VM nothing is named yet: user space reads every
+	 * object when it registers that VM. */
+	if (stop || !pr || !pr->has_layout)
+		return 0;
+	n = bpf_ringbuf_reserve(&rb, sizeof(*n), 0);
+	if (!n) {
+		count_lost_vm();
+		return 0;
+	}
+	__builtin_memset(n, 0, sizeof(*n));
+	n->rec = LMT_REC_MAPPED;
+	n->tgid = tgid;
+	n->stopped = stop_process(tgid);
+	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* A traced process executed a new program. Its probes sit on files, by
+ * PID: they would go on firing in the new image, beside the new image's
+ * own. Tracing ends at this instant (one process per tracer): user space
+ * polls execd. The exec that starts -- COMMAND is the one expected. */
+__u32 execd;
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct lmt_proc *pr = bpf_map_lookup_elem(&procs, &tgid);
+
+	if (!pr || stop)
+		return 0;
+	if (pr->spawn) {
+		pr->spawn = 0;
+		return 0;
+	}
+	stop = 1;
+	execd = tgid;
 	return 0;
 }
 

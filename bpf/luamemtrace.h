@@ -142,6 +142,7 @@ enum lmt_rec {
 	LMT_REC_CLOSE,     /* lua_close began: the VM is no longer traced */
 	LMT_REC_FORGET,    /* a prototype was freed */
 	LMT_REC_BATCH,     /* a VM slot's batched events */
+	LMT_REC_MAPPED,    /* the dynamic linker changed the process's objects */
 };
 
 /* Sources, same numbering as user/memprof.h enum mp_src. */
@@ -217,9 +218,18 @@ struct lmt_trace {
 	__u32 pad2;
 };
 
+/* Records that may stop their process (lmt_newvm, lmt_mapped) say so:
+ * BPF then also put the process in the stops map, and user space
+ * continues it once every record sent before the stop is handled. */
+/* Key of the stops map: one entry per stop. */
+struct lmt_stop {
+	__u32 tgid;
+	__u32 seq;
+};
+
 struct lmt_newvm {
 	__u8 rec; /* LMT_REC_NEWVM */
-	__u8 stopped; /* BPF stopped the process: user space must continue it */
+	__u8 stopped; /* BPF stopped the process (see above) */
 	__u8 registered; /* BPF registered it (its allocator is probed) */
 	__u8 pad;
 	__u32 tgid;
@@ -229,10 +239,21 @@ struct lmt_newvm {
 	__u32 pad2;
 };
 
+/* _dl_debug_state ran in a traced process with a VM: a dlopen or dlclose
+ * (the linker calls it before and after changing its list of objects). */
+struct lmt_mapped {
+	__u8 rec; /* LMT_REC_MAPPED */
+	__u8 stopped;
+	__u8 pad[2];
+	__u32 tgid;
+};
+
 /* A traced process: once one VM is known, the layout of its new VMs. */
 struct lmt_proc {
 	__u32 has_layout;
 	__u32 next_id; /* ids of VMs BPF registers itself */
+	__u32 spawn;   /* -- COMMAND: its first exec is the command's start */
+	__u32 pad;
 	struct lj_layout lay;
 };
 
@@ -264,6 +285,8 @@ struct lmt_stats {
 			   * entry taken (bpf/luamemtrace.bpf.c, pends) */
 	__u64 parked;     /* allocations parked, less those completed: the
 			   * sum over CPUs is what is in flight */
+	__u64 lost_vm;    /* new VMs (or dlopens) whose record found the ring
+			   * full: not traced, or C names missing */
 };
 
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space

@@ -216,3 +216,31 @@ int elfsym_needed(const char *path, elfsym_cb cb, void *ctx)
 	eclose(&o);
 	return 0;
 }
+
+int elfsym_interp(const char *path, char *buf, size_t len)
+{
+	struct eobj o;
+	size_t n, sz;
+	int r = -1;
+
+	if (eopen(path, &o))
+		return -1;
+	if (!elf_getphdrnum(o.e, &n)) {
+		for (size_t i = 0; i < n; i++) {
+			GElf_Phdr ph;
+			const char *raw;
+			if (!gelf_getphdr(o.e, (int)i, &ph) || ph.p_type != PT_INTERP)
+				continue;
+			raw = elf_rawfile(o.e, &sz);
+			if (raw && ph.p_offset < sz && ph.p_filesz <= sz - ph.p_offset &&
+			    ph.p_filesz && ph.p_filesz <= len &&
+			    memchr(raw + ph.p_offset, 0, ph.p_filesz)) {
+				memcpy(buf, raw + ph.p_offset, ph.p_filesz);
+				r = 0;
+			}
+			break;
+		}
+	}
+	eclose(&o);
+	return r;
+}

@@ -16,6 +16,9 @@ long elfsym_funcs(const char *path, uint64_t bias, elfsym_cb cb, void *ctx);
 int elfsym_bias(const char *path, uint64_t lo, uint64_t off, uint64_t *bias);
 /* File offset of a defined function symbol. 0 or -1. */
 int elfsym_offset(const char *path, const char *name, uint64_t *off);
+/* The program interpreter (PT_INTERP: the dynamic linker) into buf,
+ * NUL-terminated. 0, or -1 if there is none. */
+int elfsym_interp(const char *path, char *buf, size_t len);
 /* Calls cb(ctx, 0, soname) for each DT_NEEDED entry. 0 or -1. */
 int elfsym_needed(const char *path, elfsym_cb cb, void *ctx);
 

@@ -10,8 +10,6 @@
 #include "report.h"
 #include "tracer.h"
 
-#define VERSION "0.1.0"
-
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -25,7 +23,10 @@ static const char usage[] =
 	"a standard memprof stream (symtab v3 + events v3).\n"
 	"\n"
 	"  -p, --pid PID          attach to a running process\n"
-	"  -o, --output FILE      write the stream to FILE\n"
+	"  -o, --output FILE      write the stream to FILE (mode 0600; never\n"
+	"                         through a symbolic link), and its facts to\n"
+	"                         FILE.info (process, duration, lost events)\n"
+	"  -f, --force            replace FILE if it exists\n"
 	"  -d, --duration SECS    stop after SECS seconds (default: Ctrl-C,\n"
 	"                         SIGTERM, or the end of the target)\n"
 	"  -b, --buffer-size MIB  ring buffer size in MiB, a power of 2 (default 16)\n"
@@ -42,8 +43,13 @@ static const char usage[] =
 	"  -h, --help             this text\n"
 	"  -V, --version          print the version\n"
 	"\n"
+	"      --strict           with -- COMMAND: exit 3 on lost events and 1 on\n"
+	"                         a tracer error, rather than the command's status\n"
+	"\n"
 	"Exit status: 0 complete stream, 1 error, 2 bad usage, 3 stream written\n"
-	"but events were lost (see the summary).\n";
+	"but events were lost (see the summary). With -- COMMAND, luamemtrace\n"
+	"waits for the command and exits with its status (128+N if signal N\n"
+	"killed it), like time and strace; errors and loss are said on stderr.\n";
 
 static int bad_usage(const char *fmt, const char *arg)
 {
@@ -60,7 +66,8 @@ static int parse_num(const char *s, double lo, double hi, double *out)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || *end || v < lo || v > hi)
+	/* !(in range) rather than (out of range): NaN compares false. */
+	if (errno || end == s || *end || !(v >= lo && v <= hi))
 		return -1;
 	*out = v;
 	return 0;
@@ -68,10 +75,13 @@ static int parse_num(const char *s, double lo, double hi, double *out)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB };
+	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB,
+	       OPT_STRICT };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "strict", no_argument, NULL, OPT_STRICT },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "buffer-size", required_argument, NULL, 'b' },
 		{ "top", required_argument, NULL, 't' },
@@ -93,7 +103,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "report"))
 		return report_main(argc - 1, argv + 1);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:o:d:b:t:qvhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:o:fd:b:t:qvhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_num(optarg, 1, 4194304, &v) || v != (int)v)
@@ -102,6 +112,12 @@ int main(int argc, char **argv)
 			break;
 		case 'o':
 			o.out = optarg;
+			break;
+		case 'f':
+			o.force = 1;
+			break;
+		case OPT_STRICT:
+			o.strict = 1;
 			break;
 		case 'd':
 			if (parse_num(optarg, 0.001, 1e9, &o.duration))
@@ -161,7 +177,7 @@ int main(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		case 'V':
-			printf("luamemtrace " VERSION "\n");
+			printf("luamemtrace " LMT_VERSION "\n");
 			return 0;
 		default:
 			if (optopt && optopt < 256 && strchr("podbt", optopt))
@@ -181,6 +197,9 @@ int main(int argc, char **argv)
 					       "nothing to trace: give -p PID or -- COMMAND");
 	if (!o.out)
 		return bad_usage("%s", "no output: give -o FILE");
+	if (o.strict && !o.cmd)
+		return bad_usage("%s", "--strict is for -- COMMAND (with -p, loss "
+				       "is exit 3 already)");
 	if (o.ab && o.floor)
 		return bad_usage("%s", "--ab already alternates with the floor: "
 				       "not with --floor");

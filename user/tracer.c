@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -27,8 +28,11 @@
 #include <unistd.h>
 
 #include "elfsym.h"
+#include "guard.h"
+#include "info.h"
 #include "luamemtrace.skel.h"
 #include "memprof_write.h"
+#include "outfile.h"
 #include "probe.h"
 #include "proc.h"
 #include "report.h"
@@ -38,7 +42,6 @@
 
 #define MAX_ALLOCF 16
 #define MAX_LINKS 64
-#define MAX_STOPPED 64
 
 struct allocf {
 	uint64_t addr;
@@ -71,41 +74,29 @@ struct tr {
 	uint64_t bad_recs; /* batched records that cannot be: not written */
 	int in_cb;         /* inside a ring buffer callback: no drain() */
 	int unbatch_req;   /* unbatch() once out of it */
-	int child_done, child_status;
+	int rescan;        /* the process's objects changed: syms_scan() */
+	int child_started, child_done, child_status;
+	int stops_fd;      /* the stops map (bpf/luamemtrace.bpf.c) */
+	const char *end;   /* why tracing ended */
+	int failed;        /* the stream could not be finished */
+	const char *info_path; /* the sidecar, beside a regular file */
+	int info_made;
+	double wall0;      /* when tracing began, seconds since the epoch */
+	char exe[PATH_MAX]; /* the target's executable */
 	double cpu0; /* our CPU time (ns) when tracing began */
 };
 
 static volatile sig_atomic_t stop_req;
-/* Processes BPF stopped for us; continued on every way out. */
-static volatile pid_t stopped[MAX_STOPPED];
+/* A signal to pass on to -- COMMAND: sent to us alone (SI_USER), not by
+ * the terminal to the whole foreground group, the command included. */
+static volatile sig_atomic_t forward_sig;
 
-static void on_stop_signal(int sig)
+static void on_stop_signal(int sig, siginfo_t *si, void *uc)
 {
+	(void)uc;
 	stop_req = sig;
-}
-
-static void continue_stopped(void)
-{
-	for (int i = 0; i < MAX_STOPPED; i++)
-		if (stopped[i] > 0) {
-			kill(stopped[i], SIGCONT);
-			stopped[i] = 0;
-		}
-}
-
-static int stopped_any(void)
-{
-	for (int i = 0; i < MAX_STOPPED; i++)
-		if (stopped[i] > 0)
-			return 1;
-	return 0;
-}
-
-static void on_fatal(int sig)
-{
-	continue_stopped();
-	signal(sig, SIG_DFL);
-	raise(sig);
+	if (si->si_code == SI_USER || si->si_code == SI_QUEUE)
+		forward_sig = sig;
 }
 
 static void err1(const char *fmt, ...)
@@ -389,16 +380,6 @@ static void on_newvm(struct tr *t, const struct lmt_newvm *n)
 				(uint64_t)n->g, (uint64_t)n->allocf, (uint64_t)n->ud);
 		return;
 	}
-	if (n->stopped) {
-		/* Continued once the records queued with this one are handled
-		 * too (main loop): a SIGCONT would cancel the stop of another
-		 * thread's new VM still waiting in the ring. */
-		for (int i = 0; i < MAX_STOPPED; i++)
-			if (!stopped[i]) {
-				stopped[i] = (pid_t)n->tgid;
-				break;
-			}
-	}
 	if (pmaps_load((pid_t)n->tgid, &m) == 0) {
 		if (vm_at((pid_t)n->tgid, &m, t->o->variant, n->L, &v, why,
 			  sizeof(why)) == 0) {
@@ -448,6 +429,10 @@ static int on_rec(void *ctx, void *data, size_t sz)
 			on_newvm(t, data);
 			t->in_cb = 0;
 		}
+		break;
+	case LMT_REC_MAPPED:
+		/* Read while the process is stopped (settle_stops). */
+		t->rescan = 1;
 		break;
 	}
 	return 0;
@@ -756,12 +741,19 @@ static int add_vm(struct tr *t, const struct vminfo *v)
 	return 0;
 }
 
-/* Uretprobes on lua_newstate in every object that exports it, so VMs
- * created while we trace (or before the command's first line) are seen. */
+/* Probes what tells us a process changed while we trace it, in every
+ * object that has it: lua_newstate's return (VMs created while we trace,
+ * or before the command's first line), lua_close, and the dynamic linker's
+ * _dl_debug_state (a dlopen: C names read while the module is mapped). */
 static void newstate_probe(struct tr *t, const char *path)
 {
 	uint64_t off;
 
+	if (!elfsym_offset(path, "_dl_debug_state", &off) &&
+	    !link_add(t, bpf_program__attach_uprobe(t->skel->progs.dl_state, false,
+						    t->pid, path, (size_t)off)) &&
+	    t->o->verbose)
+		fprintf(stderr, "luamemtrace: watching dlopen in %s\n", path);
 	if (elfsym_offset(path, "lua_newstate", &off))
 		return;
 	if (link_add(t, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
@@ -834,13 +826,13 @@ static void on_needed(void *ctx, uint64_t unused, const char *soname)
 }
 
 /* Watches lua_newstate in the program (following one #! line) and in a
- * libluajit it links against. */
+ * libluajit it links against, and dlopen in its dynamic linker. */
 static int cmd_probes(struct tr *t, const char *exe)
 {
 	char interp[PATH_MAX], line[PATH_MAX];
 	const char *bin = exe;
 	FILE *f = fopen(exe, "re");
-	unsigned before = t->nlinks;
+	unsigned before;
 
 	if (f && fgets(line, sizeof(line), f) && !strncmp(line, "#!", 2)) {
 		char *s = line + 2;
@@ -857,6 +849,9 @@ static int cmd_probes(struct tr *t, const char *exe)
 	}
 	if (f)
 		fclose(f);
+	if (!elfsym_interp(bin, line, sizeof(line)))
+		newstate_probe(t, line);
+	before = t->nlinks;
 	newstate_probe(t, bin);
 	elfsym_needed(bin, on_needed, t);
 	return t->nlinks > before ? 0 : -1;
@@ -868,6 +863,13 @@ static double now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double wall_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -894,6 +896,7 @@ static void sum_stats(struct tr *t, struct lmt_stats *s)
 			s->unknown_vm += a->unknown_vm;
 			s->missed += a->missed;
 			s->parked += a->parked;
+			s->lost_vm += a->lost_vm;
 		}
 	}
 	free(v);
@@ -952,6 +955,10 @@ static void summary(struct tr *t, const struct lmt_stats *s, double secs,
 	if (t->lost_vm)
 		fprintf(stderr, "  missed:  %d VM%s created during the trace\n",
 			t->lost_vm, t->lost_vm == 1 ? "" : "s");
+	if (s->lost_vm)
+		fprintf(stderr, "  lost:    %" PRIu64 " new VMs or dlopens (ring "
+			"buffer full: the stream is INCOMPLETE; raise -b)\n",
+			(uint64_t)s->lost_vm);
 	if (t->names_cut)
 		fprintf(stderr, "  %" PRIu64 " chunk names cut to %d bytes (string "
 			"gone before it could be read)\n", t->names_cut,
@@ -984,6 +991,80 @@ static void drain(struct tr *t)
 	while (ring_buffer__consume(t->rb) > 0)
 		;
 }
+
+/* ---- stops ------------------------------------------------------------ */
+
+/* Waits (up to ~0.5 s) until every thread of tgid is stopped or gone. A
+ * thread runs programs only until it stops, so then every record the
+ * process sent before its stop is in the ring. */
+static void wait_stopped(pid_t tgid)
+{
+	char p[64], st[512];
+
+	for (int i = 0; i < 2500; i++) {
+		DIR *d;
+		struct dirent *de;
+		int running = 0;
+
+		snprintf(p, sizeof(p), "/proc/%d/task", (int)tgid);
+		if (!(d = opendir(p)))
+			return;
+		while (!running && (de = readdir(d))) {
+			char q[96];
+			const char *c;
+			ssize_t n;
+			int fd;
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(q, sizeof(q), "/proc/%d/task/%.32s/stat", (int)tgid,
+				 de->d_name);
+			if ((fd = open(q, O_RDONLY | O_CLOEXEC)) < 0)
+				continue;
+			n = read(fd, st, sizeof(st) - 1);
+			close(fd);
+			if (n <= 0)
+				continue;
+			st[n] = 0;
+			c = strrchr(st, ')'); /* the name may hold anything */
+			running = c && c[1] == ' ' && !strchr("TtZXx", c[2]);
+		}
+		closedir(d);
+		if (!running)
+			return;
+		usleep(200);
+	}
+}
+
+/* Processes BPF stopped (the stops map): once each is wholly stopped, the
+ * records they sent are handled (new allocators probed, new objects read),
+ * then each is continued once. A new stop after our SIGCONT is an entry
+ * of its own, for the next round. */
+static void settle_stops(struct tr *t)
+{
+	struct lmt_stop *v;
+	size_t n = guard_stops(t->stops_fd, &v);
+
+	for (size_t i = 0; i < n; i++) {
+		size_t j;
+		for (j = 0; j < i && v[j].tgid != v[i].tgid; j++)
+			;
+		if (j == i)
+			wait_stopped((pid_t)v[i].tgid);
+	}
+	if (n)
+		drain(t);
+	if (t->unbatch_req)
+		unbatch(t);
+	if (t->rescan) {
+		t->rescan = 0;
+		syms_scan(&t->syms);
+	}
+	guard_release(t->stops_fd, v, n);
+	free(v);
+}
+
+/* ---- the command ------------------------------------------------------ */
 
 /* A pidfd turns readable when the process exits, zombie or not. */
 static int target_gone(pid_t pid, int pidfd)
@@ -1021,24 +1102,241 @@ static pid_t start_child(char **cmd, int *gate)
 	return c;
 }
 
+/* Waits for the command, passing on the signals sent to us alone, like
+ * strace and time: it is never left behind. */
+static void wait_child(struct tr *t)
+{
+	while (!t->child_done) {
+		int status;
+		pid_t r;
+
+		if (forward_sig) {
+			kill(t->pid, forward_sig);
+			forward_sig = 0;
+		}
+		r = waitpid(t->pid, &status, 0);
+		if (r == t->pid) {
+			t->child_done = 1;
+			t->child_status = status;
+		} else if (r < 0 && errno != EINTR) {
+			break;
+		}
+	}
+}
+
+/* The command's status as a shell gives it: its exit code, or 128 + the
+ * signal that killed it. */
+static int child_rc(const struct tr *t)
+{
+	if (WIFEXITED(t->child_status))
+		return WEXITSTATUS(t->child_status);
+	if (WIFSIGNALED(t->child_status))
+		return 128 + WTERMSIG(t->child_status);
+	return LMT_ERR;
+}
+
+/* ---- the sidecar ------------------------------------------------------ */
+
+static void write_info(struct tr *t, const struct lmt_stats *st, int done,
+		       double secs)
+{
+	struct info in = { .pid = t->pid, .vms = t->nvm, .start = t->wall0,
+			   .duration = secs };
+	char buf[2048], err[320], p[64];
+	ssize_t n;
+
+	if (!t->info_path)
+		return;
+	snprintf(in.version, sizeof(in.version), "%s", LMT_VERSION);
+	if (!t->exe[0]) { /* -p: the target's, while it runs */
+		snprintf(p, sizeof(p), "/proc/%d/exe", (int)t->pid);
+		n = readlink(p, t->exe, sizeof(t->exe) - 1);
+		t->exe[n > 0 ? n : 0] = 0;
+	}
+	snprintf(in.exe, sizeof(in.exe), "%.*s", (int)sizeof(in.exe) - 1, t->exe);
+	snprintf(in.state, sizeof(in.state), "%s",
+		 !done ? "running" : t->failed ? "incomplete" : "complete");
+	snprintf(in.end, sizeof(in.end), "%s", t->end ? t->end : "");
+	if (st) {
+		in.events = t->n[1] + t->n[2] + t->n[3];
+		in.lost = st->lost + st->missed + t->bad_recs;
+		in.lost_sym = st->lost_sym;
+		in.lost_vm = st->lost_vm + (uint64_t)t->lost_vm;
+		in.in_flight = st->parked;
+	}
+	info_format(&in, buf, sizeof(buf));
+	if (!t->info_made) {
+		int reg, fd = outfile_create(t->info_path, t->o->force, &reg, err,
+					     sizeof(err));
+		if (fd >= 0) {
+			size_t l = strlen(buf);
+			if (write(fd, buf, l) != (ssize_t)l)
+				snprintf(err, sizeof(err), "cannot write %s: %s",
+					 t->info_path, strerror(errno));
+			else
+				t->info_made = 1;
+			close(fd);
+		}
+		if (!t->info_made)
+			err1("%s", err);
+		return;
+	}
+	if (outfile_replace(t->info_path, buf, strlen(buf), err, sizeof(err)))
+		err1("%s", err);
+}
+
+/* ---- a trace ---------------------------------------------------------- */
+
+/* Finds the VMs of a running process: 0, or -1 having said why not. */
+static int find_vms(struct tr *t, struct pmaps *m, struct vmscan *scan)
+{
+	const struct topts *o = t->o;
+	char why[PATH_MAX + 8];
+	int r = pmaps_load(t->pid, m);
+
+	if (r) {
+		err1("cannot read /proc/%d/maps: %s", (int)t->pid, strerror(-r));
+		return -1;
+	}
+	r = vm_scan(t->pid, m, o->variant, scan);
+	if (r) {
+		err1("cannot scan PID %d: %s", (int)t->pid, strerror(-r));
+		return -1;
+	}
+	if (!scan->n) {
+		int lj = 0;
+		for (size_t i = 0; i < m->n && !lj; i++) {
+			char path[128];
+			uint64_t off;
+			if (m->v[i].perms[2] != 'x' || !pmap_is_file(&m->v[i]))
+				continue;
+			pmap_file_path(t->pid, &m->v[i], path, sizeof(path));
+			lj = !elfsym_offset(path, "luaJIT_setmode", &off);
+		}
+		/* Self-pointers like L->glref also occur by chance
+		 * (allocator free lists): only LuaJIT's own symbols
+		 * tell an unknown layout from no LuaJIT at all. */
+		if (!lj) {
+			err1("PID %d runs no LuaJIT VM", (int)t->pid);
+			return -1;
+		}
+		why[0] = 0;
+		if (scan->first_reject[0])
+			snprintf(why, sizeof(why), " (%s)", scan->first_reject);
+		err1("unrecognised LuaJIT layout in PID %d: LuaJIT is loaded but "
+		     "no VM matched %s%s", (int)t->pid,
+		     o->variant ? o->variant : "any known variant", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* The slots map, shared with BPF (struct lmt_slot). */
+static int map_slots(struct tr *t)
+{
+	/* Array values are 8-byte aligned, so the map is an array of
+	 * struct lmt_slot. */
+	const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = (sizeof(struct lmt_slot) * LMT_NSLOT + pg - 1) & ~(pg - 1);
+	void *mp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			bpf_map__fd(t->skel->maps.slots), 0);
+
+	if (mp == MAP_FAILED) {
+		err1("cannot map the VM slots: %s", strerror(errno));
+		return -1;
+	}
+	t->slots = mp;
+	t->slots_len = len;
+	return 0;
+}
+
+static double cpu_ns(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
+}
+
+/* Polls until tracing ends; says why in t->end. */
+static void run_loop(struct tr *t, int pidfd, double deadline)
+{
+	double next_scan = 0;
+	int r;
+
+	while (!stop_req) {
+		r = ring_buffer__poll(t->rb, 50);
+		if (r < 0 && r != -EINTR) {
+			err1("ring buffer: %s", strerror(-r));
+			t->end = "ring buffer error";
+			t->failed = 1;
+			return;
+		}
+		ring_buffer__consume(t->rb);
+		if (t->unbatch_req)
+			unbatch(t);
+		settle_stops(t);
+		if (t->w && t->w->err) {
+			t->end = "write error";
+			return;
+		}
+		if (t->skel->bss->execd) {
+			t->end = "exec";
+			if (!t->o->quiet)
+				err1("PID %d executed a new program: tracing ended "
+				     "there", (int)t->pid);
+			return;
+		}
+		if (deadline && now() >= deadline) {
+			t->end = "duration";
+			return;
+		}
+		/* Objects loaded since (C modules): named while they are
+		 * mapped. dlopen stops the process for that (dl_state); this
+		 * catches the rest (a mmap by hand). */
+		if (now() >= next_scan) {
+			syms_scan(&t->syms);
+			next_scan = now() + 1;
+		}
+		if (t->o->cmd) {
+			int status;
+			if (waitpid(t->pid, &status, WNOHANG) == t->pid) {
+				t->child_done = 1;
+				t->child_status = status;
+				t->end = "target exited";
+				return;
+			}
+		} else if (target_gone(t->pid, pidfd)) {
+			t->end = "target exited";
+			return;
+		}
+	}
+	t->end = "signal";
+}
+
 int trace_run(const struct topts *o)
 {
-	struct tr t = { .o = o };
-	struct lmt_stats st;
+	struct tr t = { .o = o, .stops_fd = -1 };
+	struct lmt_stats st = { 0 };
 	struct mpw *w = NULL;
 	struct vmscan scan = { 0 };
 	struct pmaps m = { 0 };
-	int fd = -1, gate = -1, pidfd = -1, rc = LMT_ERR, r, kst;
-	double t0, deadline = 0, next_scan = 0;
+	int fd = -1, gate = -1, pidfd = -1, rc = LMT_ERR, r, kst, reg = 0;
+	double t0 = now(), deadline = 0;
 	struct sigaction sa = { 0 };
-	char exe[PATH_MAX];
+	char exe[PATH_MAX], err[PATH_MAX + 128], info[PATH_MAX];
+	pid_t guard = -1;
 
 	libbpf_set_print(libbpf_quiet);
 	if (preflight())
 		return LMT_ERR;
-	fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err1("cannot write %s: %s", o->out, strerror(errno));
+	/* Nothing is created before the target and the options hold. */
+	if (outfile_check(o->out, o->force, err, sizeof(err)) ||
+	    (!o->floor && snprintf(info, sizeof(info), "%s" INFO_SUFFIX, o->out) <
+				  (int)sizeof(info) && !outfile_is_device(o->out) &&
+	     outfile_check(info, o->force, err, sizeof(err)))) {
+		err1("%s", err);
 		return LMT_ERR;
 	}
 	t.rep = report_new();
@@ -1055,6 +1353,7 @@ int trace_run(const struct topts *o)
 			err1("cannot run %s: command not found", o->cmd[0]);
 			goto out;
 		}
+		snprintf(t.exe, sizeof(t.exe), "%s", exe);
 		t.pid = start_child(o->cmd, &gate);
 		if (t.pid < 0) {
 			err1("cannot start %s: %s", o->cmd[0], strerror(errno));
@@ -1067,102 +1366,71 @@ int trace_run(const struct topts *o)
 			goto out;
 		}
 		pidfd = (int)syscall(SYS_pidfd_open, t.pid, 0);
-		r = pmaps_load(t.pid, &m);
-		if (r) {
-			err1("cannot read /proc/%d/maps: %s", (int)t.pid,
-			     strerror(-r));
+		if (find_vms(&t, &m, &scan))
 			goto out;
-		}
-		r = vm_scan(t.pid, &m, o->variant, &scan);
-		if (r) {
-			err1("cannot scan PID %d: %s", (int)t.pid, strerror(-r));
-			goto out;
-		}
-		if (!scan.n) {
-			int lj = 0;
-			for (size_t i = 0; i < m.n && !lj; i++) {
-				char path[128];
-				uint64_t off;
-				if (m.v[i].perms[2] != 'x' || !pmap_is_file(&m.v[i]))
-					continue;
-				pmap_file_path(t.pid, &m.v[i], path, sizeof(path));
-				lj = !elfsym_offset(path, "luaJIT_setmode", &off);
-			}
-			/* Self-pointers like L->glref also occur by chance
-			 * (allocator free lists): only LuaJIT's own symbols
-			 * tell an unknown layout from no LuaJIT at all. */
-			if (lj)
-				err1("unrecognised LuaJIT layout in PID %d: LuaJIT "
-				     "is loaded but no VM matched %s%s",
-				     (int)t.pid, o->variant ? o->variant : "any known variant",
-				     scan.first_reject[0] ?
-					     (snprintf(exe, sizeof(exe), " (%s)",
-						       scan.first_reject), exe) :
-					     "");
-			else
-				err1("PID %d runs no LuaJIT VM", (int)t.pid);
-			goto out;
-		}
 	}
 
 	kst = kernel_keeps_callbacks_on_stack();
 	if (open_load(&t, kst) && (!kst || open_load(&t, 0)))
 		goto out;
-	{
-		/* Array values are 8-byte aligned, so the map is an array of
-		 * struct lmt_slot. */
-		size_t len = sizeof(struct lmt_slot) * LMT_NSLOT;
-		void *mp;
-		len = (len + (size_t)sysconf(_SC_PAGESIZE) - 1) &
-		      ~((size_t)sysconf(_SC_PAGESIZE) - 1);
-		mp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 bpf_map__fd(t.skel->maps.slots), 0);
-		if (mp == MAP_FAILED) {
-			err1("cannot map the VM slots: %s", strerror(errno));
-			goto out;
-		}
-		t.slots = mp;
-		t.slots_len = len;
+	/* Before any probe: the guardian must hold no probe's descriptor. */
+	t.stops_fd = bpf_map__fd(t.skel->maps.stops);
+	guard = guard_start(t.stops_fd);
+	if (guard < 0) {
+		err1("cannot start the guardian process: %s", strerror(errno));
+		goto out;
 	}
+	if (map_slots(&t))
+		goto out;
 	t.rb = ring_buffer__new(bpf_map__fd(t.skel->maps.rb), on_rec, &t, NULL);
 	if (!t.rb) {
 		err1("cannot open the ring buffer: %s", strerror(errno));
 		goto out;
 	}
+	if (link_add(&t, bpf_program__attach(t.skel->progs.on_exec))) {
+		err1("cannot watch exec: %s", strerror(errno));
+		goto out;
+	}
 
-	sa.sa_handler = on_stop_signal;
+	sa.sa_sigaction = on_stop_signal;
+	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = on_fatal;
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
-	sigaction(SIGABRT, &sa, NULL);
-	sigaction(SIGFPE, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	/* The stream starts before any probe fires: C symbols of what is
-	 * mapped now, then the events prologue. */
+	{
+		uint32_t tg = (uint32_t)t.pid;
+		struct lmt_proc pr = { .spawn = !!o->cmd };
+		bpf_map__update_elem(t.skel->maps.procs, &tg, sizeof(tg), &pr,
+				     sizeof(pr), BPF_ANY);
+	}
+	if (o->cmd && cmd_probes(&t, exe)) {
+		err1("%s does not export lua_newstate (nor links a "
+		     "libluajit that does): cannot trace it from the "
+		     "start; start it and use -p", exe);
+		goto out;
+	}
+
+	/* The stream starts before any allocator probe fires: C symbols of
+	 * what is mapped now, then the events prologue. */
+	fd = outfile_create(o->out, o->force, &reg, err, sizeof(err));
+	if (fd < 0) {
+		err1("%s", err);
+		goto out;
+	}
+	if (reg && !o->floor && snprintf(info, sizeof(info), "%s" INFO_SUFFIX,
+					 o->out) < (int)sizeof(info))
+		t.info_path = info;
+	t.wall0 = wall_now();
+	write_info(&t, NULL, 0, 0);
 	mpw_init(w, fd);
 	syms_init(&t.syms, t.pid, emit_sym, &t);
 	if (o->pid)
 		syms_scan(&t.syms);
 	mpw_begin_events(w);
 
-	{
-		uint32_t tg = (uint32_t)t.pid;
-		struct lmt_proc pr = { 0 };
-		bpf_map__update_elem(t.skel->maps.procs, &tg, sizeof(tg), &pr,
-				     sizeof(pr), BPF_ANY);
-	}
-	if (o->cmd) {
-		if (cmd_probes(&t, exe)) {
-			err1("%s does not export lua_newstate (nor links a "
-			     "libluajit that does): cannot trace it from the "
-			     "start; start it and use -p", exe);
-			goto out;
-		}
-	} else {
+	if (o->pid) {
 		for (size_t i = 0; i < scan.n; i++)
 			if (add_vm(&t, &scan.v[i]))
 				goto out;
@@ -1170,12 +1438,7 @@ int trace_run(const struct topts *o)
 	}
 
 	t0 = now();
-	{
-		struct rusage ru;
-		getrusage(RUSAGE_SELF, &ru);
-		t.cpu0 = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
-			 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
-	}
+	t.cpu0 = cpu_ns();
 	if (o->duration > 0)
 		deadline = t0 + o->duration;
 	if (gate >= 0) {
@@ -1185,78 +1448,42 @@ int trace_run(const struct topts *o)
 		}
 		close(gate);
 		gate = -1;
+		t.child_started = 1;
 	}
 	if (!o->quiet && o->pid)
 		fprintf(stderr, "luamemtrace: tracing PID %d (%zu VM%s, %s); "
 			"Ctrl-C to stop\n", (int)t.pid, scan.n,
 			scan.n == 1 ? "" : "s", scan.v[0].var->name);
 
-	while (!stop_req) {
-		r = ring_buffer__poll(t.rb, 50);
-		if (r < 0 && r != -EINTR) {
-			err1("ring buffer: %s", strerror(-r));
-			break;
-		}
-		ring_buffer__consume(t.rb);
-		if (t.unbatch_req)
-			unbatch(&t);
-		if (stopped_any()) {
-			/* New VMs stopped the process: handle every record
-			 * queued meanwhile, then let it go. */
-			ring_buffer__consume(t.rb);
-			if (t.unbatch_req)
-				unbatch(&t);
-			continue_stopped();
-		}
-		if (t.w && t.w->err)
-			break;
-		if (deadline && now() >= deadline)
-			break;
-		/* Objects loaded since (C modules): named while they are mapped. */
-		if (now() >= next_scan) {
-			syms_scan(&t.syms);
-			next_scan = now() + 1;
-		}
-		if (o->cmd) {
-			int status;
-			if (waitpid(t.pid, &status, WNOHANG) == t.pid) {
-				t.child_done = 1;
-				t.child_status = status;
-				break;
-			}
-		} else if (target_gone(t.pid, pidfd)) {
-			break;
-		}
+	run_loop(&t, pidfd, deadline);
+	if (forward_sig && o->cmd && !t.child_done) {
+		kill(t.pid, forward_sig);
+		forward_sig = 0;
 	}
 	/* Stop, then detach so no new records arrive, then drain what is
 	 * left. */
 	__atomic_store_n(&t.skel->bss->stop, 1, __ATOMIC_SEQ_CST);
 	detach_all(&t);
-	continue_stopped();
+	settle_stops(&t);
 	drain(&t);
 	slots_left(&t);
 	sum_stats(&t, &st);
 	r = mpw_finish(w);
 	if (r) {
 		err1("cannot write %s: %s", o->out, strerror(r));
-		goto out;
+		t.failed = 1;
 	}
+	write_info(&t, &st, 1, now() - t0);
+	if (r)
+		goto out;
 	if (!o->quiet)
 		summary(&t, &st, now() - t0, w->bytes);
-	if (o->cmd && t.child_done && !o->quiet) {
-		if (WIFEXITED(t.child_status) && WEXITSTATUS(t.child_status))
-			fprintf(stderr, "  command exited with status %d\n",
-				WEXITSTATUS(t.child_status));
-		else if (WIFSIGNALED(t.child_status))
-			fprintf(stderr, "  command killed by signal %d\n",
-				WTERMSIG(t.child_status));
-	} else if (o->cmd && !o->quiet) {
-		fprintf(stderr, "  command (PID %d) still running\n", (int)t.pid);
-	}
-	rc = st.lost + st.lost_sym + st.missed + t.bad_recs ? LMT_LOSSY : LMT_OK;
+	rc = st.lost + st.lost_sym + st.missed + st.lost_vm + t.bad_recs +
+			     (uint64_t)t.lost_vm ? LMT_LOSSY : LMT_OK;
 out:
 	detach_all(&t);
-	continue_stopped();
+	if (t.stops_fd >= 0)
+		settle_stops(&t);
 	if (gate >= 0) {
 		close(gate); /* the child exits without running the command */
 		waitpid(t.pid, NULL, 0);
@@ -1275,5 +1502,22 @@ out:
 		close(fd);
 	if (pidfd >= 0)
 		close(pidfd);
+	if (t.child_started) {
+		/* Like strace and time: the command's status, once it is over. */
+		if (!t.child_done && !o->quiet)
+			err1("tracing ended (%s); waiting for %s (PID %d) to exit",
+			     t.end ? t.end : "error", o->cmd[0], (int)t.pid);
+		wait_child(&t);
+		if (!o->quiet && t.child_done) {
+			if (WIFEXITED(t.child_status) && WEXITSTATUS(t.child_status))
+				fprintf(stderr, "  command exited with status %d\n",
+					WEXITSTATUS(t.child_status));
+			else if (WIFSIGNALED(t.child_status))
+				fprintf(stderr, "  command killed by signal %d\n",
+					WTERMSIG(t.child_status));
+		}
+		if (!o->strict || rc == LMT_OK)
+			rc = t.child_done ? child_rc(&t) : LMT_ERR;
+	}
 	return rc;
 }

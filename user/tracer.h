@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#define LMT_VERSION "0.2.0"
+
 enum probe_mode {
 	PROBES_AUTO,   /* split free/alloc paths when the allocator allows */
 	PROBES_SINGLE, /* one entry+return probe at the first emulated insn */
@@ -32,6 +34,9 @@ struct topts {
 	int verbose;
 	int quiet;   /* no summary */
 	int top;     /* allocation sites in the summary */
+	int force;   /* -f: replace an existing output file */
+	int strict;  /* -- COMMAND: loss is exit 3, a tracer error exit 1,
+		      * rather than the command's status */
 };
 
 int trace_run(const struct topts *o);

@@ -1,0 +1,138 @@
+/* The stream's sidecar (see info.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "info.h"
+
+/* Keys and values are one line each: what could break a line goes. */
+static void clean(char *dst, size_t cap, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < cap && s[i]; i++)
+		dst[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	dst[i] = 0;
+}
+
+size_t info_format(const struct info *in, char *buf, size_t len)
+{
+	char exe[sizeof(in->exe)], state[sizeof(in->state)], end[sizeof(in->end)];
+	char when[64] = "";
+	const time_t t = (time_t)in->start;
+	struct tm tm;
+	int n;
+
+	clean(exe, sizeof(exe), in->exe);
+	clean(state, sizeof(state), in->state);
+	clean(end, sizeof(end), in->end);
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	n = snprintf(buf, len,
+		     INFO_MAGIC "\n"
+		     "version: %s\n"
+		     "pid: %d\n"
+		     "exe: %s\n"
+		     "vms: %u\n"
+		     "start: %.6f %s\n"
+		     "duration: %.6f\n"
+		     "state: %s\n"
+		     "end: %s\n"
+		     "events: %" PRIu64 "\n"
+		     "lost: %" PRIu64 "\n"
+		     "lost_symbols: %" PRIu64 "\n"
+		     "lost_vms: %" PRIu64 "\n"
+		     "in_flight: %" PRIu64 "\n",
+		     in->version, in->pid, exe, in->vms, in->start, when,
+		     in->duration, state, end, in->events, in->lost, in->lost_sym,
+		     in->lost_vm, in->in_flight);
+	return n < 0 ? 0 : (size_t)n;
+}
+
+static int u64_of(const char *v, uint64_t *out)
+{
+	char *e;
+
+	if (*v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	*out = strtoull(v, &e, 10);
+	return errno || *e ? -1 : 0;
+}
+
+int info_parse(const char *text, size_t n, struct info *out)
+{
+	const char *p = text, *end = text + n;
+	size_t ml = strlen(INFO_MAGIC);
+
+	memset(out, 0, sizeof(*out));
+	if (n < ml || memcmp(text, INFO_MAGIC, ml) || (n > ml && text[ml] != '\n'))
+		return -1;
+	p += ml;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char line[512], *v;
+		uint64_t x = 0;
+
+		if (l && l < sizeof(line)) {
+			memcpy(line, p, l);
+			line[l] = 0;
+			v = strstr(line, ": ");
+			if (v) {
+				*v = 0;
+				v += 2;
+#define U(key, field) else if (!strcmp(line, key)) { if (u64_of(v, &x)) return -1; out->field = x; }
+#define S(key, field) else if (!strcmp(line, key)) clean(out->field, sizeof(out->field), v);
+				if (0) {}
+				U("events", events) U("lost", lost)
+				U("lost_symbols", lost_sym) U("lost_vms", lost_vm)
+				U("in_flight", in_flight)
+				S("version", version) S("exe", exe) S("state", state)
+				S("end", end)
+				else if (!strcmp(line, "pid")) {
+					if (u64_of(v, &x) || x > INT_MAX)
+						return -1;
+					out->pid = (int)x;
+				} else if (!strcmp(line, "vms")) {
+					if (u64_of(v, &x) || x > UINT32_MAX)
+						return -1;
+					out->vms = (unsigned)x;
+				} else if (!strcmp(line, "start")) {
+					out->start = strtod(v, NULL);
+				} else if (!strcmp(line, "duration")) {
+					out->duration = strtod(v, NULL);
+				}
+#undef U
+#undef S
+			}
+		}
+		p += l + 1;
+	}
+	return out->state[0] ? 0 : -1;
+}
+
+int info_load(const char *stream, struct info *out)
+{
+	char path[PATH_MAX], buf[8192];
+	ssize_t n;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s" INFO_SUFFIX, stream) >= (int)sizeof(path))
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0 || n == (ssize_t)sizeof(buf))
+		return -1;
+	return info_parse(buf, (size_t)n, out) ? -1 : 1;
+}

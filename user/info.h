@@ -1,0 +1,48 @@
+/* A stream's facts, in a sidecar beside it (FILE.info): what the standard
+ * stream has no room for, so that `report` can tell a lossy or unfinished
+ * stream from a complete one, and views can label streams. Text, one
+ * "key: value" per line after a first line naming the format; readers
+ * ignore keys they do not know. The tracer writes it when tracing starts
+ * (state: running) and replaces it when tracing ends, so a tracer that
+ * died leaves "running" behind.
+ */
+#ifndef LMT_INFO_H
+#define LMT_INFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define INFO_MAGIC "luamemtrace stream info 1"
+#define INFO_SUFFIX ".info"
+
+struct info {
+	char version[16];
+	int pid;
+	char exe[256];     /* the target's executable */
+	unsigned vms;      /* VMs traced */
+	double start;      /* wall clock, seconds since the epoch */
+	double duration;   /* seconds */
+	char state[16];    /* running, complete, incomplete */
+	char end[64];      /* why tracing ended */
+	uint64_t events;   /* events written */
+	uint64_t lost;     /* events lost (ring full, late returns, bad records) */
+	uint64_t lost_sym; /* symbol records lost */
+	uint64_t lost_vm;  /* new VMs or dlopens whose record was lost */
+	uint64_t in_flight; /* allocations in flight when tracing stopped */
+};
+
+/* The sidecar's text: bytes written to buf (NUL-terminated), or the length
+ * it needs if len is too small. */
+size_t info_format(const struct info *in, char *buf, size_t len);
+/* Parses the text of a sidecar: 0, or -1 if it is not one. */
+int info_parse(const char *text, size_t n, struct info *out);
+/* Reads the sidecar of the stream at path: 1 read, 0 there is none,
+ * -1 it is unreadable or malformed. */
+int info_load(const char *stream, struct info *out);
+/* Events, symbols or VMs were lost: the stream is incomplete. */
+static inline int info_lossy(const struct info *in)
+{
+	return in->lost || in->lost_sym || in->lost_vm;
+}
+
+#endif

@@ -1,0 +1,213 @@
+/* Output files created safely (see outfile.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "outfile.h"
+
+static int fail(char *err, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+#define ERR(...) fail(err, len, __VA_ARGS__)
+
+/* dir (resolved) and each directory above it: owned by root or by us, and
+ * writable by nobody else unless sticky. */
+static int dir_trusted(const char *dir, char *err, size_t len)
+{
+	char p[PATH_MAX];
+	const uid_t me = geteuid();
+
+	snprintf(p, sizeof(p), "%s", dir);
+	for (;;) {
+		struct stat st;
+		char *slash;
+
+		if (stat(p, &st))
+			return ERR("cannot use directory %s: %s", p, strerror(errno));
+		if (st.st_uid != 0 && st.st_uid != me)
+			return ERR("directory %s belongs to another user (uid %u): "
+				   "not writing there", p, (unsigned)st.st_uid);
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+			return ERR("directory %s is writable by other users and not "
+				   "sticky: not writing there (a file could be "
+				   "swapped under us)", p);
+		if (!strcmp(p, "/"))
+			return 0;
+		slash = strrchr(p, '/');
+		if (slash == p)
+			slash[1] = 0;
+		else
+			*slash = 0;
+	}
+}
+
+/* The resolved directory of path and its last component. */
+static int split(const char *path, char *dir, char *base, char *err,
+		 size_t len)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	if (!*path)
+		return ERR("empty output file name");
+	if (strlen(path) >= PATH_MAX)
+		return ERR("output file name too long");
+	if (path[strlen(path) - 1] == '/')
+		return ERR("%s is a directory name, not a file", path);
+	strcpy(a, path);
+	strcpy(b, path);
+	if (!realpath(dirname(a), dir))
+		return ERR("cannot write %s: %s", path, strerror(errno));
+	snprintf(base, NAME_MAX + 1, "%s", basename(b));
+	if (!strcmp(base, ".") || !strcmp(base, ".."))
+		return ERR("%s is a directory name, not a file", path);
+	return 0;
+}
+
+/* What is at dir/base now: 0 nothing, 1 a regular file, 2 a device or
+ * FIFO to write as it is; -1 with err for what is refused. */
+static int existing(int dfd, const char *path, const char *base, int force,
+		    char *err, size_t len)
+{
+	struct stat st;
+
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW))
+		return errno == ENOENT ? 0 : ERR("cannot write %s: %s", path,
+						  strerror(errno));
+	if (S_ISLNK(st.st_mode))
+		return ERR("%s is a symbolic link: not followed", path);
+	if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
+		return 2;
+	if (S_ISDIR(st.st_mode))
+		return ERR("%s is a directory", path);
+	if (!S_ISREG(st.st_mode))
+		return ERR("%s exists and is not a regular file", path);
+	if (!force)
+		return ERR("%s exists (-f to overwrite it)", path);
+	return 1;
+}
+
+static int open_dir(const char *path, char *dir, char *base, char *err,
+		    size_t len)
+{
+	int dfd;
+
+	if (split(path, dir, base, err, len) || dir_trusted(dir, err, len))
+		return -1;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return ERR("cannot write %s: %s", path, strerror(errno));
+	return dfd;
+}
+
+int outfile_check(const char *path, int force, char *err, size_t len)
+{
+	char dir[PATH_MAX], base[NAME_MAX + 1];
+	int dfd = open_dir(path, dir, base, err, len), r;
+
+	if (dfd < 0)
+		return -1;
+	r = existing(dfd, path, base, force, err, len);
+	if (r >= 0 && r != 2 && faccessat(dfd, ".", W_OK, AT_EACCESS))
+		r = ERR("cannot write %s: %s", path, strerror(errno));
+	close(dfd);
+	return r < 0 ? -1 : 0;
+}
+
+int outfile_is_device(const char *path)
+{
+	struct stat st;
+
+	return !lstat(path, &st) && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
+}
+
+int outfile_create(const char *path, int force, int *regular, char *err,
+		   size_t len)
+{
+	char dir[PATH_MAX], base[NAME_MAX + 1];
+	int dfd = open_dir(path, dir, base, err, len), fd = -1, r;
+
+	if (dfd < 0)
+		return -1;
+	r = existing(dfd, path, base, force, err, len);
+	if (r == 2) {
+		fd = openat(dfd, base, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		*regular = 0;
+	} else if (r >= 0) {
+		/* A new inode: never written through a link to another. */
+		if (r == 1 && unlinkat(dfd, base, 0) && errno != ENOENT) {
+			close(dfd);
+			return ERR("cannot replace %s: %s", path, strerror(errno));
+		}
+		fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+			    O_CLOEXEC, 0600);
+		*regular = 1;
+	}
+	if (r >= 0 && fd < 0)
+		ERR("cannot write %s: %s", path,
+		    errno == EEXIST ? "it appeared while we created it" :
+				      strerror(errno));
+	close(dfd);
+	return fd;
+}
+
+int outfile_replace(const char *path, const void *data, size_t n, char *err,
+		    size_t len)
+{
+	char dir[PATH_MAX], base[NAME_MAX + 1], tmp[NAME_MAX + 32];
+	int dfd = open_dir(path, dir, base, err, len), fd = -1, r = -1;
+	const char *p = data;
+
+	if (dfd < 0)
+		return -1;
+	snprintf(tmp, sizeof(tmp), ".%.*s.%d.tmp", NAME_MAX - 20, base,
+		 (int)getpid());
+	unlinkat(dfd, tmp, 0);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ERR("cannot write %s/%s: %s", dir, tmp, strerror(errno));
+		goto out;
+	}
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			ERR("cannot write %s: %s", path,
+			    w < 0 ? strerror(errno) : "short write");
+			goto out;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	if (fsync(fd) || renameat(dfd, tmp, dfd, base)) {
+		ERR("cannot write %s: %s", path, strerror(errno));
+		goto out;
+	}
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (r)
+		unlinkat(dfd, tmp, 0);
+	close(dfd);
+	return r;
+}
