@@ -27,7 +27,7 @@ BPF_SKEL := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
 USER_SRC := $(wildcard user/*.c)
 USER_OBJ := $(patsubst user/%.c,$(OUT)/%.o,$(USER_SRC))
 # Objects that need neither BPF nor libbpf: shared with unit tests and fuzzers.
-LIB_SRC  := user/memprof_write.c user/memprof_read.c user/report.c
+LIB_SRC  := user/memprof_write.c user/memprof_read.c user/report.c user/esc.c user/info.c
 LIB_OBJ  := $(patsubst user/%.c,$(OUT)/%.o,$(LIB_SRC))
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
@@ -68,7 +68,7 @@ bats: luamemtrace
 	bats tests/*.bats
 
 # The README's test command.
-test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host
+test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host $(OUT)/lmtmod.so
 	@bash tests/run-all.sh $(UNIT_BIN)
 
 asan:
@@ -96,9 +96,14 @@ clean:
 	rm -rf $(OUT) luamemtrace
 
 # Test helpers built from tests/ (not installed).
-$(OUT)/mpdump: tests/tools/mpdump.c user/memprof_read.c user/memprof_write.c user/memprof.h user/memprof_read.h user/memprof_write.h | $(OUT)
-	$(CC) $(ALL_CFLAGS) -o $@ tests/tools/mpdump.c user/memprof_read.c user/memprof_write.c
+$(OUT)/mpdump: tests/tools/mpdump.c user/memprof_read.c user/memprof_write.c user/esc.c user/memprof.h user/memprof_read.h user/memprof_write.h user/esc.h | $(OUT)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/tools/mpdump.c user/memprof_read.c user/memprof_write.c user/esc.c
 
 $(OUT)/host: tests/c/host.c | $(OUT)
 	$(CC) $(ALL_CFLAGS) -I/usr/include/luajit-2.1 -o $@ $< -lluajit-5.1 -lpthread
+
+# A Lua C module (tests/faults.bats: a module loaded just before the exit).
+$(OUT)/lmtmod.so: tests/c/lmtmod.c | $(OUT)
+	$(CC) $(ALL_CFLAGS) -I/usr/include/luajit-2.1 -shared -fPIC -o $@ $<
+
 .SECONDARY:

@@ -59,3 +59,17 @@ attach_waiting() {
 	TPID=$!
 	wait_for "$T/err" "tracing PID $PID"
 }
+
+# totals FILE: the summed event counts of every group of each section of a
+# standard report, as "ALLOC REALLOC FREE" (the events of ALLOCATIONS,
+# REALLOCATIONS and DEALLOCATIONS).
+totals() {
+	awk '
+		/^(ALLOCATIONS|REALLOCATIONS|DEALLOCATIONS)$/ { s = $0; next }
+		/^HEAP SUMMARY:/ { s = ""; next }
+		s != "" && /: [0-9]+ events\t/ {
+			n = $0; sub(/ events\t.*/, "", n); sub(/.*: /, "", n)
+			t[s] += n
+		}
+		END { printf "%d %d %d\n", t["ALLOCATIONS"], t["REALLOCATIONS"], t["DEALLOCATIONS"] }' "$1"
+}

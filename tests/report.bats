@@ -226,7 +226,7 @@ compare_all() {
 	run "$LMT" report --help
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"--folded"* ]]
-	[[ "$output" == *"3 report printed from a truncated stream"* ]]
+	[[ "$output" == *"3 report printed from an incomplete stream: truncated, or its FILE.info"* ]]
 }
 
 @test "report: control characters in names are escaped in every output" {
@@ -247,6 +247,70 @@ compare_all() {
 	[[ "$output" == *'c\x7f;f\r:0x80: 1 events'* ]]
 	run "$LMT" report --folded "$T/esc.bin"
 	[ "$output" = "$(printf '%s\n' '@a\tb\x1b[1m.lua:1 3' 'c\x7f,f\r:0x80 2')" ]
+}
+
+# Chunk and C names with C1 controls (raw and UTF-8-encoded CSI) and
+# ill-formed UTF-8: escaped by esc.h's rule; é and NBSP pass unchanged.
+hostile_stream() {
+	printf 'ljs\x03\x00\x00\x00'
+	# proto 0x10: "@a" U+009B "31m" 0x9b "1m", overlong '/', surrogate,
+	# > U+10FFFF, "café" NBSP, a 3-byte sequence cut by the end of the name
+	printf '\x00\x10\x1c@a\xc2\x9b31m\x9b1m\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80caf\xc3\xa9\xc2\xa0\xe2\x82\x00'
+	printf '\x01\x80\x01\x07c\x9f;\xe0\x80\xaf\xff'    # C symbol 0x80
+	printf '\x00\x20\x08x\n\t\xc2\x85y\x9b\n\x00'      # proto 0x20: aliased source
+	printf '\x80ljm\x03\x00\x00\x00'
+	printf '\x09\x10\x01\xa0\x01\x03'                  # ALLOC proto 0x10 line 1, 3 bytes
+	printf '\x0d\x81\x01\xb0\x01\x02'                  # ALLOC cfunc 0x81, 2 bytes
+	printf '\x09\x20\x02\xc0\x01\x05'                  # ALLOC proto 0x20 line 2, 5 bytes
+	printf '\x80'
+}
+
+@test "report: C1 controls and ill-formed UTF-8 in names are escaped in every output" {
+	hostile_stream > "$T/c1.bin"
+	local a c
+	a=$'@a\\xc2\\x9b31m\\x9b1m\\xc0\\xaf\\xed\\xa0\\x80\\xf4\\x90\\x80\\x80caf\xc3\xa9\xc2\xa0\\xe2\\x82'
+	c='c\x9f;\xe0\x80\xaf\xff'
+	run "$LMT" report "$T/c1.bin"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf '%s\n' \
+		'ALLOCATIONS' \
+		$'function_alias_1:2: 1 events\t+5B\t-0B' \
+		"$a"$':1: 1 events\t+3B\t-0B' \
+		"$c"$':0x80: 1 events\t+2B\t-0B' \
+		'' 'REALLOCATIONS' '' 'DEALLOCATIONS' '' \
+		'HEAP SUMMARY:' \
+		'function_alias_1:2 holds 5B: 1 allocs, 0 frees' \
+		"$a:1 holds 3B: 1 allocs, 0 frees" \
+		"$c:0x80 holds 2B: 1 allocs, 0 frees" \
+		'' 'ALIASES:' 'function_alias_1:' \
+		$'1\t| x' \
+		$'2\t| \t\\xc2\\x85y\\x9b')" ]
+	run "$LMT" report --leak-only "$T/c1.bin"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "HEAP SUMMARY:"*$'\n'"$a:1 holds 3B: 1 allocs, 0 frees"$'\n'"$c:0x80 holds 2B"* ]]
+	run "$LMT" report --folded "$T/c1.bin"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf '%s\n' "$a:1 3" 'c\x9f,\xe0\x80\xaf\xff:0x80 2' 'function_alias_1:2 5')" ]
+	# Byte check of every output: without é and NBSP, printable ASCII,
+	# TAB and LF only; and the whole is well-formed UTF-8 with no C1.
+	for opt in "" --leak-only --human-readable --folded; do
+		"$LMT" report $opt "$T/c1.bin" > "$T/out"
+		[ -z "$(sed $'s/\xc3\xa9//g; s/\xc2\xa0//g' "$T/out" | LC_ALL=C tr -d '\t\n\040-\176')" ]
+		iconv -f UTF-8 -t UTF-8 "$T/out" > /dev/null
+		if LC_ALL=C.UTF-8 grep -qP '[\x{80}-\x{9f}]' "$T/out"; then false; fi
+	done
+	[[ "$(cat "$T/out")" == *"caf"$'\xc3\xa9\xc2\xa0'* ]]
+}
+
+@test "report: a bad magic is quoted with the same escaping, quote and backslash too" {
+	printf '\xc2\x9b"\x03\x00\x00\x00\x80' > "$T/magic.bin"
+	run --separate-stderr "$LMT" report "$T/magic.bin"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "luamemtrace report: $T/magic.bin: offset 0: bad symtab magic \"\\xc2\\x9b\\x22\" (want \"ljs\")" ]
+	printf '\xc3\xa9\\\x03\x00\x00\x00\x80' > "$T/magic.bin"
+	run --separate-stderr "$LMT" report "$T/magic.bin"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "luamemtrace report: $T/magic.bin: offset 0: bad symtab magic \""$'\xc3\xa9'"\\x5c\" (want \"ljs\")" ]
 }
 
 @test "report: chunk names with newlines become aliases" {

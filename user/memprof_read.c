@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "esc.h"
 #include "memprof_read.h"
 
 #define LJS_MAGIC "ljs"
@@ -290,27 +291,33 @@ static int get_sym(struct mpr *r, unsigned type, struct mp_sym *sym)
 	return MPR_SYM;
 }
 
-static void put_escaped(char *dst, size_t cap, const unsigned char *s, size_t n)
+/* esc_text's sink for a fixed buffer (cut short if full). */
+struct fixbuf {
+	char *p;
+	size_t len, cap;
+};
+
+static void fix_put(void *ctx, const char *s, size_t n)
 {
-	size_t o = 0;
-	for (size_t i = 0; i < n && o + 5 < cap; i++) {
-		if (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\')
-			dst[o++] = (char)s[i];
-		else
-			o += (size_t)snprintf(dst + o, cap - o, "\\x%02x", s[i]);
-	}
-	dst[o] = 0;
+	struct fixbuf *b = ctx;
+	if (n > b->cap - b->len)
+		n = b->cap - b->len;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
 }
 
 static int get_prologue(struct mpr *r, const char *magic, const char *what)
 {
 	const size_t avail = fill(r, PROLOGUE_LEN);
 	const size_t m = avail < 3 ? avail : 3;
-	char esc[32];
+	char esc[4 * 3 + 1]; /* 3 bytes, 4 each at most: never cut */
+	struct fixbuf eb = { esc, 0, sizeof(esc) - 1 };
 	r->rec_off = OFF(r);
 	r->rec_what = what;
 	if (memcmp(r->buf + r->pos, magic, m)) {
-		put_escaped(esc, sizeof(esc), r->buf + r->pos, m);
+		/* Quoted: '"' and '\\' escaped too, so the quotes are the bounds. */
+		esc_text(fix_put, &eb, (const char *)r->buf + r->pos, m, ESC_QUOTE);
+		esc[eb.len] = 0;
 		return finish(r, MPR_ERROR, OFF(r), "bad %s magic \"%s\" (want \"%s\")", what, esc,
 			      magic);
 	}

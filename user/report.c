@@ -21,11 +21,13 @@
  * LuaJIT's %d / %#x; lua_d() and lua_hex() reproduce that, so values up to
  * 2^53 print exactly and larger ones print as the parser prints them.
  *
- * Escaping: control bytes (< 0x20, 0x7f) in chunk and C names are printed
- * as \t, \n, \r or \xHH, in every output. Chunk names with '\n' are aliased
- * (function_alias_K) as the parser does, and their ALIASES text keeps TABs
- * (source indentation) but escapes other control bytes. Backslashes are
- * left alone so that printable names match the parser byte for byte.
+ * Escaping: chunk and C names are escaped once, when their symbol is read,
+ * by esc.h's rule (C0, DEL, C1 controls and ill-formed UTF-8; printable
+ * text, backslashes included, unchanged so it matches the parser byte for
+ * byte), so every output built from them is escaped: the report, folded
+ * stacks, the summary's top sites. Chunk names with '\n' are aliased
+ * (function_alias_K) as the parser does; their ALIASES text is escaped line
+ * by line by the same rule, keeping TABs (source indentation).
  *
  * Memory: hash tables with open addressing, sized by live blocks, symbols,
  * locations and names; nothing grows with the number of events.
@@ -48,6 +50,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "esc.h"
+#include "info.h"
 #include "memprof_read.h"
 #include "report.h"
 
@@ -310,27 +314,12 @@ static void sb_put(struct sbuf *b, const char *s, size_t n)
 
 static void sb_puts(struct sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
-/* Control bytes -> \t \n \r \xHH; keep_tab for multi-line source text. */
-static void sb_escaped(struct sbuf *b, const char *s, size_t n, int keep_tab)
+static void sb_put_cb(void *b, const char *s, size_t n) { sb_put(b, s, n); }
+
+/* Target-controlled text, escaped (esc.h). */
+static void sb_escaped(struct sbuf *b, const char *s, size_t n, int flags)
 {
-	size_t run = 0;
-	for (size_t i = 0; i < n; i++) {
-		const unsigned char c = (unsigned char)s[i];
-		char e[5];
-		if ((c >= 0x20 && c != 0x7f) || (c == '\t' && keep_tab))
-			continue;
-		sb_put(b, s + run, i - run);
-		run = i + 1;
-		if (c == '\t' || c == '\n' || c == '\r') {
-			e[0] = '\\';
-			e[1] = c == '\t' ? 't' : c == '\n' ? 'n' : 'r';
-			sb_put(b, e, 2);
-		} else {
-			snprintf(e, sizeof(e), "\\x%02x", c);
-			sb_put(b, e, 4);
-		}
-	}
-	sb_put(b, s + run, n - run);
+	esc_text(sb_put_cb, b, s, n, flags);
 }
 
 /* LuaJIT's string.format("%d", x) where x = tonumber(uint64 v). */
@@ -1227,8 +1216,10 @@ static void put_name(FILE *out, const struct report *rp, uint32_t id)
 	fwrite(str_ptr(&rp->sp, id), 1, rp->sp.s[id].len, out);
 }
 
-/* humanize.lua render() for one event kind. */
-static int render(struct report *rp, FILE *out, uint8_t kind, int human)
+/* humanize.lua render() for one event kind: its first max groups, each
+ * line after indent. */
+static int render(struct report *rp, FILE *out, uint8_t kind, int human, const char *indent,
+		  uint32_t max)
 {
 	uint32_t *ids = malloc(((size_t)rp->ngrp + 1) * sizeof(*ids)), n = 0, *names = NULL;
 	uint64_t *start = calloc((size_t)rp->ngrp + 2, sizeof(*start));
@@ -1252,22 +1243,23 @@ static int render(struct report *rp, FILE *out, uint8_t kind, int human)
 		start[g] = start[g - 1];
 	start[0] = 0;
 	qsort_r(ids, n, sizeof(*ids), cmp_group, rp);
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < n && i < max; i++) {
 		const struct group *gp = &rp->grp[ids[i]];
 		char num[32], a[40], f[40];
 		const uint32_t nn = nowners(rp, ids[i]);
 		lua_d(num, gp->num);
 		fmt_bytes(a, gp->alloc, human);
 		fmt_bytes(f, gp->free, human);
+		fputs(indent, out);
 		put_name(out, rp, gp->name);
 		fprintf(out, ": %s events\t+%s\t-%s\n", num, a, f);
 		if (!nn)
 			continue;
 		names = oname + start[ids[i]];
 		qsort_r(names, nn, sizeof(*names), cmp_name, rp);
-		fputs("\tOverrides:\n", out);
+		fprintf(out, "%s\tOverrides:\n", indent);
 		for (uint32_t k = 0; k < nn; k++) {
-			fputs("\t\t", out);
+			fprintf(out, "%s\t\t", indent);
 			put_name(out, rp, names[k]);
 			fputc('\n', out);
 		}
@@ -1279,7 +1271,7 @@ static int render(struct report *rp, FILE *out, uint8_t kind, int human)
 	return 0;
 }
 
-/* Per-name accumulator (HEAP SUMMARY, folded, top). */
+/* Per-name accumulator (HEAP SUMMARY, folded). */
 struct acc {
 	uint32_t name;
 	uint64_t a, b, c; /* meaning depends on the user */
@@ -1393,7 +1385,7 @@ static void aliases(struct report *rp, FILE *out)
 			const char *e = nl ? nl : end;
 			if (e > p) {
 				rp->sb.len = 0;
-				sb_escaped(&rp->sb, p, (size_t)(e - p), 1);
+				sb_escaped(&rp->sb, p, (size_t)(e - p), ESC_TAB);
 				fprintf(out, "%u\t| ", lineno++);
 				if (!rp->sb.oom)
 					fwrite(rp->sb.p, 1, rp->sb.len, out);
@@ -1473,7 +1465,7 @@ int report_print(struct report *rp, FILE *out, const struct report_opts *o)
 			static const uint8_t kinds[] = { MP_ALLOC, MP_REALLOC, MP_FREE };
 			for (int k = 0; k < 3; k++) {
 				fprintf(out, "%s\n", title[k]);
-				rc |= render(rp, out, kinds[k], o->human);
+				rc |= render(rp, out, kinds[k], o->human, "", UINT32_MAX);
 				fputc('\n', out);
 			}
 		}
@@ -1485,39 +1477,15 @@ int report_print(struct report *rp, FILE *out, const struct report_opts *o)
 	return rc ? -1 : 0;
 }
 
-static int cmp_acc_top(const void *pa, const void *pb, void *ctx)
-{
-	const struct report *rp = ctx;
-	const struct acc *x = pa, *y = pb;
-	if (x->a != y->a)
-		return x->a > y->a ? -1 : 1;
-	if (x->b != y->b)
-		return x->b > y->b ? -1 : 1;
-	return str_cmp(&rp->sp, x->name, y->name);
-}
-
+/* The first n lines of ALLOCATIONS (ALLOC groups have no Overrides, so a
+ * line per group), as `report` prints them: a summary that adds kinds or
+ * merges names would match no line of it. */
 void report_print_top(struct report *rp, FILE *out, int n, int human)
 {
-	struct accset s = { 0 };
-	struct acc *x;
 	report_sync(rp);
-	for (uint32_t g = 0; g < rp->ngrp; g++) {
-		const struct group *gp = &rp->grp[g];
-		if (gp->kind != MP_FREE && (x = acc_of(&s, gp->name))) {
-			x->a += gp->alloc;
-			x->b += gp->num;
-		}
-	}
-	if (s.n)
-		qsort_r(s.v, s.n, sizeof(*s.v), cmp_acc_top, rp);
-	for (uint32_t i = 0; i < s.n && (int)i < n; i++) {
-		char b[40];
-		fmt_bytes(b, s.v[i].a, human);
-		fputs("  ", out);
-		put_name(out, rp, s.v[i].name);
-		fprintf(out, ": %" PRIu64 " events +%s\n", s.v[i].b, b);
-	}
-	acc_free(&s);
+	fprintf(out, "  top allocation sites (first lines of ALLOCATIONS in "
+		     "'luamemtrace report%s'):\n", human ? " --human-readable" : "");
+	render(rp, out, MP_ALLOC, human, "  ", n > 0 ? (uint32_t)n : 0);
 }
 
 /* ---- luamemtrace report ---- */
@@ -1536,7 +1504,8 @@ static const char usage_text[] =
 	"                     events, or live bytes at the end of the stream\n"
 	"\n"
 	"Exit status: 0 ok, 1 unreadable or malformed stream, 2 usage error,\n"
-	"3 report printed from a truncated stream.\n";
+	"3 report printed from an incomplete stream: truncated, or its FILE.info\n"
+	"says events were lost or the trace never ended.\n";
 
 __attribute__((format(printf, 1, 2)))
 static int usage_error(const char *fmt, ...)
@@ -1548,6 +1517,34 @@ static int usage_error(const char *fmt, ...)
 	va_end(ap);
 	fputs(" (try 'luamemtrace report --help')\n", stderr);
 	return 2;
+}
+
+/* What the stream's sidecar says (info.h): 1 if the stream is known to be
+ * incomplete, said on stderr. */
+static int sidecar_warns(const char *path)
+{
+	struct info in;
+	const int r = info_load(path, &in);
+
+	if (r < 0)
+		fprintf(stderr, "luamemtrace report: warning: %s" INFO_SUFFIX
+			" is unreadable or not a luamemtrace sidecar: ignored\n", path);
+	if (r <= 0)
+		return 0;
+	if (info_lossy(&in)) {
+		fprintf(stderr, "luamemtrace report: warning: %s" INFO_SUFFIX ": %" PRIu64
+			" events, %" PRIu64 " symbol records and %" PRIu64
+			" new VMs or dlopens were lost while tracing: the report is "
+			"incomplete\n", path, in.lost, in.lost_sym, in.lost_vm);
+		return 1;
+	}
+	if (!strcmp(in.state, "running")) {
+		fprintf(stderr, "luamemtrace report: warning: %s" INFO_SUFFIX
+			" says tracing never ended (the tracer died?): the stream may "
+			"be incomplete\n", path);
+		return 1;
+	}
+	return 0;
 }
 
 int report_main(int argc, char **argv)
@@ -1655,6 +1652,8 @@ int report_main(int argc, char **argv)
 			mpr_diag(r), mpr_nevents(r));
 		status = 3;
 	}
+	if (fd > 0 && sidecar_warns(path))
+		status = 3;
 	if (report_print(rp, stdout, &o) || fflush(stdout)) {
 		fprintf(stderr, "luamemtrace report: %s\n",
 			ferror(stdout) ? "error writing the report" : "out of memory");

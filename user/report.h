@@ -1,9 +1,9 @@
 /* Memprof report: an aggregator fed record by record (from the reader or
  * live from the tracer) that prints what tarantool/luajit's
- * tools/memprof.lua prints, plus folded stacks and a top-N summary.
+ * tools/memprof.lua prints, plus folded stacks and the top of ALLOCATIONS.
  *
  * Memory is bounded by live allocations + symbols + locations, never by
- * the number of events.
+ * the number of events. Names are escaped by esc.h's rule in every output.
  */
 #ifndef LMT_REPORT_H
 #define LMT_REPORT_H
@@ -42,13 +42,17 @@ void report_events(struct report *rp, const struct mp_event *ev, size_t n);
 /* Returns 0, or -1 if out of memory was hit while aggregating (the output
  * would be incomplete) or the stream FILE reports an error. */
 int report_print(struct report *rp, FILE *out, const struct report_opts *o);
-/* Top-N allocation sites by bytes: "  @t.lua:5: 100 events +5600B". */
+/* The summary's top sites: a heading, then the first n lines of the
+ * ALLOCATIONS section exactly as report_print prints them (same groups,
+ * order, text and numbers, human as --human-readable), each after two
+ * spaces. */
 void report_print_top(struct report *rp, FILE *out, int n, int human);
 void report_free(struct report *rp);
 
 /* `luamemtrace report ...`; argv[0] is "report". Exit status:
  * 0 ok, 1 unreadable/malformed stream or output error, 2 usage,
- * 3 report printed from a truncated stream (EOF mid-record or no epilogue). */
+ * 3 report printed from an incomplete stream (EOF mid-record or no
+ * epilogue, or its sidecar FILE.info reports loss or an unfinished trace). */
 int report_main(int argc, char **argv);
 
 #endif

@@ -979,10 +979,8 @@ static void summary(struct tr *t, const struct lmt_stats *s, double secs,
 			 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3 -
 			 t->cpu0) / (double)evs);
 	}
-	if (t->o->top > 0 && evs) {
-		fprintf(stderr, "  top allocation sites:\n");
+	if (t->o->top > 0 && evs)
 		report_print_top(t->rep, stderr, t->o->top, 1);
-	}
 	fprintf(stderr, "  wrote %s (%" PRIu64 " bytes)\n", t->o->out, out_bytes);
 }
 
@@ -1052,8 +1050,13 @@ static void settle_stops(struct tr *t)
 		if (j == i)
 			wait_stopped((pid_t)v[i].tgid);
 	}
-	if (n)
+	if (n) {
+		/* Stops made while we waited are in now, and none can come:
+		 * release them all. */
+		free(v);
+		n = guard_stops(t->stops_fd, &v);
 		drain(t);
+	}
 	if (t->unbatch_req)
 		unbatch(t);
 	if (t->rescan) {
@@ -1064,7 +1067,7 @@ static void settle_stops(struct tr *t)
 	free(v);
 }
 
-/* ---- the command ------------------------------------------------------ */
+/* ---- the command's life ----------------------------------------------- */
 
 /* A pidfd turns readable when the process exits, zombie or not. */
 static int target_gone(pid_t pid, int pidfd)
@@ -1181,7 +1184,9 @@ static void write_info(struct tr *t, const struct lmt_stats *st, int done,
 			err1("%s", err);
 		return;
 	}
-	if (outfile_replace(t->info_path, buf, strlen(buf), err, sizeof(err)))
+	/* A full disk is said once, for the stream. */
+	if (outfile_replace(t->info_path, buf, strlen(buf), err, sizeof(err)) &&
+	    !t->failed)
 		err1("%s", err);
 }
 

@@ -6,7 +6,15 @@
  *                         before the next starts (its memory gets reused)
  *   host -2 A.lua B.lua N two VMs with the host's allocator (one malloc heap,
  *                         two uds) in one thread: each file defines step(),
- *                         called N times in A, then in B, alternately */
+ *                         called N times in A, then in B, alternately
+ *   host -c N FILE.lua    N threads (N <= 64) that wait on a barrier, then
+ *                         each creates its VM at the same moment with
+ *                         lua_newstate and a counting allocator of its own;
+ *                         prints "calls: A alloc R realloc F free", the
+ *                         allocator calls of every VM between lua_newstate's
+ *                         return and lua_close, classified as the tracer
+ *                         does (nsize 0: free, else ptr NULL: alloc, else
+ *                         realloc) */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +39,91 @@ static void *host_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	if (ptr)
 		live += nsize - (ptr ? osize : 0);
 	return ptr;
+}
+
+/* -c: one counter per VM, its calls counted only while it is "open"
+ * (after lua_newstate returned, before lua_close is called). */
+struct counter {
+	int open;
+	unsigned long alloc, realloc, free;
+};
+
+static void *count_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+	struct counter *c = ud;
+
+	(void)osize;
+	if (c->open) {
+		if (nsize == 0)
+			c->free++;
+		else if (ptr == NULL)
+			c->alloc++;
+		else
+			c->realloc++;
+	}
+	if (nsize == 0) {
+		free(ptr);
+		return NULL;
+	}
+	return realloc(ptr, nsize);
+}
+
+static pthread_barrier_t barrier;
+
+struct cthread {
+	pthread_t th;
+	const char *file;
+	struct counter c;
+	int r;
+};
+
+static void *count_main(void *arg)
+{
+	struct cthread *ct = arg;
+	lua_State *L;
+
+	pthread_barrier_wait(&barrier);
+	L = lua_newstate(count_alloc, &ct->c);
+	if (!L) {
+		ct->r = 1;
+		return NULL;
+	}
+	ct->c.open = 1;
+	luaL_openlibs(L);
+	ct->r = luaL_dofile(L, ct->file);
+	if (ct->r)
+		fprintf(stderr, "host: %s\n", lua_tostring(L, -1));
+	ct->c.open = 0;
+	lua_close(L);
+	return NULL;
+}
+
+static int count_vms(int n, const char *file)
+{
+	static struct cthread ct[64];
+	unsigned long a = 0, r = 0, f = 0;
+	int bad = 0;
+
+	if (n < 1 || n > 64)
+		return 2;
+	pthread_barrier_init(&barrier, NULL, (unsigned)n);
+	for (int i = 0; i < n; i++) {
+		ct[i].file = file;
+		if (pthread_create(&ct[i].th, NULL, count_main, &ct[i])) {
+			fprintf(stderr, "host: cannot create thread %d\n", i);
+			exit(1);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		pthread_join(ct[i].th, NULL);
+		bad |= ct[i].r != 0;
+		a += ct[i].c.alloc;
+		r += ct[i].c.realloc;
+		f += ct[i].c.free;
+	}
+	pthread_barrier_destroy(&barrier);
+	printf("calls: %lu alloc %lu realloc %lu free\n", a, r, f);
+	return bad;
 }
 
 static int run(lua_State *L, const char *file)
@@ -69,6 +162,8 @@ int main(int argc, char **argv)
 		}
 		return bad;
 	}
+	if (argc == 4 && !strcmp(argv[1], "-c"))
+		return count_vms(atoi(argv[2]), argv[3]);
 	if (argc >= 3 && !strcmp(argv[1], "-s")) {
 		for (int i = 2; i < argc; i++) {
 			L = luaL_newstate();
@@ -101,8 +196,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: host [-t N] FILE.lua | host -s FILE.lua... | "
-			"host -2 A.lua B.lua N\n");
+		fprintf(stderr, "usage: host [-t N] FILE.lua | host -c N FILE.lua | "
+			"host -s FILE.lua... | host -2 A.lua B.lua N\n");
 		return 2;
 	}
 	L = lua_newstate(host_alloc, &live);

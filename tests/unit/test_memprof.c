@@ -750,10 +750,37 @@ static void test_human_and_top(void)
 	out = open_memstream(&buf, &len);
 	report_print_top(rp, out, 2, 0);
 	fclose(out);
-	check(same_text("top", "  @t.lua:6: 6 events +32212254720B\n"
-			"  @t.lua:4: 4 events +12582912B\n", buf),
-	      "top: the N biggest sites by bytes");
+	check(same_text("top", "  top allocation sites (first lines of ALLOCATIONS in "
+			"'luamemtrace report'):\n"
+			"  @t.lua:6: 6 events\t+32212254720B\t-0B\n"
+			"  @t.lua:5: 5 events\t+343680B\t-0B\n", buf),
+	      "top: the first N lines of ALLOCATIONS, in report's order");
 	free(buf);
+	for (int h = 0; h <= 1; h++) {
+		char *rb, *want, *w, *l;
+		size_t rl;
+		out = open_memstream(&rb, &rl);
+		report_print(rp, out, &(struct report_opts){ .human = h });
+		fclose(out);
+		out = open_memstream(&buf, &len);
+		report_print_top(rp, out, 3, h);
+		fclose(out);
+		/* The heading, then ALLOCATIONS' first 3 lines after two spaces. */
+		w = want = malloc(rl + 200);
+		w += sprintf(w, "  top allocation sites (first lines of ALLOCATIONS in "
+				"'luamemtrace report%s'):\n", h ? " --human-readable" : "");
+		l = rb + strlen("ALLOCATIONS\n");
+		for (int k = 0; k < 3; k++) {
+			const char *nl = strchr(l, '\n');
+			w += sprintf(w, "  %.*s\n", (int)(nl - l), l);
+			l += nl - l + 1;
+		}
+		check(!strncmp(rb, "ALLOCATIONS\n", 12) && same_text("top vs report", want, buf),
+		      "top: report's own ALLOCATIONS lines (human %d)", h);
+		free(want);
+		free(rb);
+		free(buf);
+	}
 	report_free(rp);
 }
 

@@ -1,0 +1,608 @@
+#!/usr/bin/env bats
+# Faults a production tracer must survive (issue 14): output paths it must
+# not trust, a tracer killed at any instant, concurrent VM creation, a
+# process that execs, a module loaded just before the exit, bad numbers,
+# -- COMMAND's exit status, a stream's facts beside it, a full disk, the
+# decoder under a bounded fuzz run. Real processes throughout.
+
+load helpers
+
+HOST="$BATS_TEST_DIRNAME/../build/host"
+
+setup() {
+	T="$BATS_TEST_TMPDIR"
+	umask 022
+}
+
+# What a test leaves behind: its jobs (helpers' teardown), the processes it
+# listed in $T/pids (orphans a broken tracer left: continued, then killed),
+# the small tmpfs of the disk-full test.
+teardown() {
+	local p
+	for p in $(cat "$T/pids" 2>/dev/null); do
+		kill -CONT "$p" 2>/dev/null || true
+		kill -9 "$p" 2>/dev/null || true
+	done
+	for p in $(jobs -p); do
+		kill -9 "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	if mountpoint -q "$T/full" 2>/dev/null; then
+		umount "$T/full" || umount -l "$T/full"
+	fi
+}
+
+one_line() {
+	[ "$(printf '%s\n' "$output" | wc -l)" -eq 1 ] && [ -n "$output" ]
+}
+
+# pstate PID: PID's state letter (R, S, T, Z...), empty once it is gone.
+pstate() {
+	local s
+	read -r s 2>/dev/null < "/proc/$1/stat" || return 0
+	s=${s##*) }
+	echo "${s%% *}"
+}
+
+# wait_gone PID SECS: until PID has exited (gone or a zombie); 1 if it
+# still runs (or is stopped) after SECS seconds.
+wait_gone() {
+	local i s
+	for i in $(seq 1 $(($2 * 20))); do
+		s=$(pstate "$1")
+		[ -z "$s" ] || [ "$s" = Z ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# pids_with_arg ARG: the processes one of whose arguments is ARG.
+pids_with_arg() {
+	local d x
+	local -a a
+	for d in /proc/[0-9]*; do
+		mapfile -d '' a 2>/dev/null < "$d/cmdline" || continue
+		for x in "${a[@]}"; do
+			if [ "$x" = "$1" ]; then
+				echo "${d#/proc/}"
+				break
+			fi
+		done
+	done
+}
+
+# no_probes_of TEXT: no_probes_left for the processes of one test: no
+# process whose command line contains TEXT (a path of the test's own: the
+# tracer, anything it forked, the command) holds a uprobe with a BPF
+# program. Tracers of other suites running meanwhile do not count.
+no_probes_of() {
+	local p c
+	for p in $(bpftool perf show 2>/dev/null | awk '/uprobe/ { print $2 }' | sort -u); do
+		c=$(tr '\0' ' ' 2>/dev/null < "/proc/$p/cmdline") || continue
+		if [[ "$c" == *"$1"* ]]; then
+			echo "PID $p ($c) holds uprobes"
+			return 1
+		fi
+	done
+}
+
+# no_lost FILE: no "lost:" line of a summary counts anything.
+no_lost() {
+	if grep -E '^ *lost:' "$1" | grep -q '[1-9]'; then
+		grep -E '^ *lost:' "$1"
+		return 1
+	fi
+}
+
+# absent REGEX FILE: no line of FILE matches REGEX (a mid-test "! grep"
+# would not fail a bats test).
+absent() {
+	if grep -q -- "$1" "$2"; then
+		echo "unexpected '$1' in $2:"
+		grep -- "$1" "$2" | head -5
+		return 1
+	fi
+}
+
+# info_val FILE KEY: the value of "KEY: value" in a sidecar.
+info_val() {
+	sed -n "s/^$2: *//p" "$1" | head -1
+}
+
+# ---------------------------------------------------------------- output
+
+@test "-o naming a symlink to an existing file: refused, one line, the target unchanged" {
+	printf 'precious\n' > "$T/victim"
+	ln -s "$T/victim" "$T/link.bin"
+	run "$LMT" -o "$T/link.bin" -- luajit -e 'local t = {}'
+	[ "$status" -ne 0 ]
+	one_line
+	[ "$(cat "$T/victim")" = precious ]
+	[ "$(readlink "$T/link.bin")" = "$T/victim" ]
+}
+
+@test "-o naming a dangling symlink: refused, one line, its target not created" {
+	ln -s "$T/planted" "$T/dangling.bin"
+	run "$LMT" -o "$T/dangling.bin" -- luajit -e 'local t = {}'
+	[ "$status" -ne 0 ]
+	one_line
+	[ ! -e "$T/planted" ]
+	[ ! -e "$T/planted.info" ]
+}
+
+@test "-f does not make a symlinked -o (existing or dangling target) write through the link" {
+	printf 'precious\n' > "$T/victim"
+	ln -s "$T/victim" "$T/link.bin"
+	ln -s "$T/planted" "$T/dangling.bin"
+	"$LMT" -q -f -o "$T/link.bin" -- luajit -e 'local t = {}' 2>/dev/null || true
+	"$LMT" -q -f -o "$T/dangling.bin" -- luajit -e 'local t = {}' 2>/dev/null || true
+	[ "$(cat "$T/victim")" = precious ]
+	[ ! -e "$T/planted" ]
+}
+
+@test "a symlink planted at FILE.info is not followed" {
+	printf 'precious\n' > "$T/victim"
+	ln -s "$T/victim" "$T/x.bin.info"
+	"$LMT" -q -o "$T/x.bin" -- luajit -e 'local t = {}' 2>/dev/null || true
+	[ "$(cat "$T/victim")" = precious ]
+}
+
+@test "a new stream and its FILE.info are created mode 0600" {
+	umask 000
+	run "$LMT" -q -o "$T/m.bin" -- luajit -e 'local t = {}'
+	[ "$status" -eq 0 ]
+	[ "$(stat -c %a "$T/m.bin")" = 600 ]
+	[ "$(stat -c %a "$T/m.bin.info")" = 600 ]
+}
+
+@test "an existing -o file is not overwritten without -f: error, one line, file unchanged" {
+	printf 'old stream\n' > "$T/old.bin"
+	cp "$T/old.bin" "$T/want"
+	run "$LMT" -q -o "$T/old.bin" -- luajit -e 'local t = {}'
+	[ "$status" -ne 0 ]
+	one_line
+	cmp "$T/old.bin" "$T/want"
+}
+
+@test "-f and --force overwrite an existing -o file with a complete stream" {
+	printf 'old stream\n' > "$T/old.bin"
+	run "$LMT" -q -f -o "$T/old.bin" -- luajit -e 'local t = {}'
+	[ "$status" -eq 0 ]
+	[ "$(head -c 7 "$T/old.bin" | od -An -tx1 | tr -d ' \n')" = "6c6a7303000000" ]
+	"$LMT" report "$T/old.bin" > /dev/null
+	printf 'old stream\n' > "$T/old2.bin"
+	run "$LMT" -q --force -o "$T/old2.bin" -- luajit -e 'local t = {}'
+	[ "$status" -eq 0 ]
+	[ "$(head -c 7 "$T/old2.bin" | od -An -tx1 | tr -d ' \n')" = "6c6a7303000000" ]
+}
+
+@test "-o old.bin -p 999999 (with or without -f): old.bin unchanged, a new -o not created" {
+	[ ! -e /proc/999999 ]
+	head -c 4096 /dev/urandom > "$T/old.bin"
+	cp "$T/old.bin" "$T/want"
+	run "$LMT" -o "$T/old.bin" -p 999999
+	[ "$status" -ne 0 ]
+	cmp "$T/old.bin" "$T/want"
+	run "$LMT" -f -o "$T/old.bin" -p 999999
+	[ "$status" -ne 0 ]
+	cmp "$T/old.bin" "$T/want"
+	run "$LMT" -o "$T/new.bin" -p 999999
+	[ "$status" -ne 0 ]
+	[ ! -e "$T/new.bin" ]
+	[ ! -e "$T/new.bin.info" ]
+}
+
+@test "-o old.bin -- /nonexistent-cmd (with or without -f): old.bin unchanged" {
+	head -c 4096 /dev/urandom > "$T/old.bin"
+	cp "$T/old.bin" "$T/want"
+	run "$LMT" -o "$T/old.bin" -- /nonexistent-cmd
+	[ "$status" -ne 0 ]
+	cmp "$T/old.bin" "$T/want"
+	run "$LMT" -f -o "$T/old.bin" -- /nonexistent-cmd
+	[ "$status" -ne 0 ]
+	cmp "$T/old.bin" "$T/want"
+	run "$LMT" -o "$T/new.bin" -- /nonexistent-cmd
+	[ "$status" -ne 0 ]
+	[ ! -e "$T/new.bin" ]
+}
+
+@test "-o in a world-writable directory without the sticky bit (0777): refused, one line, nothing created" {
+	mkdir "$T/d"
+	chmod 0777 "$T/d"
+	run "$LMT" -o "$T/d/x.bin" -- luajit -e 'local t = {}'
+	[ "$status" -ne 0 ]
+	one_line
+	[ -z "$(ls -A "$T/d")" ]
+}
+
+@test "-o in a sticky world-writable directory (1777, like /tmp): traced" {
+	mkdir "$T/s"
+	chmod 1777 "$T/s"
+	run "$LMT" -q -o "$T/s/x.bin" -- luajit -e 'local t = {}'
+	[ "$status" -eq 0 ]
+	"$LMT" report "$T/s/x.bin" > /dev/null
+}
+
+# --------------------------------------------------------------- sidecar
+
+@test "FILE.info beside the stream: key: value lines, pid, vms, duration, lost, in_flight, version, state complete" {
+	cd "$LUA_DIR"
+	"$LMT" -o "$T/a.bin" -- luajit alloc.lua > /dev/null 2> "$T/err"
+	local pid ver
+	pid=$(sed -n 's/^luamemtrace: traced PID \([0-9]*\),.*/\1/p' "$T/err")
+	[ -n "$pid" ]
+	[ -f "$T/a.bin.info" ]
+	[ ! -L "$T/a.bin.info" ]
+	[ "$(stat -c %a "$T/a.bin.info")" = 600 ]
+	# each fact a "key: value" line
+	local k
+	for k in pid vms duration lost in_flight version state; do
+		grep -Eq "^$k: [^ ]" "$T/a.bin.info"
+	done
+	[ "$(info_val "$T/a.bin.info" pid)" = "$pid" ]
+	[[ "$(info_val "$T/a.bin.info" vms)" =~ ^1([^0-9]|$) ]]
+	[[ "$(info_val "$T/a.bin.info" duration)" =~ ^[0-9]+(\.[0-9]+)? ]]
+	[[ "$(info_val "$T/a.bin.info" lost)" =~ ^0([^0-9]|$) ]]
+	[[ "$(info_val "$T/a.bin.info" in_flight)" =~ ^[0-9]+ ]]
+	ver=$("$LMT" -V | awk '{ print $2 }')
+	[ -n "$ver" ]
+	[[ "$(info_val "$T/a.bin.info" version)" == *"$ver"* ]]
+	[ "$(info_val "$T/a.bin.info" state)" = complete ]
+	# the stream itself stays a standard one: report reads it, exit 0
+	"$LMT" report "$T/a.bin" > /dev/null
+}
+
+@test "report on a stream whose FILE.info says lost > 0: the report, a 'lost' warning on stderr, exit 3; without the .info: exit 0" {
+	luajit -e 'jit.off() local t while true do t = {} end' 3>&- &
+	local pid=$!
+	echo "$pid" >> "$T/pids"
+	sleep 0.2
+	"$LMT" -p "$pid" -b 1 -o "$T/l.bin" 2> "$T/err" 3>&- &
+	local tpid=$!
+	wait_for "$T/err" "tracing PID $pid"
+	# a stopped consumer lets the 1 MiB ring buffer overflow
+	kill -STOP "$tpid"
+	sleep 1
+	kill -CONT "$tpid"
+	sleep 0.2
+	kill -INT "$tpid"
+	local st=0
+	wait "$tpid" || st=$?
+	kill "$pid"
+	[ "$st" -eq 3 ]
+	[ "$(info_val "$T/l.bin.info" lost | grep -o '^[0-9]*')" -gt 0 ]
+	st=0
+	"$LMT" report "$T/l.bin" > "$T/r1.out" 2> "$T/r1.err" || st=$?
+	[ "$st" -eq 3 ]
+	grep -q lost "$T/r1.err"
+	grep -qx ALLOCATIONS "$T/r1.out"
+	grep -q '^=(command line):1: [0-9]* events' "$T/r1.out"
+	rm "$T/l.bin.info"
+	st=0
+	"$LMT" report "$T/l.bin" > "$T/r2.out" 2> "$T/r2.err" || st=$?
+	[ "$st" -eq 0 ]
+	absent lost "$T/r2.err"
+	cmp "$T/r1.out" "$T/r2.out"
+}
+
+# ------------------------------------------------------- numbers refused
+
+@test "-d nan: exit 2, one line, nothing created" {
+	run "$LMT" -p 999999 -o "$T/x.bin" -d nan
+	[ "$status" -eq 2 ]
+	one_line
+	[ ! -e "$T/x.bin" ]
+}
+
+@test "-d -nan: exit 2, one line, nothing created" {
+	run "$LMT" -p 999999 -o "$T/x.bin" -d -nan
+	[ "$status" -eq 2 ]
+	one_line
+	[ ! -e "$T/x.bin" ]
+}
+
+@test "-d -1: exit 2, one line, nothing created" {
+	run "$LMT" -p 999999 -o "$T/x.bin" -d -1
+	[ "$status" -eq 2 ]
+	one_line
+	[ ! -e "$T/x.bin" ]
+}
+
+@test "-d inf: exit 2, one line, nothing created" {
+	run "$LMT" -p 999999 -o "$T/x.bin" -d inf
+	[ "$status" -eq 2 ]
+	one_line
+	[ ! -e "$T/x.bin" ]
+}
+
+@test "-d 1e400 (overflow): exit 2, one line, nothing created" {
+	run "$LMT" -p 999999 -o "$T/x.bin" -d 1e400
+	[ "$status" -eq 2 ]
+	one_line
+	[ ! -e "$T/x.bin" ]
+}
+
+@test "-b nan: exit 2, one line, nothing created" {
+	run "$LMT" -p 999999 -o "$T/x.bin" -b nan
+	[ "$status" -eq 2 ]
+	one_line
+	[ ! -e "$T/x.bin" ]
+}
+
+# ----------------------------------------------------- -- COMMAND status
+
+@test "-- COMMAND: luamemtrace exits with the command's status (os.exit(7): 7)" {
+	run "$LMT" -q -o "$T/x.bin" -- luajit -e 'local t = {} os.exit(7)'
+	[ "$status" -eq 7 ]
+	"$LMT" report "$T/x.bin" > /dev/null
+}
+
+@test "-- COMMAND killed by a signal N: luamemtrace exits 128+N (SIGKILL: 137, SIGTERM: 143)" {
+	local k='local ffi = require("ffi")
+ffi.cdef("int getpid(void); int kill(int pid, int sig);")
+local t = {}
+ffi.C.kill(ffi.C.getpid(), SIG)'
+	run "$LMT" -q -o "$T/k.bin" -- luajit -e "${k/SIG/9}"
+	[ "$status" -eq 137 ]
+	run "$LMT" -q -o "$T/t.bin" -- luajit -e "${k/SIG/15}"
+	[ "$status" -eq 143 ]
+}
+
+@test "-- COMMAND with -d 0.3, command runs 2 s: tracing stops at 0.3 s, luamemtrace returns after the command, with its status" {
+	cd "$LUA_DIR"
+	run "$LMT" -d 0.3 -o "$T/d.bin" -- luajit sleep_exit.lua 2 5 "$T/cmd"
+	local pid
+	pid=$(cat "$T/cmd")
+	echo "$pid" >> "$T/pids"
+	# never orphaned: the command had finished when luamemtrace returned
+	[ -e "$T/cmd.done" ]
+	local s
+	s=$(pstate "$pid")
+	[ -z "$s" ] || [ "$s" = Z ]
+	[ "$status" -eq 5 ]
+	# the stream ended at 0.3 s, complete: the 300 tables before the
+	# command's 2 s sleep, none of the 300 after
+	"$LMT" report "$T/d.bin" > "$T/d.txt"
+	[ "$(counts ALLOCATIONS @sleep_exit.lua:14 "$T/d.txt")" = 300 ]
+	[ "$(counts ALLOCATIONS @sleep_exit.lua:18 "$T/d.txt")" = "" ]
+}
+
+@test "-- COMMAND with loss, no --strict: exit status is the command's (0), the loss said on stderr" {
+	cd "$LUA_DIR"
+	"$LMT" -b 1 -o "$T/l.bin" -- luajit churn_for.lua 3 > "$T/out" 2> "$T/err" 3>&- &
+	local tpid=$!
+	wait_for "$T/out" ready
+	# a stopped consumer lets the 1 MiB ring buffer overflow
+	kill -STOP "$tpid"
+	sleep 1
+	kill -CONT "$tpid"
+	local st=0
+	wait "$tpid" || st=$?
+	grep -q "churn_for.lua done" "$T/out"
+	grep -Eq 'lost: +[1-9][0-9]* events' "$T/err"
+	[ "$st" -eq 0 ]
+}
+
+@test "--strict: a lossy -- COMMAND trace exits 3" {
+	cd "$LUA_DIR"
+	"$LMT" --strict -b 1 -o "$T/l.bin" -- luajit churn_for.lua 3 > "$T/out" 2> "$T/err" 3>&- &
+	local tpid=$!
+	wait_for "$T/out" ready
+	kill -STOP "$tpid"
+	sleep 1
+	kill -CONT "$tpid"
+	local st=0
+	wait "$tpid" || st=$?
+	grep -q "churn_for.lua done" "$T/out"
+	grep -Eq 'lost: +[1-9][0-9]* events' "$T/err"
+	[ "$st" -eq 3 ]
+}
+
+@test "--strict without loss: exit 0" {
+	cd "$LUA_DIR"
+	run "$LMT" -q --strict -o "$T/x.bin" -- luajit alloc.lua
+	[ "$status" -eq 0 ]
+	[ "$output" = "alloc.lua done" ]
+}
+
+# ------------------------------------------------------ never left stopped
+
+@test "tracer SIGKILLed at random instants (25+ runs, inside the new-VM stop too): the command never stays stopped, no probe left" {
+	# host -t 4: the first VM's allocator is not probed yet, so that VM
+	# stops the process for the few ms it takes to probe it. Three ways to
+	# pick the instant, in turn: as soon as the command is seen stopped;
+	# 0-30 ms after the command started; 0-800 ms after the tracer started
+	# (startup, the command's start, tracing).
+	cd "$LUA_DIR"
+	local i mode tpid c kids k comm s p t_end caught=0
+	for i in $(seq 1 27); do
+		mode=$((i % 3))
+		cp alloc.lua "$T/k$i.lua"
+		"$LMT" -q -o "$T/k$i.bin" -- "$HOST" -t 4 "$T/k$i.lua" > "$T/k$i.out" 2>&1 3>&- &
+		tpid=$!
+		c=
+		if [ "$mode" -eq 2 ]; then
+			sleep "0.$(printf %03d $((RANDOM % 800)))"
+		else
+			# the command: the tracer's child once it runs build/host
+			t_end=$((${EPOCHREALTIME/./} + 10000000))
+			while [ -z "$c" ] && [ "${EPOCHREALTIME/./}" -lt "$t_end" ]; do
+				kids=
+				read -r kids 2>/dev/null < "/proc/$tpid/task/$tpid/children" || true
+				for k in $kids; do
+					comm=
+					read -r comm 2>/dev/null < "/proc/$k/comm" || true
+					[ "$comm" = host ] && c=$k
+				done
+			done
+			if [ -z "$c" ]; then
+				echo "run $i: the command did not start"
+				return 1
+			fi
+			if [ "$mode" -eq 0 ]; then
+				t_end=$((${EPOCHREALTIME/./} + 3000000))
+				while [ "${EPOCHREALTIME/./}" -lt "$t_end" ]; do
+					s=
+					read -r s 2>/dev/null < "/proc/$c/stat" || break
+					s=${s##*) }
+					s=${s%% *}
+					case $s in
+					T | t) caught=$((caught + 1)); break ;;
+					Z | X) break ;;
+					esac
+				done
+			else
+				sleep "0.0$(printf %02d $((RANDOM % 30)))"
+			fi
+		fi
+		kill -9 "$tpid" 2>/dev/null || true
+		wait "$tpid" 2>/dev/null || true
+		# whatever was started (the command, or the tracer's child that
+		# waits to exec it) finishes by itself
+		for p in $(pids_with_arg "$T/k$i.lua"); do
+			echo "$p" >> "$T/pids"
+			if ! wait_gone "$p" 5; then
+				echo "run $i (mode $mode): PID $p still there after 5 s, state $(pstate "$p")"
+				return 1
+			fi
+		done
+		# a command that had started ran to its end: 4 VMs, 4 lines
+		if [ -n "$c" ] && [ "$(grep -c 'alloc.lua done' "$T/k$i.out")" -ne 4 ]; then
+			echo "run $i (mode $mode): the command did not complete:"
+			cat "$T/k$i.out"
+			return 1
+		fi
+		if ! no_probes_of "$T/k"; then
+			echo "run $i (mode $mode): probes left"
+			return 1
+		fi
+	done
+	echo "# SIGKILL while the command was seen stopped: $caught of 9 runs" >&3
+}
+
+# ------------------------------------------------------- no silent loss
+
+@test "threads creating VMs at the same moment (host -c 8, 5 runs): every allocator call in the stream, lost 0" {
+	cd "$LUA_DIR"
+	local i want got
+	for i in 1 2 3 4 5; do
+		run "$LMT" -o "$T/c$i.bin" -- "$HOST" -c 8 vmcount.lua
+		printf '%s\n' "$output" > "$T/c$i.err"
+		[ "$status" -eq 0 ]
+		want=$(sed -n 's/^calls: \([0-9]*\) alloc \([0-9]*\) realloc \([0-9]*\) free$/\1 \2 \3/p' "$T/c$i.err")
+		[ -n "$want" ]
+		no_lost "$T/c$i.err"
+		"$LMT" report "$T/c$i.bin" > "$T/c$i.txt"
+		got=$(totals "$T/c$i.txt")
+		if [ "$got" != "$want" ]; then
+			echo "run $i: host counted $want (alloc realloc free), stream has $got"
+			grep -E 'VM|lost|missed' "$T/c$i.err"
+			return 1
+		fi
+	done
+}
+
+# ------------------------------------------------------------ exec in place
+
+@test "-- COMMAND that execs another LuaJIT program in place: the stream ends at the exec, each event once" {
+	cd "$LUA_DIR"
+	local st=0
+	"$LMT" -o "$T/x.bin" -- luajit exec.lua > "$T/out" 2> "$T/err" || st=$?
+	grep -q "exec2.lua done" "$T/out"
+	[ "$st" -eq 0 ]
+	no_lost "$T/err"
+	# the summary says the process executed a new program
+	grep -v '^  wrote ' "$T/err" | grep -qi exec
+	st=0
+	"$LMT" report "$T/x.bin" > "$T/x.txt" || st=$?
+	[ "$st" -eq 0 ]
+	[ "$(counts ALLOCATIONS @exec.lua:14 "$T/x.txt")" = 500 ]
+	absent 'exec2\.lua' "$T/x.txt"
+	local a r f
+	read -r a r f <<< "$(totals "$T/x.txt")"
+	[ "$f" -le $((a + r)) ]
+}
+
+@test "-p on a process that execs another LuaJIT program in place: the stream ends at the exec, each event once" {
+	cd "$LUA_DIR"
+	mkfifo "$T/in"
+	luajit exec.lua wait < "$T/in" > "$T/out" 3>&- &
+	local pid=$!
+	exec 8> "$T/in"
+	wait_for "$T/out" ready
+	"$LMT" -p "$pid" -o "$T/x.bin" 2> "$T/err" 3>&- &
+	local tpid=$!
+	wait_for "$T/err" "tracing PID $pid"
+	echo go >&8
+	exec 8>&-
+	wait_for "$T/out" "exec2.lua done"
+	wait "$pid"
+	local st=0
+	wait "$tpid" || st=$?
+	[ "$st" -eq 0 ]
+	no_lost "$T/err"
+	grep -v '^  wrote ' "$T/err" | grep -v '^luamemtrace: tracing PID' | grep -qi exec
+	"$LMT" report "$T/x.bin" > "$T/x.txt"
+	[ "$(counts ALLOCATIONS @exec.lua:14 "$T/x.txt")" = 500 ]
+	absent 'exec2\.lua' "$T/x.txt"
+	local a r f
+	read -r a r f <<< "$(totals "$T/x.txt")"
+	[ "$f" -le $((a + r)) ]
+}
+
+# ---------------------------------------------------------- late modules
+
+@test "a C module loaded just before the exit: its function named (lmtmod_make: 100 ALLOC events), no [unknown]" {
+	cd "$LUA_DIR"
+	[ -f "$BATS_TEST_DIRNAME/../build/lmtmod.so" ]
+	LMT_MODDIR="$BATS_TEST_DIRNAME/../build" run "$LMT" -q -o "$T/m.bin" -- luajit late_module.lua
+	[ "$status" -eq 0 ]
+	"$LMT" report "$T/m.bin" > "$T/m.txt"
+	local loc
+	loc=$(grep -Eo '^lmtmod_make:0x[0-9a-f]+' "$T/m.txt" | head -1)
+	[ -n "$loc" ]
+	[ "$(counts ALLOCATIONS "$loc" "$T/m.txt")" = 100 ]
+	absent '\[unknown\]' "$T/m.txt"
+}
+
+# -------------------------------------------------------------- disk full
+
+@test "disk full (256 KiB tmpfs): one line about the write error, non-zero exit, decodable prefix (report exit 3), target unharmed" {
+	mkdir "$T/full"
+	mount -t tmpfs -o size=256k tmpfs "$T/full"
+	luajit -e 'jit.off() local t while true do t = {} end' 3>&- &
+	local pid=$!
+	echo "$pid" >> "$T/pids"
+	sleep 0.2
+	run "$LMT" -p "$pid" -d 20 -o "$T/full/x.bin"
+	[ "$status" -ne 0 ]
+	# one line besides the banner ("tracing PID ..."), and it says why
+	output=$(printf '%s\n' "$output" | grep -v "^luamemtrace: tracing PID $pid ")
+	printf '%s\n' "$output"
+	one_line
+	[[ "$output" == *"No space left on device"* ]]
+	# the target runs on, not stopped
+	local s
+	s=$(pstate "$pid")
+	[ "$s" = R ] || [ "$s" = S ]
+	kill "$pid"
+	no_probes_of "$T/full/"
+	local st=0
+	"$LMT" report "$T/full/x.bin" > "$T/r.out" 2> "$T/r.err" || st=$?
+	[ "$st" -eq 3 ]
+	grep -qx ALLOCATIONS "$T/r.out"
+	[ -s "$T/r.err" ]
+}
+
+# ---------------------------------------------------------------- fuzzing
+
+@test "decoder fuzz: a bounded libFuzzer run (20 s) exits 0" {
+	cd "$BATS_TEST_DIRNAME/.."
+	local st=0
+	make -s fuzz FUZZ_SECONDS=20 > "$T/fuzz.log" 2>&1 || st=$?
+	if [ "$st" -ne 0 ]; then
+		tail -40 "$T/fuzz.log"
+		return 1
+	fi
+	grep -q '^Done [0-9]* runs' "$T/fuzz.log"
+}
