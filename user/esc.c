@@ -1,4 +1,6 @@
 /* Escaping for human outputs (the rule is in esc.h). */
+#include <string.h>
+
 #include "esc.h"
 
 /* Length of the well-formed UTF-8 sequence (Unicode table 3-7) that starts
@@ -76,4 +78,40 @@ void esc_text(esc_put_fn *put, void *ctx, const char *s, size_t n, int flags)
 	}
 	if (n > run)
 		put(ctx, s + run, n - run);
+}
+
+struct fixbuf {
+	char *p;
+	size_t len, cap;
+	int full;
+};
+
+static void fix_put(void *ctx, const char *s, size_t n)
+{
+	struct fixbuf *b = ctx;
+	size_t room = b->cap - b->len;
+
+	if (b->full)
+		return;
+	if (n > room) {
+		/* An escape goes whole or not at all; a run of text is cut
+		 * between characters (never before a continuation byte). */
+		n = *s == '\\' ? 0 : room;
+		while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+		b->full = 1;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+char *esc_str(char *dst, size_t cap, const char *s, size_t n, int flags)
+{
+	struct fixbuf b = { dst, 0, cap ? cap - 1 : 0, 0 };
+
+	if (!cap)
+		return dst;
+	esc_text(fix_put, &b, s, n, flags);
+	dst[b.len] = 0;
+	return dst;
 }

@@ -23,4 +23,8 @@ typedef void esc_put_fn(void *ctx, const char *p, size_t n);
 /* Escapes s[0..n) (any bytes, NULs included) into put(ctx, ...). */
 void esc_text(esc_put_fn *put, void *ctx, const char *s, size_t n, int flags);
 
+/* The same into dst (cap bytes, NUL-terminated), cut before an escape or
+ * character that would not fit: for messages. Returns dst. */
+char *esc_str(char *dst, size_t cap, const char *s, size_t n, int flags);
+
 #endif

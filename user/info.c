@@ -105,10 +105,13 @@ int info_parse(const char *text, size_t n, struct info *out)
 					if (u64_of(v, &x) || x > UINT32_MAX)
 						return -1;
 					out->vms = (unsigned)x;
-				} else if (!strcmp(line, "start")) {
-					out->start = strtod(v, NULL);
-				} else if (!strcmp(line, "duration")) {
-					out->duration = strtod(v, NULL);
+				} else if (!strcmp(line, "start") ||
+					   !strcmp(line, "duration")) {
+					/* !(in range): NaN compares false. */
+					double d = strtod(v, NULL);
+					if (!(d >= 0 && d < 1e12))
+						return -1;
+					*(line[0] == 's' ? &out->start : &out->duration) = d;
 				}
 #undef U
 #undef S

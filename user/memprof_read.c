@@ -291,33 +291,16 @@ static int get_sym(struct mpr *r, unsigned type, struct mp_sym *sym)
 	return MPR_SYM;
 }
 
-/* esc_text's sink for a fixed buffer (cut short if full). */
-struct fixbuf {
-	char *p;
-	size_t len, cap;
-};
-
-static void fix_put(void *ctx, const char *s, size_t n)
-{
-	struct fixbuf *b = ctx;
-	if (n > b->cap - b->len)
-		n = b->cap - b->len;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
 static int get_prologue(struct mpr *r, const char *magic, const char *what)
 {
 	const size_t avail = fill(r, PROLOGUE_LEN);
 	const size_t m = avail < 3 ? avail : 3;
 	char esc[4 * 3 + 1]; /* 3 bytes, 4 each at most: never cut */
-	struct fixbuf eb = { esc, 0, sizeof(esc) - 1 };
 	r->rec_off = OFF(r);
 	r->rec_what = what;
 	if (memcmp(r->buf + r->pos, magic, m)) {
 		/* Quoted: '"' and '\\' escaped too, so the quotes are the bounds. */
-		esc_text(fix_put, &eb, (const char *)r->buf + r->pos, m, ESC_QUOTE);
-		esc[eb.len] = 0;
+		esc_str(esc, sizeof(esc), (const char *)r->buf + r->pos, m, ESC_QUOTE);
 		return finish(r, MPR_ERROR, OFF(r), "bad %s magic \"%s\" (want \"%s\")", what, esc,
 			      magic);
 	}

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "elfsym.h"
+#include "esc.h"
 #include "guard.h"
 #include "info.h"
 #include "luamemtrace.skel.h"
@@ -99,15 +100,22 @@ static void on_stop_signal(int sig, siginfo_t *si, void *uc)
 		forward_sig = sig;
 }
 
+/* One line on stderr, escaped (esc.h): paths and names in it may come
+ * from the target. */
+__attribute__((format(printf, 1, 2)))
 static void err1(const char *fmt, ...)
 {
+	char m[1024], e[4096];
 	va_list ap;
+	int n;
 
-	fputs("luamemtrace: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vsnprintf(m, sizeof(m), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (n < 0)
+		return;
+	fprintf(stderr, "luamemtrace: %s\n",
+		esc_str(e, sizeof(e), m, (size_t)n < sizeof(m) ? (size_t)n : sizeof(m) - 1, 0));
 }
 
 static int libbpf_quiet(enum libbpf_print_level lvl, const char *fmt,
@@ -387,7 +395,7 @@ static void on_newvm(struct tr *t, const struct lmt_newvm *n)
 				t->lost_vm++;
 		} else {
 			err1("warning: new lua_State 0x%" PRIx64 " in PID %u not "
-			     "traced: %s", n->L, n->tgid, why);
+			     "traced: %s", (uint64_t)n->L, n->tgid, why);
 			t->lost_vm++;
 		}
 		pmaps_free(&m);
@@ -540,8 +548,7 @@ static int attach_at(struct tr *t, const char *path, uint64_t off, int ret)
 static void describe(const char *what, const struct probe_site *s, int verbose)
 {
 	if (verbose)
-		fprintf(stderr, "luamemtrace: %s probe at 0x%" PRIx64 " (%s)%s\n",
-			what, s->addr, s->text,
+		err1("%s probe at 0x%" PRIx64 " (%s)%s", what, s->addr, s->text,
 			s->emulated ? "" : ", single-stepped");
 }
 
@@ -584,8 +591,7 @@ static int attach_allocf(struct tr *t, uint64_t addr)
 		return -1;
 	}
 	if (t->o->verbose)
-		fprintf(stderr, "luamemtrace: allocator 0x%" PRIx64 " in %s\n",
-			addr, p->path);
+		err1("allocator 0x%" PRIx64 " in %s", addr, p->path);
 	if (t->o->probes == PROBES_ENTRY) {
 		a->plan.split = 0;
 		a->plan.all.addr = addr;
@@ -753,14 +759,14 @@ static void newstate_probe(struct tr *t, const char *path)
 	    !link_add(t, bpf_program__attach_uprobe(t->skel->progs.dl_state, false,
 						    t->pid, path, (size_t)off)) &&
 	    t->o->verbose)
-		fprintf(stderr, "luamemtrace: watching dlopen in %s\n", path);
+		err1("watching dlopen in %s", path);
 	if (elfsym_offset(path, "lua_newstate", &off))
 		return;
 	if (link_add(t, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
 						   true, t->pid, path,
 						   (size_t)off)) == 0 &&
 	    t->o->verbose)
-		fprintf(stderr, "luamemtrace: watching lua_newstate in %s\n", path);
+		err1("watching lua_newstate in %s", path);
 	if (!elfsym_offset(path, "lua_close", &off))
 		link_add(t, bpf_program__attach_uprobe(t->skel->progs.close_enter,
 						       false, t->pid, path,
@@ -981,7 +987,11 @@ static void summary(struct tr *t, const struct lmt_stats *s, double secs,
 	}
 	if (t->o->top > 0 && evs)
 		report_print_top(t->rep, stderr, t->o->top, 1);
-	fprintf(stderr, "  wrote %s (%" PRIu64 " bytes)\n", t->o->out, out_bytes);
+	{
+		char e[PATH_MAX * 4];
+		fprintf(stderr, "  wrote %s (%" PRIu64 " bytes)\n",
+			esc_str(e, sizeof(e), t->o->out, strlen(t->o->out), 0), out_bytes);
+	}
 }
 
 static void drain(struct tr *t)
@@ -1096,8 +1106,7 @@ static pid_t start_child(char **cmd, int *gate)
 		if (read(p[0], &b, 1) != 1)
 			_exit(127);
 		execvp(cmd[0], cmd);
-		fprintf(stderr, "luamemtrace: cannot run %s: %s\n", cmd[0],
-			strerror(errno));
+		err1("cannot run %s: %s", cmd[0], strerror(errno));
 		_exit(127);
 	}
 	close(p[0]);

@@ -86,5 +86,18 @@ int main(void)
 	/* Quoted text (error messages): quote and backslash escaped too. */
 	E("quote mode", "a\"\\\x7f\xc3\xa9", ESC_QUOTE, "a\\x22\\x5c\\x7f\xc3\xa9");
 	E("quote mode off", "a\"\\", 0, "a\"\\");
+
+	/* esc_str: a fixed buffer, cut between whole escapes and characters. */
+	{
+		char b[8];
+		CHECK("esc_str fits", !strcmp(esc_str(b, sizeof(b), "a\nb", 3, 0), "a\\nb"));
+		CHECK("esc_str cuts text", !strcmp(esc_str(b, sizeof(b), "abcdefghij", 10, 0), "abcdefg"));
+		CHECK("esc_str never splits an escape",
+		      !strcmp(esc_str(b, sizeof(b), "abcde\x1b", 6, 0), "abcde"));
+		CHECK("esc_str never splits a character",
+		      !strcmp(esc_str(b, 7, "abcd\xe2\x82\xac", 7, 0), "abcd"));
+		CHECK("esc_str stops at the first cut",
+		      !strcmp(esc_str(b, sizeof(b), "abcdef\x01z", 8, 0), "abcdef"));
+	}
 	return fails != 0;
 }
