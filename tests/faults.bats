@@ -550,6 +550,41 @@ ffi.C.kill(ffi.C.getpid(), SIG)'
 	[ "$f" -le $((a + r)) ]
 }
 
+# ----------------------------------------------------- what held, holds
+
+@test "two tracers on one process: both streams exact, no probe left" {
+	attach_waiting "$T/a.bin"
+	local pid=$PID tpid=$TPID
+	"$LMT" -p "$pid" -o "$T/b.bin" 2> "$T/err2" 3>&- &
+	local tpid2=$!
+	wait_for "$T/err2" "tracing PID $pid"
+	echo go >&8
+	wait_for "$T/out" "wait.lua done"
+	kill -INT "$tpid" "$tpid2"
+	wait "$tpid"
+	wait "$tpid2"
+	echo bye >&8
+	exec 8>&-
+	wait "$pid"
+	local f
+	for f in a b; do
+		"$LMT" report "$T/$f.bin" > "$T/$f.txt"
+		[ "$(counts ALLOCATIONS @wait.lua:8 "$T/$f.txt")" = 700 ]
+	done
+	no_probes_of "$T/"
+}
+
+@test "a traced process forks: the child's allocations are not in the stream, the child unharmed" {
+	cd "$LUA_DIR"
+	run "$LMT" -q -o "$T/f.bin" -- luajit fork.lua
+	[ "$status" -eq 0 ]
+	[ "$output" = "fork.lua done" ]
+	"$LMT" report "$T/f.bin" > "$T/f.txt"
+	# 200 tables and keep's array part
+	[ "$(counts ALLOCATIONS @fork.lua:16 "$T/f.txt")" = 201 ]
+	absent '^@fork.lua:11:' "$T/f.txt"
+}
+
 # ---------------------------------------------------------- late modules
 
 @test "a C module loaded just before the exit: its function named (lmtmod_make: 100 ALLOC events), no [unknown]" {
