@@ -3,8 +3,8 @@
 set -e
 cd "$(dirname "$0")/.."
 out=${DEMO_OUT:-demo.bin}
-echo "== luamemtrace -o $out -- luajit tests/lua/demo.lua"
-./luamemtrace -o "$out" -- luajit tests/lua/demo.lua
+echo "== luamemtrace -f -o $out -- luajit tests/lua/demo.lua"
+./luamemtrace -f -o "$out" -- luajit tests/lua/demo.lua
 echo
 echo "== luamemtrace report --leak-only --human-readable $out"
 ./luamemtrace report --leak-only --human-readable "$out" | head -12

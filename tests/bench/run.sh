@@ -32,7 +32,7 @@ declare -A PRE=(
 	[floor]="$LMT -q --floor -o /dev/null --"
 	[floor-1ret]="$LMT -q --floor --probes=single -o /dev/null --"
 	[devnull]="$LMT -t 0 -o /dev/null --"
-	[file]="$LMT -t 0 -o $TMP/bench.bin --"
+	[file]="$LMT -t 0 -f -o $TMP/bench.bin --"
 	[single-ret]="$LMT -t 0 --probes=single -o /dev/null --"
 	[naive]="$LMT -t 0 --probes=entry -o /dev/null --"
 )
@@ -61,7 +61,7 @@ PAIRS=${BENCH_PAIRS:-16}
 run_ab() { # workload jit mode -> appends one ratio per pair to $TMP/w.j.mode
 	local w=$1 j=$2 n=$((${ITERS[$1]} / 10)) o=/dev/null out
 	[ "$3" = file-ab ] && o=$TMP/bench.bin
-	out=$($LMT -t 0 --ab -o "$o" -- luajit "tests/bench/$w.lua" "$n" "$j" "$PAIRS" 2> "$TMP/err")
+	out=$($LMT -t 0 --ab -f -o "$o" -- luajit "tests/bench/$w.lua" "$n" "$j" "$PAIRS" 2> "$TMP/err")
 	# runs 1, 3, ... are the floor, 2, 4, ... traced; 1 and 2 warm up.
 	# Each traced run against the mean of the floor runs around it.
 	tail -1 <<< "$out" | awk '{for (c = 4; c <= NF; c += 2) {
