@@ -17,7 +17,7 @@ ARCH_DEFINE := -D__TARGET_ARCH_x86
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -I$(OUT) -Iuser -Ibpf $(SAN)
-LDLIBS  := -lbpf -lelf -ldw -lcapstone -lz -lpthread
+LDLIBS  := -lbpf -lelf -lcapstone -lz -lpthread
 ALL_LDFLAGS := $(LDFLAGS) $(SAN)
 
 BPF_SRC  := $(wildcard bpf/*.bpf.c)
@@ -34,7 +34,7 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))
 
 # Debian packages needed to build, run and test (one list: CI uses it too).
-DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
+DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcapstone-dev luajit libluajit-5.1-dev bats util-linux libclang-rt-14-dev
 
 .PHONY: all clean test unit bats bench fuzz asan demo deps
@@ -107,3 +107,5 @@ $(OUT)/lmtmod.so: tests/c/lmtmod.c | $(OUT)
 	$(CC) $(ALL_CFLAGS) -I/usr/include/luajit-2.1 -shared -fPIC -o $@ $<
 
 .SECONDARY:
+# A recipe that fails leaves no half-built target for the next make to trust.
+.DELETE_ON_ERROR:

@@ -27,14 +27,15 @@ enum lmt_vmst {
  * nothing in a bench workload otherwise. */
 #define LMT_AB_MARK 799936
 
-/* Offsets (bytes) into LuaJIT's structures for one build variant. */
+/* Offsets (bytes) into LuaJIT's structures for one build variant: only
+ * what BPF reads (user/layout.c is the table). */
 struct lj_layout {
 	/* global_State */
 	__u16 g_allocf, g_allocd, g_vmstate, g_mainthref, g_cur_L;
 	/* GG_State: g and J relative to the main lua_State (= start of GG) */
 	__u16 gg_g, gg_J;
 	/* jit_State */
-	__u16 J_trace, J_sizetrace;
+	__u16 J_trace;
 	/* lua_State */
 	__u16 L_gct, L_glref, L_base, L_stack, L_cframe;
 	/* GCfunc */
@@ -44,16 +45,21 @@ struct lj_layout {
 		pt_lineinfo;
 	/* GCstr */
 	__u16 str_size, str_len;
-	/* GCtrace */
+	/* GCtrace: startpt and startpc are read as one 16-byte window */
 	__u16 T_size, T_startpt, T_startpc; /* T_size: sizeof(GCtrace) */
 	/* C frame of the interpreter */
 	__u16 cf_pc;
-	__u8 gc64, fr2;
+	__u8 gc64; /* refs are 64-bit (bpf/lj.h: what else GC64 means) */
 	/* Type tags (the gct byte, ~itype) */
-	__u8 tthread, tfunc, tproto, tstr, ttrace;
+	__u8 tthread, tfunc;
 	__u8 nvmst; /* number of vmstate indices */
 	__u8 vmst[LMT_VMST_MAX]; /* enum lmt_vmst per index */
 };
+
+/* Fixed-size reads of a structure's head (bpf/announce.h, attribute.h):
+ * every field BPF takes from one lies inside it (lmt_windows_fit). */
+#define LMT_PTWIN 96 /* a GCproto */
+#define LMT_FNWIN 48 /* a GCfunc */
 
 /* Per-VM configuration, keyed by (tgid, allocator ud). */
 struct lmt_vm_key {
@@ -71,15 +77,15 @@ struct lmt_vm {
 
 /* Registered VMs get a slot in a direct-mapped table, shared with user
  * space through mmap: BPF reads it without a helper call (an array lookup
- * is inlined; a hash lookup costs ~50 ns here), and batches the VM's
+ * is inlined, a hash lookup is not), and batches the VM's
  * events in it, so that a ring buffer record carries many events (a
- * reserve and submit per event cost ~40 ns here). A slot is claimed once,
+ * reserve and submit per event would cost more; docs/costs.md). A slot is claimed once,
  * by a compare-and-swap of tgid from 0, by user space or by BPF, filled,
  * then marked live; it is never reused. BPF clears live at lua_close.
  * Collisions go through the vms hash map and one record per event.
  *
  * buf starts with a struct lmt_batch header written at claim time; BPF
- * appends struct lmt_bev records after it and sends buf[0, len) as one ring
+ * appends struct lmt_ev records after it and sends buf[0, len) as one ring
  * buffer record when the next one would not fit, before any symbol record
  * (so a prototype's announcement or end never overtakes the events before
  * it) and at lua_close. What is left when tracing stops user space reads
@@ -96,20 +102,23 @@ struct lmt_vm {
 #define LMT_NSLOT 64
 #define LMT_SBUF 4096
 
+/* The one record of events: a header, then events. An event sent on its
+ * own is a batch of one. */
 struct lmt_batch {
 	__u8 rec; /* LMT_REC_BATCH */
-	__u8 pad[3];
-	__u32 tgid;
-	__u32 vm; /* VM id */
-	__u32 pad2;
+	__u8 pad[7];
 };
 
-/* A batched alloc/free/realloc (struct lmt_event without what the batch
- * header says). */
-struct lmt_bev {
-	__u8 kind, src, flags, pad;
-	__u32 line;
-	__u64 loc, oaddr, osize, naddr, nsize;
+/* An alloc, free or realloc. The first word (kind to line) travels as one
+ * (struct pend). */
+struct lmt_ev {
+	__u8 kind;  /* 1 alloc, 2 free, 3 realloc */
+	__u8 src;   /* enum lmt_src */
+	__u8 flags; /* LMT_EV_* */
+	__u8 pad;
+	__u32 line; /* or a bytecode position (LMT_EV_POS) */
+	__u64 loc;  /* prototype, C function or trace number */
+	__u64 oaddr, osize, naddr, nsize;
 };
 
 struct lmt_slot {
@@ -125,24 +134,33 @@ struct lmt_slot {
 
 /* The slot is found by ud alone, and names the process: the programs run
  * only in the traced process (every probe is attached for its PID), so
- * the fast path needs no helper call for the process id (~15 ns here).
+ * the fast path needs no helper call for the process id.
  * Tracing several processes with one set of maps needs the process in
  * this key again. */
+/* The hash constant of every cache (bpf/cache.h): 2^64 / phi, odd. */
+#define LMT_HASH_K 0x9e3779b97f4a7c15ULL
+
 static inline __u32 lmt_slot_of(__u64 ud)
 {
-	return (__u32)((ud * 0x9e3779b97f4a7c15ULL) >> 58) & (LMT_NSLOT - 1);
+	return (__u32)((ud * LMT_HASH_K) >> 58) & (LMT_NSLOT - 1);
 }
 
 /* Ring buffer records. */
 enum lmt_rec {
-	LMT_REC_EVENT = 1, /* alloc/free/realloc */
+	LMT_REC_BATCH = 1, /* events (struct lmt_batch) */
 	LMT_REC_PROTO,     /* first sight of a prototype */
 	LMT_REC_TRACE,     /* first sight of a trace */
 	LMT_REC_NEWVM,     /* lua_newstate returned in a traced process */
 	LMT_REC_CLOSE,     /* lua_close began: the VM is no longer traced */
 	LMT_REC_FORGET,    /* a prototype was freed */
-	LMT_REC_BATCH,     /* a VM slot's batched events */
 	LMT_REC_MAPPED,    /* the dynamic linker changed the process's objects */
+};
+
+/* Event kinds, same numbering as user/memprof.h enum mp_kind. */
+enum lmt_kind {
+	LMT_ALLOC = 1,
+	LMT_FREE = 2,
+	LMT_REALLOC = 3,
 };
 
 /* Sources, same numbering as user/memprof.h enum mp_src. */
@@ -153,29 +171,15 @@ enum lmt_src {
 	LMT_SRC_TRACE = 4,
 };
 
-/* lmt_event.flags */
+/* lmt_ev.flags */
 #define LMT_EV_POS 1    /* line holds a bytecode position of proto loc;
 			 * user space maps it to a line (lineinfo came with
 			 * the prototype's record) */
 
-struct lmt_event {
-	__u8 rec;  /* LMT_REC_EVENT */
-	__u8 kind; /* 1 alloc, 2 free, 3 realloc */
-	__u8 src;  /* enum lmt_src */
-	__u8 flags;
-	__u32 tgid;
-	__u32 tid;
-	__u32 pad;
-	__u64 loc;  /* proto, C function or trace number */
-	__u64 line;
-	__u64 oaddr, osize, naddr, nsize;
-};
-
 /* A prototype was freed (so user space can drop its line table). */
 struct lmt_forget {
 	__u8 rec; /* LMT_REC_FORGET */
-	__u8 pad[3];
-	__u32 tgid;
+	__u8 pad[7];
 	__u64 addr;
 };
 
@@ -198,10 +202,8 @@ struct lmt_proto {
 	__u32 len;    /* full length of the chunk name */
 	__u64 str;    /* address of the name's bytes in the target */
 	__u32 copied; /* bytes in name[] */
-	__u32 vm;
 	__u32 sizebc, numline;
 	__u32 li_len; /* bytes in lineinfo[] (the record is cut after them) */
-	__u32 pad2;
 	char name[LMT_NAME_MAX];
 	__u8 lineinfo[2 * LMT_LI_MAX]; /* only LMT_LI_MAX used; the rest
 				       * lets the verifier bound a masked size */
@@ -209,29 +211,24 @@ struct lmt_proto {
 
 struct lmt_trace {
 	__u8 rec; /* LMT_REC_TRACE */
-	__u8 pad[3];
-	__u32 tgid;
+	__u8 pad[7];
 	__u64 traceno;
 	__u64 proto;
 	__u64 line;
-	__u32 vm;
-	__u32 pad2;
 };
 
-/* Records that may stop their process (lmt_newvm, lmt_mapped) say so:
- * BPF then also put the process in the stops map, and user space
- * continues it once every record sent before the stop is handled. */
-/* Key of the stops map: one entry per stop. */
+/* Key of the stops map (bpf/newvm.h): one entry per stop. */
 struct lmt_stop {
 	__u32 tgid;
 	__u32 seq;
 };
 
+/* A new VM. Unless BPF registered it, its process is stopped until user
+ * space has probed its allocator (the stops map). */
 struct lmt_newvm {
 	__u8 rec; /* LMT_REC_NEWVM */
-	__u8 stopped; /* BPF stopped the process (see above) */
 	__u8 registered; /* BPF registered it (its allocator is probed) */
-	__u8 pad;
+	__u8 pad[2];
 	__u32 tgid;
 	__u64 L;
 	__u64 g, allocf, ud;
@@ -243,9 +240,7 @@ struct lmt_newvm {
  * (the linker calls it before and after changing its list of objects). */
 struct lmt_mapped {
 	__u8 rec; /* LMT_REC_MAPPED */
-	__u8 stopped;
-	__u8 pad[2];
-	__u32 tgid;
+	__u8 pad[7];
 };
 
 /* A traced process: once one VM is known, the layout of its new VMs. */
@@ -266,9 +261,7 @@ struct lmt_allocf_key {
 
 struct lmt_close {
 	__u8 rec; /* LMT_REC_CLOSE */
-	__u8 pad[3];
-	__u32 tgid;
-	__u64 L;
+	__u8 pad[7];
 };
 
 /* Counters, per CPU; user space sums them. */
@@ -321,7 +314,7 @@ static inline int lmt_vmstate_whole(long n)
 
 /* The window read first holds vmstate, cur_L and, when cur_L is the main
  * lua_State (the GG_State's first member), its base, stack and cframe:
- * one read where two would be needed (~80 ns each here). */
+ * one read where two would be needed. */
 static inline int lmt_gwin_fits(const struct lj_layout *l)
 {
 	/* A coroutine's fields come from a 64-byte read at L_base; the
@@ -334,5 +327,17 @@ static inline int lmt_gwin_fits(const struct lj_layout *l)
 	       !((l->gg_g + l->g_cur_L - l->L_base) & 7) &&
 	       !((l->L_stack - l->L_base) & 7) && !((l->L_cframe - l->L_base) & 7);
 }
+
+/* Every fixed-size read window holds what is taken from it. */
+static inline int lmt_windows_fit(const struct lj_layout *l)
+{
+	return l->pt_sizebc + 4 <= LMT_PTWIN && l->pt_chunkname + 8 <= LMT_PTWIN &&
+	       l->pt_firstline + 4 <= LMT_PTWIN && l->pt_numline + 4 <= LMT_PTWIN &&
+	       l->pt_lineinfo + 8 <= LMT_PTWIN && l->fn_ffid + 1 <= LMT_FNWIN &&
+	       l->fn_pc + 8 <= LMT_FNWIN && l->fn_f + 8 <= LMT_FNWIN &&
+	       l->T_startpc == l->T_startpt + 8 && LMT_PTWIN <= LMT_WIN &&
+	       LMT_FNWIN <= LMT_WIN && lmt_gwin_fits(l);
+}
+
 
 #endif

@@ -14,16 +14,15 @@
  * hence where g and J sit in GG_State, differs between them. */
 #define LJ21_GC64_COMMON                                                     \
 	.g_allocf = 0, .g_allocd = 8, .g_vmstate = 184, .g_mainthref = 192,   \
-	.g_cur_L = 368, .J_trace = 384, .J_sizetrace = 396, .L_gct = 9,       \
+	.g_cur_L = 368, .J_trace = 384, .L_gct = 9,                          \
 	.L_glref = 16, .L_base = 32, .L_stack = 56, .L_cframe = 80,          \
 	.fn_ffid = 10, .fn_pc = 32, .fn_f = 40, .pt_size = 104,               \
 	.pt_sizebc = 12, .pt_chunkname = 64, .pt_firstline = 72,             \
 	.pt_numline = 76, .pt_lineinfo = 80, .str_size = 24, .str_len = 20,   \
 	.T_size = 120, .T_startpt = 64, .T_startpc = 72, .cf_pc = 24, .gc64 = 1, \
-	.fr2 = 1, .tthread = 6, .tfunc = 8, .tproto = 7, .tstr = 4,          \
-	.ttrace = 9,                                                          \
+	.tthread = 6, .tfunc = 8,                                             \
 	/* Stock vmstates: INTERP, C, GC, EXIT, RECORD, OPT, ASM. The first   \
-	 * two are resolved through the top frame (memprof-format.md, 5). */  \
+	 * two are resolved through the top frame (docs/stream-format.md). */  \
 	.nvmst = 7,                                                           \
 	.vmst = { LMT_VMST_INTERP, LMT_VMST_FRAME, LMT_VMST_INTERNAL,         \
 		  LMT_VMST_INTERNAL, LMT_VMST_INTERNAL, LMT_VMST_INTERNAL,    \

@@ -1,7 +1,8 @@
 /* Probe placement. A uprobe on an instruction the kernel can emulate
- * (jmp, jcc, call rel32, nop, push reg; arch/x86/kernel/uprobes.c) costs
- * ~0.4 us per hit; any other instruction is single-stepped out of line,
- * ~14 us here. So we walk the allocator from its entry to the first
+ * (jmp, jcc, call rel32, nop, push reg; arch/x86/kernel/uprobes.c) is
+ * cheap; any other instruction is single-stepped out of line, which costs
+ * ~35 times more (docs/costs.md). So we walk the allocator from its entry
+ * to the first
  * emulated instruction reached before the argument registers or rsp
  * change: there the arguments are intact and [rsp] is still the return
  * address, so an entry+return probe there sees exactly what one at the

@@ -18,6 +18,9 @@ int main(void)
 		snprintf(name, sizeof(name), "%s: GG window covers vmstate, cur_L "
 			 "and the main lua_State's fields", v->name);
 		CHECK(name, lmt_gwin_fits(l));
+		snprintf(name, sizeof(name), "%s: every fixed-size read window "
+			 "(GCproto, GCfunc, GCtrace) holds its fields", v->name);
+		CHECK(name, lmt_windows_fit(l));
 		snprintf(name, sizeof(name), "%s: g follows lua_State in GG_State",
 			 v->name);
 		CHECK(name, l->gg_g == v->sizeof_L);

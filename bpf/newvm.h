@@ -1,0 +1,159 @@
+/* A process changes under the tracer: new VMs (registered here when
+ * their allocator is probed), stops while user space catches up (new
+ * allocators, dlopen), and the stops map a guardian also holds. */
+#ifndef LMT_BPF_NEWVM_H
+#define LMT_BPF_NEWVM_H
+
+/* Main lua_State -> its vms key, for lua_close. */
+struct main_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 L;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct main_key);
+	__type(value, struct lmt_vm_key);
+} mains SEC(".maps");
+
+/* Processes whose new VMs we want to hear about. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct lmt_proc);
+} procs SEC(".maps");
+
+/* Allocators already probed, per process (value unused). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct lmt_allocf_key);
+	__type(value, __u32);
+} allocfs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lmt_vm);
+} vmbuf SEC(".maps");
+
+/* Claim the VM's slot for it, if free (see struct lmt_slot). */
+static __always_inline void slot_claim(__u32 tgid, __u64 ud,
+				       const struct lmt_vm *vm)
+{
+	__u32 si = lmt_slot_of(ud);
+	struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &si);
+	struct lmt_batch *h;
+
+	if (!sl || sl->tgid || __sync_val_compare_and_swap(&sl->tgid, 0, tgid))
+		return;
+	sl->ud = ud;
+	__builtin_memcpy(&sl->vm, vm, sizeof(*vm));
+	h = (struct lmt_batch *)sl->buf;
+	h->rec = LMT_REC_BATCH;
+	sl->len = sizeof(*h);
+	asm volatile("" ::: "memory");
+	sl->live = 1;
+}
+
+/* -- Stops ---------------------------------------------------------------- */
+
+#define SIGSTOP 19
+
+/* Processes stopped (SIGSTOP) until user space has done what needs the
+ * process still: probe a new allocator, read a new object's symbols. Each
+ * stop is an entry, made before the signal and removed by user space
+ * after its SIGCONT, so the map always names every stop owed a SIGCONT: a
+ * guardian process holds it too, and continues what is left if the
+ * tracer dies (user/guard.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct lmt_stop);
+	__type(value, __u32);
+} stops SEC(".maps");
+
+__u32 stopseq;
+
+static __always_inline __u8 stop_process(__u32 tgid)
+{
+	struct lmt_stop k = { .tgid = tgid,
+			      .seq = __sync_fetch_and_add(&stopseq, 1) };
+	__u32 one = 1;
+
+	if (bpf_map_update_elem(&stops, &k, &one, BPF_NOEXIST))
+		return 0;
+	/* To this thread: a SIGSTOP to the process finds one pending from
+	 * another thread and wakes nobody, so this thread would run on until
+	 * the other dequeues it (measured: VMs created at the same moment ran
+	 * for a millisecond, allocations unseen). A stop signal sent to one
+	 * thread still stops the whole process. */
+	if (bpf_send_signal_thread(SIGSTOP)) {
+		bpf_map_delete_elem(&stops, &k);
+		return 0;
+	}
+	return 1;
+}
+
+static __always_inline void count_lost_vm(void)
+{
+	__u32 zero = 0;
+	struct lmt_percpu *pc = bpf_map_lookup_elem(&stats, &zero);
+
+	if (pc)
+		pc->st.lost_vm++;
+}
+
+/* -- New VMs, new objects, new programs --------------------------------- */
+
+/* Registers the new VM L of tgid here and now if its allocator is already
+ * probed (threads of one program share it). 1 if it did. */
+static __always_inline int register_vm(__u32 tgid, struct lmt_proc *pr,
+				       __u64 L, struct lmt_newvm *n)
+{
+	__u64 g = 0, gw[2] = {};
+	struct lmt_vm *vm;
+	__u32 zero = 0;
+
+	if (!pr->has_layout ||
+	    bpf_probe_read_user(&g, 8, (void *)(L + pr->lay.L_glref)) ||
+	    bpf_probe_read_user(gw, 16, (void *)(g + pr->lay.g_allocf)))
+		return 0;
+	n->g = g;
+	n->allocf = gw[0];
+	n->ud = gw[1];
+	{
+		struct lmt_allocf_key ak = { .tgid = tgid, .allocf = gw[0] };
+		struct lmt_vm_key vk = { .tgid = tgid, .ud = gw[1] };
+		struct main_key mk = { .tgid = tgid, .L = L };
+		struct ctx c = { .pc = bpf_map_lookup_elem(&stats, &zero) };
+
+		/* The layout value lives in a per-CPU slot: too big for the
+		 * stack. */
+		vm = bpf_map_lookup_elem(&vmbuf, &zero);
+		if (!vm || !bpf_map_lookup_elem(&allocfs, &ak))
+			return 0;
+		vm->g = g;
+		vm->id = pr->next_id++; /* a label only: races are harmless */
+		vm->lay = pr->lay;
+		/* The process's first VM was registered by user space: this
+		 * one is at least its second (or shares a ud). */
+		if (c.pc) {
+			c.st = &c.pc->st;
+			unbatch(&c);
+		}
+		if (bpf_map_lookup_elem(&vms, &vk) ||
+		    bpf_map_update_elem(&vms, &vk, vm, BPF_NOEXIST) ||
+		    bpf_map_update_elem(&mains, &mk, &vk, BPF_ANY))
+			return 0;
+		n->id = vm->id;
+		slot_claim(tgid, vk.ud, vm);
+	}
+	return 1;
+}
+
+#endif

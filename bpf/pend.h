@@ -1,0 +1,117 @@
+/* An allocation between its entry and its return: attributed at entry,
+ * parked per thread, completed with the new address at return. */
+#ifndef LMT_BPF_PEND_H
+#define LMT_BPF_PEND_H
+
+/* An attributed allocation waits here for its return probe, which adds
+ * the new address and batches or sends it. (Doing the attribution there
+ * instead measured no cheaper, and put its code in two programs.)
+ *
+ * The return probe finds its entry through its thread without a helper
+ * call: the probes' pt_regs are the thread's user registers at the top of
+ * its kernel stack, so their address names the thread (read as a number
+ * through a map slot). pends is direct-mapped by it; an entry also holds
+ * the stack pointer after the return (at the probe site rsp is the
+ * function's entry rsp, probe.c; the return pops 8). chk covers the other
+ * words and is 0 for a free entry, PEND_BUSY while one is written. An
+ * entry is taken by exchanging chk, and consumed by a compare-and-swap of
+ * it, so an allocation whose entry another thread took (two threads in one
+ * entry, or a return that never came) is counted once, by the taker, in
+ * missed; parked counts the entries in use, so what is left at the end is
+ * in flight. */
+#define PEND_BITS 12
+#define PEND_N (1 << PEND_BITS)
+#define PEND_SALT 0x70656e64696e6721ULL
+#define PEND_BUSY 1
+#define PEND_W 8 /* words under chk */
+
+struct pend {
+	__u64 thr; /* the thread's pt_regs address */
+	__u64 sp;
+	__u64 ud;
+	__u64 hdr; /* the event's first word: kind, src, flags, line */
+	__u64 loc, oaddr, osize, nsize;
+	__u64 chk;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PEND_N);
+	__type(key, __u32);
+	__type(value, struct pend);
+} pends SEC(".maps");
+
+static __always_inline struct pend *pend_of(__u64 thr)
+{
+	__u32 k = dm_slot(dm_hash(thr >> 8, 0), PEND_BITS);
+
+	return bpf_map_lookup_elem(&pends, &k);
+}
+
+/* The address of the probe's pt_regs as a number (see struct pend). */
+static __always_inline __u64 thr_of(void *ctx, struct lmt_percpu *pc)
+{
+	*(void *volatile *)&pc->spill = ctx;
+	return *(volatile __u64 *)&pc->spill;
+}
+
+/* Park an attributed allocation for alloc_return (see struct pend). */
+static __always_inline void park(struct ctx *c, __u64 ud, const struct lmt_ev *ev)
+{
+	__u64 w[PEND_W], old;
+	struct pend *p;
+
+	w[0] = thr_of(c->regs, c->pc);
+	w[1] = PT_REGS_SP((struct pt_regs *)c->regs) + 8;
+	w[2] = ud;
+	w[3] = *(const __u64 *)ev; /* kind, src, flags, line */
+	w[4] = ev->loc;
+	w[5] = ev->oaddr;
+	w[6] = ev->osize;
+	w[7] = ev->nsize;
+	p = pend_of(w[0]);
+	if (!p) {
+		c->st->missed++; /* cannot be: counted all the same */
+		return;
+	}
+	old = __sync_lock_test_and_set(&p->chk, PEND_BUSY);
+	if (old == PEND_BUSY) {
+		c->st->missed++; /* another thread is writing it: ours is lost */
+		return;
+	}
+	if (old)
+		c->st->missed++; /* its allocation never came back */
+	else
+		c->st->parked++;
+	dm_put(p, w, PEND_W, PEND_SALT);
+}
+
+/* The return of this thread's parked allocation: its event, completed
+ * with the new address. 0, or -1 if the entry is not this call's (a free's
+ * return, one probe for all calls, finds none; another thread took it). */
+static __always_inline int unpark(struct ctx *c, __u64 ret, struct lmt_ev *ev,
+				  __u64 *ud)
+{
+	__u64 w[PEND_W], thr = thr_of(c->regs, c->pc), chk;
+	struct pend *p = pend_of(thr);
+
+	if (!p)
+		return -1;
+	chk = *(volatile __u64 *)&p->chk;
+	if (!dm_get(p, w, PEND_W, PEND_SALT) || w[0] != thr ||
+	    w[1] != PT_REGS_SP((struct pt_regs *)c->regs) ||
+	    *(volatile __u64 *)&p->chk != chk ||
+	    __sync_val_compare_and_swap(&p->chk, chk, 0) != chk)
+		return -1;
+	c->st->parked--; /* summed over CPUs, what is left is in flight */
+	*(__u64 *)ev = w[3];
+	ev->loc = w[4];
+	ev->oaddr = w[5];
+	ev->osize = w[6];
+	ev->naddr = ret;
+	ev->nsize = w[7];
+	*ud = w[2];
+	return 0;
+}
+
+#endif

@@ -1,0 +1,167 @@
+/* Which VM an allocator call belongs to, and how its events leave: a
+ * VM's batch in its slot (struct lmt_slot), sent as one ring buffer
+ * record, or a record of its own. */
+#ifndef LMT_BPF_RING_H
+#define LMT_BPF_RING_H
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} rb SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct lmt_vm_key);
+	__type(value, struct lmt_vm);
+} vms SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, LMT_NSLOT);
+	__type(key, __u32);
+	__type(value, struct lmt_slot);
+} slots SEC(".maps");
+
+static __always_inline __u64 wake_flags(struct ctx *c, __u64 bytes)
+{
+	c->pc->unwoken += bytes;
+	if (c->pc->unwoken < wakeup_bytes)
+		return BPF_RB_NO_WAKEUP;
+	c->pc->unwoken = 0;
+	return BPF_RB_FORCE_WAKEUP;
+}
+
+/* The slot's lock (struct lmt_slot), held for a few stores or one
+ * ring buffer output. Who finds it taken does not wait: sends on its own. */
+static __always_inline int slot_lock(struct lmt_slot *sl)
+{
+	return __sync_val_compare_and_swap(&sl->busy, 0, 1) ? -1 : 0;
+}
+
+static __always_inline void slot_unlock(struct lmt_slot *sl)
+{
+	asm volatile("" ::: "memory");
+	sl->busy = 0;
+}
+
+/* Send the slot's batch, if any, as one ring buffer record. Lock held. */
+static __always_inline void flush_locked(struct ctx *c, struct lmt_slot *sl)
+{
+	__u64 len = sl->len, n;
+
+	if (len <= sizeof(struct lmt_batch))
+		return;
+	BOUND(len, 0xfff); /* LMT_SBUF - 1 */
+	n = (len - sizeof(struct lmt_batch)) / sizeof(struct lmt_ev);
+	if (bpf_ringbuf_output(&rb, sl->buf, len, wake_flags(c, len)))
+		c->st->lost += n;
+	else
+		c->st->events += n;
+	sl->len = sizeof(struct lmt_batch);
+}
+
+/* The same, taking the lock; a busy slot is being sent by its holder. */
+static __always_inline void flush_slot(struct ctx *c, struct lmt_slot *sl)
+{
+	if (sl->len <= sizeof(struct lmt_batch) || slot_lock(sl))
+		return;
+	flush_locked(c, sl);
+	slot_unlock(sl);
+}
+
+/* The VM's batch, before a record that must not overtake it. */
+static __always_inline void flush(struct ctx *c)
+{
+	if (c->sl)
+		flush_slot(c, c->sl);
+}
+
+/* Batching ends (a second VM): every batch goes now, ahead of any event
+ * the new VM sends on its own. */
+static long unbatch_one(__u32 i, void *arg)
+{
+	struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &i);
+
+	if (sl)
+		flush_slot(arg, sl);
+	return 0;
+}
+
+static __always_inline void unbatch(struct ctx *c)
+{
+	multi = 1;
+	bpf_loop(LMT_NSLOT, unbatch_one, c, 0);
+}
+
+/* Append the event to the slot's batch; -1 if the slot is busy. */
+static __always_inline int append(struct ctx *c, const struct lmt_ev *ev)
+{
+	struct lmt_slot *sl = c->sl;
+	__u32 off;
+
+	if (!sl || slot_lock(sl))
+		return -1;
+	if (sl->len > LMT_SBUF - 1 - sizeof(*ev))
+		flush_locked(c, sl);
+	off = sl->len & (LMT_SBUF - 1);
+	__builtin_memcpy(sl->buf + off, ev, sizeof(*ev));
+	sl->len = off + sizeof(*ev);
+	slot_unlock(sl);
+	return 0;
+}
+
+/* The event as a record of its own: a batch of one. */
+static __always_inline void emit(struct ctx *c, const struct lmt_ev *ev)
+{
+	struct lmt_batch *b = bpf_ringbuf_reserve(&rb, sizeof(*b) + sizeof(*ev), 0);
+
+	if (!b) {
+		c->st->lost++;
+		return;
+	}
+	b->rec = LMT_REC_BATCH;
+	__builtin_memcpy(b + 1, ev, sizeof(*ev));
+	bpf_ringbuf_submit(b, wake_flags(c, 8 + sizeof(*b) + sizeof(*ev)));
+	c->st->events++;
+}
+
+/* The VM of ud: in its slot (c->sl set while batching), or in vms. */
+static __always_inline const struct lmt_vm *vm_of(struct ctx *c, __u64 ud)
+{
+	struct lmt_slot *sl;
+
+	c->si = lmt_slot_of(ud);
+	sl = bpf_map_lookup_elem(&slots, &c->si);
+	if (sl && sl->live && sl->ud == ud) {
+		c->tgid = sl->tgid;
+		if (!multi)
+			c->sl = sl;
+		else /* No more batching: what is batched goes first. */
+			flush_slot(c, sl);
+		return &sl->vm;
+	}
+	{
+		struct lmt_vm_key k = { .ud = ud };
+		const struct lmt_vm *vm;
+
+		c->tgid = k.tgid = bpf_get_current_pid_tgid() >> 32;
+		vm = bpf_map_lookup_elem(&vms, &k);
+		if (!vm)
+			c->st->unknown_vm++;
+		return vm;
+	}
+}
+
+/* Into the VM's batch, or a record of its own. */
+static __always_inline void send(struct ctx *c, const struct lmt_ev *ev)
+{
+	if (c->sl && !append(c, ev))
+		return;
+	if (c->sl)
+		unbatch(c); /* two threads in one slot: VMs share this ud */
+	emit(c, ev);
+}
+
+#endif

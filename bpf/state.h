@@ -1,0 +1,71 @@
+/* The BPF side's state: knobs user space sets before load, flags it
+ * flips while tracing, the per-CPU counters and scratch, and struct ctx,
+ * what one program run carries from helper to helper. */
+#ifndef LMT_BPF_STATE_H
+#define LMT_BPF_STATE_H
+
+/* -- Knobs and flags ---------------------------------------------------- */
+
+/* A CPU wakes the consumer once it has submitted this much since its last
+ * wakeup; below it the consumer finds the data on its next timed poll.
+ * Counted per CPU, not asked of the ring (bpf_ringbuf_query is a helper
+ * call per record). Set by user space before load. */
+const volatile __u64 wakeup_bytes = 256 * 1024;
+
+/* Benchmark only (--ab): an allocation of LMT_AB_MARK bytes switches the
+ * allocator's programs between tracing and doing nothing, so the floor and
+ * luamemtrace alternate in one process, which cancels the drifts that move
+ * whole runs. Off, the verifier drops this code (a constant at load). */
+const volatile __u8 ab = 0;
+__u8 ab_floor;
+
+__u64 pcgen; /* bumped by every announced prototype's free */
+__u32 multi; /* the process has had a second VM: no batching (lmt_slot) */
+/* Set by user space when tracing ends, before it detaches (which takes a
+ * while): the allocator's programs do nothing from then on, so the end of
+ * the trace is one instant. An allocation that entered before it and
+ * returns after is in flight (struct pend). */
+__u32 stop;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lmt_percpu);
+} stats SEC(".maps");
+
+struct ctx {
+	void *regs; /* the probe's pt_regs (see struct pend) */
+	struct lmt_stats *st;
+	struct lmt_percpu *pc;
+	struct lmt_slot *sl; /* the VM's slot, if it has one */
+	__u32 si;            /* its index */
+	__u32 tgid;
+	__u32 reads;
+};
+
+/* The run's context: the per-CPU value; -1 when tracing is off. */
+static __always_inline int ctx_open(struct ctx *c, void *regs)
+{
+	__u32 zero = 0;
+
+	c->regs = regs;
+	c->pc = bpf_map_lookup_elem(&stats, &zero);
+	if (!c->pc || stop)
+		return -1;
+	c->st = &c->pc->st;
+	return 0;
+}
+
+/* --ab: an allocation of LMT_AB_MARK bytes switches between the floor and
+ * tracing; 1 while the floor is on. Off, the verifier drops it all. */
+static __always_inline int ab_skip(__u64 nsize)
+{
+	if (!ab)
+		return 0;
+	if (nsize == LMT_AB_MARK)
+		ab_floor = !ab_floor;
+	return ab_floor;
+}
+
+#endif

@@ -1,0 +1,501 @@
+/* The life of a trace: check, find the target, open and load the BPF
+ * object, start the guardian, attach, poll until tracing ends, clean up.
+ * The stages it calls: attach.c, consume.c, spawn.c, summary.c. */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "trace.h"
+
+#include "elfsym.h"
+#include "esc.h"
+#include "guard.h"
+#include "info.h"
+#include "memprof_write.h"
+#include "outfile.h"
+#include "proc.h"
+#include "report.h"
+#include "tracer.h"
+
+volatile sig_atomic_t stop_req;
+volatile sig_atomic_t forward_sig;
+
+static void on_stop_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	stop_req = sig;
+	if (si->si_code == SI_USER || si->si_code == SI_QUEUE)
+		forward_sig = sig;
+}
+
+/* One line on stderr, escaped (esc.h): paths and names in it may come
+ * from the target. */
+
+void err1(const char *fmt, ...)
+{
+	char m[1024], e[4096];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	fprintf(stderr, "luamemtrace: %s\n",
+		esc_str(e, sizeof(e), m, (size_t)n < sizeof(m) ? (size_t)n : sizeof(m) - 1, 0));
+}
+
+static int libbpf_quiet(enum libbpf_print_level lvl, const char *fmt,
+			va_list ap)
+{
+	static int verbose = -1;
+	if (verbose < 0)
+		verbose = getenv("LMT_LIBBPF_DEBUG") != NULL;
+	if (!verbose && lvl != LIBBPF_WARN)
+		return 0;
+	if (!verbose)
+		return 0; /* we report failures ourselves, in one line */
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* CAP_SYS_ADMIN, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE (reading the
+ * target's memory), in our effective set. */
+static int has_caps(void)
+{
+	char line[256];
+	unsigned long long eff = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	if (eff & (1ULL << 21)) /* CAP_SYS_ADMIN */
+		return 1;
+	return (eff & (1ULL << 39)) && (eff & (1ULL << 38)) &&
+	       (eff & (1ULL << 19)); /* CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE */
+}
+
+/* Checks what the kernel and our privileges must provide. */
+static int preflight(void)
+{
+	const char *sys = getenv("LMT_SYSFS");
+	char p[PATH_MAX];
+
+	const char *proc = getenv("LMT_PROCFS");
+
+	if (!sys)
+		sys = "/sys";
+	if (!proc)
+		proc = "/proc";
+	if (geteuid() != 0 && !has_caps()) {
+		err1("needs root, or CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE "
+		     "(run it with sudo)");
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/kernel/btf/vmlinux", sys);
+	if (access(p, R_OK)) {
+		err1("this kernel has no BTF (%s is missing): needs "
+		     "CONFIG_DEBUG_INFO_BTF=y", p);
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/bus/event_source/devices/uprobe/type", sys);
+	if (access(p, R_OK)) {
+		err1("this kernel has no uprobes (%s is missing): needs "
+		     "CONFIG_UPROBE_EVENTS=y", p);
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/sys/kernel/bpf_stats_enabled", proc);
+	if (access(p, F_OK)) {
+		err1("this kernel has no BPF system call (%s is missing): needs "
+		     "CONFIG_BPF_SYSCALL=y", p);
+		return -1;
+	}
+	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL) != 1 ||
+	    libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1 ||
+	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) != 1) {
+		err1("this kernel cannot load the BPF programs: needs Linux "
+		     "5.17+ (ring buffers, atomics, bpf_loop) with "
+		     "CONFIG_BPF_SYSCALL=y");
+		return -1;
+	}
+	return 0;
+}
+
+double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+double wall_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+double cpu_ns(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
+}
+
+/* A pidfd turns readable when the process exits, zombie or not. */
+static int target_gone(pid_t pid, int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	if (pidfd < 0)
+		return !proc_exists(pid);
+	return poll(&p, 1, 0) > 0;
+}
+
+/* Finds the VMs of a running process: 0, or -1 having said why not. */
+static int find_vms(struct tr *t, struct pmaps *m, struct vmscan *scan)
+{
+	const struct topts *o = t->o;
+	char why[PATH_MAX + 8];
+	int r = pmaps_load(t->pid, m);
+
+	if (r) {
+		err1("cannot read /proc/%d/maps: %s", (int)t->pid, strerror(-r));
+		return -1;
+	}
+	r = vm_scan(t->pid, m, o->variant, scan);
+	if (r) {
+		err1("cannot scan PID %d: %s", (int)t->pid, strerror(-r));
+		return -1;
+	}
+	if (!scan->n) {
+		int lj = 0;
+		for (size_t i = 0; i < m->n && !lj; i++) {
+			char path[128];
+			uint64_t off;
+			if (m->v[i].perms[2] != 'x' || !pmap_is_file(&m->v[i]))
+				continue;
+			pmap_file_path(t->pid, &m->v[i], path, sizeof(path));
+			lj = !elfsym_offset(path, "luaJIT_setmode", &off);
+		}
+		/* Self-pointers like L->glref also occur by chance
+		 * (allocator free lists): only LuaJIT's own symbols
+		 * tell an unknown layout from no LuaJIT at all. */
+		if (!lj) {
+			err1("PID %d runs no LuaJIT VM", (int)t->pid);
+			return -1;
+		}
+		why[0] = 0;
+		if (scan->first_reject[0])
+			snprintf(why, sizeof(why), " (%s)", scan->first_reject);
+		err1("unrecognised LuaJIT layout in PID %d: LuaJIT is loaded but "
+		     "no VM matched %s%s", (int)t->pid,
+		     o->variant ? o->variant : "any known variant", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* The slots map, shared with BPF (struct lmt_slot). */
+static int map_slots(struct tr *t)
+{
+	/* Array values are 8-byte aligned, so the map is an array of
+	 * struct lmt_slot. */
+	const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = (sizeof(struct lmt_slot) * LMT_NSLOT + pg - 1) & ~(pg - 1);
+	void *mp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			bpf_map__fd(t->skel->maps.slots), 0);
+
+	if (mp == MAP_FAILED) {
+		err1("cannot map the VM slots: %s", strerror(errno));
+		return -1;
+	}
+	t->slots = mp;
+	t->slots_len = len;
+	return 0;
+}
+
+/* Polls until tracing ends; says why in t->end. */
+static void run_loop(struct tr *t, int pidfd, double deadline)
+{
+	double next_scan = 0;
+	int r;
+
+	while (!stop_req) {
+		r = ring_buffer__poll(t->rb, 50);
+		if (r < 0 && r != -EINTR) {
+			err1("ring buffer: %s", strerror(-r));
+			t->end = "ring buffer error";
+			t->failed = 1;
+			return;
+		}
+		ring_buffer__consume(t->rb);
+		if (t->unbatch_req)
+			unbatch(t);
+		settle_stops(t);
+		if (t->w && t->w->err) {
+			t->end = "write error";
+			return;
+		}
+		if (t->skel->bss->execd) {
+			t->end = "exec";
+			if (!t->o->quiet)
+				err1("PID %d executed a new program: tracing ended "
+				     "there", (int)t->pid);
+			return;
+		}
+		if (deadline && now() >= deadline) {
+			t->end = "duration";
+			return;
+		}
+		/* Objects loaded since (C modules): named while they are
+		 * mapped. dlopen stops the process for that (dl_state); this
+		 * catches the rest (a mmap by hand). */
+		if (now() >= next_scan) {
+			syms_scan(&t->syms);
+			next_scan = now() + 1;
+		}
+		if (t->o->cmd) {
+			int status;
+			if (waitpid(t->pid, &status, WNOHANG) == t->pid) {
+				t->child_done = 1;
+				t->child_status = status;
+				t->end = "target exited";
+				return;
+			}
+		} else if (target_gone(t->pid, pidfd)) {
+			t->end = "target exited";
+			return;
+		}
+	}
+	t->end = "signal";
+}
+
+int trace_run(const struct topts *o)
+{
+	struct tr t = { .o = o, .stops_fd = -1 };
+	struct lmt_stats st = { 0 };
+	struct mpw *w = NULL;
+	struct vmscan scan = { 0 };
+	struct pmaps m = { 0 };
+	int fd = -1, gate = -1, pidfd = -1, rc = LMT_ERR, r, kst, reg = 0;
+	double t0 = now(), deadline = 0;
+	struct sigaction sa = { 0 };
+	char exe[PATH_MAX], err[PATH_MAX + 128], info[PATH_MAX];
+	pid_t guard = -1;
+
+	libbpf_set_print(libbpf_quiet);
+	if (preflight())
+		return LMT_ERR;
+	/* Nothing is created before the target and the options hold. */
+	if (outfile_check(o->out, o->force, err, sizeof(err)) ||
+	    (!o->floor && snprintf(info, sizeof(info), "%s" INFO_SUFFIX, o->out) <
+				  (int)sizeof(info) && !outfile_is_device(o->out) &&
+	     outfile_check(info, o->force, err, sizeof(err)))) {
+		err1("%s", err);
+		return LMT_ERR;
+	}
+	t.rep = report_new();
+	w = malloc(sizeof(*w));
+	if (!t.rep || !w) {
+		err1("out of memory");
+		goto out;
+	}
+	if (!o->floor)
+		t.w = w;
+
+	if (o->cmd) {
+		if (resolve_cmd(o->cmd[0], exe)) {
+			err1("cannot run %s: command not found", o->cmd[0]);
+			goto out;
+		}
+		snprintf(t.exe, sizeof(t.exe), "%s", exe);
+		t.pid = start_child(o->cmd, &gate);
+		if (t.pid < 0) {
+			err1("cannot start %s: %s", o->cmd[0], strerror(errno));
+			goto out;
+		}
+	} else {
+		t.pid = o->pid;
+		if (!proc_exists(t.pid)) {
+			err1("no such process: %d", (int)t.pid);
+			goto out;
+		}
+		pidfd = (int)syscall(SYS_pidfd_open, t.pid, 0);
+		if (find_vms(&t, &m, &scan))
+			goto out;
+	}
+
+	kst = kernel_keeps_callbacks_on_stack();
+	if (open_load(&t, kst) && (!kst || open_load(&t, 0)))
+		goto out;
+	/* Before any probe: the guardian must hold no probe's descriptor. */
+	t.stops_fd = bpf_map__fd(t.skel->maps.stops);
+	guard = guard_start(t.stops_fd);
+	if (guard < 0) {
+		err1("cannot start the guardian process: %s", strerror(errno));
+		goto out;
+	}
+	if (map_slots(&t))
+		goto out;
+	t.rb = ring_buffer__new(bpf_map__fd(t.skel->maps.rb), on_rec, &t, NULL);
+	if (!t.rb) {
+		err1("cannot open the ring buffer: %s", strerror(errno));
+		goto out;
+	}
+	if (link_add(&t, bpf_program__attach(t.skel->progs.on_exec))) {
+		err1("cannot watch exec: %s", strerror(errno));
+		goto out;
+	}
+
+	sa.sa_sigaction = on_stop_signal;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	{
+		uint32_t tg = (uint32_t)t.pid;
+		struct lmt_proc pr = { .spawn = !!o->cmd };
+		bpf_map__update_elem(t.skel->maps.procs, &tg, sizeof(tg), &pr,
+				     sizeof(pr), BPF_ANY);
+	}
+	if (o->cmd && cmd_probes(&t, exe)) {
+		err1("%s does not export lua_newstate (nor links a "
+		     "libluajit that does): cannot trace it from the "
+		     "start; start it and use -p", exe);
+		goto out;
+	}
+
+	/* The stream starts before any allocator probe fires: C symbols of
+	 * what is mapped now, then the events prologue. */
+	fd = outfile_create(o->out, o->force, &reg, err, sizeof(err));
+	if (fd < 0) {
+		err1("%s", err);
+		goto out;
+	}
+	if (reg && !o->floor && snprintf(info, sizeof(info), "%s" INFO_SUFFIX,
+					 o->out) < (int)sizeof(info))
+		t.info_path = info;
+	t.wall0 = wall_now();
+	write_info(&t, NULL, 0, 0);
+	mpw_init(w, fd);
+	syms_init(&t.syms, t.pid, emit_sym, &t);
+	if (o->pid)
+		syms_scan(&t.syms);
+	mpw_begin_events(w);
+
+	if (o->pid) {
+		for (size_t i = 0; i < scan.n; i++)
+			if (add_vm(&t, &scan.v[i]))
+				goto out;
+		newstate_probes_maps(&t, &m);
+	}
+
+	t0 = now();
+	t.cpu0 = cpu_ns();
+	if (o->duration > 0)
+		deadline = t0 + o->duration;
+	if (gate >= 0) {
+		if (write(gate, "g", 1) != 1) {
+			err1("cannot start %s", o->cmd[0]);
+			goto out;
+		}
+		close(gate);
+		gate = -1;
+		t.child_started = 1;
+	}
+	if (!o->quiet && o->pid)
+		fprintf(stderr, "luamemtrace: tracing PID %d (%zu VM%s, %s); "
+			"Ctrl-C to stop\n", (int)t.pid, scan.n,
+			scan.n == 1 ? "" : "s", scan.v[0].var->name);
+
+	run_loop(&t, pidfd, deadline);
+	if (forward_sig && o->cmd && !t.child_done) {
+		kill(t.pid, forward_sig);
+		forward_sig = 0;
+	}
+	/* Stop, then detach so no new records arrive, then drain what is
+	 * left. */
+	__atomic_store_n(&t.skel->bss->stop, 1, __ATOMIC_SEQ_CST);
+	detach_all(&t);
+	settle_stops(&t);
+	drain(&t);
+	slots_left(&t);
+	sum_stats(&t, &st);
+	r = mpw_finish(w);
+	if (r) {
+		err1("cannot write %s: %s", o->out, strerror(r));
+		t.failed = 1;
+	}
+	write_info(&t, &st, 1, now() - t0);
+	if (r)
+		goto out;
+	if (!o->quiet)
+		summary(&t, &st, now() - t0, w->bytes);
+	rc = st.lost + st.lost_sym + st.missed + st.lost_vm + t.bad_recs +
+			     (uint64_t)t.lost_vm ? LMT_LOSSY : LMT_OK;
+out:
+	detach_all(&t);
+	if (t.stops_fd >= 0)
+		settle_stops(&t);
+	if (gate >= 0) {
+		close(gate); /* the child exits without running the command */
+		waitpid(t.pid, NULL, 0);
+	}
+	ring_buffer__free(t.rb);
+	if (t.slots)
+		munmap(t.slots, t.slots_len);
+	luamemtrace_bpf__destroy(t.skel);
+	syms_free(&t.syms);
+	u64map_free(&t.lines, free);
+	vm_scan_free(&scan);
+	pmaps_free(&m);
+	report_free(t.rep);
+	free(w);
+	if (fd >= 0)
+		close(fd);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (t.child_started) {
+		/* Like strace and time: the command's status, once it is over. */
+		if (!t.child_done && !o->quiet)
+			err1("tracing ended (%s); waiting for %s (PID %d) to exit",
+			     t.end ? t.end : "error", o->cmd[0], (int)t.pid);
+		wait_child(&t);
+		if (!o->quiet && t.child_done) {
+			if (WIFEXITED(t.child_status) && WEXITSTATUS(t.child_status))
+				fprintf(stderr, "  command exited with status %d\n",
+					WEXITSTATUS(t.child_status));
+			else if (WIFSIGNALED(t.child_status))
+				fprintf(stderr, "  command killed by signal %d\n",
+					WTERMSIG(t.child_status));
+		}
+		if (!o->strict || rc == LMT_OK)
+			rc = t.child_done ? child_rc(&t) : LMT_ERR;
+	}
+	return rc;
+}
