@@ -24,11 +24,12 @@ BPF_SRC  := $(wildcard bpf/*.bpf.c)
 BPF_OBJ  := $(patsubst bpf/%.bpf.c,$(OUT)/%.bpf.o,$(BPF_SRC))
 BPF_SKEL := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
 
-USER_SRC := $(wildcard user/*.c)
+REPORT_SRC := $(wildcard user/report/*.c)
+USER_SRC := $(wildcard user/*.c) $(REPORT_SRC)
 USER_OBJ := $(patsubst user/%.c,$(OUT)/%.o,$(USER_SRC))
+USER_H   := $(wildcard user/*.h user/report/*.h)
 # Objects that need neither BPF nor libbpf: shared with unit tests and fuzzers.
-LIB_SRC  := user/memprof_write.c user/memprof_read.c user/report.c user/esc.c user/info.c
-LIB_OBJ  := $(patsubst user/%.c,$(OUT)/%.o,$(LIB_SRC))
+LIB_SRC  := user/memprof_write.c user/memprof_read.c $(REPORT_SRC) user/esc.c user/info.c
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))
@@ -44,7 +45,7 @@ luamemtrace: $(USER_OBJ)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(OUT):
-	mkdir -p $(OUT) $(OUT)/unit
+	mkdir -p $(OUT) $(OUT)/unit $(OUT)/report
 
 $(OUT)/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/vmlinux.h | $(OUT)
 	$(CLANG) -g -O2 -target bpf -mcpu=v3 $(ARCH_DEFINE) -Wall -Werror -Ivmlinux -Ibpf -Iuser -c $< -o $@
@@ -53,10 +54,10 @@ $(OUT)/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/vmlinux.h | $(OUT)
 $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@
 
-$(OUT)/%.o: user/%.c user/*.h bpf/*.h $(BPF_SKEL) | $(OUT)
+$(OUT)/%.o: user/%.c $(USER_H) bpf/*.h $(BPF_SKEL) | $(OUT)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) user/probe.c user/layout.c user/*.h bpf/*.h | $(OUT)
+$(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) user/probe.c user/layout.c $(USER_H) bpf/*.h | $(OUT)
 	@mkdir -p $(OUT)/unit
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
 		-o $@ $< $(LIB_SRC) user/probe.c user/layout.c -lcapstone -lm -lpthread

@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include "exitcode.h"
+
 #define LMT_VERSION "0.2.0"
 
 enum probe_mode {
@@ -12,13 +14,6 @@ enum probe_mode {
 	PROBES_ENTRY,  /* entry+return at the allocator's first instruction */
 };
 
-/* Exit statuses of a trace. */
-enum {
-	LMT_OK = 0,
-	LMT_ERR = 1,
-	LMT_USAGE = 2,
-	LMT_LOSSY = 3, /* the stream is well-formed but events were lost */
-};
 
 struct topts {
 	pid_t pid;         /* -p, or 0 */

@@ -1,0 +1,304 @@
+/* The heap stage: live blocks and their owners, linking a realloc or free
+ * to its block's previous owner ("Overrides"); on a second thread where
+ * there is a CPU for it. */
+#define _GNU_SOURCE /* qsort_r */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include "report_int.h"
+
+/* -- Heap map: addr -> live block; linear probing, backward-shift delete -- */
+
+static inline uint64_t heap_home(const struct report *rp, uint64_t addr)
+{
+	return mix64(addr) & rp->hmask;
+}
+
+static struct hslot *heap_find(struct report *rp, uint64_t addr)
+{
+	if (!rp->heap)
+		return NULL;
+	for (uint64_t i = heap_home(rp, addr);; i = (i + 1) & rp->hmask) {
+		struct hslot *s = &rp->heap[i];
+		if (!s->loc1)
+			return NULL;
+		if (s->addr == addr)
+			return s;
+	}
+}
+
+static void heap_del(struct report *rp, struct hslot *s)
+{
+	uint64_t i = (uint64_t)(s - rp->heap), j = i;
+	for (;;) {
+		uint64_t home;
+		j = (j + 1) & rp->hmask;
+		if (!rp->heap[j].loc1)
+			break;
+		home = heap_home(rp, rp->heap[j].addr);
+		/* Move j back into the hole if the hole lies on j's probe path. */
+		if (((j - home) & rp->hmask) >= ((j - i) & rp->hmask)) {
+			rp->heap[i] = rp->heap[j];
+			i = j;
+		}
+	}
+	rp->heap[i].loc1 = 0;
+	rp->hn--;
+}
+
+static int heap_put(struct report *rp, uint64_t addr, uint64_t size, uint32_t loc, uint32_t name)
+{
+	uint64_t i;
+	if (!rp->heap || (rp->hn + 1) * 8 > (rp->hmask + 1) * 5) {
+		const uint64_t ns = rp->heap ? (rp->hmask + 1) * 2 : 1024;
+		struct hslot *t = big_calloc(ns, sizeof(*t)), *old = rp->heap;
+		const uint64_t omask = rp->hmask;
+		if (!t)
+			return -1;
+		rp->heap = t;
+		rp->hmask = ns - 1;
+		for (uint64_t k = 0; old && k <= omask; k++) {
+			if (!old[k].loc1)
+				continue;
+			for (i = heap_home(rp, old[k].addr); t[i].loc1; i = (i + 1) & rp->hmask)
+				;
+			t[i] = old[k];
+		}
+		big_free(old, old ? omask + 1 : 0, sizeof(*t));
+	}
+	for (i = heap_home(rp, addr); rp->heap[i].loc1; i = (i + 1) & rp->hmask) {
+		if (rp->heap[i].addr == addr)
+			break;
+	}
+	if (!rp->heap[i].loc1)
+		rp->hn++;
+	rp->heap[i] = (struct hslot){ .addr = addr, .size = size, .loc1 = loc + 1, .name = name };
+	return 0;
+}
+
+static inline uint64_t own_home(const struct report *rp, uint32_t g, uint32_t loc)
+{
+	return mix64(((uint64_t)g << 32) | loc) & rp->omask;
+}
+
+static int own_grow(struct report *rp)
+{
+	const uint64_t ns = rp->otab ? (rp->omask + 1) * 2 : 1024;
+	struct oslot *t = big_calloc(ns, sizeof(*t)), *old = rp->otab;
+	const uint64_t omask = rp->omask;
+	if (!t)
+		return -1;
+	rp->otab = t;
+	rp->omask = ns - 1;
+	rp->oepoch++;
+	for (uint64_t k = 0; old && k <= omask; k++) {
+		uint64_t i;
+		if (!old[k].g1)
+			continue;
+		for (i = own_home(rp, old[k].g1 - 1, old[k].loc); t[i].g1; i = (i + 1) & rp->omask)
+			;
+		t[i] = old[k];
+	}
+	big_free(old, old ? omask + 1 : 0, sizeof(*t));
+	return 0;
+}
+
+/* parse.lua link_to_previous(). */
+static struct gown *gown_of(struct report *rp, uint32_t g)
+{
+	const uint32_t old = rp->gown_cap;
+	if (g < old)
+		return &rp->gown[g];
+	if (grow(&rp->gown, &rp->gown_cap, (size_t)g + 1, sizeof(*rp->gown)))
+		return NULL;
+	for (uint32_t k = old; k < rp->gown_cap; k++)
+		rp->gown[k] = (struct gown){ .last_loc = NONE };
+	return &rp->gown[g];
+}
+
+uint32_t nowners(const struct report *rp, uint32_t g)
+{
+	return g < rp->gown_cap ? rp->gown[g].nowners : 0;
+}
+
+static void link_owner(struct report *rp, uint32_t g, const struct hslot *blk, uint64_t nsize)
+{
+	const uint32_t oloc = blk->loc1 - 1;
+	struct gown *gp = gown_of(rp, g);
+	struct oslot *o;
+	uint64_t i;
+	if (!gp) {
+		rp->hoom = 1;
+		return;
+	}
+	/* Blocks mostly die where they were made: try the last owner first. */
+	if (gp->last_loc == oloc && gp->last_epoch == rp->oepoch) {
+		o = &rp->otab[gp->last_own];
+		goto hit;
+	}
+	if ((!rp->otab || (rp->on + 1) * 4 > (rp->omask + 1) * 3) && own_grow(rp)) {
+		rp->hoom = 1;
+		return;
+	}
+	for (i = own_home(rp, g, oloc); rp->otab[i].g1; i = (i + 1) & rp->omask)
+		if (rp->otab[i].g1 == g + 1 && rp->otab[i].loc == oloc)
+			break;
+	o = &rp->otab[i];
+	if (!o->g1) {
+		*o = (struct oslot){ .g1 = g + 1, .loc = oloc, .name = blk->name };
+		rp->on++;
+		gp->nowners++;
+	}
+	gp->last_loc = oloc;
+	gp->last_own = (uint32_t)i;
+	gp->last_epoch = rp->oepoch;
+hit:
+	o->allocated += nsize;
+	o->freed += blk->size;
+	o->count++;
+}
+
+/* Naming, grouping and the group's counters: needs only symbol state.
+ * Returns the event's group and sets *li, *name; NONE: skip the event. */
+void ev_heap(struct report *rp, const struct hev *e)
+{
+	struct hslot *blk;
+	if (e->kind & MP_FREE && (blk = heap_find(rp, e->oaddr))) {
+		link_owner(rp, e->g, blk, e->kind == MP_REALLOC ? e->nsize : 0);
+		if (e->kind == MP_REALLOC && e->naddr == e->oaddr) {
+			/* In place: one probe, not three. */
+			*blk = (struct hslot){ .addr = e->naddr, .size = e->nsize,
+					       .loc1 = e->li + 1, .name = e->name };
+			return;
+		}
+		heap_del(rp, blk);
+	}
+	if (e->kind & MP_ALLOC && heap_put(rp, e->naddr, e->nsize, e->li, e->name))
+		rp->hoom = 1;
+}
+
+static inline void heap_prefetch(const struct report *rp, uint64_t addr)
+{
+	/* A probe run often crosses into the next line. */
+	const char *p = (const char *)&rp->heap[heap_home(rp, addr)];
+	__builtin_prefetch(p);
+	__builtin_prefetch(p + 64);
+}
+
+/* On big profiles the heap map outgrows the caches: prefetch a chunk's
+ * slots, then do its heap work in order. */
+void heap_batch(struct report *rp, const struct hev *e, size_t n)
+{
+	enum { CHUNK = 64 };
+	while (n) {
+		const size_t k = n < CHUNK ? n : CHUNK;
+		for (size_t i = 0; rp->heap && i < k; i++) {
+			if (e[i].kind & MP_FREE)
+				heap_prefetch(rp, e[i].oaddr);
+			if (e[i].kind & MP_ALLOC && e[i].naddr != e[i].oaddr)
+				heap_prefetch(rp, e[i].naddr);
+		}
+		for (size_t i = 0; i < k; i++)
+			ev_heap(rp, &e[i]);
+		e += k;
+		n -= k;
+	}
+}
+
+static void *pipe_main(void *arg)
+{
+	struct report *rp = arg;
+	struct hpipe *hp = rp->pipe;
+	pthread_mutex_lock(&hp->mu);
+	for (;;) {
+		unsigned t;
+		while (hp->tail == hp->head && !hp->quit)
+			pthread_cond_wait(&hp->cv, &hp->mu);
+		if (hp->tail == hp->head)
+			break;
+		t = hp->tail % NHB;
+		pthread_mutex_unlock(&hp->mu);
+		heap_batch(rp, hp->buf[t], hp->n[t]);
+		pthread_mutex_lock(&hp->mu);
+		hp->tail++;
+		pthread_cond_broadcast(&hp->cv);
+	}
+	pthread_mutex_unlock(&hp->mu);
+	return NULL;
+}
+
+/* Starts the heap thread; NULL (work stays inline) on one CPU or failure. */
+struct hpipe *pipe_start(struct report *rp)
+{
+	struct hpipe *hp;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !(hp = calloc(1, sizeof(*hp))))
+		return NULL;
+	for (int i = 0; i < NHB; i++) {
+		if (!(hp->buf[i] = malloc(HB * sizeof(struct hev))))
+			goto fail;
+	}
+	pthread_mutex_init(&hp->mu, NULL);
+	pthread_cond_init(&hp->cv, NULL);
+	rp->pipe = hp;
+	if (!pthread_create(&hp->th, NULL, pipe_main, rp))
+		return hp;
+	rp->pipe = NULL;
+	pthread_cond_destroy(&hp->cv);
+	pthread_mutex_destroy(&hp->mu);
+fail:
+	for (int i = 0; i < NHB; i++)
+		free(hp->buf[i]);
+	free(hp);
+	return NULL;
+}
+
+/* Hands the batch being filled to the heap thread; waits for a free one. */
+void pipe_push(struct hpipe *hp)
+{
+	pthread_mutex_lock(&hp->mu);
+	hp->n[hp->head % NHB] = hp->fill;
+	hp->head++;
+	hp->fill = 0;
+	pthread_cond_broadcast(&hp->cv);
+	while (hp->head - hp->tail >= NHB)
+		pthread_cond_wait(&hp->cv, &hp->mu);
+	pthread_mutex_unlock(&hp->mu);
+}
+
+/* Waits until the heap stage has caught up with every event given. */
+void report_sync(struct report *rp)
+{
+	struct hpipe *hp = rp->pipe;
+	if (!hp)
+		return;
+	if (hp->fill)
+		pipe_push(hp);
+	pthread_mutex_lock(&hp->mu);
+	while (hp->tail != hp->head)
+		pthread_cond_wait(&hp->cv, &hp->mu);
+	pthread_mutex_unlock(&hp->mu);
+}
+
+void pipe_stop(struct report *rp)
+{
+	struct hpipe *hp = rp->pipe;
+	if (!hp)
+		return;
+	report_sync(rp);
+	pthread_mutex_lock(&hp->mu);
+	hp->quit = 1;
+	pthread_cond_broadcast(&hp->cv);
+	pthread_mutex_unlock(&hp->mu);
+	pthread_join(hp->th, NULL);
+	pthread_cond_destroy(&hp->cv);
+	pthread_mutex_destroy(&hp->mu);
+	for (int i = 0; i < NHB; i++)
+		free(hp->buf[i]);
+	free(hp);
+	rp->pipe = NULL;
+}

@@ -1,0 +1,216 @@
+/* The report's insides, shared by its files: the tables it is built on
+ * (tables.c), naming and grouping (aggregate.c), the heap map and its
+ * thread (heap.c), and the outputs (text.c, folded.c); cli.c is
+ * `luamemtrace report`. See aggregate.c for the model it follows. Not an
+ * API: report.h is. */
+#ifndef LMT_REPORT_INT_H
+#define LMT_REPORT_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "report.h"
+
+#define NONE UINT32_MAX
+
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 31;
+	x *= 0x9e3779b97f4a7c15ull;
+	x ^= x >> 29;
+	return x;
+}
+
+struct kv {
+	uint64_t k, v;
+};
+
+struct kvmap {
+	struct kv *slot;
+	uint32_t mask, n; /* mask + 1 slots */
+	int has0;
+	uint64_t v0;
+};
+
+struct str {
+	size_t off;
+	uint32_t len, hash;
+};
+
+struct strpool {
+	char *arena;
+	size_t alen, acap;
+	struct str *s;
+	uint32_t n, cap;
+	uint32_t *tab; /* id + 1, 0 = empty */
+	uint32_t mask;
+};
+
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	int oom;
+};
+
+/* Per-name accumulator (HEAP SUMMARY, folded). */
+struct acc {
+	uint32_t name;
+	uint64_t a, b, c; /* meaning depends on the user */
+};
+
+struct accset {
+	struct kvmap idx; /* name + 1 -> index */
+	struct acc *v;
+	uint32_t n, cap;
+	int oom;
+};
+
+/* ---- The aggregator ---- */
+
+struct loc {
+	uint64_t addr, line, trace; /* the parser's group key */
+	uint32_t hash;
+	uint32_t gen, name; /* name under symbol generation gen */
+	uint32_t grp[3];    /* per kind - 1; NONE if absent */
+};
+
+struct group {
+	uint32_t loc, name; /* name of the first event */
+	uint8_t kind;
+	uint64_t num, alloc, free;
+};
+
+/* A group's owner links, kept by the heap stage apart from struct group
+ * (which the naming stage grows and writes concurrently). */
+struct gown {
+	uint32_t nowners;
+	/* Owner hit last (location, otab slot, otab epoch): checked without
+	 * touching otab, whose lines are cold for a group like INTERNAL
+	 * frees that hits many owners. */
+	uint32_t last_loc, last_own, last_epoch;
+};
+
+/* What the heap stage needs of an event; g is never NONE. */
+struct hev {
+	uint64_t oaddr, naddr, nsize;
+	uint32_t g, li, name;
+	uint8_t kind;
+};
+
+/* The heap stage's thread: batches [tail, head) are filled and waiting,
+ * buf[head % NHB] is the one being filled. */
+enum { HB = 8192, NHB = 4 };
+struct hpipe {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct hev *buf[NHB];
+	size_t n[NHB], fill;
+	unsigned head, tail;
+	int quit;
+};
+
+/* A previous owner of blocks hit by a group's realloc/free events, stored
+ * in one open-addressing table keyed by (group, owner location): one cache
+ * miss per lookup, and no per-group lists to maintain. */
+struct oslot {
+	uint32_t g1; /* group + 1, 0 = empty */
+	uint32_t loc, name;
+	uint64_t allocated, freed, count;
+};
+
+/* A live block: loc1 = owner loc + 1, 0 = empty slot. */
+struct hslot {
+	uint64_t addr, size;
+	uint32_t loc1, name;
+};
+
+struct trace {
+	uint64_t proto, line;
+};
+
+struct report {
+	struct strpool sp;
+	uint32_t s_internal;
+	int oom;
+
+	/* Symbol state. gen changes whenever a cached name could change. */
+	uint32_t gen;
+	struct kvmap watch;  /* proto addresses some cached name was made from */
+	struct kvmap lfunc;  /* proto addr -> display id (chunk or alias) */
+	struct kvmap disp;   /* raw chunk id -> display id */
+	uint32_t *alias;      /* raw chunk ids, in order of first appearance */
+	uint32_t nalias, alias_cap;
+	struct kvmap traces; /* traceno -> index into trace[] */
+	struct trace *trace;
+	uint32_t ntrace, trace_cap;
+	struct kvmap cfunc;  /* addr -> escaped name id */
+	uint64_t *caddr;      /* C symbol addresses: sorted main part, then a
+			       * sorted pending part of O(sqrt) size */
+	uint32_t ncaddr, nsorted, caddr_cap;
+
+	/* Locations and groups. */
+	struct loc *loc;
+	uint32_t nloc, loc_cap;
+	uint32_t *ltab, lmask; /* loc index + 1 */
+	uint32_t last_loc;
+	struct group *grp;
+	uint32_t ngrp, grp_cap;
+
+	/* Heap stage: only it touches these until report_sync. */
+	struct hpipe *pipe;
+	int pipe_tried, hoom;
+	struct gown *gown;
+	uint32_t gown_cap;
+	struct oslot *otab;
+	uint64_t omask, on;
+	uint32_t oepoch; /* bumped when otab is rehashed */
+
+	/* Live blocks. */
+	struct hslot *heap;
+	uint64_t hmask, hn;
+
+	struct sbuf sb;
+};
+
+/* -- tables.c -- */
+
+int grow(void *pp, uint32_t *cap, size_t need, size_t sz);
+void *big_calloc(size_t n, size_t sz);
+void big_free(void *p, size_t n, size_t sz);
+uint64_t *kvmap_get(const struct kvmap *m, uint64_t k);
+uint64_t *kvmap_put(struct kvmap *m, uint64_t k, uint64_t v, int *isnew);
+void kvmap_free(struct kvmap *m);
+const char *str_ptr(const struct strpool *sp, uint32_t id);
+int str_cmp(const struct strpool *sp, uint32_t a, uint32_t b);
+uint32_t intern(struct strpool *sp, const char *p, size_t n);
+void sb_put(struct sbuf *b, const char *s, size_t n);
+void sb_puts(struct sbuf *b, const char *s);
+/* Target-controlled text, escaped (esc.h). */
+void sb_escaped(struct sbuf *b, const char *s, size_t n, int flags);
+int lua_d(char *out, uint64_t v);
+int lua_hex(char *out, uint64_t v);
+int fmt_bytes(char *out, uint64_t v, int human);
+
+/* -- heap.c -- */
+
+uint32_t nowners(const struct report *rp, uint32_t g);
+void ev_heap(struct report *rp, const struct hev *e);
+void heap_batch(struct report *rp, const struct hev *e, size_t n);
+struct hpipe *pipe_start(struct report *rp);
+void pipe_push(struct hpipe *hp);
+void report_sync(struct report *rp);
+void pipe_stop(struct report *rp);
+
+/* -- text.c -- */
+
+struct acc *acc_of(struct accset *s, uint32_t name);
+void acc_free(struct accset *s);
+
+/* -- folded.c -- */
+
+int folded(struct report *rp, FILE *out, enum report_weight w);
+
+#endif
