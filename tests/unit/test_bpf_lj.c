@@ -1,0 +1,62 @@
+/* BPF helpers on the host: LuaJIT's frame arithmetic (bpf/lj.h) against
+ * a frame laid out as LuaJIT's FR2 interpreter lays it, tagged values, and
+ * the one direct-mapped cache (bpf/cache.h). */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <linux/types.h>
+
+#include "luamemtrace.h"
+#pragma GCC diagnostic ignored "-Wunknown-pragmas" /* clang's unroll */
+#include "lj.h"
+#include "cache.h"
+
+#include "check.h"
+
+int main(void)
+{
+	/* A Lua frame at base B called by a Lua function whose CALL has
+	 * A = 5: the caller's frame link sits 1 + FR2 + 5 slots below. */
+	const __u64 B = 0x7f0000001000ULL, f = frame_of_base(B);
+	const __u32 call = 0x05u << 8 | 0x42; /* op 0x42, A = 5 */
+	const __u64 tvfn = ((__u64)(__s64)~(__u64)8 << 47) | 0x123456780ULL;
+
+	CHECK("frame: the link below the base", f == B - 8);
+	CHECK("frame: the function below the link", frame_func(f) == B - 16);
+	CHECK("frame_prevl: 1 + FR2 + A slots down", frame_prevl(f, call) == f - 8 * 7);
+	CHECK("frame_prevd: the link's size down", frame_prevd(f, 0x30 | 2ULL) == f - 0x30);
+	CHECK("frame_contpc: two slots down", frame_contpc(f) == f - 16);
+	CHECK("frame types", frame_islua(0x5000) && !frame_islua(0x5001) &&
+	      frame_iscont(0x32) && !frame_iscont(0x36) && frame_sized(0x37) == 0x30);
+	CHECK("bc_a", bc_a(call) == 5);
+	CHECK("tv_gc: a function", tv_gc(tvfn, 8) == 0x123456780ULL);
+	CHECK("tv_gc: not a thread", tv_gc(tvfn, 6) == 0);
+	CHECK("gcref: 64-bit and 32-bit refs", ref_gc64(1, 0x1122334455ULL) == 0x1122334455ULL &&
+	      ref_gc64(0, 0x1122334455ULL) == 0x22334455ULL);
+
+	{
+		__u64 e[5] = { 0 }, w[4] = { 1, 2, 3, 4 }, r[4];
+		int misses = 0;
+
+		CHECK("dm: an empty entry misses", !dm_get(e, r, 4, 0x1234));
+		dm_put(e, w, 4, 0x1234);
+		CHECK("dm: a stored entry hits, words intact",
+		      dm_get(e, r, 4, 0x1234) && !memcmp(r, w, sizeof(w)));
+		CHECK("dm: another salt misses", !dm_get(e, r, 4, 0x1235));
+		/* Torn: any one word from another writer's entry. */
+		for (int i = 0; i < 4; i++) {
+			__u64 t[5];
+			memcpy(t, e, sizeof(t));
+			t[i] ^= 0x40;
+			misses += !dm_get(t, r, 4, 0x1234);
+		}
+		CHECK("dm: a torn entry misses", misses == 4);
+		CHECK("dm: the check word is never 0 (free) or 1 (busy)",
+		      dm_chk((const __u64[4]){ 0 }, 4, 0) >= 2 &&
+		      dm_chk((const __u64[4]){ 0 }, 4, 1) >= 2);
+		CHECK("dm_slot: in range", dm_slot(dm_hash(~0ULL, 0), 12) < 4096 &&
+		      dm_slot(dm_hash(0x7f00000001ULL, 42ULL << 40), 10) < 1024);
+	}
+	return fails != 0;
+}
