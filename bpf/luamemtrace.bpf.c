@@ -117,13 +117,9 @@ int BPF_KRETPROBE(newstate_return, __u64 L)
 	 * its process is not stopped. */
 	if (!L || stop || !(pr = bpf_map_lookup_elem(&procs, &tgid)))
 		return 0;
-	n = bpf_ringbuf_reserve(&rb, sizeof(*n), 0);
-	if (!n) {
-		count_lost_vm();
+	n = proc_rec(sizeof(*n), LMT_REC_NEWVM);
+	if (!n)
 		return 0;
-	}
-	__builtin_memset(n, 0, sizeof(*n));
-	n->rec = LMT_REC_NEWVM;
 	n->tgid = tgid;
 	n->L = L;
 	n->registered = register_vm(tgid, pr, L, n);
@@ -150,13 +146,9 @@ int BPF_KPROBE(dl_state)
 	 * object when it registers that VM. */
 	if (stop || !pr || !pr->has_layout)
 		return 0;
-	n = bpf_ringbuf_reserve(&rb, sizeof(*n), 0);
-	if (!n) {
-		count_lost_vm();
+	n = proc_rec(sizeof(*n), LMT_REC_MAPPED);
+	if (!n)
 		return 0;
-	}
-	__builtin_memset(n, 0, sizeof(*n));
-	n->rec = LMT_REC_MAPPED;
 	if (!stop_process(tgid))
 		count_lost_vm(); /* a module's names may come too late */
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);

@@ -108,6 +108,21 @@ static __always_inline void count_lost_vm(void)
 		pc->st.lost_vm++;
 }
 
+/* A record about the process, zeroed; NULL, and counted, when the ring is
+ * full (then nothing stops either). */
+static __always_inline void *proc_rec(const __u64 sz, __u8 rec)
+{
+	__u8 *r = bpf_ringbuf_reserve(&rb, sz, 0);
+
+	if (!r) {
+		count_lost_vm();
+		return NULL;
+	}
+	__builtin_memset(r, 0, sz);
+	r[0] = rec;
+	return r;
+}
+
 /* -- New VMs, new objects, new programs --------------------------------- */
 
 /* Registers the new VM L of tgid here and now if its allocator is already

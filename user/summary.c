@@ -49,6 +49,22 @@ void sum_stats(struct tr *t, struct lmt_stats *s)
 	free(v);
 }
 
+/* What was lost, as the sidecar counts it: events, symbol records, VMs. */
+static void losses(const struct tr *t, const struct lmt_stats *st, struct info *in)
+{
+	in->lost = st->lost + st->missed + t->bad_recs;
+	in->lost_sym = st->lost_sym;
+	in->lost_vm = st->lost_vm + (uint64_t)t->lost_vm;
+}
+
+int trace_lossy(const struct tr *t, const struct lmt_stats *st)
+{
+	struct info in = { 0 };
+
+	losses(t, st, &in);
+	return info_lossy(&in);
+}
+
 static void human(char *b, size_t n, uint64_t v)
 {
 	if (v >= 10u << 20)
@@ -152,9 +168,7 @@ void write_info(struct tr *t, const struct lmt_stats *st, int done,
 	snprintf(in.end, sizeof(in.end), "%s", t->end ? t->end : "");
 	if (st) {
 		in.events = t->n[1] + t->n[2] + t->n[3];
-		in.lost = st->lost + st->missed + t->bad_recs;
-		in.lost_sym = st->lost_sym;
-		in.lost_vm = st->lost_vm + (uint64_t)t->lost_vm;
+		losses(t, st, &in);
 		in.in_flight = st->parked;
 	}
 	info_format(&in, buf, sizeof(buf));

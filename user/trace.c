@@ -456,8 +456,7 @@ int trace_run(const struct topts *o)
 		goto out;
 	if (!o->quiet)
 		summary(&t, &st, now() - t0, w->bytes);
-	rc = st.lost + st.lost_sym + st.missed + st.lost_vm + t.bad_recs +
-			     (uint64_t)t.lost_vm ? LMT_LOSSY : LMT_OK;
+	rc = trace_lossy(&t, &st) ? LMT_LOSSY : LMT_OK;
 out:
 	detach_all(&t);
 	if (t.stops_fd >= 0)

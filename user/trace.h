@@ -113,5 +113,7 @@ void sum_stats(struct tr *t, struct lmt_stats *s);
 void summary(struct tr *t, const struct lmt_stats *s, double secs,
 	     uint64_t out_bytes);
 void write_info(struct tr *t, const struct lmt_stats *st, int done, double secs);
+/* Anything lost: the exit status's rule and the sidecar's are one. */
+int trace_lossy(const struct tr *t, const struct lmt_stats *st);
 
 #endif
