@@ -206,6 +206,14 @@ info_val() {
 	[ ! -e "$T/new.bin" ]
 }
 
+@test "-o new.bin -- a command that runs no LuaJIT: refused, one line, nothing created" {
+	run "$LMT" -o "$T/new.bin" -- /bin/true
+	[ "$status" -eq 1 ]
+	one_line
+	[[ "$output" == *"does not export lua_newstate"* ]]
+	[ ! -e "$T/new.bin" ] && [ ! -e "$T/new.bin.info" ]
+}
+
 @test "-o in a world-writable directory without the sticky bit (0777): refused, one line, nothing created" {
 	mkdir "$T/d"
 	chmod 0777 "$T/d"

@@ -238,7 +238,7 @@ static int map_slots(struct tr *t)
 }
 
 /* Polls until tracing ends; says why in t->end. */
-static void run_loop(struct tr *t, int pidfd, double deadline)
+static void run_loop(struct tr *t)
 {
 	double next_scan = 0;
 	int r;
@@ -266,7 +266,7 @@ static void run_loop(struct tr *t, int pidfd, double deadline)
 				     "there", (int)t->pid);
 			return;
 		}
-		if (deadline && now() >= deadline) {
+		if (t->deadline && now() >= t->deadline) {
 			t->end = "duration";
 			return;
 		}
@@ -285,7 +285,7 @@ static void run_loop(struct tr *t, int pidfd, double deadline)
 				t->end = "target exited";
 				return;
 			}
-		} else if (target_gone(t->pid, pidfd)) {
+		} else if (target_gone(t->pid, t->pidfd)) {
 			t->end = "target exited";
 			return;
 		}
@@ -293,208 +293,264 @@ static void run_loop(struct tr *t, int pidfd, double deadline)
 	t->end = "signal";
 }
 
-int trace_run(const struct topts *o)
-{
-	struct tr t = { .o = o, .stops_fd = -1 };
-	struct lmt_stats st = { 0 };
-	struct mpw *w = NULL;
-	struct vmscan scan = { 0 };
-	struct pmaps m = { 0 };
-	int fd = -1, gate = -1, pidfd = -1, rc = LMT_ERR, r, kst, reg = 0;
-	double t0 = now(), deadline = 0;
-	struct sigaction sa = { 0 };
-	char exe[PATH_MAX], err[PATH_MAX + 128], info[PATH_MAX];
-	pid_t guard = -1;
+/* -- Stages -------------------------------------------------------------- */
 
-	libbpf_set_print(libbpf_quiet);
-	if (preflight())
-		return LMT_ERR;
-	/* Nothing is created before the target and the options hold. */
+/* The output files can be made: checked, nothing created yet. */
+static int check_output(struct tr *t)
+{
+	const struct topts *o = t->o;
+	char err[PATH_MAX + 128];
+
+	t->info[0] = 0;
+	if (!o->floor && !outfile_is_device(o->out) &&
+	    snprintf(t->info, sizeof(t->info), "%s" INFO_SUFFIX, o->out) >=
+		    (int)sizeof(t->info)) {
+		err1("output file name too long");
+		return -1;
+	}
 	if (outfile_check(o->out, o->force, err, sizeof(err)) ||
-	    (!o->floor && snprintf(info, sizeof(info), "%s" INFO_SUFFIX, o->out) <
-				  (int)sizeof(info) && !outfile_is_device(o->out) &&
-	     outfile_check(info, o->force, err, sizeof(err)))) {
+	    (t->info[0] && outfile_check(t->info, o->force, err, sizeof(err)))) {
 		err1("%s", err);
-		return LMT_ERR;
+		return -1;
 	}
-	t.rep = report_new();
-	w = malloc(sizeof(*w));
-	if (!t.rep || !w) {
-		err1("out of memory");
-		goto out;
-	}
-	if (!o->floor)
-		t.w = w;
+	return 0;
+}
+
+/* The target: a running process and its VMs, or -- COMMAND started and
+ * held at its gate until we are ready. */
+static int select_target(struct tr *t)
+{
+	const struct topts *o = t->o;
 
 	if (o->cmd) {
-		if (resolve_cmd(o->cmd[0], exe)) {
+		if (resolve_cmd(o->cmd[0], t->exe)) {
 			err1("cannot run %s: command not found", o->cmd[0]);
-			goto out;
+			return -1;
 		}
-		snprintf(t.exe, sizeof(t.exe), "%s", exe);
-		t.pid = start_child(o->cmd, &gate);
-		if (t.pid < 0) {
+		t->pid = start_child(o->cmd, &t->gate);
+		if (t->pid < 0) {
 			err1("cannot start %s: %s", o->cmd[0], strerror(errno));
-			goto out;
+			return -1;
 		}
-	} else {
-		t.pid = o->pid;
-		if (!proc_exists(t.pid)) {
-			err1("no such process: %d", (int)t.pid);
-			goto out;
-		}
-		pidfd = (int)syscall(SYS_pidfd_open, t.pid, 0);
-		if (find_vms(&t, &m, &scan))
-			goto out;
+		return 0;
 	}
+	t->pid = o->pid;
+	if (!proc_exists(t->pid)) {
+		err1("no such process: %d", (int)t->pid);
+		return -1;
+	}
+	t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+	return find_vms(t, &t->maps, &t->scan);
+}
 
-	kst = kernel_keeps_callbacks_on_stack();
-	if (open_load(&t, kst) && (!kst || open_load(&t, 0)))
-		goto out;
-	/* Before any probe: the guardian must hold no probe's descriptor. */
-	t.stops_fd = bpf_map__fd(t.skel->maps.stops);
-	guard = guard_start(t.stops_fd);
-	if (guard < 0) {
+/* Open, configure and load the BPF object; then, before any probe, the
+ * guardian (it must hold no probe's descriptor); the slots, the ring, the
+ * exec watch, the process in procs, and -- COMMAND's hooks. */
+static int open_bpf(struct tr *t)
+{
+	const int kst = kernel_keeps_callbacks_on_stack();
+	struct lmt_proc pr = { .spawn = !!t->o->cmd };
+	uint32_t tg = (uint32_t)t->pid;
+
+	if (open_load(t, kst) && (!kst || open_load(t, 0)))
+		return -1;
+	t->stops_fd = bpf_map__fd(t->skel->maps.stops);
+	if (guard_start(t->stops_fd) < 0) {
 		err1("cannot start the guardian process: %s", strerror(errno));
-		goto out;
+		return -1;
 	}
-	if (map_slots(&t))
-		goto out;
-	t.rb = ring_buffer__new(bpf_map__fd(t.skel->maps.rb), on_rec, &t, NULL);
-	if (!t.rb) {
+	if (map_slots(t))
+		return -1;
+	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.rb), on_rec, t, NULL);
+	if (!t->rb) {
 		err1("cannot open the ring buffer: %s", strerror(errno));
-		goto out;
+		return -1;
 	}
-	if (link_add(&t, bpf_program__attach(t.skel->progs.on_exec))) {
+	if (link_add(t, bpf_program__attach(t->skel->progs.on_exec))) {
 		err1("cannot watch exec: %s", strerror(errno));
-		goto out;
+		return -1;
 	}
+	if (bpf_map__update_elem(t->skel->maps.procs, &tg, sizeof(tg), &pr,
+				 sizeof(pr), BPF_ANY))
+		return -1;
+	/* The command must be traceable before its output is made. */
+	if (t->o->cmd && cmd_probes(t, t->exe)) {
+		err1("%s does not export lua_newstate (nor links a libluajit that "
+		     "does): cannot trace it from the start; start it and use -p",
+		     t->exe);
+		return -1;
+	}
+	return 0;
+}
 
-	sa.sa_sigaction = on_stop_signal;
-	sa.sa_flags = SA_SIGINFO;
+/* The stream, its sidecar, and the stream's head: C symbols of what is
+ * mapped now, then the events prologue, before any allocator probe. */
+static int open_output(struct tr *t)
+{
+	const struct topts *o = t->o;
+	char err[PATH_MAX + 128];
+	int reg = 0;
+
+	t->wbuf = malloc(sizeof(*t->wbuf));
+	if (!t->wbuf) {
+		err1("out of memory");
+		return -1;
+	}
+	if (!o->floor)
+		t->w = t->wbuf;
+	t->fd = outfile_create(o->out, o->force, &reg, err, sizeof(err));
+	if (t->fd < 0) {
+		err1("%s", err);
+		return -1;
+	}
+	if (reg && t->info[0])
+		t->info_path = t->info;
+	t->wall0 = wall_now();
+	write_info(t, NULL, 0, 0);
+	mpw_init(t->wbuf, t->fd);
+	syms_init(&t->syms, t->pid, emit_sym, t);
+	if (o->pid)
+		syms_scan(&t->syms);
+	mpw_begin_events(t->wbuf);
+	return 0;
+}
+
+/* -p: the VMs found and the hooks of their objects; -- COMMAND: let go. */
+static int attach_target(struct tr *t)
+{
+	const struct topts *o = t->o;
+	struct sigaction sa = { .sa_sigaction = on_stop_signal,
+				.sa_flags = SA_SIGINFO };
+
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-
-	{
-		uint32_t tg = (uint32_t)t.pid;
-		struct lmt_proc pr = { .spawn = !!o->cmd };
-		bpf_map__update_elem(t.skel->maps.procs, &tg, sizeof(tg), &pr,
-				     sizeof(pr), BPF_ANY);
-	}
-	if (o->cmd && cmd_probes(&t, exe)) {
-		err1("%s does not export lua_newstate (nor links a "
-		     "libluajit that does): cannot trace it from the "
-		     "start; start it and use -p", exe);
-		goto out;
-	}
-
-	/* The stream starts before any allocator probe fires: C symbols of
-	 * what is mapped now, then the events prologue. */
-	fd = outfile_create(o->out, o->force, &reg, err, sizeof(err));
-	if (fd < 0) {
-		err1("%s", err);
-		goto out;
-	}
-	if (reg && !o->floor && snprintf(info, sizeof(info), "%s" INFO_SUFFIX,
-					 o->out) < (int)sizeof(info))
-		t.info_path = info;
-	t.wall0 = wall_now();
-	write_info(&t, NULL, 0, 0);
-	mpw_init(w, fd);
-	syms_init(&t.syms, t.pid, emit_sym, &t);
+	for (size_t i = 0; o->pid && i < t->scan.n; i++)
+		if (add_vm(t, &t->scan.v[i]))
+			return -1;
 	if (o->pid)
-		syms_scan(&t.syms);
-	mpw_begin_events(w);
-
-	if (o->pid) {
-		for (size_t i = 0; i < scan.n; i++)
-			if (add_vm(&t, &scan.v[i]))
-				goto out;
-		newstate_probes_maps(&t, &m);
-	}
-
-	t0 = now();
-	t.cpu0 = cpu_ns();
+		newstate_probes_maps(t, &t->maps);
+	t->t0 = now();
+	t->cpu0 = cpu_ns();
 	if (o->duration > 0)
-		deadline = t0 + o->duration;
-	if (gate >= 0) {
-		if (write(gate, "g", 1) != 1) {
+		t->deadline = t->t0 + o->duration;
+	if (t->gate >= 0) {
+		if (write(t->gate, "g", 1) != 1) {
 			err1("cannot start %s", o->cmd[0]);
-			goto out;
+			return -1;
 		}
-		close(gate);
-		gate = -1;
-		t.child_started = 1;
+		close(t->gate);
+		t->gate = -1;
+		t->child_started = 1;
 	}
 	if (!o->quiet && o->pid)
 		fprintf(stderr, "luamemtrace: tracing PID %d (%zu VM%s, %s); "
-			"Ctrl-C to stop\n", (int)t.pid, scan.n,
-			scan.n == 1 ? "" : "s", scan.v[0].var->name);
+			"Ctrl-C to stop\n", (int)t->pid, t->scan.n,
+			t->scan.n == 1 ? "" : "s", t->scan.v[0].var->name);
+	return 0;
+}
 
-	run_loop(&t, pidfd, deadline);
-	if (forward_sig && o->cmd && !t.child_done) {
-		kill(t.pid, forward_sig);
+/* Tracing ends at one instant (the stop flag), then the probes go so no
+ * new records come, then what is left is drained and the stream ended. */
+static int finish(struct tr *t)
+{
+	struct lmt_stats st;
+	int r;
+
+	if (forward_sig && t->o->cmd && !t->child_done) {
+		kill(t->pid, forward_sig);
 		forward_sig = 0;
 	}
-	/* Stop, then detach so no new records arrive, then drain what is
-	 * left. */
-	__atomic_store_n(&t.skel->bss->stop, 1, __ATOMIC_SEQ_CST);
-	detach_all(&t);
-	settle_stops(&t);
-	drain(&t);
-	slots_left(&t);
-	sum_stats(&t, &st);
-	r = mpw_finish(w);
+	__atomic_store_n(&t->skel->bss->stop, 1, __ATOMIC_SEQ_CST);
+	detach_all(t);
+	settle_stops(t);
+	drain(t);
+	slots_left(t);
+	sum_stats(t, &st);
+	r = mpw_finish(t->wbuf);
 	if (r) {
-		err1("cannot write %s: %s", o->out, strerror(r));
-		t.failed = 1;
+		err1("cannot write %s: %s", t->o->out, strerror(r));
+		t->failed = 1;
 	}
-	write_info(&t, &st, 1, now() - t0);
+	write_info(t, &st, 1, now() - t->t0);
 	if (r)
-		goto out;
-	if (!o->quiet)
-		summary(&t, &st, now() - t0, w->bytes);
-	rc = trace_lossy(&t, &st) ? LMT_LOSSY : LMT_OK;
-out:
-	detach_all(&t);
-	if (t.stops_fd >= 0)
-		settle_stops(&t);
-	if (gate >= 0) {
-		close(gate); /* the child exits without running the command */
-		waitpid(t.pid, NULL, 0);
+		return LMT_ERR;
+	if (!t->o->quiet)
+		summary(t, &st, now() - t->t0, t->wbuf->bytes);
+	return trace_lossy(t, &st) ? LMT_LOSSY : LMT_OK;
+}
+
+static void cleanup(struct tr *t)
+{
+	detach_all(t);
+	if (t->stops_fd >= 0)
+		settle_stops(t);
+	if (t->gate >= 0) {
+		close(t->gate); /* the child exits without running the command */
+		waitpid(t->pid, NULL, 0);
 	}
-	ring_buffer__free(t.rb);
-	if (t.slots)
-		munmap(t.slots, t.slots_len);
-	luamemtrace_bpf__destroy(t.skel);
-	syms_free(&t.syms);
-	u64map_free(&t.lines, free);
-	vm_scan_free(&scan);
-	pmaps_free(&m);
-	report_free(t.rep);
-	free(w);
-	if (fd >= 0)
-		close(fd);
-	if (pidfd >= 0)
-		close(pidfd);
-	if (t.child_started) {
-		/* Like strace and time: the command's status, once it is over. */
-		if (!t.child_done && !o->quiet)
-			err1("tracing ended (%s); waiting for %s (PID %d) to exit",
-			     t.end ? t.end : "error", o->cmd[0], (int)t.pid);
-		wait_child(&t);
-		if (!o->quiet && t.child_done) {
-			if (WIFEXITED(t.child_status) && WEXITSTATUS(t.child_status))
-				fprintf(stderr, "  command exited with status %d\n",
-					WEXITSTATUS(t.child_status));
-			else if (WIFSIGNALED(t.child_status))
-				fprintf(stderr, "  command killed by signal %d\n",
-					WTERMSIG(t.child_status));
-		}
-		if (!o->strict || rc == LMT_OK)
-			rc = t.child_done ? child_rc(&t) : LMT_ERR;
+	ring_buffer__free(t->rb);
+	if (t->slots)
+		munmap(t->slots, t->slots_len);
+	luamemtrace_bpf__destroy(t->skel);
+	syms_free(&t->syms);
+	u64map_free(&t->lines, free);
+	vm_scan_free(&t->scan);
+	pmaps_free(&t->maps);
+	report_free(t->rep);
+	free(t->wbuf);
+	if (t->fd >= 0)
+		close(t->fd);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+}
+
+/* -- COMMAND, like strace and time: its status, once it is over, unless
+ * --strict makes the tracer's own (an error, or loss) the answer. */
+static int command_status(struct tr *t, int rc)
+{
+	const struct topts *o = t->o;
+
+	if (!t->child_started)
+		return rc;
+	if (!t->child_done && !o->quiet)
+		err1("tracing ended (%s); waiting for %s (PID %d) to exit",
+		     t->end ? t->end : "error", o->cmd[0], (int)t->pid);
+	wait_child(t);
+	if (!o->quiet && t->child_done) {
+		if (WIFEXITED(t->child_status) && WEXITSTATUS(t->child_status))
+			fprintf(stderr, "  command exited with status %d\n",
+				WEXITSTATUS(t->child_status));
+		else if (WIFSIGNALED(t->child_status))
+			fprintf(stderr, "  command killed by signal %d\n",
+				WTERMSIG(t->child_status));
 	}
-	return rc;
+	if (o->strict && rc != LMT_OK)
+		return rc;
+	return t->child_done ? child_rc(t) : LMT_ERR;
+}
+
+/* -- A trace ------------------------------------------------------------- */
+
+int trace_run(const struct topts *o)
+{
+	struct tr t = { .o = o, .stops_fd = -1, .gate = -1, .pidfd = -1,
+			.fd = -1 };
+	int rc = LMT_ERR;
+
+	libbpf_set_print(libbpf_quiet);
+	/* Nothing is created before the target and the options hold. */
+	if (preflight() || check_output(&t))
+		return LMT_ERR;
+	t.rep = report_new();
+	if (!t.rep)
+		err1("out of memory");
+	else if (!select_target(&t) && !open_bpf(&t) && !open_output(&t) &&
+		 !attach_target(&t)) {
+		run_loop(&t);
+		rc = finish(&t);
+	}
+	cleanup(&t);
+	return command_status(&t, rc);
 }

@@ -27,7 +27,10 @@ struct allocf {
 struct tr {
 	const struct topts *o;
 	pid_t pid;
+	int pidfd;         /* -p: readable once the target has exited */
 	char exe[PATH_MAX]; /* the target's executable */
+	struct pmaps maps; /* -p: its mappings when tracing began */
+	struct vmscan scan; /* -p: its VMs */
 	/* attach */
 	struct luamemtrace_bpf *skel;
 	struct bpf_program *enter; /* alloc_enter or alloc_enter_compat */
@@ -55,7 +58,13 @@ struct tr {
 	int unbatch_req;   /* unbatch() once out of it */
 	int rescan;        /* the process's objects changed: syms_scan() */
 	/* spawn */
+	int gate;          /* -- COMMAND waits for a byte here */
 	int child_started, child_done, child_status;
+	/* output */
+	int fd;
+	struct mpw *wbuf;  /* the writer (t->w unless --floor) */
+	char info[PATH_MAX]; /* the sidecar's path, "" if none */
+	double t0, deadline; /* monotonic: tracing began, -d ends it */
 	/* the end, and the sidecar */
 	const char *end;   /* why tracing ended */
 	int failed;        /* the stream could not be finished */
