@@ -18,27 +18,38 @@ static __always_inline __u64 dm_hash(__u64 x, __u64 y)
 /* Entry of hash h in a cache of 2^bits entries: its top bits. */
 #define dm_slot(h, bits) ((__u32)((h) >> (64 - (bits))))
 
-/* The check word of n words: each word times its own odd multiplier. */
+/* The check word of n words: their xor, the last one spread by a multiply
+ * (one multiply, as the caches had before they shared this). */
 static __always_inline __u64 dm_chk(const __u64 *w, const int n, __u64 salt)
 {
-	__u64 c = salt;
+	__u64 c = salt ^ w[n - 1] * LMT_HASH_K;
 
-#pragma unroll
-	for (int i = 0; i < n; i++)
-		c ^= w[i] * (LMT_HASH_K * (2 * i + 1));
+#pragma clang loop unroll(full)
+	for (int i = 0; i < n - 1; i++)
+		c ^= w[i];
 	return c | 2;
 }
 
-/* Loads entry e's n words into w, each once: 1 if its check word holds. */
-static __always_inline int dm_get(const void *e, __u64 *w, const int n,
-				  __u64 salt)
+/* Loads entry e's n words into w and its check word into *chk, each
+ * once: 1 if the check word holds. */
+static __always_inline int dm_load(const void *e, __u64 *w, const int n,
+				   __u64 salt, __u64 *chk)
 {
 	const volatile __u64 *v = e;
 
-#pragma unroll
+#pragma clang loop unroll(full)
 	for (int i = 0; i < n; i++)
 		w[i] = v[i];
-	return v[n] == dm_chk(w, n, salt);
+	*chk = v[n];
+	return *chk == dm_chk(w, n, salt);
+}
+
+static __always_inline int dm_get(const void *e, __u64 *w, const int n,
+				  __u64 salt)
+{
+	__u64 chk;
+
+	return dm_load(e, w, n, salt, &chk);
 }
 
 /* Stores n words into entry e, then their check word. */
@@ -47,7 +58,7 @@ static __always_inline void dm_put(void *e, const __u64 *w, const int n,
 {
 	volatile __u64 *v = e;
 
-#pragma unroll
+#pragma clang loop unroll(full)
 	for (int i = 0; i < n; i++)
 		v[i] = w[i];
 	asm volatile("" ::: "memory");

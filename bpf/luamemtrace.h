@@ -107,7 +107,7 @@ struct lmt_vm {
 struct lmt_batch {
 	__u8 rec; /* LMT_REC_BATCH */
 	__u8 pad[7];
-};
+} __attribute__((aligned(8))); /* events after it are stored by words */
 
 /* An alloc, free or realloc. The first word (kind to line) travels as one
  * (struct pend). */

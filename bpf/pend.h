@@ -95,12 +95,8 @@ static __always_inline int unpark(struct ctx *c, __u64 ret, struct lmt_ev *ev,
 	__u64 w[PEND_W], thr = thr_of(c->regs, c->pc), chk;
 	struct pend *p = pend_of(thr);
 
-	if (!p)
-		return -1;
-	chk = *(volatile __u64 *)&p->chk;
-	if (!dm_get(p, w, PEND_W, PEND_SALT) || w[0] != thr ||
+	if (!p || !dm_load(p, w, PEND_W, PEND_SALT, &chk) || w[0] != thr ||
 	    w[1] != PT_REGS_SP((struct pt_regs *)c->regs) ||
-	    *(volatile __u64 *)&p->chk != chk ||
 	    __sync_val_compare_and_swap(&p->chk, chk, 0) != chk)
 		return -1;
 	c->st->parked--; /* summed over CPUs, what is left is in flight */

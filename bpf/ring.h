@@ -105,8 +105,10 @@ static __always_inline int append(struct ctx *c, const struct lmt_ev *ev)
 		return -1;
 	if (sl->len > LMT_SBUF - 1 - sizeof(*ev))
 		flush_locked(c, sl);
-	off = sl->len & (LMT_SBUF - 1);
-	__builtin_memcpy(sl->buf + off, ev, sizeof(*ev));
+	/* Offsets are multiples of 8 (the header, then 48-byte events):
+	 * stored by words, not bytes. */
+	off = sl->len & (LMT_SBUF - 8);
+	*(struct lmt_ev *)(sl->buf + off) = *ev;
 	sl->len = off + sizeof(*ev);
 	slot_unlock(sl);
 	return 0;
@@ -115,15 +117,18 @@ static __always_inline int append(struct ctx *c, const struct lmt_ev *ev)
 /* The event as a record of its own: a batch of one. */
 static __always_inline void emit(struct ctx *c, const struct lmt_ev *ev)
 {
-	struct lmt_batch *b = bpf_ringbuf_reserve(&rb, sizeof(*b) + sizeof(*ev), 0);
+	struct {
+		struct lmt_batch h;
+		struct lmt_ev e;
+	} *b = bpf_ringbuf_reserve(&rb, sizeof(*b), 0);
 
 	if (!b) {
 		c->st->lost++;
 		return;
 	}
-	b->rec = LMT_REC_BATCH;
-	__builtin_memcpy(b + 1, ev, sizeof(*ev));
-	bpf_ringbuf_submit(b, wake_flags(c, 8 + sizeof(*b) + sizeof(*ev)));
+	b->h.rec = LMT_REC_BATCH;
+	b->e = *ev;
+	bpf_ringbuf_submit(b, wake_flags(c, 8 + sizeof(*b)));
 	c->st->events++;
 }
 

@@ -8,7 +8,7 @@
 #include <linux/types.h>
 
 #include "luamemtrace.h"
-#pragma GCC diagnostic ignored "-Wunknown-pragmas" /* clang's unroll */
+#pragma GCC diagnostic ignored "-Wunknown-pragmas" /* clang's loop unroll */
 #include "lj.h"
 #include "cache.h"
 
@@ -44,7 +44,9 @@ int main(void)
 		CHECK("dm: a stored entry hits, words intact",
 		      dm_get(e, r, 4, 0x1234) && !memcmp(r, w, sizeof(w)));
 		CHECK("dm: another salt misses", !dm_get(e, r, 4, 0x1235));
-		/* Torn: any one word from another writer's entry. */
+		/* Torn: any one word from another writer's entry (words that
+		 * differ in the same bits could cancel; the busy mark guards a
+		 * write in progress, struct pend). */
 		for (int i = 0; i < 4; i++) {
 			__u64 t[5];
 			memcpy(t, e, sizeof(t));
