@@ -291,7 +291,7 @@ known:
 	if (tc) {
 		tw[0] = k1;
 		tw[1] = vm->id;
-		dm_put(tc, tw, 2, TRC_SALT);
+		dm_put(tc, tw, 2, TRC_SALT, 0);
 	}
 }
 

@@ -19,21 +19,25 @@ static __always_inline __u64 dm_hash(__u64 x, __u64 y)
 #define dm_slot(h, bits) ((__u32)((h) >> (64 - (bits))))
 
 /* The check word of n words: their xor, the last one spread by a multiply
- * (one multiply, as the caches had before they shared this). */
-static __always_inline __u64 dm_chk(const __u64 *w, const int n, __u64 salt)
+ * (the caches' cost before they shared this: one multiply). strong: each
+ * word spread by its own odd multiplier, so that words of two writers
+ * cannot cancel out (struct pend, where a torn read would take another
+ * thread's allocation). */
+static __always_inline __u64 dm_chk(const __u64 *w, const int n, __u64 salt,
+				    const int strong)
 {
 	__u64 c = salt ^ w[n - 1] * LMT_HASH_K;
 
 #pragma clang loop unroll(full)
 	for (int i = 0; i < n - 1; i++)
-		c ^= w[i];
+		c ^= strong ? w[i] * (LMT_HASH_K * (2 * i + 3)) : w[i];
 	return c | 2;
 }
 
 /* Loads entry e's n words into w and its check word into *chk, each
  * once: 1 if the check word holds. */
 static __always_inline int dm_load(const void *e, __u64 *w, const int n,
-				   __u64 salt, __u64 *chk)
+				   __u64 salt, const int strong, __u64 *chk)
 {
 	const volatile __u64 *v = e;
 
@@ -41,7 +45,7 @@ static __always_inline int dm_load(const void *e, __u64 *w, const int n,
 	for (int i = 0; i < n; i++)
 		w[i] = v[i];
 	*chk = v[n];
-	return *chk == dm_chk(w, n, salt);
+	return *chk == dm_chk(w, n, salt, strong);
 }
 
 static __always_inline int dm_get(const void *e, __u64 *w, const int n,
@@ -49,12 +53,12 @@ static __always_inline int dm_get(const void *e, __u64 *w, const int n,
 {
 	__u64 chk;
 
-	return dm_load(e, w, n, salt, &chk);
+	return dm_load(e, w, n, salt, 0, &chk);
 }
 
 /* Stores n words into entry e, then their check word. */
 static __always_inline void dm_put(void *e, const __u64 *w, const int n,
-				   __u64 salt)
+				   __u64 salt, const int strong)
 {
 	volatile __u64 *v = e;
 
@@ -62,7 +66,7 @@ static __always_inline void dm_put(void *e, const __u64 *w, const int n,
 	for (int i = 0; i < n; i++)
 		v[i] = w[i];
 	asm volatile("" ::: "memory");
-	v[n] = dm_chk(w, n, salt);
+	v[n] = dm_chk(w, n, salt, strong);
 }
 
 #endif

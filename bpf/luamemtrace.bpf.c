@@ -158,7 +158,8 @@ int BPF_KPROBE(dl_state)
 /* A traced process executed a new program. Its probes sit on files, by
  * PID: they would go on firing in the new image, beside the new image's
  * own. Tracing ends at this instant (one process per tracer): user space
- * polls execd. The exec that starts -- COMMAND is the one expected. */
+ * polls execd. -- COMMAND's execs before its first VM are its start (a
+ * script's #! line, /usr/bin/env, a wrapper that execs luajit). */
 __u32 execd;
 
 SEC("tp_btf/sched_process_exec")
@@ -169,10 +170,8 @@ int BPF_PROG(on_exec)
 
 	if (!pr || stop)
 		return 0;
-	if (pr->spawn) {
-		pr->spawn = 0;
+	if (pr->spawn && !pr->has_layout)
 		return 0;
-	}
 	stop = 1;
 	execd = tgid;
 	return 0;

@@ -16,7 +16,7 @@ enum lmt_vmst {
 	LMT_VMST_INTERNAL = 1, /* GC, trace exit, recorder, optimizer, assembler */
 	LMT_VMST_INTERP = 2,   /* the interpreter: as FRAME, and what it saves as
 				* its PC follows the rules of struct pcc
-				* (bpf/luamemtrace.bpf.c) */
+				* (bpf/attribute.h) */
 };
 
 #define LMT_VMST_MAX 16
@@ -247,7 +247,7 @@ struct lmt_mapped {
 struct lmt_proc {
 	__u32 has_layout;
 	__u32 next_id; /* ids of VMs BPF registers itself */
-	__u32 spawn;   /* -- COMMAND: its first exec is the command's start */
+	__u32 spawn;   /* -- COMMAND: execs before its first VM start it */
 	__u32 pad;
 	struct lj_layout lay;
 };
@@ -275,7 +275,7 @@ struct lmt_stats {
 	__u64 traces;     /* trace records */
 	__u64 unknown_vm; /* allocator hits with an unknown ud */
 	__u64 missed;     /* allocations whose return probe found their
-			   * entry taken (bpf/luamemtrace.bpf.c, pends) */
+			   * entry taken (bpf/pend.h) */
 	__u64 parked;     /* allocations parked, less those completed: the
 			   * sum over CPUs is what is in flight */
 	__u64 lost_vm;    /* new VMs (or dlopens) whose record found the ring

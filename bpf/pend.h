@@ -83,7 +83,7 @@ static __always_inline void park(struct ctx *c, __u64 ud, const struct lmt_ev *e
 		c->st->missed++; /* its allocation never came back */
 	else
 		c->st->parked++;
-	dm_put(p, w, PEND_W, PEND_SALT);
+	dm_put(p, w, PEND_W, PEND_SALT, 1);
 }
 
 /* The return of this thread's parked allocation: its event, completed
@@ -95,7 +95,7 @@ static __always_inline int unpark(struct ctx *c, __u64 ret, struct lmt_ev *ev,
 	__u64 w[PEND_W], thr = thr_of(c->regs, c->pc), chk;
 	struct pend *p = pend_of(thr);
 
-	if (!p || !dm_load(p, w, PEND_W, PEND_SALT, &chk) || w[0] != thr ||
+	if (!p || !dm_load(p, w, PEND_W, PEND_SALT, 1, &chk) || w[0] != thr ||
 	    w[1] != PT_REGS_SP((struct pt_regs *)c->regs) ||
 	    __sync_val_compare_and_swap(&p->chk, chk, 0) != chk)
 		return -1;

@@ -186,7 +186,7 @@ static __always_inline long gread_body(struct gq *q, __u8 *b)
 	if (o > LMT_GWIN - 4)
 		return -1;
 	q->vmstate = *(__s32 *)(b + o);
-	/* The frame only where attribution will want it (vmst_kind). */
+	/* The frame only where attribution will want it (vmst_of). */
 	kind = vmst_of(q->vmstate, q->nvmst, q->vmst);
 	if (kind == LMT_VMST_INTERNAL)
 		return 0;

@@ -223,6 +223,42 @@ info_val() {
 	[ -z "$(ls -A "$T/d")" ]
 }
 
+@test "-o in a directory of the user who ran sudo (SUDO_UID): traced, the files theirs (0600)" {
+	mkdir "$T/home"
+	chown 4242:4242 "$T/home"
+	cd "$LUA_DIR"
+	SUDO_UID=4242 SUDO_GID=4242 run "$LMT" -q -o "$T/home/p.bin" -- luajit alloc.lua
+	[ "$status" -eq 0 ]
+	[ "$(stat -c '%u:%g %a' "$T/home/p.bin")" = "4242:4242 600" ]
+	[ "$(stat -c '%u:%g %a' "$T/home/p.bin.info")" = "4242:4242 600" ]
+	# without sudo's word for it, another user's directory is refused
+	run "$LMT" -q -o "$T/home/q.bin" -- luajit alloc.lua
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"belongs to another user"* ]]
+}
+
+@test "a FIFO planted at -o or FILE.info: never written, never a hang" {
+	mkdir -m 1777 "$T/st"
+	mkfifo "$T/st/x.bin"
+	chown 4242 "$T/st/x.bin"
+	cd "$LUA_DIR"
+	run timeout 20 "$LMT" -f -o "$T/st/x.bin" -- luajit alloc.lua
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"of another user"* ]]
+	mkfifo "$T/st/y.bin.info"
+	run timeout 20 "$LMT" -o "$T/st/y.bin" -- luajit alloc.lua
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"a sidecar is a file"* ]]
+	[ ! -e "$T/st/y.bin" ]
+	# report: a FIFO beside a stream is not read (no hang), said in one line
+	"$LMT" -q -o "$T/z.bin" -- luajit alloc.lua
+	rm -f "$T/z.bin.info"
+	mkfifo "$T/z.bin.info"
+	run timeout 20 "$LMT" report "$T/z.bin"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"z.bin.info is unreadable or not a luamemtrace sidecar"* ]]
+}
+
 @test "-o in a sticky world-writable directory (1777, like /tmp): traced" {
 	mkdir "$T/s"
 	chmod 1777 "$T/s"
@@ -511,6 +547,18 @@ ffi.C.kill(ffi.C.getpid(), SIG)'
 }
 
 # ------------------------------------------------------------ exec in place
+
+@test "-- a #!/usr/bin/env luajit script: traced (its start execs are not the end)" {
+	printf '#!/usr/bin/env luajit\njit.off()\nlocal t = {}\nfor i = 1, 400 do t[i] = {} end\nprint("env done")\n' > "$T/env.lua"
+	chmod +x "$T/env.lua"
+	run "$LMT" -o "$T/e.bin" -- "$T/env.lua"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"env done"* ]]
+	absent 'executed a new program' <(printf '%s\n' "$output")
+	"$LMT" report "$T/e.bin" > "$T/e.txt"
+	# 400 tables and t's array part
+	[ "$(counts ALLOCATIONS @"$T"/env.lua:4 "$T/e.txt")" = 401 ]
+}
 
 @test "-- COMMAND that execs another LuaJIT program in place: the stream ends at the exec, each event once" {
 	cd "$LUA_DIR"

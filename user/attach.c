@@ -45,7 +45,7 @@ void detach_all(struct tr *t)
 /* -- The BPF object ------------------------------------------------------ */
 
 /* Does the kernel have task works (6.18+)? Then alloc_enter's reads can
- * land on its stack (struct gq in bpf/luamemtrace.bpf.c). */
+ * land on its stack (struct gq in bpf/read.h). */
 int kernel_keeps_callbacks_on_stack(void)
 {
 	struct btf *b;

@@ -189,6 +189,8 @@ static void on_newvm(struct tr *t, const struct lmt_newvm *n)
 	struct pmaps m;
 	char why[160];
 
+	if (t->stopping)
+		return;
 	if (n->registered) { /* BPF did it: its allocator is probed */
 		t->nvm++;
 		if (t->o->verbose)
@@ -309,14 +311,14 @@ void slots_left(struct tr *t)
 
 /* -- Stops --------------------------------------------------------------- */
 
-/* Waits (up to ~0.5 s) until every thread of tgid is stopped or gone. A
+/* Waits (up to ~2 s) until every thread of tgid is stopped or gone. A
  * thread runs programs only until it stops, so then every record the
  * process sent before its stop is in the ring. */
 static void wait_stopped(pid_t tgid)
 {
 	char p[64], st[512];
 
-	for (int i = 0; i < 2500; i++) {
+	for (int i = 0; i < 10000; i++) {
 		DIR *d;
 		struct dirent *de;
 		int running = 0;

@@ -1,7 +1,7 @@
 /* The guardian: a process that outlives the tracer to continue what it
  * left stopped. BPF stops a process (SIGSTOP) while user space probes a
  * new allocator or reads a new object, and records the stop in a map
- * until the tracer has sent SIGCONT (bpf/luamemtrace.bpf.c, stops). If the
+ * until the tracer has sent SIGCONT (bpf/newvm.h, stops). If the
  * tracer dies at any instant, even by SIGKILL, the guardian, which holds
  * that map, waits until every thread of the tracer is gone (so are its
  * probes), then continues every process the map still names.
@@ -11,7 +11,7 @@
 
 #include <sys/types.h>
 
-/* Starts the guardian over the stops map (a BPF map fd: __u32 tgid keys).
+/* Starts the guardian over the stops map (a BPF map fd, struct lmt_stop keys).
  * Call before any probe is attached: the guardian keeps no descriptor but
  * the map and our pidfd. Its PID, or -1 with errno. */
 pid_t guard_start(int stops_fd);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -125,14 +126,20 @@ int info_parse(const char *text, size_t n, struct info *out)
 int info_load(const char *stream, struct info *out)
 {
 	char path[PATH_MAX], buf[8192];
+	struct stat st;
 	ssize_t n;
 	int fd;
 
 	if (snprintf(path, sizeof(path), "%s" INFO_SUFFIX, stream) >= (int)sizeof(path))
 		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* A FIFO planted there must not hang the reader: a file or nothing. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -1;
+	}
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
 	if (n < 0 || n == (ssize_t)sizeof(buf))

@@ -28,12 +28,30 @@ static int fail(char *err, size_t len, const char *fmt, ...)
 
 #define ERR(...) fail(err, len, __VA_ARGS__)
 
-/* dir (resolved) and each directory above it: owned by root or by us, and
+/* Who may own what we write through: root, us, and under sudo the user
+ * who asked (SUDO_UID, set by sudo itself), whose files these become. */
+static uid_t invoker(void)
+{
+	const char *s = getenv("SUDO_UID");
+	char *e;
+	unsigned long v;
+
+	if (geteuid() != 0 || !s || !*s)
+		return 0;
+	v = strtoul(s, &e, 10);
+	return *e || v > 0x7fffffffUL ? 0 : (uid_t)v;
+}
+
+static int trusted_uid(uid_t u)
+{
+	return u == 0 || u == geteuid() || u == invoker();
+}
+
+/* dir (resolved) and each directory above it: owned by a trusted user, and
  * writable by nobody else unless sticky. */
 static int dir_trusted(const char *dir, char *err, size_t len)
 {
 	char p[PATH_MAX];
-	const uid_t me = geteuid();
 
 	snprintf(p, sizeof(p), "%s", dir);
 	for (;;) {
@@ -42,7 +60,7 @@ static int dir_trusted(const char *dir, char *err, size_t len)
 
 		if (stat(p, &st))
 			return ERR("cannot use directory %s: %s", p, strerror(errno));
-		if (st.st_uid != 0 && st.st_uid != me)
+		if (!trusted_uid(st.st_uid))
 			return ERR("directory %s belongs to another user (uid %u): "
 				   "not writing there", p, (unsigned)st.st_uid);
 		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
@@ -84,7 +102,7 @@ static int split(const char *path, char *dir, char *base, char *err,
 /* What is at dir/base now: 0 nothing, 1 a regular file, 2 a device or
  * FIFO to write as it is; -1 with err for what is refused. */
 static int existing(int dfd, const char *path, const char *base, int force,
-		    char *err, size_t len)
+		    int dev_ok, char *err, size_t len)
 {
 	struct stat st;
 
@@ -93,8 +111,15 @@ static int existing(int dfd, const char *path, const char *base, int force,
 						  strerror(errno));
 	if (S_ISLNK(st.st_mode))
 		return ERR("%s is a symbolic link: not followed", path);
-	if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
+	if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+		/* Another user's FIFO in /tmp would read the stream. */
+		if (!dev_ok || !trusted_uid(st.st_uid))
+			return ERR("%s is a %s %s: not writing there", path,
+				   trusted_uid(st.st_uid) ? "device or FIFO, not a file" :
+							    "device or FIFO of another user,",
+				   dev_ok ? "" : "(a sidecar is a file)");
 		return 2;
+	}
 	if (S_ISDIR(st.st_mode))
 		return ERR("%s is a directory", path);
 	if (!S_ISREG(st.st_mode))
@@ -117,18 +142,36 @@ static int open_dir(const char *path, char *dir, char *base, char *err,
 	return dfd;
 }
 
-int outfile_check(const char *path, int force, char *err, size_t len)
+int outfile_check(const char *path, int force, int dev_ok, char *err,
+		  size_t len)
 {
 	char dir[PATH_MAX], base[NAME_MAX + 1];
 	int dfd = open_dir(path, dir, base, err, len), r;
 
 	if (dfd < 0)
 		return -1;
-	r = existing(dfd, path, base, force, err, len);
+	r = existing(dfd, path, base, force, dev_ok, err, len);
 	if (r >= 0 && r != 2 && faccessat(dfd, ".", W_OK, AT_EACCESS))
 		r = ERR("cannot write %s: %s", path, strerror(errno));
 	close(dfd);
 	return r < 0 ? -1 : 0;
+}
+
+/* Is the directory the invoker's own (their home, a clone of theirs)? */
+static int dir_owner_is_invoker(int dfd)
+{
+	struct stat st;
+
+	return !fstat(dfd, &st) && st.st_uid == invoker();
+}
+
+static void own_by_invoker(int fd)
+{
+	const char *g = getenv("SUDO_GID");
+	gid_t gid = g && *g ? (gid_t)strtoul(g, NULL, 10) : (gid_t)-1;
+
+	if (fchown(fd, invoker(), gid))
+		return; /* stays root's: readable with sudo */
 }
 
 int outfile_is_device(const char *path)
@@ -138,17 +181,29 @@ int outfile_is_device(const char *path)
 	return !lstat(path, &st) && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
 }
 
-int outfile_create(const char *path, int force, int *regular, char *err,
-		   size_t len)
+int outfile_create(const char *path, int force, int dev_ok, int *regular,
+		   char *err, size_t len)
 {
 	char dir[PATH_MAX], base[NAME_MAX + 1];
 	int dfd = open_dir(path, dir, base, err, len), fd = -1, r;
 
 	if (dfd < 0)
 		return -1;
-	r = existing(dfd, path, base, force, err, len);
+	r = existing(dfd, path, base, force, dev_ok, err, len);
 	if (r == 2) {
-		fd = openat(dfd, base, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		/* Non-blocking: a FIFO with no reader is an error, not a hang;
+		 * then what was opened is checked again, in case it changed. */
+		struct stat st;
+
+		fd = openat(dfd, base, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0 && (fstat(fd, &st) || !(S_ISCHR(st.st_mode) ||
+						    S_ISFIFO(st.st_mode)) ||
+				!trusted_uid(st.st_uid) ||
+				fcntl(fd, F_SETFL, 0))) {
+			close(fd);
+			fd = -1;
+			errno = EPERM;
+		}
 		*regular = 0;
 	} else if (r >= 0) {
 		/* A new inode: never written through a link to another. */
@@ -159,11 +214,14 @@ int outfile_create(const char *path, int force, int *regular, char *err,
 		fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 			    O_CLOEXEC, 0600);
 		*regular = 1;
+		/* Under sudo, the profile is the asking user's to read. */
+		if (fd >= 0 && invoker() && dir_owner_is_invoker(dfd))
+			own_by_invoker(fd);
 	}
 	if (r >= 0 && fd < 0)
 		ERR("cannot write %s: %s", path,
 		    errno == EEXIST ? "it appeared while we created it" :
-				      strerror(errno));
+		    errno == ENXIO ? "a FIFO with no reader" : strerror(errno));
 	close(dfd);
 	return fd;
 }
@@ -198,6 +256,8 @@ int outfile_replace(const char *path, const void *data, size_t n, char *err,
 		p += w;
 		n -= (size_t)w;
 	}
+	if (invoker() && dir_owner_is_invoker(dfd))
+		own_by_invoker(fd);
 	if (fsync(fd) || renameat(dfd, tmp, dfd, base)) {
 		ERR("cannot write %s: %s", path, strerror(errno));
 		goto out;

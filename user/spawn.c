@@ -74,12 +74,16 @@ void wait_child(struct tr *t)
 			kill(t->pid, forward_sig);
 			forward_sig = 0;
 		}
-		r = waitpid(t->pid, &status, 0);
+		/* Not a blocking wait: a signal that came just before it would
+		 * be passed on only when the command ended by itself. */
+		r = waitpid(t->pid, &status, WNOHANG);
 		if (r == t->pid) {
 			t->child_done = 1;
 			t->child_status = status;
 		} else if (r < 0 && errno != EINTR) {
 			break;
+		} else {
+			usleep(20000);
 		}
 	}
 }

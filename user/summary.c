@@ -173,7 +173,7 @@ void write_info(struct tr *t, const struct lmt_stats *st, int done,
 	}
 	info_format(&in, buf, sizeof(buf));
 	if (!t->info_made) {
-		int reg, fd = outfile_create(t->info_path, t->o->force, &reg, err,
+		int reg, fd = outfile_create(t->info_path, t->o->force, 0, &reg, err,
 					     sizeof(err));
 		if (fd >= 0) {
 			size_t l = strlen(buf);

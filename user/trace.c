@@ -308,8 +308,8 @@ static int check_output(struct tr *t)
 		err1("output file name too long");
 		return -1;
 	}
-	if (outfile_check(o->out, o->force, err, sizeof(err)) ||
-	    (t->info[0] && outfile_check(t->info, o->force, err, sizeof(err)))) {
+	if (outfile_check(o->out, o->force, 1, err, sizeof(err)) ||
+	    (t->info[0] && outfile_check(t->info, o->force, 0, err, sizeof(err)))) {
 		err1("%s", err);
 		return -1;
 	}
@@ -398,7 +398,7 @@ static int open_output(struct tr *t)
 	}
 	if (!o->floor)
 		t->w = t->wbuf;
-	t->fd = outfile_create(o->out, o->force, &reg, err, sizeof(err));
+	t->fd = outfile_create(o->out, o->force, 1, &reg, err, sizeof(err));
 	if (t->fd < 0) {
 		err1("%s", err);
 		return -1;
@@ -463,6 +463,7 @@ static int finish(struct tr *t)
 		forward_sig = 0;
 	}
 	__atomic_store_n(&t->skel->bss->stop, 1, __ATOMIC_SEQ_CST);
+	t->stopping = 1; /* a new VM's record still queued: not attached */
 	detach_all(t);
 	settle_stops(t);
 	drain(t);
@@ -473,17 +474,30 @@ static int finish(struct tr *t)
 		err1("cannot write %s: %s", t->o->out, strerror(r));
 		t->failed = 1;
 	}
+	t->finished = 1;
 	write_info(t, &st, 1, now() - t->t0);
 	if (r)
 		return LMT_ERR;
 	if (!t->o->quiet)
 		summary(t, &st, now() - t->t0, t->wbuf->bytes);
+	if (t->failed)
+		return LMT_ERR; /* said when it happened */
 	return trace_lossy(t, &st) ? LMT_LOSSY : LMT_OK;
 }
 
 static void cleanup(struct tr *t)
 {
+	t->stopping = 1;
 	detach_all(t);
+	/* An error after the output was made: the stream still ends with its
+	 * epilogue, and its sidecar says why it is incomplete. */
+	if (t->fd >= 0 && !t->finished) {
+		if (!t->end)
+			t->end = "error";
+		t->failed = 1;
+		mpw_finish(t->wbuf);
+		write_info(t, NULL, 1, t->t0 ? now() - t->t0 : 0);
+	}
 	if (t->stops_fd >= 0)
 		settle_stops(t);
 	if (t->gate >= 0) {

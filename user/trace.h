@@ -67,7 +67,9 @@ struct tr {
 	double t0, deadline; /* monotonic: tracing began, -d ends it */
 	/* the end, and the sidecar */
 	const char *end;   /* why tracing ended */
-	int failed;        /* the stream could not be finished */
+	int failed;        /* tracing or the stream failed: incomplete */
+	int stopping;      /* tracing has stopped: no new VM is attached */
+	int finished;      /* the stream has its epilogue */
 	const char *info_path; /* the sidecar, beside a regular file */
 	int info_made;
 	double wall0;      /* when tracing began, seconds since the epoch */

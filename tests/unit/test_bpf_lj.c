@@ -40,7 +40,7 @@ int main(void)
 		int misses = 0;
 
 		CHECK("dm: an empty entry misses", !dm_get(e, r, 4, 0x1234));
-		dm_put(e, w, 4, 0x1234);
+		dm_put(e, w, 4, 0x1234, 0);
 		CHECK("dm: a stored entry hits, words intact",
 		      dm_get(e, r, 4, 0x1234) && !memcmp(r, w, sizeof(w)));
 		CHECK("dm: another salt misses", !dm_get(e, r, 4, 0x1235));
@@ -55,8 +55,16 @@ int main(void)
 		}
 		CHECK("dm: a torn entry misses", misses == 4);
 		CHECK("dm: the check word is never 0 (free) or 1 (busy)",
-		      dm_chk((const __u64[4]){ 0 }, 4, 0) >= 2 &&
-		      dm_chk((const __u64[4]){ 0 }, 4, 1) >= 2);
+		      dm_chk((const __u64[4]){ 0 }, 4, 0, 0) >= 2 &&
+		      dm_chk((const __u64[4]){ 0 }, 4, 1, 1) >= 2);
+		/* Two writers whose words differ in the same bits: the plain
+		 * check word cannot tell, the strong one can. */
+		{
+			const __u64 a[3] = { 0x1000, 0x2000, 7 }, b[3] = { 0x1010, 0x2010, 7 };
+			CHECK("dm: the strong check word tells apart what xor cannot",
+			      dm_chk(a, 3, 9, 0) == dm_chk(b, 3, 9, 0) &&
+			      dm_chk(a, 3, 9, 1) != dm_chk(b, 3, 9, 1));
+		}
 		CHECK("dm_slot: in range", dm_slot(dm_hash(~0ULL, 0), 12) < 4096 &&
 		      dm_slot(dm_hash(0x7f00000001ULL, 42ULL << 40), 10) < 1024);
 	}

@@ -64,6 +64,12 @@ static int sidecar_warns(const char *path)
 			"incomplete\n", path, in.lost, in.lost_sym, in.lost_vm);
 		return 1;
 	}
+	if (!strcmp(in.state, "incomplete")) {
+		fprintf(stderr, "luamemtrace report: warning: %s" INFO_SUFFIX
+			" says tracing ended on an error (%s): the stream may be "
+			"incomplete\n", path, in.end[0] ? in.end : "unknown");
+		return 1;
+	}
 	if (!strcmp(in.state, "running")) {
 		fprintf(stderr, "luamemtrace report: warning: %s" INFO_SUFFIX
 			" says tracing never ended (the tracer died?): the stream may "
