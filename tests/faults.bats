@@ -297,25 +297,10 @@ info_val() {
 }
 
 @test "report on a stream whose FILE.info says lost > 0: the report, a 'lost' warning on stderr, exit 3; without the .info: exit 0" {
-	luajit -e 'jit.off() local t while true do t = {} end' 3>&- &
-	local pid=$!
-	echo "$pid" >> "$T/pids"
-	sleep 0.2
-	"$LMT" -p "$pid" -b 1 -o "$T/l.bin" 2> "$T/err" 3>&- &
-	local tpid=$!
-	wait_for "$T/err" "tracing PID $pid"
-	# a stopped consumer lets the 1 MiB ring buffer overflow
-	kill -STOP "$tpid"
-	sleep 1
-	kill -CONT "$tpid"
-	sleep 0.2
-	kill -INT "$tpid"
-	local st=0
-	wait "$tpid" || st=$?
-	kill "$pid"
-	[ "$st" -eq 3 ]
+	lossy_trace "$T/l.bin"
+	[ "$ST" -eq 3 ]
 	[ "$(info_val "$T/l.bin.info" lost | grep -o '^[0-9]*')" -gt 0 ]
-	st=0
+	local st=0
 	"$LMT" report "$T/l.bin" > "$T/r1.out" 2> "$T/r1.err" || st=$?
 	[ "$st" -eq 3 ]
 	grep -q lost "$T/r1.err"
@@ -412,34 +397,17 @@ ffi.C.kill(ffi.C.getpid(), SIG)'
 }
 
 @test "-- COMMAND with loss, no --strict: exit status is the command's (0), the loss said on stderr" {
-	cd "$LUA_DIR"
-	"$LMT" -b 1 -o "$T/l.bin" -- luajit churn_for.lua 3 > "$T/out" 2> "$T/err" 3>&- &
-	local tpid=$!
-	wait_for "$T/out" ready
-	# a stopped consumer lets the 1 MiB ring buffer overflow
-	kill -STOP "$tpid"
-	sleep 1
-	kill -CONT "$tpid"
-	local st=0
-	wait "$tpid" || st=$?
+	lossy_command "$T/l.bin"
 	grep -q "churn_for.lua done" "$T/out"
 	grep -Eq 'lost: +[1-9][0-9]* events' "$T/err"
-	[ "$st" -eq 0 ]
+	[ "$ST" -eq 0 ]
 }
 
 @test "--strict: a lossy -- COMMAND trace exits 3" {
-	cd "$LUA_DIR"
-	"$LMT" --strict -b 1 -o "$T/l.bin" -- luajit churn_for.lua 3 > "$T/out" 2> "$T/err" 3>&- &
-	local tpid=$!
-	wait_for "$T/out" ready
-	kill -STOP "$tpid"
-	sleep 1
-	kill -CONT "$tpid"
-	local st=0
-	wait "$tpid" || st=$?
+	lossy_command "$T/l.bin" --strict
 	grep -q "churn_for.lua done" "$T/out"
 	grep -Eq 'lost: +[1-9][0-9]* events' "$T/err"
-	[ "$st" -eq 3 ]
+	[ "$ST" -eq 3 ]
 }
 
 @test "--strict without loss: exit 0" {

@@ -73,3 +73,41 @@ totals() {
 		}
 		END { printf "%d %d %d\n", t["ALLOCATIONS"], t["REALLOCATIONS"], t["DEALLOCATIONS"] }' "$1"
 }
+
+# lossy_trace FILE [OPTION...]: traces a churning luajit with -p and a
+# 1 MiB ring, the tracer stopped for a second so that the ring overflows,
+# then Ctrl-C. Sets ST (the tracer's exit status); its stderr in $T/err.
+lossy_trace() {
+	local out=$1 pid tpid
+	shift
+	luajit -e 'jit.off() local t while true do t = {} end' 3>&- &
+	pid=$!
+	sleep 0.2
+	"$LMT" -p "$pid" -b 1 -o "$out" "$@" 2> "$T/err" 3>&- &
+	tpid=$!
+	wait_for "$T/err" "tracing PID $pid"
+	kill -STOP "$tpid"
+	sleep 1
+	kill -CONT "$tpid"
+	sleep 0.2
+	kill -INT "$tpid"
+	ST=0
+	wait "$tpid" || ST=$?
+	kill "$pid"
+}
+
+# lossy_command FILE [OPTION...]: the same with -- luajit churn_for.lua 3
+# (it prints "ready", churns 3 s, prints "churn_for.lua done" to $T/out).
+lossy_command() {
+	local out=$1 tpid
+	shift
+	(cd "$LUA_DIR" && exec "$LMT" "$@" -b 1 -o "$out" -- luajit churn_for.lua 3) \
+		> "$T/out" 2> "$T/err" 3>&- &
+	tpid=$!
+	wait_for "$T/out" ready
+	kill -STOP "$tpid"
+	sleep 1
+	kill -CONT "$tpid"
+	ST=0
+	wait "$tpid" || ST=$?
+}

@@ -204,22 +204,8 @@ setup() {
 }
 
 @test "a lossy trace says so: summary and exit status 3" {
-	luajit -e 'jit.off() local t while true do t = {} end' 3>&- &
-	local pid=$!
-	sleep 0.2
-	"$LMT" -p "$pid" -b 1 -o "$T/l.bin" 2> "$T/err" 3>&- &
-	local tpid=$!
-	wait_for "$T/err" "tracing PID $pid"
-	# a stopped consumer lets the 1 MiB ring buffer overflow
-	kill -STOP "$tpid"
-	sleep 1
-	kill -CONT "$tpid"
-	sleep 0.2
-	kill -INT "$tpid"
-	local st=0
-	wait "$tpid" || st=$?
-	kill "$pid"
-	[ "$st" -eq 3 ]
+	lossy_trace "$T/l.bin"
+	[ "$ST" -eq 3 ]
 	grep -Eq 'lost:    [1-9][0-9]* events, [0-9]+ symbol records \(ring buffer full: the stream is INCOMPLETE; raise -b\)' "$T/err"
 	# still a well-formed stream
 	"$BATS_TEST_DIRNAME/../build/mpdump" "$T/l.bin" > /dev/null
