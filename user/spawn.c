@@ -62,6 +62,14 @@ pid_t start_child(char **cmd, int *gate)
 	return c;
 }
 
+void forward_signal(struct tr *t)
+{
+	if (forward_sig && t->o->cmd && !t->child_done) {
+		kill(t->pid, forward_sig);
+		forward_sig = 0;
+	}
+}
+
 /* Waits for the command, passing on the signals sent to us alone, like
  * strace and time: it is never left behind. */
 void wait_child(struct tr *t)
@@ -70,10 +78,7 @@ void wait_child(struct tr *t)
 		int status;
 		pid_t r;
 
-		if (forward_sig) {
-			kill(t->pid, forward_sig);
-			forward_sig = 0;
-		}
+		forward_signal(t);
 		/* Not a blocking wait: a signal that came just before it would
 		 * be passed on only when the command ended by itself. */
 		r = waitpid(t->pid, &status, WNOHANG);

@@ -458,10 +458,7 @@ static int finish(struct tr *t)
 	struct lmt_stats st;
 	int r;
 
-	if (forward_sig && t->o->cmd && !t->child_done) {
-		kill(t->pid, forward_sig);
-		forward_sig = 0;
-	}
+	forward_signal(t);
 	__atomic_store_n(&t->skel->bss->stop, 1, __ATOMIC_SEQ_CST);
 	t->stopping = 1; /* a new VM's record still queued: not attached */
 	detach_all(t);

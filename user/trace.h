@@ -115,6 +115,8 @@ void settle_stops(struct tr *t);
 
 int resolve_cmd(const char *name, char *out);
 pid_t start_child(char **cmd, int *gate);
+/* Passes on to -- COMMAND a signal sent to us alone (forward_sig). */
+void forward_signal(struct tr *t);
 void wait_child(struct tr *t);
 int child_rc(const struct tr *t);
 
