@@ -136,6 +136,7 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 		return NULL;
 	p->rec = LMT_REC_PROTO;
 	p->tgid = c->tgid;
+	p->vm = vm->id;
 	p->addr = pt;
 	p->firstline = (__s32)F32(win, lay->pt_firstline);
 	sizebc = F32(win, lay->pt_sizebc);
@@ -274,6 +275,8 @@ static __always_inline void see_trace(struct ctx *c, const struct lmt_vm *vm,
 		return;
 	}
 	t->rec = LMT_REC_TRACE;
+	t->tgid = c->tgid;
+	t->vm = vm->id;
 	t->traceno = traceno;
 	t->proto = tw[0];
 	t->line = line < 0 ? 0 : (__u64)line;
@@ -319,6 +322,8 @@ static __always_inline void forget(struct ctx *c, __u64 addr)
 		f = bpf_ringbuf_reserve(&rb, sizeof(*f), 0);
 		if (f) {
 			f->rec = LMT_REC_FORGET;
+			f->tgid = c->tgid;
+			f->vm = (__u32)v->vm;
 			f->addr = addr;
 			bpf_ringbuf_submit(f, BPF_RB_NO_WAKEUP);
 		} else {

@@ -104,8 +104,9 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 /* lua_newstate returned. A VM whose allocator is probed is registered on
  * the spot, so none of its allocations is missed and nothing stops.
  * Otherwise the process stops until user space has probed the new
- * allocator. Without room for the record nothing stops, and the VM is
- * counted lost. */
+ * allocator; with --all, so does a process not seen before (user space
+ * decides whether it is traced). Without room for the record nothing
+ * stops, and the VM is counted lost. */
 SEC("uretprobe")
 int BPF_KRETPROBE(newstate_return, __u64 L)
 {
@@ -115,14 +116,17 @@ int BPF_KRETPROBE(newstate_return, __u64 L)
 
 	/* Once tracing stops, a new VM is none of our business: above all,
 	 * its process is not stopped. */
-	if (!L || stop || !(pr = bpf_map_lookup_elem(&procs, &tgid)))
+	if (!L || stop)
+		return 0;
+	pr = bpf_map_lookup_elem(&procs, &tgid);
+	if ((!pr && !all_procs) || (pr && pr->ignore))
 		return 0;
 	n = proc_rec(sizeof(*n), LMT_REC_NEWVM);
 	if (!n)
 		return 0;
 	n->tgid = tgid;
 	n->L = L;
-	n->registered = register_vm(tgid, pr, L, n);
+	n->registered = pr && register_vm(tgid, pr, L, n);
 	/* No room to record the stop: the VM's first allocations may pass
 	 * before user space probes its allocator. Said, not silent. */
 	if (!n->registered && !stop_process(tgid))
@@ -144,11 +148,12 @@ int BPF_KPROBE(dl_state)
 
 	/* Before its first VM nothing is named yet: user space reads every
 	 * object when it registers that VM. */
-	if (stop || !pr || !pr->has_layout)
+	if (stop || !pr || !pr->has_layout || pr->ignore)
 		return 0;
 	n = proc_rec(sizeof(*n), LMT_REC_MAPPED);
 	if (!n)
 		return 0;
+	n->tgid = tgid;
 	if (!stop_process(tgid))
 		count_lost_vm(); /* a module's names may come too late */
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
@@ -156,24 +161,58 @@ int BPF_KPROBE(dl_state)
 }
 
 /* A traced process executed a new program. Its probes sit on files, by
- * PID: they would go on firing in the new image, beside the new image's
- * own. Tracing ends at this instant (one process per tracer): user space
- * polls execd. -- COMMAND's execs before its first VM are its start (a
- * script's #! line, /usr/bin/env, a wrapper that execs luajit). */
-__u32 execd;
-
+ * PID: they would go on firing in the new image. Its tracing ends at this
+ * instant: it leaves procs, so nothing of the new image is registered,
+ * and user space ends its streams. -- COMMAND's execs before its first VM
+ * are its start (a script's #! line, /usr/bin/env, a wrapper that execs
+ * luajit). With --all, a new image that makes a VM is a new process. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct lmt_proc *pr = bpf_map_lookup_elem(&procs, &tgid);
+	struct lmt_exec *n;
 
 	if (!pr || stop)
 		return 0;
 	if (pr->spawn && !pr->has_layout)
 		return 0;
-	stop = 1;
-	execd = tgid;
+	bpf_map_delete_elem(&procs, &tgid);
+	n = proc_rec(sizeof(*n), LMT_REC_EXEC);
+	if (!n)
+		return 0; /* counted: user space finds the end at the exit */
+	n->tgid = tgid;
+	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* A traced process forked (followed with -o DIR only). The child has the
+ * parent's VMs at the same addresses: registered for it here, before it
+ * runs, and it is stopped until user space has probed it (its probes are
+ * by PID too). A child sharing its parent's memory (vfork, posix_spawn)
+ * runs nothing of the VM before it executes something else: not followed. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct forked f = { .ptgid = parent->tgid, .tgid = child->tgid };
+	struct lmt_proc *pr;
+	struct lmt_fork *n;
+
+	if (!follow || stop || f.ptgid == f.tgid || child->mm == parent->mm)
+		return 0;
+	pr = bpf_map_lookup_elem(&procs, &f.ptgid);
+	if (!pr || !pr->has_layout || pr->ignore)
+		return 0;
+	n = proc_rec(sizeof(*n), LMT_REC_FORK);
+	if (!n)
+		return 0;
+	n->ptgid = f.ptgid;
+	n->tgid = f.tgid;
+	if (!fork_copy(&f, pr))
+		n->stopped = stop_task(child, f.tgid);
+	if (!n->stopped)
+		count_lost_vm();
+	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -185,30 +224,40 @@ int BPF_KPROBE(close_enter, __u64 L)
 {
 	struct main_key mk = { .tgid = bpf_get_current_pid_tgid() >> 32, .L = L };
 	struct lmt_vm_key *vk = bpf_map_lookup_elem(&mains, &mk);
+	struct lmt_vm_key k;
+	struct lmt_vm *vm;
 	struct lmt_close *n;
+	__u32 id;
 
 	if (!vk)
 		return 0;
+	k = *vk;
+	vm = bpf_map_lookup_elem(&vms, &k);
+	if (!vm)
+		return 0;
+	id = vm->id;
 	{
 		/* Its batch goes first: the VM's last events precede CLOSE. */
-		struct ctx c = { .tgid = mk.tgid, .si = lmt_slot_of(vk->ud) };
+		struct ctx c = { .tgid = mk.tgid, .si = lmt_slot_of(k.tgid, k.ud) };
 		struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &c.si);
 		__u32 zero = 0;
 
 		c.pc = bpf_map_lookup_elem(&stats, &zero);
-		if (c.pc && sl && sl->live && sl->tgid == vk->tgid && sl->ud == vk->ud) {
+		if (c.pc && sl && sl->live && sl->tgid == k.tgid && sl->ud == k.ud) {
 			c.st = &c.pc->st;
 			flush_slot(&c, sl);
 			sl->live = 0;
 		}
 	}
-	bpf_map_delete_elem(&vms, vk);
+	bpf_map_delete_elem(&vms, &k);
 	bpf_map_delete_elem(&mains, &mk);
 	n = bpf_ringbuf_reserve(&rb, sizeof(*n), 0);
 	if (!n)
 		return 0;
 	__builtin_memset(n, 0, sizeof(*n));
 	n->rec = LMT_REC_CLOSE;
+	n->tgid = k.tgid;
+	n->vm = id;
 	bpf_ringbuf_submit(n, 0);
 	return 0;
 }

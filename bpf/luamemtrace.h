@@ -77,36 +77,42 @@ struct lmt_vm {
 
 /* Registered VMs get a slot in a direct-mapped table, shared with user
  * space through mmap: BPF reads it without a helper call (an array lookup
- * is inlined, a hash lookup is not), and batches the VM's
- * events in it, so that a ring buffer record carries many events (a
- * reserve and submit per event would cost more; docs/costs.md). A slot is claimed once,
- * by a compare-and-swap of tgid from 0, by user space or by BPF, filled,
- * then marked live; it is never reused. BPF clears live at lua_close.
- * Collisions go through the vms hash map and one record per event.
+ * is inlined, a hash lookup is not), and batches the VM's events in it, so
+ * that a ring buffer record carries many events (a reserve and submit per
+ * event would cost more; docs/costs.md). A slot is found by the process
+ * and the allocator's ud (forked children share their parent's
+ * addresses). It is claimed by a compare-and-swap of tgid from 0, by user
+ * space or by BPF, filled, then marked live; BPF clears live at lua_close,
+ * and user space frees it (tgid 0) once its process has exited or
+ * executed a new program and its batch is read. Collisions go through the
+ * vms hash map and one record per event.
  *
- * buf starts with a struct lmt_batch header written at claim time; BPF
- * appends struct lmt_ev records after it and sends buf[0, len) as one ring
- * buffer record when the next one would not fit, before any symbol record
- * (so a prototype's announcement or end never overtakes the events before
- * it) and at lua_close. What is left when tracing stops user space reads
- * from the slot.
+ * buf starts with a struct lmt_batch header naming the process and VM,
+ * written at claim time; BPF appends struct lmt_ev records after it and
+ * sends buf[0, len) as one ring buffer record when the next one would not
+ * fit, before any symbol record (so a prototype's announcement or end
+ * never overtakes the events before it) and at lua_close. What is left
+ * when tracing stops user space reads from the slot.
  *
- * Batches keep the order of one VM's events, not across VMs: once a
- * process has a second VM (whose heap may reuse the first one's
- * addresses: unmapped large blocks, a shared malloc) nothing is batched
- * any more (the multi flag), and a slot's batch is flushed by its next
- * event. busy is a lock taken by compare-and-swap around every use of the
- * batch: two threads in one slot at once (VMs sharing a ud, before the
- * second is known) do not wait; the one that finds it taken sends its
- * event on its own. */
-#define LMT_NSLOT 64
+ * Batches keep the order of one VM's events, which is all a stream of one
+ * VM needs. Only VMs written to one stream together (-o FILE with a
+ * process of several VMs, or VMs sharing a ud) need the order across VMs:
+ * then nothing is batched (the multi flag), and a slot's batch is flushed
+ * by its next event. busy is a lock taken by compare-and-swap around every
+ * use of the batch: two threads in one slot at once (VMs sharing a ud,
+ * before the second is known) do not wait; the one that finds it taken
+ * sends its event on its own. */
+#define LMT_NSLOT 256
 #define LMT_SBUF 4096
 
 /* The one record of events: a header, then events. An event sent on its
  * own is a batch of one. */
 struct lmt_batch {
 	__u8 rec; /* LMT_REC_BATCH */
-	__u8 pad[7];
+	__u8 pad[3];
+	__u32 tgid; /* the process */
+	__u32 vm;   /* its VM (struct lmt_vm id) */
+	__u32 pad2;
 } __attribute__((aligned(8))); /* events after it are stored by words */
 
 /* An alloc, free or realloc. The first word (kind to line) travels as one
@@ -132,17 +138,13 @@ struct lmt_slot {
 				  * plus a record stays in bounds */
 };
 
-/* The slot is found by ud alone, and names the process: the programs run
- * only in the traced process (every probe is attached for its PID), so
- * the fast path needs no helper call for the process id.
- * Tracing several processes with one set of maps needs the process in
- * this key again. */
 /* The hash constant of every cache (bpf/cache.h): 2^64 / phi, odd. */
 #define LMT_HASH_K 0x9e3779b97f4a7c15ULL
 
-static inline __u32 lmt_slot_of(__u64 ud)
+static inline __u32 lmt_slot_of(__u32 tgid, __u64 ud)
 {
-	return (__u32)((ud * LMT_HASH_K) >> 58) & (LMT_NSLOT - 1);
+	return (__u32)(((ud ^ (__u64)tgid << 44) * LMT_HASH_K) >> 56) &
+	       (LMT_NSLOT - 1);
 }
 
 /* Ring buffer records. */
@@ -154,6 +156,8 @@ enum lmt_rec {
 	LMT_REC_CLOSE,     /* lua_close began: the VM is no longer traced */
 	LMT_REC_FORGET,    /* a prototype was freed */
 	LMT_REC_MAPPED,    /* the dynamic linker changed the process's objects */
+	LMT_REC_EXEC,      /* a traced process executed a new program */
+	LMT_REC_FORK,      /* a traced process forked: the child is traced */
 };
 
 /* Event kinds, same numbering as user/memprof.h enum mp_kind. */
@@ -179,7 +183,10 @@ enum lmt_src {
 /* A prototype was freed (so user space can drop its line table). */
 struct lmt_forget {
 	__u8 rec; /* LMT_REC_FORGET */
-	__u8 pad[7];
+	__u8 pad[3];
+	__u32 tgid;
+	__u32 vm;
+	__u32 pad2;
 	__u64 addr;
 };
 
@@ -197,6 +204,8 @@ struct lmt_proto {
 	__u8 li_width; /* bytes per lineinfo entry: 1, 2 or 4; 0: none sent */
 	__u8 pad[2];
 	__u32 tgid;
+	__u32 vm; /* the VM whose event named it */
+	__u32 pad2;
 	__u64 addr;
 	__s32 firstline;
 	__u32 len;    /* full length of the chunk name */
@@ -211,7 +220,10 @@ struct lmt_proto {
 
 struct lmt_trace {
 	__u8 rec; /* LMT_REC_TRACE */
-	__u8 pad[7];
+	__u8 pad[3];
+	__u32 tgid;
+	__u32 vm;
+	__u32 pad2;
 	__u64 traceno;
 	__u64 proto;
 	__u64 line;
@@ -240,15 +252,35 @@ struct lmt_newvm {
  * (the linker calls it before and after changing its list of objects). */
 struct lmt_mapped {
 	__u8 rec; /* LMT_REC_MAPPED */
-	__u8 pad[7];
+	__u8 pad[3];
+	__u32 tgid;
+};
+
+/* A traced process executed a new program: its streams end there. */
+struct lmt_exec {
+	__u8 rec; /* LMT_REC_EXEC */
+	__u8 pad[3];
+	__u32 tgid;
+};
+
+/* A traced process forked (-o DIR): the child has its parent's VMs at the
+ * same addresses, registered for it in BPF, and is stopped until user
+ * space has probed it (unless stopped is 0: then it is not traced). */
+struct lmt_fork {
+	__u8 rec; /* LMT_REC_FORK */
+	__u8 stopped;
+	__u8 pad[2];
+	__u32 ptgid, tgid;
+	__u32 pad2;
 };
 
 /* A traced process: once one VM is known, the layout of its new VMs. */
 struct lmt_proc {
 	__u32 has_layout;
 	__u32 next_id; /* ids of VMs BPF registers itself */
-	__u32 spawn;   /* -- COMMAND: execs before its first VM start it */
-	__u32 pad;
+	__u8 spawn;    /* -- COMMAND: execs before its first VM start it */
+	__u8 ignore;   /* --all: left out by a filter; nothing of it is traced */
+	__u8 pad[6];
 	struct lj_layout lay;
 };
 
@@ -261,7 +293,10 @@ struct lmt_allocf_key {
 
 struct lmt_close {
 	__u8 rec; /* LMT_REC_CLOSE */
-	__u8 pad[7];
+	__u8 pad[3];
+	__u32 tgid;
+	__u32 vm;
+	__u32 pad2;
 };
 
 /* Counters, per CPU; user space sums them. */

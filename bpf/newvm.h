@@ -45,7 +45,7 @@ struct {
 static __always_inline void slot_claim(__u32 tgid, __u64 ud,
 				       const struct lmt_vm *vm)
 {
-	__u32 si = lmt_slot_of(ud);
+	__u32 si = lmt_slot_of(tgid, ud);
 	struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &si);
 	struct lmt_batch *h;
 
@@ -55,9 +55,62 @@ static __always_inline void slot_claim(__u32 tgid, __u64 ud,
 	__builtin_memcpy(&sl->vm, vm, sizeof(*vm));
 	h = (struct lmt_batch *)sl->buf;
 	h->rec = LMT_REC_BATCH;
+	h->tgid = tgid;
+	h->vm = vm->id;
 	sl->len = sizeof(*h);
 	asm volatile("" ::: "memory");
 	sl->live = 1;
+}
+
+/* -- Forks --------------------------------------------------------------- */
+
+/* A child has its parent's VMs at the same addresses: what BPF knows of
+ * them is copied for it, under the child's process id. */
+struct forked {
+	__u32 ptgid, tgid;
+};
+
+static long fork_vm(struct bpf_map *m, struct lmt_vm_key *k,
+		    struct lmt_vm *v, struct forked *f)
+{
+	struct lmt_vm_key ck = { .tgid = f->tgid, .ud = k->ud };
+
+	if (k->tgid == f->ptgid &&
+	    !bpf_map_update_elem(&vms, &ck, v, BPF_NOEXIST))
+		slot_claim(f->tgid, k->ud, v);
+	return 0;
+}
+
+static long fork_main(struct bpf_map *m, struct main_key *k,
+		      struct lmt_vm_key *v, struct forked *f)
+{
+	struct main_key ck = { .tgid = f->tgid, .L = k->L };
+	struct lmt_vm_key cv = { .tgid = f->tgid, .ud = v->ud };
+
+	if (k->tgid == f->ptgid)
+		bpf_map_update_elem(&mains, &ck, &cv, BPF_NOEXIST);
+	return 0;
+}
+
+static long fork_allocf(struct bpf_map *m, struct lmt_allocf_key *k,
+			__u32 *v, struct forked *f)
+{
+	struct lmt_allocf_key ck = { .tgid = f->tgid, .allocf = k->allocf };
+
+	if (k->tgid == f->ptgid)
+		bpf_map_update_elem(&allocfs, &ck, v, BPF_NOEXIST);
+	return 0;
+}
+
+/* 0, or -1 if the child's process entry cannot be made. */
+static __always_inline int fork_copy(struct forked *f, const struct lmt_proc *pr)
+{
+	if (bpf_map_update_elem(&procs, &f->tgid, pr, BPF_ANY))
+		return -1;
+	bpf_for_each_map_elem(&vms, fork_vm, f, 0);
+	bpf_for_each_map_elem(&mains, fork_main, f, 0);
+	bpf_for_each_map_elem(&allocfs, fork_allocf, f, 0);
+	return 0;
 }
 
 /* -- Stops ---------------------------------------------------------------- */
@@ -93,6 +146,26 @@ static __always_inline __u8 stop_process(__u32 tgid)
 	 * for a millisecond, allocations unseen). A stop signal sent to one
 	 * thread still stops the whole process. */
 	if (bpf_send_signal_thread(SIGSTOP)) {
+		bpf_map_delete_elem(&stops, &k);
+		return 0;
+	}
+	return 1;
+}
+
+extern int bpf_send_signal_task(struct task_struct *task, int sig,
+				enum pid_type type, __u64 value) __ksym;
+
+/* The same for a process that is not the current one (a new child, which
+ * stops before its first instruction). */
+static __always_inline __u8 stop_task(struct task_struct *task, __u32 tgid)
+{
+	struct lmt_stop k = { .tgid = tgid,
+			      .seq = __sync_fetch_and_add(&stopseq, 1) };
+	__u32 one = 1;
+
+	if (bpf_map_update_elem(&stops, &k, &one, BPF_NOEXIST))
+		return 0;
+	if (bpf_send_signal_task(task, SIGSTOP, PIDTYPE_TGID, 0)) {
 		bpf_map_delete_elem(&stops, &k);
 		return 0;
 	}
@@ -156,8 +229,8 @@ static __always_inline int register_vm(__u32 tgid, struct lmt_proc *pr,
 		vm->id = pr->next_id++; /* a label only: races are harmless */
 		vm->lay = pr->lay;
 		/* The process's first VM was registered by user space: this
-		 * one is at least its second (or shares a ud). */
-		if (c.pc) {
+		 * one is at least its second, and shares its stream. */
+		if (one_stream && c.pc) {
 			c.st = &c.pc->st;
 			unbatch(&c);
 		}

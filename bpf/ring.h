@@ -127,34 +127,40 @@ static __always_inline void emit(struct ctx *c, const struct lmt_ev *ev)
 		return;
 	}
 	b->h.rec = LMT_REC_BATCH;
+	b->h.tgid = c->tgid;
+	b->h.vm = c->vmid;
 	b->e = *ev;
 	bpf_ringbuf_submit(b, wake_flags(c, 8 + sizeof(*b)));
 	c->st->events++;
 }
 
-/* The VM of ud: in its slot (c->sl set while batching), or in vms. */
+/* The VM of ud in this process: in its slot (c->sl set while batching),
+ * or in vms. */
 static __always_inline const struct lmt_vm *vm_of(struct ctx *c, __u64 ud)
 {
 	struct lmt_slot *sl;
+	const struct lmt_vm *vm;
 
-	c->si = lmt_slot_of(ud);
+	c->tgid = bpf_get_current_pid_tgid() >> 32;
+	c->si = lmt_slot_of(c->tgid, ud);
 	sl = bpf_map_lookup_elem(&slots, &c->si);
-	if (sl && sl->live && sl->ud == ud) {
-		c->tgid = sl->tgid;
+	if (sl && sl->live && sl->ud == ud && sl->tgid == c->tgid) {
 		if (!multi)
 			c->sl = sl;
-		else /* No more batching: what is batched goes first. */
+		else /* No batching: what is batched goes first. */
 			flush_slot(c, sl);
+		c->vmid = sl->vm.id;
 		return &sl->vm;
 	}
 	{
-		struct lmt_vm_key k = { .ud = ud };
-		const struct lmt_vm *vm;
+		struct lmt_vm_key k = { .tgid = c->tgid, .ud = ud };
 
-		c->tgid = k.tgid = bpf_get_current_pid_tgid() >> 32;
 		vm = bpf_map_lookup_elem(&vms, &k);
-		if (!vm)
+		if (!vm) {
 			c->st->unknown_vm++;
+			return NULL;
+		}
+		c->vmid = vm->id;
 		return vm;
 	}
 }

@@ -19,8 +19,16 @@ const volatile __u64 wakeup_bytes = 256 * 1024;
 const volatile __u8 ab = 0;
 __u8 ab_floor;
 
+/* Set by user space before load. one_stream: several VMs of the process
+ * write one stream (-o FILE): a second VM ends batching (struct lmt_slot).
+ * follow: forked children are traced (-o DIR). all_procs: a new VM in any
+ * process that maps a probed LuaJIT is reported (--all). */
+const volatile __u8 one_stream = 1;
+const volatile __u8 follow = 0;
+const volatile __u8 all_procs = 0;
+
 __u64 pcgen; /* bumped by every announced prototype's free */
-__u32 multi; /* the process has had a second VM: no batching (lmt_slot) */
+__u32 multi; /* VMs share a stream: no batching (struct lmt_slot) */
 /* Set by user space when tracing ends, before it detaches (which takes a
  * while): the allocator's programs do nothing from then on, so the end of
  * the trace is one instant. An allocation that entered before it and
@@ -41,6 +49,7 @@ struct ctx {
 	struct lmt_slot *sl; /* the VM's slot, if it has one */
 	__u32 si;            /* its index */
 	__u32 tgid;
+	__u32 vmid;          /* the VM's id (struct lmt_vm) */
 	__u32 reads;
 };
 

@@ -84,13 +84,27 @@ one_line() {
 @test "bad options" {
 	run "$LMT" -o "$T/x.bin"
 	[ "$status" -eq 2 ]
-	[ "$output" = "luamemtrace: nothing to trace: give -p PID or -- COMMAND (luamemtrace --help)" ]
-	run "$LMT" -p 12x -o "$T/x.bin"
-	[ "$status" -eq 2 ]
-	[ "$output" = "luamemtrace: bad PID '12x' (luamemtrace --help)" ]
+	[ "$output" = "luamemtrace: nothing to trace: give -p PID, --all or -- COMMAND (luamemtrace --help)" ]
+	local bad
+	for bad in 12x 1,,2 1, ,1 1,1 0 1,-2; do
+		run "$LMT" -p "$bad" -o "$T/x.bin"
+		[ "$status" -eq 2 ]
+		[ "$output" = "luamemtrace: bad PID list '$bad' (PID[,PID...]) (luamemtrace --help)" ]
+	done
 	run "$LMT" -p 1
 	[ "$status" -eq 2 ]
-	[ "$output" = "luamemtrace: no output: give -o FILE (luamemtrace --help)" ]
+	[ "$output" = "luamemtrace: no output: give -o FILE or -o DIR/ (luamemtrace --help)" ]
+	run "$LMT" --exe nginx -p 1 -o "$T/x.bin"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: --exe narrows --all: give --all too (luamemtrace --help)" ]
+	run "$LMT" --all -p 1 -o "$T/x/"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: give one of -p PID, --all and -- COMMAND (luamemtrace --help)" ]
+	for bad in a/b "" a,,b; do
+		run "$LMT" --all --exe "$bad" -o "$T/x/"
+		[ "$status" -eq 2 ]
+		[ "$output" = "luamemtrace: bad --exe '$bad' (NAME[,NAME...]) (luamemtrace --help)" ]
+	done
 	run "$LMT" --frobnicate
 	[ "$status" -eq 2 ]
 	[ "$output" = "luamemtrace: unknown option '--frobnicate' (luamemtrace --help)" ]

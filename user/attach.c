@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "trace.h"
 
@@ -23,23 +24,31 @@
 
 /* -- Links --------------------------------------------------------------- */
 
-int link_add(struct tr *t, struct bpf_link *l)
+int link_add(struct links *ls, struct bpf_link *l)
 {
 	if (!l)
 		return -errno ? -errno : -EINVAL;
-	if (t->nlinks == MAX_LINKS) {
-		bpf_link__destroy(l);
-		return -E2BIG;
+	if (ls->n == ls->cap) {
+		unsigned cap = ls->cap ? 2 * ls->cap : 16;
+		struct bpf_link **nv = realloc(ls->v, cap * sizeof(*nv));
+		if (!nv) {
+			bpf_link__destroy(l);
+			return -ENOMEM;
+		}
+		ls->v = nv;
+		ls->cap = cap;
 	}
-	t->links[t->nlinks++] = l;
+	ls->v[ls->n++] = l;
 	return 0;
 }
 
 /* Newest first: an allocation's entry probe goes before its return probe. */
-void detach_all(struct tr *t)
+void links_free(struct links *ls)
 {
-	while (t->nlinks)
-		bpf_link__destroy(t->links[--t->nlinks]);
+	while (ls->n)
+		bpf_link__destroy(ls->v[--ls->n]);
+	free(ls->v);
+	memset(ls, 0, sizeof(*ls));
 }
 
 /* -- The BPF object ------------------------------------------------------ */
@@ -87,6 +96,11 @@ int open_load(struct tr *t, int kst)
 		t->skel->rodata->wakeup_bytes = wb < 4096 ? 4096 : wb;
 	}
 	t->skel->rodata->ab = (uint8_t)o->ab;
+	t->skel->rodata->one_stream = !t->dir;
+	t->skel->rodata->follow = (uint8_t)t->dir;
+	t->skel->rodata->all_procs = (uint8_t)o->all;
+	/* Children are followed only into streams of their own. */
+	bpf_program__set_autoload(t->skel->progs.on_fork, t->dir);
 	if (!luamemtrace_bpf__load(t->skel)) {
 		if (o->verbose)
 			fprintf(stderr, "luamemtrace: reads land on the %s\n",
@@ -106,7 +120,8 @@ int open_load(struct tr *t, int kst)
 
 /* -- Allocators and VMs -------------------------------------------------- */
 
-static int attach_at(struct tr *t, const char *path, uint64_t off, int ret)
+static int attach_at(struct tr *t, struct tproc *p, const char *path,
+		     uint64_t off, int ret)
 {
 	struct bpf_program *pe = t->o->floor ? t->skel->progs.floor_enter :
 					       t->enter;
@@ -115,13 +130,13 @@ static int attach_at(struct tr *t, const char *path, uint64_t off, int ret)
 	/* The return probe first, and gone last (links are destroyed in
 	 * reverse): no allocation is seen entering without its return being
 	 * caught, or it would count as missed. */
-	int r = ret ? link_add(t, bpf_program__attach_uprobe(pr, true, t->pid,
-							      path, (size_t)off)) : 0;
+	int r = ret ? link_add(&p->links, bpf_program__attach_uprobe(pr, true,
+				p->pid, path, (size_t)off)) : 0;
 
 	if (r)
 		return r;
-	return link_add(t, bpf_program__attach_uprobe(pe, false, t->pid, path,
-						      (size_t)off));
+	return link_add(&p->links, bpf_program__attach_uprobe(pe, false, p->pid,
+							       path, (size_t)off));
 }
 
 static void describe(const char *what, const struct probe_site *s, int verbose)
@@ -131,38 +146,39 @@ static void describe(const char *what, const struct probe_site *s, int verbose)
 			s->emulated ? "" : ", single-stepped");
 }
 
-/* Probes the allocator at runtime address addr, once per address. */
-static int attach_allocf(struct tr *t, uint64_t addr)
+/* Probes the allocator at runtime address addr of process p, once. Its
+ * probes are by PID: a process we do not trace pays nothing for them. */
+static int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 {
 	struct allocf *a;
-	const struct pmap *p;
+	const struct pmap *mp;
 	struct pmaps m;
 	char path[128], err[256];
 	int r;
 
-	for (unsigned i = 0; i < t->naf; i++)
-		if (t->af[i].addr == addr)
+	for (unsigned i = 0; i < p->naf; i++)
+		if (p->af[i].addr == addr)
 			return 0;
-	if (t->naf == MAX_ALLOCF) {
-		err1("too many distinct allocators");
+	if (p->naf == sizeof(p->af) / sizeof(p->af[0])) {
+		err1("PID %d: too many distinct allocators", (int)p->pid);
 		return -1;
 	}
-	r = pmaps_load(t->pid, &m);
+	r = pmaps_load(p->pid, &m);
 	if (r) {
-		err1("cannot read /proc/%d/maps: %s", (int)t->pid, strerror(-r));
+		err1("cannot read /proc/%d/maps: %s", (int)p->pid, strerror(-r));
 		return -1;
 	}
-	p = pmaps_find(&m, addr);
-	if (!p || !pmap_is_file(p)) {
+	mp = pmaps_find(&m, addr);
+	if (!mp || !pmap_is_file(mp)) {
 		err1("the allocator 0x%" PRIx64 " is not in a mapped file "
 		     "(JIT-generated or anonymous code cannot be probed)", addr);
 		pmaps_free(&m);
 		return -1;
 	}
-	a = &t->af[t->naf];
+	a = &p->af[p->naf];
 	a->addr = addr;
-	pmap_file_path(t->pid, p, path, sizeof(path));
-	r = probe_plan(path, addr, addr - p->lo + p->off, &a->plan, err,
+	pmap_file_path(p->pid, mp, path, sizeof(path));
+	r = probe_plan(path, addr, addr - mp->lo + mp->off, &a->plan, err,
 		       sizeof(err));
 	if (r) {
 		err1("%s", err);
@@ -170,11 +186,12 @@ static int attach_allocf(struct tr *t, uint64_t addr)
 		return -1;
 	}
 	if (t->o->verbose)
-		err1("allocator 0x%" PRIx64 " in %s", addr, p->path);
+		err1("PID %d: allocator 0x%" PRIx64 " in %s", (int)p->pid, addr,
+		     mp->path);
 	if (t->o->probes == PROBES_ENTRY) {
 		a->plan.split = 0;
 		a->plan.all.addr = addr;
-		a->plan.all.off = addr - p->lo + p->off;
+		a->plan.all.off = addr - mp->lo + mp->off;
 		a->plan.all.emulated = 0;
 		snprintf(a->plan.all.text, sizeof(a->plan.all.text), "entry");
 		a->plan.warning[0] = 0;
@@ -182,21 +199,22 @@ static int attach_allocf(struct tr *t, uint64_t addr)
 	if (a->plan.split && t->o->probes == PROBES_AUTO) {
 		describe("free path", &a->plan.free_site, t->o->verbose);
 		describe("allocation path", &a->plan.alloc_site, t->o->verbose);
-		r = attach_at(t, path, a->plan.free_site.off, 0);
+		r = attach_at(t, p, path, a->plan.free_site.off, 0);
 		if (!r)
-			r = attach_at(t, path, a->plan.alloc_site.off, 1);
+			r = attach_at(t, p, path, a->plan.alloc_site.off, 1);
 	} else {
-		if (a->plan.warning[0] && !t->o->quiet)
+		/* Said once, not for every process that has it. */
+		if (a->plan.warning[0] && !t->o->quiet && !t->warned++)
 			err1("warning: %s", a->plan.warning);
 		describe("allocator", &a->plan.all, t->o->verbose);
-		r = attach_at(t, path, a->plan.all.off, 1);
+		r = attach_at(t, p, path, a->plan.all.off, 1);
 	}
 	pmaps_free(&m);
 	if (r) {
 		err1("cannot attach uprobes to %s: %s", path, strerror(-r));
 		return -1;
 	}
-	t->naf++;
+	p->naf++;
 	return 0;
 }
 
@@ -209,37 +227,101 @@ static void slot_put(struct tr *t, const struct lmt_vm_key *k, const struct lmt_
 
 	if (!t->slots)
 		return;
-	s = &t->slots[lmt_slot_of(k->ud)];
+	s = &t->slots[lmt_slot_of(k->tgid, k->ud)];
 	if (!__atomic_compare_exchange_n(&s->tgid, &free_, k->tgid, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
 	s->ud = k->ud;
 	s->vm = *vm;
 	h = (struct lmt_batch *)s->buf;
-	*h = (struct lmt_batch){ .rec = LMT_REC_BATCH };
+	*h = (struct lmt_batch){ .rec = LMT_REC_BATCH, .tgid = k->tgid,
+				 .vm = vm->id };
 	s->len = sizeof(*h);
 	__atomic_store_n(&s->live, 1, __ATOMIC_RELEASE);
 }
 
-int add_vm(struct tr *t, const struct vminfo *v)
+/* A VM of p as user space knows it, and its stream. */
+static struct tvm *vm_new(struct tr *t, struct tproc *p, uint32_t id,
+			  uint64_t L, uint64_t g, uint64_t ud, unsigned num)
 {
-	struct lmt_vm_key k = { .tgid = (uint32_t)t->pid, .ud = v->allocd };
-	struct lmt_vm val = { .g = v->g, .id = t->nvm, .lay = v->var->lay }, known;
+	struct tvm *v = calloc(1, sizeof(*v)), **nv;
+	int err;
+
+	if (!v)
+		return NULL;
+	if (p->nvm == p->nvm_cap) {
+		unsigned cap = p->nvm_cap ? 2 * p->nvm_cap : 4;
+		nv = realloc(p->vms, cap * sizeof(*nv));
+		if (!nv) {
+			free(v);
+			return NULL;
+		}
+		p->vms = nv;
+		p->nvm_cap = cap;
+	}
+	*v = (struct tvm){ .p = p, .id = id, .num = num, .L = L, .g = g, .ud = ud };
+	if (num >= p->next_num)
+		p->next_num = num + 1;
+	v->out = out_for(t, v);
+	if (!v->out) {
+		free(v);
+		return NULL;
+	}
+	u64map_put(&t->vmap, (uint64_t)p->pid << 32 | id, v, &err);
+	if (err) {
+		free(v);
+		return NULL;
+	}
+	p->vms[p->nvm++] = v;
+	return v;
+}
+
+struct tvm *vm_get(struct tr *t, uint32_t tgid, uint32_t id)
+{
+	return u64map_get(&t->vmap, (uint64_t)tgid << 32 | id);
+}
+
+/* A VM BPF registered itself (a second VM, a forked child's). */
+struct tvm *vm_known(struct tr *t, struct tproc *p, uint32_t id, uint64_t L,
+		     uint64_t g, uint64_t ud, unsigned num)
+{
+	struct tvm *v = vm_get(t, (uint32_t)p->pid, id);
+
+	return v ? v : vm_new(t, p, id, L, g, ud, num);
+}
+
+int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v)
+{
+	const uint32_t tgid = (uint32_t)p->pid;
+	struct lmt_vm_key k = { .tgid = tgid, .ud = v->allocd };
+	struct lmt_vm val = { .g = v->g, .id = p->next_num, .lay = v->var->lay },
+		      known;
+	struct tvm *tv;
 
 	if (bpf_map__lookup_elem(t->skel->maps.vms, &k, sizeof(k), &known,
 				 sizeof(known), 0) == 0) {
 		/* Known, or another VM with the same ud: then their events
-		 * cannot be told apart, and must not be batched. */
-		if (known.g != v->g && !t->skel->bss->multi)
-			unbatch(t);
+		 * cannot be told apart, share a stream, and must not be
+		 * batched. */
+		if (known.g != v->g) {
+			if (!t->skel->bss->multi)
+				unbatch(t);
+			if (!t->o->quiet)
+				err1("warning: PID %d: VMs 0x%" PRIx64 " and 0x%" PRIx64
+				     " share an allocator's ud: their events share "
+				     "one stream", (int)p->pid, (uint64_t)known.g, v->g);
+		}
 		return 0;
 	}
-	if (attach_allocf(t, v->allocf))
+	if (attach_allocf(t, p, v->allocf))
 		return -1;
-	struct { uint32_t tgid, pad; uint64_t L; } mk = { (uint32_t)t->pid, 0, v->L };
-	/* A second VM ends batching (struct lmt_slot). */
-	if (t->nvm && !t->skel->bss->multi)
+	struct { uint32_t tgid, pad; uint64_t L; } mk = { tgid, 0, v->L };
+	/* A second VM in one stream ends batching (struct lmt_slot). */
+	if (!t->dir && p->nvm && !t->skel->bss->multi)
 		unbatch(t);
+	tv = vm_new(t, p, val.id, v->L, v->g, v->allocd, val.id);
+	if (!tv)
+		return -1;
 	if (bpf_map__update_elem(t->skel->maps.vms, &k, sizeof(k), &val,
 				 sizeof(val), BPF_ANY) ||
 	    bpf_map__update_elem(t->skel->maps.mains, &mk, sizeof(mk), &k,
@@ -249,76 +331,221 @@ int add_vm(struct tr *t, const struct vminfo *v)
 	}
 	slot_put(t, &k, &val);
 	if (t->o->verbose)
-		fprintf(stderr, "luamemtrace: VM %u: L 0x%" PRIx64 " g 0x%" PRIx64
-			" (%s), allocator 0x%" PRIx64 " ud 0x%" PRIx64 "\n",
-			t->nvm, v->L, v->g, v->var->name, v->allocf, v->allocd);
+		fprintf(stderr, "luamemtrace: PID %d VM %u: L 0x%" PRIx64 " g 0x%"
+			PRIx64 " (%s), allocator 0x%" PRIx64 " ud 0x%" PRIx64 "\n",
+			(int)p->pid, tv->num, v->L, v->g, v->var->name, v->allocf,
+			v->allocd);
 	{
 		/* From now on BPF registers this process's new VMs itself. */
 		struct lmt_proc pr = { .has_layout = 1, .next_id = 1u << 16,
 				       .lay = v->var->lay };
-		struct lmt_allocf_key ak = { .tgid = (uint32_t)t->pid,
-					     .allocf = v->allocf };
-		uint32_t tg = (uint32_t)t->pid, one = 1;
+		struct lmt_allocf_key ak = { .tgid = tgid, .allocf = v->allocf };
+		uint32_t tg = tgid, one = 1;
 		struct lmt_proc old;
 
 		if (bpf_map__lookup_elem(t->skel->maps.procs, &tg, sizeof(tg), &old,
 					 sizeof(old), 0) ||
-		    !old.has_layout)
+		    !old.has_layout) {
+			pr.spawn = (uint8_t)(p->pid == t->cmd_pid);
 			bpf_map__update_elem(t->skel->maps.procs, &tg, sizeof(tg),
 					     &pr, sizeof(pr), BPF_ANY);
+		}
 		bpf_map__update_elem(t->skel->maps.allocfs, &ak, sizeof(ak), &one,
 				     sizeof(one), BPF_ANY);
 	}
 	t->var = v->var;
-	t->nvm++;
 	/* The process is stopped or attached: what it maps now is readable
 	 * now, while the consumer may only get to its events after it exits. */
-	syms_scan(&t->syms);
+	syms_scan(&p->syms);
 	return 0;
 }
 
 /* -- Hooks --------------------------------------------------------------- */
 
-/* Probes what tells us a process changed while we trace it, in every
+/* Probes what tells us process p changed while we trace it, in every
  * object that has it: lua_newstate's return (VMs created while we trace,
  * or before the command's first line), lua_close, and the dynamic linker's
- * _dl_debug_state (a dlopen: C names read while the module is mapped). */
-static void newstate_probe(struct tr *t, const char *path)
+ * _dl_debug_state (a dlopen: C names read while the module is mapped).
+ * With --all the first two are watched for every process (watch_file). */
+static void hooks_of(struct tr *t, struct tproc *p, const char *path)
 {
+	struct stat st;
 	uint64_t off;
 
-	if (!elfsym_offset(path, "_dl_debug_state", &off) &&
-	    !link_add(t, bpf_program__attach_uprobe(t->skel->progs.dl_state, false,
-						    t->pid, path, (size_t)off)) &&
-	    t->o->verbose)
-		err1("watching dlopen in %s", path);
-	if (elfsym_offset(path, "lua_newstate", &off))
+	if (stat(path, &st) ||
+	    u64set_add(&p->hooked, ((uint64_t)st.st_dev << 44 ^ st.st_ino) | 1) != 1)
 		return;
-	if (link_add(t, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
-						   true, t->pid, path,
-						   (size_t)off)) == 0 &&
+	if (!elfsym_offset(path, "_dl_debug_state", &off) &&
+	    !link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.dl_state,
+							   false, p->pid, path,
+							   (size_t)off)) &&
 	    t->o->verbose)
-		err1("watching lua_newstate in %s", path);
+		err1("PID %d: watching dlopen in %s", (int)p->pid, path);
+	if (t->o->all || elfsym_offset(path, "lua_newstate", &off))
+		return;
+	if (link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
+							   true, p->pid, path,
+							   (size_t)off)) == 0 &&
+	    t->o->verbose)
+		err1("PID %d: watching lua_newstate in %s", (int)p->pid, path);
 	if (!elfsym_offset(path, "lua_close", &off))
-		link_add(t, bpf_program__attach_uprobe(t->skel->progs.close_enter,
-						       false, t->pid, path,
-						       (size_t)off));
+		link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.close_enter,
+							       false, p->pid, path,
+							       (size_t)off));
 }
 
-void newstate_probes_maps(struct tr *t, const struct pmaps *m)
+void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m)
 {
 	struct u64set seen = { 0 };
 
 	for (size_t i = 0; i < m->n; i++) {
-		const struct pmap *p = &m->v[i];
+		const struct pmap *mp = &m->v[i];
 		char path[128];
-		if (p->perms[2] != 'x' || !pmap_is_file(p) ||
-		    u64set_add(&seen, p->inode) != 1)
+		if (mp->perms[2] != 'x' || !pmap_is_file(mp) ||
+		    u64set_add(&seen, mp->inode) != 1)
 			continue;
-		pmap_file_path(t->pid, p, path, sizeof(path));
-		newstate_probe(t, path);
+		pmap_file_path(p->pid, mp, path, sizeof(path));
+		hooks_of(t, p, path);
 	}
 	u64set_free(&seen);
+}
+
+int watch_file(struct tr *t, const char *path)
+{
+	struct stat st;
+	uint64_t off;
+	int r;
+
+	if (stat(path, &st) ||
+	    u64set_add(&t->watched, ((uint64_t)st.st_dev << 44 ^ st.st_ino) | 1) != 1)
+		return 0;
+	if (elfsym_offset(path, "lua_newstate", &off))
+		return -1;
+	r = link_add(&t->links, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
+							   true, -1, path,
+							   (size_t)off));
+	if (!r && !elfsym_offset(path, "lua_close", &off))
+		r = link_add(&t->links, bpf_program__attach_uprobe(t->skel->progs.close_enter,
+								   false, -1, path,
+								   (size_t)off));
+	if (r)
+		err1("warning: cannot watch %s for new VMs: %s", path, strerror(-r));
+	else if (t->o->verbose)
+		err1("watching lua_newstate in %s (every process)", path);
+	return r;
+}
+
+/* -- Processes ------------------------------------------------------------ */
+
+/* Removes every entry of tgid from a map whose keys start with it. */
+static void purge(struct bpf_map *m, uint32_t tgid)
+{
+	const size_t ks = bpf_map__key_size(m);
+	uint8_t k[64], next[64];
+	int fd = bpf_map__fd(m), first = 1;
+
+	if (ks > sizeof(k) || ks < 4)
+		return;
+	while (!bpf_map_get_next_key(fd, first ? NULL : k, next)) {
+		uint32_t tg;
+
+		memcpy(&tg, next, 4);
+		if (tg == tgid && !bpf_map_delete_elem(fd, next))
+			continue; /* next's successor: ask again from k */
+		memcpy(k, next, ks);
+		first = 0;
+	}
+}
+
+void forget_proc(struct tr *t, uint32_t tgid)
+{
+	struct luamemtrace_bpf *s = t->skel;
+
+	bpf_map__delete_elem(s->maps.procs, &tgid, sizeof(tgid), 0);
+	purge(s->maps.vms, tgid);
+	purge(s->maps.mains, tgid);
+	purge(s->maps.allocfs, tgid);
+	purge(s->maps.objs, tgid);
+	purge(s->maps.traces, tgid);
+}
+
+void proc_link(struct tr *t, struct tproc *p)
+{
+	int err;
+
+	p->next = t->procs;
+	t->procs = p;
+	u64map_put(&t->pmap, (uint64_t)p->pid | 1ULL << 32, p, &err);
+	t->nprocs++;
+	if (!p->ignored)
+		t->nlive++;
+}
+
+void proc_ignore(struct tr *t, struct tproc *p)
+{
+	uint32_t tg = (uint32_t)p->pid;
+	struct lmt_proc pr = { .ignore = 1 };
+
+	p->ignored = 1;
+	bpf_map__update_elem(t->skel->maps.procs, &tg, sizeof(tg), &pr, sizeof(pr),
+			     BPF_ANY);
+	proc_link(t, p);
+}
+
+/* Says so once tracing: with a second tracer, each stream is whole. */
+static void announce(struct tr *t, struct tproc *p)
+{
+	if (p->others && !t->o->quiet)
+		err1("PID %d is traced by another luamemtrace too: each writes "
+		     "its whole streams (and the process pays both)", (int)p->pid);
+}
+
+int proc_attach(struct tr *t, struct tproc *p, const struct vminfo *vms, size_t n)
+{
+	struct pmaps m;
+
+	proc_lock(t, p);
+	if (!u64map_get(&t->pmap, (uint64_t)p->pid | 1ULL << 32))
+		proc_link(t, p);
+	p->attached = 1;
+	syms_scan(&p->syms);
+	for (size_t i = 0; i < n; i++)
+		if (add_vm(t, p, &vms[i]))
+			return -1;
+	if (!pmaps_load(p->pid, &m)) {
+		proc_hooks(t, p, &m);
+		pmaps_free(&m);
+	}
+	announce(t, p);
+	return 0;
+}
+
+int proc_attach_child(struct tr *t, struct tproc *parent, struct tproc *c)
+{
+	struct pmaps m;
+
+	proc_lock(t, c);
+	c->parent = parent->pid;
+	proc_link(t, c);
+	c->attached = 1;
+	syms_scan(&c->syms);
+	/* The parent's VMs, as BPF copied them: same ids and numbers. */
+	for (unsigned i = 0; i < parent->nvm; i++) {
+		const struct tvm *pv = parent->vms[i];
+		if (!pv->closed &&
+		    !vm_known(t, c, pv->id, pv->L, pv->g, pv->ud, pv->num))
+			return -1;
+	}
+	/* Its allocators and hooks: the parent's files, at its addresses. */
+	for (unsigned i = 0; i < parent->naf; i++)
+		if (attach_allocf(t, c, parent->af[i].addr))
+			return -1;
+	if (!pmaps_load(c->pid, &m)) {
+		proc_hooks(t, c, &m);
+		pmaps_free(&m);
+	}
+	announce(t, c);
+	return 0;
 }
 
 static void on_needed(void *ctx, uint64_t unused, const char *soname)
@@ -327,14 +554,15 @@ static void on_needed(void *ctx, uint64_t unused, const char *soname)
 				      "/usr/lib/x86_64-linux-gnu",
 				      "/usr/local/lib", "/lib", "/usr/lib" };
 	struct tr *t = ctx;
+	struct tproc *c = u64map_get(&t->pmap, (uint64_t)t->cmd_pid | 1ULL << 32);
 	char p[PATH_MAX];
 
-	if (!strstr(soname, "luajit"))
+	if (!strstr(soname, "luajit") || !c)
 		return;
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", dirs[i], soname);
 		if (!access(p, R_OK)) {
-			newstate_probe(t, p);
+			hooks_of(t, c, p);
 			return;
 		}
 	}
@@ -347,8 +575,11 @@ int cmd_probes(struct tr *t, const char *exe)
 	char interp[PATH_MAX], line[PATH_MAX];
 	const char *bin = exe;
 	FILE *f = fopen(exe, "re");
+	struct tproc *c = u64map_get(&t->pmap, (uint64_t)t->cmd_pid | 1ULL << 32);
 	unsigned before;
 
+	if (!c)
+		return -1;
 	if (f && fgets(line, sizeof(line), f) && !strncmp(line, "#!", 2)) {
 		char *s = line + 2;
 		s += strspn(s, " \t");
@@ -365,9 +596,9 @@ int cmd_probes(struct tr *t, const char *exe)
 	if (f)
 		fclose(f);
 	if (!elfsym_interp(bin, line, sizeof(line)))
-		newstate_probe(t, line);
-	before = t->nlinks;
-	newstate_probe(t, bin);
+		hooks_of(t, c, line);
+	before = c->links.n;
+	hooks_of(t, c, bin);
 	elfsym_needed(bin, on_needed, t);
-	return t->nlinks > before ? 0 : -1;
+	return c->links.n > before ? 0 : -1;
 }

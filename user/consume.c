@@ -21,15 +21,23 @@
 #include "proc.h"
 #include "report.h"
 
-/* -- Stream output ------------------------------------------------------- */
+/* -- Routing ------------------------------------------------------------- */
 
-void emit_sym(void *ctx, const struct mp_sym *s)
+static struct tproc *proc_of(struct tr *t, uint32_t tgid)
 {
-	struct tr *t = ctx;
+	return u64map_get(&t->pmap, (uint64_t)tgid | 1ULL << 32);
+}
 
-	if (t->w)
-		mpw_sym(t->w, s);
-	report_sym(t->rep, s);
+/* The VM a record names; a VM BPF registered whose record we have not
+ * seen (it cannot be: its record goes first) is made from what it says. */
+static struct tvm *vm_of(struct tr *t, uint32_t tgid, uint32_t id)
+{
+	struct tvm *v = vm_get(t, tgid, id);
+	struct tproc *p;
+
+	if (v || !(p = proc_of(t, tgid)) || p->ignored)
+		return v;
+	return vm_known(t, p, id, 0, 0, 0, p->next_num);
 }
 
 /* A prototype's line table, as LuaJIT's lj_debug_line reads it. */
@@ -67,12 +75,12 @@ static int64_t pline_line(const struct pline *p, uint64_t pos)
 		(uint32_t)p->li[i + 3] << 24);
 }
 
-static void keep_lines(struct tr *t, const struct lmt_proto *p, size_t sz)
+static void keep_lines(struct tvm *v, const struct lmt_proto *p, size_t sz)
 {
 	struct pline *l;
 	int err;
 
-	free(u64map_del(&t->lines, p->addr));
+	free(u64map_del(&v->lines, p->addr));
 	if (!p->li_width || p->li_len > LMT_LI_MAX ||
 	    sz < offsetof(struct lmt_proto, lineinfo) + p->li_len)
 		return;
@@ -85,7 +93,7 @@ static void keep_lines(struct tr *t, const struct lmt_proto *p, size_t sz)
 	l->width = p->li_width;
 	l->len = p->li_len;
 	memcpy(l->li, p->lineinfo, p->li_len);
-	u64map_put(&t->lines, p->addr, l, &err);
+	u64map_put(&v->lines, p->addr, l, &err);
 	if (err)
 		free(l);
 }
@@ -93,9 +101,14 @@ static void keep_lines(struct tr *t, const struct lmt_proto *p, size_t sz)
 static void on_proto(struct tr *t, const struct lmt_proto *p, size_t sz)
 {
 	struct mp_sym s = { .kind = MP_SYM_LFUNC, .addr = p->addr };
+	struct tvm *v = vm_of(t, p->tgid, p->vm);
 	char *full = NULL;
 	uint32_t n = p->copied <= LMT_NAME_MAX ? p->copied : LMT_NAME_MAX;
 
+	if (!v) {
+		t->bad_recs++;
+		return;
+	}
 	s.name = p->name;
 	s.name_len = n;
 	/* Long chunk names (load(string) without a name: the whole source)
@@ -107,49 +120,41 @@ static void on_proto(struct tr *t, const struct lmt_proto *p, size_t sz)
 			s.name = full;
 			s.name_len = p->len;
 		} else {
-			t->names_cut++;
+			v->p->names_cut++;
 		}
 	} else if (p->len > n) {
-		t->names_cut++;
+		v->p->names_cut++;
 	}
 	/* Built-ins in bytecode have firstline -1: sign-extend, as LuaJIT. */
 	s.line = (uint64_t)(int64_t)p->firstline;
-	emit_sym(t, &s);
-	keep_lines(t, p, sz);
+	out_sym(v->out, &s);
+	keep_lines(v, p, sz);
 	free(full);
-	t->protos++;
+	v->p->protos++;
 }
 
 static void on_trace(struct tr *t, const struct lmt_trace *r)
 {
 	struct mp_sym s = { .kind = MP_SYM_TRACE, .addr = r->traceno,
 			    .proto = r->proto, .line = r->line };
-	emit_sym(t, &s);
-	t->traces++;
-}
+	struct tvm *v = vm_of(t, r->tgid, r->vm);
 
-static void write_event(struct tr *t, struct mp_event *m)
-{
-	if (m->src == MP_SRC_CFUNC)
-		syms_cfunc(&t->syms, m->loc);
-	if (t->w)
-		mpw_event(t->w, m);
-	report_event(t->rep, m);
-	t->n[m->kind & 3]++;
-	if (m->kind & MP_ALLOC)
-		t->bytes_alloc += m->nsize;
-	if (m->kind & MP_FREE)
-		t->bytes_free += m->osize;
+	if (!v) {
+		t->bad_recs++;
+		return;
+	}
+	out_sym(v->out, &s);
+	v->p->traces++;
 }
 
 /* A position (LMT_EV_POS) to a line through the prototype's table. */
-static void pos_line(struct tr *t, struct mp_event *m)
+static void pos_line(struct tvm *v, struct mp_event *m)
 {
-	const struct pline *l = u64map_get(&t->lines, m->loc);
+	const struct pline *l = u64map_get(&v->lines, m->loc);
 	int64_t line = l ? pline_line(l, m->line) : 0;
 
 	if (!l)
-		t->nolines++;
+		v->p->nolines++;
 	if (line < 0) {
 		m->src = MP_SRC_INTERNAL;
 		m->loc = 0;
@@ -162,7 +167,17 @@ static void pos_line(struct tr *t, struct mp_event *m)
 static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 {
 	const size_t h = sizeof(struct lmt_batch), rs = sizeof(struct lmt_ev);
+	struct lmt_batch hd;
+	struct tvm *v;
 
+	if (sz < h)
+		return;
+	memcpy(&hd, b, h);
+	v = vm_of(t, hd.tgid, hd.vm);
+	if (!v) { /* a VM we cannot tell: its events are lost, and said */
+		t->bad_recs += (sz - h) / rs;
+		return;
+	}
 	for (size_t off = h; off + rs <= sz; off += rs) {
 		struct lmt_ev r;
 		struct mp_event m;
@@ -178,33 +193,58 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 				       .osize = r.osize, .naddr = r.naddr,
 				       .nsize = r.nsize };
 		if (r.flags & LMT_EV_POS)
-			pos_line(t, &m);
-		write_event(t, &m);
+			pos_line(v, &m);
+		if (m.src == MP_SRC_CFUNC)
+			syms_cfunc(&v->p->syms, m.loc);
+		out_event(v->out, &m);
 	}
 }
 
+/* lua_newstate returned in a process whose new VM user space must
+ * register: a traced process's new allocator, or with --all a process not
+ * seen before (stopped meanwhile). */
 static void on_newvm(struct tr *t, const struct lmt_newvm *n)
 {
+	struct tproc *p = proc_of(t, n->tgid);
 	struct vminfo v;
 	struct pmaps m;
 	char why[160];
+	int fresh = 0;
 
 	if (t->stopping)
 		return;
 	if (n->registered) { /* BPF did it: its allocator is probed */
-		t->nvm++;
-		if (t->o->verbose)
-			fprintf(stderr, "luamemtrace: VM %u: L 0x%" PRIx64 " g 0x%"
-				PRIx64 ", allocator 0x%" PRIx64 " ud 0x%" PRIx64
-				" (registered in BPF)\n", n->id, (uint64_t)n->L,
-				(uint64_t)n->g, (uint64_t)n->allocf, (uint64_t)n->ud);
+		struct tvm *tv = p ? vm_known(t, p, n->id, n->L, n->g, n->ud,
+					      p->next_num) : NULL;
+		if (tv && t->o->verbose)
+			fprintf(stderr, "luamemtrace: PID %u VM %u: L 0x%" PRIx64
+				" g 0x%" PRIx64 ", allocator 0x%" PRIx64 " ud 0x%"
+				PRIx64 " (registered in BPF)\n", n->tgid, tv->num,
+				(uint64_t)n->L, (uint64_t)n->g, (uint64_t)n->allocf,
+				(uint64_t)n->ud);
 		return;
 	}
+	if (!p) { /* --all: a process not seen before */
+		p = proc_new(t, (pid_t)n->tgid, 1);
+		if (!p)
+			return; /* gone already */
+		fresh = 1;
+		if (!proc_wanted(t, p)) {
+			proc_ignore(t, p);
+			return;
+		}
+	}
+	if (p->ignored)
+		return;
 	if (pmaps_load((pid_t)n->tgid, &m) == 0) {
 		if (vm_at((pid_t)n->tgid, &m, t->o->variant, n->L, &v, why,
 			  sizeof(why)) == 0) {
-			if (add_vm(t, &v))
+			int r = p->attached ? add_vm(t, p, &v) : proc_attach(t, p, &v, 1);
+			if (r)
 				t->lost_vm++;
+			else if (!p->nvm || (p->nvm == 1 && !t->o->quiet && t->o->all))
+				fprintf(stderr, "luamemtrace: tracing PID %d (%s)\n",
+					(int)p->pid, p->comm);
 		} else {
 			err1("warning: new lua_State 0x%" PRIx64 " in PID %u not "
 			     "traced: %s", (uint64_t)n->L, n->tgid, why);
@@ -212,6 +252,47 @@ static void on_newvm(struct tr *t, const struct lmt_newvm *n)
 		}
 		pmaps_free(&m);
 	}
+	if (fresh && !p->attached)
+		proc_drop(t, p);
+}
+
+/* A traced process forked (-o DIR): the child, stopped, gets its streams
+ * and probes before it runs. */
+static void on_fork(struct tr *t, const struct lmt_fork *f)
+{
+	struct tproc *parent = proc_of(t, f->ptgid), *c;
+
+	if (!f->stopped || t->stopping || !parent) {
+		forget_proc(t, f->tgid);
+		return;
+	}
+	c = proc_new(t, (pid_t)f->tgid, 1);
+	if (!c) {
+		forget_proc(t, f->tgid);
+		return;
+	}
+	if (proc_attach_child(t, parent, c)) {
+		err1("warning: PID %d, a child of PID %d, not traced",
+		     (int)f->tgid, (int)f->ptgid);
+		t->lost_vm++;
+		proc_end(t, c, "error");
+		return;
+	}
+	if (!t->o->quiet)
+		fprintf(stderr, "luamemtrace: tracing PID %d (%s), a child of PID "
+			"%d\n", (int)c->pid, c->comm, (int)f->ptgid);
+}
+
+static void on_exec(struct tr *t, uint32_t tgid)
+{
+	struct tproc *p = proc_of(t, tgid);
+
+	if (!p)
+		return;
+	if (!p->ignored && !t->o->quiet && !t->o->all)
+		err1("PID %d executed a new program: tracing ended there",
+		     (int)p->pid);
+	proc_end(t, p, "exec");
 }
 
 int on_rec(void *ctx, void *data, size_t sz)
@@ -228,16 +309,25 @@ int on_rec(void *ctx, void *data, size_t sz)
 		on_batch(t, data, sz);
 		break;
 	case LMT_REC_FORGET:
-		if (sz >= sizeof(struct lmt_forget))
-			free(u64map_del(&t->lines,
-					((const struct lmt_forget *)data)->addr));
+		if (sz >= sizeof(struct lmt_forget)) {
+			const struct lmt_forget *f = data;
+			struct tvm *v = vm_get(t, f->tgid, f->vm);
+			if (v)
+				free(u64map_del(&v->lines, f->addr));
+		}
 		break;
 	case LMT_REC_TRACE:
 		if (sz >= sizeof(struct lmt_trace))
 			on_trace(t, data);
 		break;
 	case LMT_REC_CLOSE:
-		t->closed++;
+		if (sz >= sizeof(struct lmt_close)) {
+			const struct lmt_close *c = data;
+			struct tvm *v = vm_get(t, c->tgid, c->vm);
+			if (v)
+				v->closed = 1;
+			t->closed++;
+		}
 		break;
 	case LMT_REC_NEWVM:
 		if (sz >= sizeof(struct lmt_newvm)) {
@@ -248,7 +338,20 @@ int on_rec(void *ctx, void *data, size_t sz)
 		break;
 	case LMT_REC_MAPPED:
 		/* Read while the process is stopped (settle_stops). */
-		t->rescan = 1;
+		if (sz >= sizeof(struct lmt_mapped))
+			u64set_add(&t->rescan,
+				   ((const struct lmt_mapped *)data)->tgid | 1ULL << 32);
+		break;
+	case LMT_REC_EXEC:
+		if (sz >= sizeof(struct lmt_exec))
+			on_exec(t, ((const struct lmt_exec *)data)->tgid);
+		break;
+	case LMT_REC_FORK:
+		if (sz >= sizeof(struct lmt_fork)) {
+			t->in_cb = 1;
+			on_fork(t, data);
+			t->in_cb = 0;
+		}
 		break;
 	}
 	return 0;
@@ -299,13 +402,21 @@ void unbatch(struct tr *t)
 	}
 }
 
-/* What the slots held when tracing stopped (the probes are gone). */
-void slots_left(struct tr *t)
+void slots_left(struct tr *t, uint32_t tgid, int release)
 {
 	for (unsigned i = 0; t->slots && i < LMT_NSLOT; i++) {
-		const struct lmt_slot *s = &t->slots[i];
-		if (s->tgid && s->len > sizeof(struct lmt_batch) && s->len < LMT_SBUF)
+		struct lmt_slot *s = &t->slots[i];
+		const uint32_t owner = __atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE);
+
+		if (!owner || (tgid && owner != tgid))
+			continue;
+		if (s->len > sizeof(struct lmt_batch) && s->len < LMT_SBUF)
 			on_batch(t, s->buf, s->len);
+		s->len = sizeof(struct lmt_batch);
+		if (release) { /* its process is gone: the slot is free again */
+			__atomic_store_n(&s->live, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&s->tgid, 0, __ATOMIC_RELEASE);
+		}
 	}
 }
 
@@ -378,9 +489,14 @@ void settle_stops(struct tr *t)
 	}
 	if (t->unbatch_req)
 		unbatch(t);
-	if (t->rescan) {
-		t->rescan = 0;
-		syms_scan(&t->syms);
+	for (size_t i = 0; t->rescan.n && i < t->rescan.cap; i++) {
+		struct tproc *p;
+		if (t->rescan.k[i] && (p = proc_of(t, (uint32_t)t->rescan.k[i])))
+			syms_scan(&p->syms);
+	}
+	if (t->rescan.n) {
+		u64set_free(&t->rescan);
+		memset(&t->rescan, 0, sizeof(t->rescan));
 	}
 	guard_release(t->stops_fd, v, n);
 	free(v);

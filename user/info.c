@@ -26,7 +26,7 @@ static void clean(char *dst, size_t cap, const char *s)
 size_t info_format(const struct info *in, char *buf, size_t len)
 {
 	char exe[sizeof(in->exe)], state[sizeof(in->state)], end[sizeof(in->end)];
-	char when[64] = "";
+	char comm[sizeof(in->comm)], when[64] = "", vm[16] = "all", parent[16] = "";
 	const time_t t = (time_t)in->start;
 	struct tm tm;
 	int n;
@@ -34,13 +34,21 @@ size_t info_format(const struct info *in, char *buf, size_t len)
 	clean(exe, sizeof(exe), in->exe);
 	clean(state, sizeof(state), in->state);
 	clean(end, sizeof(end), in->end);
+	clean(comm, sizeof(comm), in->comm);
+	if (in->vm >= 0)
+		snprintf(vm, sizeof(vm), "%d", in->vm);
+	if (in->parent > 0)
+		snprintf(parent, sizeof(parent), "%d", in->parent);
 	if (gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	n = snprintf(buf, len,
 		     INFO_MAGIC "\n"
 		     "version: %s\n"
 		     "pid: %d\n"
+		     "parent: %s\n"
+		     "comm: %s\n"
 		     "exe: %s\n"
+		     "vm: %s\n"
 		     "vms: %u\n"
 		     "start: %.6f %s\n"
 		     "duration: %.6f\n"
@@ -51,7 +59,8 @@ size_t info_format(const struct info *in, char *buf, size_t len)
 		     "lost_symbols: %" PRIu64 "\n"
 		     "lost_vms: %" PRIu64 "\n"
 		     "in_flight: %" PRIu64 "\n",
-		     in->version, in->pid, exe, in->vms, in->start, when,
+		     in->version, in->pid, parent, comm, exe, vm, in->vms,
+		     in->start, when,
 		     in->duration, state, end, in->events, in->lost, in->lost_sym,
 		     in->lost_vm, in->in_flight);
 	return n < 0 ? 0 : (size_t)n;
@@ -74,6 +83,7 @@ int info_parse(const char *text, size_t n, struct info *out)
 	size_t ml = strlen(INFO_MAGIC);
 
 	memset(out, 0, sizeof(*out));
+	out->vm = -1;
 	if (n < ml || memcmp(text, INFO_MAGIC, ml) || (n > ml && text[ml] != '\n'))
 		return -1;
 	p += ml;
@@ -97,7 +107,22 @@ int info_parse(const char *text, size_t n, struct info *out)
 				U("lost_symbols", lost_sym) U("lost_vms", lost_vm)
 				U("in_flight", in_flight)
 				S("version", version) S("exe", exe) S("state", state)
-				S("end", end)
+				S("end", end) S("comm", comm)
+				else if (!strcmp(line, "vm")) {
+					if (!strcmp(v, "all"))
+						out->vm = -1;
+					else if (u64_of(v, &x) || x > INT_MAX)
+						return -1;
+					else
+						out->vm = (int)x;
+				} else if (!strcmp(line, "parent")) {
+					if (!*v)
+						out->parent = 0;
+					else if (u64_of(v, &x) || x > INT_MAX)
+						return -1;
+					else
+						out->parent = (int)x;
+				}
 				else if (!strcmp(line, "pid")) {
 					if (u64_of(v, &x) || x > INT_MAX)
 						return -1;

@@ -18,8 +18,12 @@
 struct info {
 	char version[16];
 	int pid;
+	int parent;        /* the traced process it forked from, 0 if none */
+	char comm[16];     /* the process's name */
 	char exe[256];     /* the target's executable */
 	unsigned vms;      /* VMs traced */
+	int vm;            /* the VM's number (COMM.PID.vmN.bin); -1: the
+			    * stream holds every VM of its process */
 	double start;      /* wall clock, seconds since the epoch */
 	double duration;   /* seconds */
 	char state[16];    /* running, complete, incomplete */

@@ -14,18 +14,29 @@
 #define STR(x) STR_(x)
 
 static const char usage[] =
-	"Usage: luamemtrace -p PID -o FILE [options]\n"
-	"       luamemtrace -o FILE [options] -- COMMAND [ARG...]\n"
+	"Usage: luamemtrace -p PID[,PID...] -o FILE|DIR [options]\n"
+	"       luamemtrace --all [--exe NAME] -o DIR [options]\n"
+	"       luamemtrace -o FILE|DIR [options] -- COMMAND [ARG...]\n"
 	"       luamemtrace report [--leak-only] [--human-readable] [--folded [--weight=W]] FILE\n"
 	"\n"
 	"Traces every allocation, reallocation and free of the LuaJIT VMs of a\n"
 	"running process (or of COMMAND, from its first VM on) and writes them as\n"
 	"a standard memprof stream (symtab v3 + events v3).\n"
 	"\n"
-	"  -p, --pid PID          attach to a running process\n"
+	"  -p, --pid PID[,PID...] attach to running processes\n"
+	"      --all              every process that runs a LuaJIT luamemtrace\n"
+	"                         knows, and those that start later\n"
+	"      --exe NAME         with --all: only programs named NAME (the\n"
+	"                         executable's file name or the process name;\n"
+	"                         repeat it, or NAME,NAME)\n"
 	"  -o, --output FILE      write the stream to FILE (mode 0600; never\n"
 	"                         through a symbolic link), and its facts to\n"
-	"                         FILE.info (process, duration, lost events)\n"
+	"                         FILE.info (process, duration, lost events):\n"
+	"                         one process; its VMs share the stream\n"
+	"  -o, --output DIR/      a stream per VM in DIR (made if missing; an\n"
+	"                         existing directory or a name ending in /),\n"
+	"                         named COMM.PID.vmN.bin, and the children\n"
+	"                         traced processes fork are traced too\n"
 	"  -f, --force            replace FILE if it exists\n"
 	"  -d, --duration SECS    stop after SECS seconds (default: Ctrl-C,\n"
 	"                         SIGTERM, or the end of the target)\n"
@@ -73,12 +84,61 @@ static int parse_num(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
+/* PID[,PID...] appended to o->pids; -1 if one is bad. */
+static int add_pids(struct topts *o, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL, *tok;
+	int r = copy && *arg ? 0 : -1;
+
+	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && !r;
+	     tok = strtok_r(NULL, ",", &save)) {
+		pid_t *nv = realloc(o->pids, (o->npids + 1) * sizeof(*nv));
+		double v;
+
+		if (!nv || parse_num(tok, 1, 4194304, &v) || v != (int)v) {
+			r = -1;
+			if (nv)
+				o->pids = nv;
+			break;
+		}
+		o->pids = nv;
+		for (unsigned i = 0; i < o->npids; i++)
+			if (o->pids[i] == (pid_t)v)
+				r = -1; /* twice */
+		o->pids[o->npids++] = (pid_t)v;
+	}
+	if (copy && (arg[strlen(arg) - 1] == ',' || strstr(arg, ",,")))
+		r = -1;
+	free(copy);
+	return r;
+}
+
+/* NAME[,NAME...] appended to o->exes (kept for the whole run). */
+static int add_exes(struct topts *o, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL, *tok;
+
+	if (!copy || !*arg || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,") ||
+	    *arg == ',')
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		const char **nv = realloc(o->exes, (o->nexes + 1) * sizeof(*nv));
+		if (!nv || strchr(tok, '/') || strlen(tok) > 255)
+			return -1;
+		o->exes = nv;
+		o->exes[o->nexes++] = tok;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB,
-	       OPT_STRICT };
+	       OPT_STRICT, OPT_ALL, OPT_EXE };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "all", no_argument, NULL, OPT_ALL },
+		{ "exe", required_argument, NULL, OPT_EXE },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "strict", no_argument, NULL, OPT_STRICT },
@@ -106,9 +166,15 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+p:o:fd:b:t:qvhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_num(optarg, 1, 4194304, &v) || v != (int)v)
-				return bad_usage("bad PID '%s'", optarg);
-			o.pid = (pid_t)v;
+			if (add_pids(&o, optarg))
+				return bad_usage("bad PID list '%s' (PID[,PID...])", optarg);
+			break;
+		case OPT_ALL:
+			o.all = 1;
+			break;
+		case OPT_EXE:
+			if (add_exes(&o, optarg))
+				return bad_usage("bad --exe '%s' (NAME[,NAME...])", optarg);
 			break;
 		case 'o':
 			o.out = optarg;
@@ -192,11 +258,15 @@ int main(int argc, char **argv)
 					 "after --)", argv[optind]);
 		o.cmd = argv + optind;
 	}
-	if (!o.pid == !o.cmd)
-		return bad_usage("%s", o.pid ? "give -p PID or -- COMMAND, not both" :
-					       "nothing to trace: give -p PID or -- COMMAND");
+	if (!!o.npids + !!o.cmd + o.all > 1)
+		return bad_usage("%s", "give one of -p PID, --all and -- COMMAND");
+	if (!o.npids && !o.cmd && !o.all)
+		return bad_usage("%s", "nothing to trace: give -p PID, --all or "
+				       "-- COMMAND");
+	if (o.nexes && !o.all)
+		return bad_usage("%s", "--exe narrows --all: give --all too");
 	if (!o.out)
-		return bad_usage("%s", "no output: give -o FILE");
+		return bad_usage("%s", "no output: give -o FILE or -o DIR/");
 	if (o.strict && !o.cmd)
 		return bad_usage("%s", "--strict is for -- COMMAND (with -p, loss "
 				       "is exit 3 already)");

@@ -271,3 +271,55 @@ out:
 	close(dfd);
 	return r;
 }
+
+int outfile_dir(const char *path, int create, char *err, size_t len)
+{
+	char p[PATH_MAX], dir[PATH_MAX], base[NAME_MAX + 1];
+	struct stat st;
+	size_t l = strlen(path);
+	int dfd;
+
+	if (!l || l >= PATH_MAX)
+		return ERR("bad output directory name");
+	snprintf(p, sizeof(p), "%s", path);
+	while (l > 1 && p[l - 1] == '/')
+		p[--l] = 0;
+	if (!lstat(p, &st)) {
+		if (S_ISLNK(st.st_mode))
+			return ERR("%s is a symbolic link: not followed", p);
+		if (!S_ISDIR(st.st_mode))
+			return ERR("%s is not a directory", p);
+		if (!realpath(p, dir) || dir_trusted(dir, err, len))
+			return realpath(p, dir) ? -1 :
+			       ERR("cannot use directory %s: %s", p, strerror(errno));
+		if (access(dir, W_OK | X_OK))
+			return ERR("cannot write in %s: %s", p, strerror(errno));
+		return 0;
+	}
+	if (errno != ENOENT)
+		return ERR("cannot use directory %s: %s", p, strerror(errno));
+	/* A new directory: where it goes must be trusted, as for a file. */
+	dfd = open_dir(p, dir, base, err, len);
+	if (dfd < 0)
+		return -1;
+	if (faccessat(dfd, ".", W_OK, AT_EACCESS)) {
+		close(dfd);
+		return ERR("cannot create %s: %s", p, strerror(errno));
+	}
+	if (create) {
+		if (mkdirat(dfd, base, 0700)) {
+			close(dfd);
+			return ERR("cannot create %s: %s", p, strerror(errno));
+		}
+		if (invoker() && dir_owner_is_invoker(dfd)) {
+			int fd = openat(dfd, base, O_RDONLY | O_DIRECTORY |
+					O_NOFOLLOW | O_CLOEXEC);
+			if (fd >= 0) {
+				own_by_invoker(fd);
+				close(fd);
+			}
+		}
+	}
+	close(dfd);
+	return 0;
+}

@@ -40,4 +40,9 @@ int outfile_create(const char *path, int force, int dev_ok, int *regular,
 int outfile_replace(const char *path, const void *data, size_t n, char *err,
 		    size_t len);
 
+/* A directory of streams (-o DIR): 0 if path is one we may write in, or
+ * could be created (create: it is, mode 0700), under the rules above; -1
+ * with err. */
+int outfile_dir(const char *path, int create, char *err, size_t len);
+
 #endif

@@ -65,7 +65,7 @@ pid_t start_child(char **cmd, int *gate)
 void forward_signal(struct tr *t)
 {
 	if (forward_sig && t->o->cmd && !t->child_done) {
-		kill(t->pid, forward_sig);
+		kill(t->cmd_pid, forward_sig);
 		forward_sig = 0;
 	}
 }
@@ -81,8 +81,8 @@ void wait_child(struct tr *t)
 		forward_signal(t);
 		/* Not a blocking wait: a signal that came just before it would
 		 * be passed on only when the command ended by itself. */
-		r = waitpid(t->pid, &status, WNOHANG);
-		if (r == t->pid) {
+		r = waitpid(t->cmd_pid, &status, WNOHANG);
+		if (r == t->cmd_pid) {
 			t->child_done = 1;
 			t->child_status = status;
 		} else if (r < 0 && errno != EINTR) {

@@ -49,8 +49,9 @@ void sum_stats(struct tr *t, struct lmt_stats *s)
 	free(v);
 }
 
-/* What was lost, as the sidecar counts it: events, symbol records, VMs. */
-static void losses(const struct tr *t, const struct lmt_stats *st, struct info *in)
+/* What was lost, as the sidecar counts it: events, symbol records, VMs.
+ * Counted for the whole trace: every stream of a lossy trace says so. */
+void losses(const struct tr *t, const struct lmt_stats *st, struct info *in)
 {
 	in->lost = st->lost + st->missed + t->bad_recs;
 	in->lost_sym = st->lost_sym;
@@ -75,23 +76,70 @@ static void human(char *b, size_t n, uint64_t v)
 		snprintf(b, n, "%" PRIu64 " B", v);
 }
 
-void summary(struct tr *t, const struct lmt_stats *s, double secs,
-		    uint64_t out_bytes)
+/* One line per stream: -o DIR. */
+static void streams(struct tr *t)
+{
+	for (unsigned i = 0; i < t->nouts; i++) {
+		const struct tout *o = t->outs[i];
+		char a[32], f[32], e[PATH_MAX * 4];
+		const char *b = strrchr(o->path, '/');
+
+		human(a, sizeof(a), o->bytes_alloc);
+		human(f, sizeof(f), o->bytes_free);
+		b = b ? b + 1 : o->path;
+		fprintf(stderr, "    %-28s %9" PRIu64 " events, %s allocated, %s "
+			"freed", esc_str(e, sizeof(e), b, strlen(b), 0),
+			o->n[1] + o->n[2] + o->n[3], a, f);
+		if (o->p && o->p->parent)
+			fprintf(stderr, " (a child of PID %d)", (int)o->p->parent);
+		fprintf(stderr, "%s\n", o->failed ? " INCOMPLETE" : "");
+	}
+}
+
+void summary(struct tr *t, const struct lmt_stats *s, double secs)
 {
 	char a[32], f[32];
-	uint64_t evs = t->n[1] + t->n[2] + t->n[3];
+	uint64_t n[4] = { 0 }, ba = 0, bf = 0, protos = 0, traces = 0,
+		 names_cut = 0, nolines = 0;
+	unsigned long csyms = 0;
+	unsigned nvm = 0, np = 0;
+	struct tproc *one = NULL;
 
-	human(a, sizeof(a), t->bytes_alloc);
-	human(f, sizeof(f), t->bytes_free);
-	fprintf(stderr, "luamemtrace: traced PID %d, %u VM%s (%s), %.2f s\n",
-		(int)t->pid, t->nvm, t->nvm == 1 ? "" : "s",
-		t->var ? t->var->name : "-", secs);
+	for (unsigned i = 0; i < t->nouts; i++) {
+		const struct tout *o = t->outs[i];
+		for (int k = 0; k < 4; k++)
+			n[k] += o->n[k];
+		ba += o->bytes_alloc;
+		bf += o->bytes_free;
+	}
+	for (struct tproc *p = t->procs; p; p = p->next) {
+		if (p->ignored || !p->attached)
+			continue;
+		np++;
+		one = p;
+		nvm += p->nvm;
+		protos += p->protos;
+		traces += p->traces;
+		names_cut += p->names_cut;
+		nolines += p->nolines;
+		csyms += p->syms.nsyms;
+	}
+	uint64_t evs = n[1] + n[2] + n[3];
+
+	human(a, sizeof(a), ba);
+	human(f, sizeof(f), bf);
+	if (np == 1)
+		fprintf(stderr, "luamemtrace: traced PID %d, %u VM%s (%s), %.2f s\n",
+			(int)one->pid, nvm, nvm == 1 ? "" : "s",
+			t->var ? t->var->name : "-", secs);
+	else
+		fprintf(stderr, "luamemtrace: traced %u processes, %u VM%s, %.2f s\n",
+			np, nvm, nvm == 1 ? "" : "s", secs);
 	fprintf(stderr, "  events:  %" PRIu64 " (%" PRIu64 " alloc, %" PRIu64
 		" realloc, %" PRIu64 " free), %s allocated, %s freed\n",
-		evs, t->n[1], t->n[3], t->n[2], a, f);
+		evs, n[1], n[3], n[2], a, f);
 	fprintf(stderr, "  symbols: %" PRIu64 " prototypes, %" PRIu64
-		" traces, %lu C functions\n", t->protos, t->traces,
-		t->syms.nsyms);
+		" traces, %lu C functions\n", protos, traces, csyms);
 	fprintf(stderr, "  lost:    %" PRIu64 " events, %" PRIu64
 		" symbol records%s\n", (uint64_t)s->lost, (uint64_t)s->lost_sym,
 		s->lost + s->lost_sym ?
@@ -109,23 +157,23 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs,
 		fprintf(stderr, "  %" PRIu64 " allocation%s in flight when tracing "
 			"stopped (not recorded)\n", (uint64_t)s->parked,
 			s->parked == 1 ? "" : "s");
-	if (t->nolines)
+	if (nolines)
 		fprintf(stderr, "  %" PRIu64 " events of prototypes whose record was "
-			"lost: line 0\n", t->nolines);
+			"lost: line 0\n", nolines);
 	if (t->closed)
 		fprintf(stderr, "  closed:  %u VM%s ran lua_close (its teardown frees "
 			"are not recorded)\n", t->closed, t->closed == 1 ? "" : "s");
 	if (t->lost_vm)
-		fprintf(stderr, "  missed:  %d VM%s created during the trace\n",
-			t->lost_vm, t->lost_vm == 1 ? "" : "s");
+		fprintf(stderr, "  missed:  %d VM%s or process%s not traced (said "
+			"above)\n", t->lost_vm, t->lost_vm == 1 ? "" : "s",
+			t->lost_vm == 1 ? "" : "es");
 	if (s->lost_vm)
-		fprintf(stderr, "  lost:    %" PRIu64 " new VMs or dlopens (ring "
-			"buffer full: the stream is INCOMPLETE; raise -b)\n",
+		fprintf(stderr, "  lost:    %" PRIu64 " new VMs, forks or dlopens "
+			"(ring buffer full: the stream is INCOMPLETE; raise -b)\n",
 			(uint64_t)s->lost_vm);
-	if (t->names_cut)
+	if (names_cut)
 		fprintf(stderr, "  %" PRIu64 " chunk names cut to %d bytes (string "
-			"gone before it could be read)\n", t->names_cut,
-			LMT_NAME_MAX);
+			"gone before it could be read)\n", names_cut, LMT_NAME_MAX);
 	if (getenv("LMT_DEBUG_STATS"))
 		fprintf(stderr, "  bpf: events %llu reads %llu errs %llu protos %llu unknown_vm %llu\n",
 			(unsigned long long)s->events, (unsigned long long)s->reads,
@@ -137,59 +185,24 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs,
 	if (evs)
 		fprintf(stderr, "  consumer: %.0f ns CPU per event\n",
 			(cpu_ns() - t->cpu0) / (double)evs);
-	if (t->o->top > 0 && evs)
-		report_print_top(t->rep, stderr, t->o->top, 1);
+	if (!t->dir) {
+		char e[PATH_MAX * 4];
+		if (t->o->top > 0 && evs && t->one)
+			report_print_top(t->one->rep, stderr, t->o->top, 1);
+		fprintf(stderr, "  wrote %s (%" PRIu64 " bytes)\n",
+			esc_str(e, sizeof(e), t->o->out, strlen(t->o->out), 0),
+			t->one ? t->one->w.bytes : 0);
+		return;
+	}
 	{
 		char e[PATH_MAX * 4];
-		fprintf(stderr, "  wrote %s (%" PRIu64 " bytes)\n",
-			esc_str(e, sizeof(e), t->o->out, strlen(t->o->out), 0), out_bytes);
+		fprintf(stderr, "  wrote %u stream%s in %s:\n", t->nouts,
+			t->nouts == 1 ? "" : "s",
+			esc_str(e, sizeof(e), t->o->out, strlen(t->o->out), 0));
+		streams(t);
+		if (t->o->top > 0 && evs && t->nouts == 1)
+			report_print_top(t->outs[0]->rep, stderr, t->o->top, 1);
 	}
-}
-
-void write_info(struct tr *t, const struct lmt_stats *st, int done,
-		       double secs)
-{
-	struct info in = { .pid = t->pid, .vms = t->nvm, .start = t->wall0,
-			   .duration = secs };
-	char buf[2048], err[320], p[64];
-	ssize_t n;
-
-	if (!t->info_path)
-		return;
-	snprintf(in.version, sizeof(in.version), "%s", LMT_VERSION);
-	if (!t->exe[0]) { /* -p: the target's, while it runs */
-		snprintf(p, sizeof(p), "/proc/%d/exe", (int)t->pid);
-		n = readlink(p, t->exe, sizeof(t->exe) - 1);
-		t->exe[n > 0 ? n : 0] = 0;
-	}
-	snprintf(in.exe, sizeof(in.exe), "%.*s", (int)sizeof(in.exe) - 1, t->exe);
-	snprintf(in.state, sizeof(in.state), "%s",
-		 !done ? "running" : t->failed ? "incomplete" : "complete");
-	snprintf(in.end, sizeof(in.end), "%s", t->end ? t->end : "");
-	if (st) {
-		in.events = t->n[1] + t->n[2] + t->n[3];
-		losses(t, st, &in);
-		in.in_flight = st->parked;
-	}
-	info_format(&in, buf, sizeof(buf));
-	if (!t->info_made) {
-		int reg, fd = outfile_create(t->info_path, t->o->force, 0, &reg, err,
-					     sizeof(err));
-		if (fd >= 0) {
-			size_t l = strlen(buf);
-			if (write(fd, buf, l) != (ssize_t)l)
-				snprintf(err, sizeof(err), "cannot write %s: %s",
-					 t->info_path, strerror(errno));
-			else
-				t->info_made = 1;
-			close(fd);
-		}
-		if (!t->info_made)
-			err1("%s", err);
-		return;
-	}
-	/* A full disk is said once, for the stream. */
-	if (outfile_replace(t->info_path, buf, strlen(buf), err, sizeof(err)) &&
-	    !t->failed)
-		err1("%s", err);
+	if (t->forks_skipped)
+		fprintf(stderr, "  %u forked children not followed\n", t->forks_skipped);
 }

@@ -18,14 +18,45 @@ void syms_init(struct syms *s, pid_t pid, sym_emit_fn emit, void *ctx)
 	s->ctx = ctx;
 }
 
+/* Kept for the streams that start later (syms_replay). */
+static void keep(struct syms *s, uint64_t addr, const char *name)
+{
+	struct csym *nv;
+
+	if (s->nlog == s->caplog) {
+		size_t cap = s->caplog ? 2 * s->caplog : 1024;
+		nv = realloc(s->log, cap * sizeof(*nv));
+		if (!nv)
+			return;
+		s->log = nv;
+		s->caplog = cap;
+	}
+	s->log[s->nlog].addr = addr;
+	s->log[s->nlog].name = strdup(name);
+	if (s->log[s->nlog].name)
+		s->nlog++;
+}
+
 static void emit_name(struct syms *s, uint64_t addr, const char *name)
 {
 	struct mp_sym r = { .kind = MP_SYM_CFUNC, .addr = addr, .name = name,
 			    .name_len = strlen(name) };
 
 	u64set_add(&s->named, addr);
-	s->emit(s->ctx, &r);
+	keep(s, addr, name);
+	if (s->emit)
+		s->emit(s->ctx, &r);
 	s->nsyms++;
+}
+
+void syms_replay(const struct syms *s, sym_emit_fn fn, void *ctx)
+{
+	for (size_t i = 0; i < s->nlog; i++) {
+		struct mp_sym r = { .kind = MP_SYM_CFUNC, .addr = s->log[i].addr,
+				    .name = s->log[i].name,
+				    .name_len = strlen(s->log[i].name) };
+		fn(ctx, &r);
+	}
 }
 
 static void on_func(void *ctx, uint64_t addr, const char *name)
@@ -118,6 +149,9 @@ void syms_cfunc(struct syms *s, uint64_t addr)
 
 void syms_free(struct syms *s)
 {
+	for (size_t i = 0; i < s->nlog; i++)
+		free(s->log[i].name);
+	free(s->log);
 	free(s->obj);
 	u64set_free(&s->named);
 	memset(s, 0, sizeof(*s));

@@ -17,6 +17,11 @@ struct cobj {
 	char name[64];   /* basename, for synthetic names */
 };
 
+struct csym {
+	uint64_t addr;
+	char *name;
+};
+
 struct syms {
 	pid_t pid;
 	sym_emit_fn emit;
@@ -25,6 +30,8 @@ struct syms {
 	size_t nobj;
 	struct u64set named; /* addresses some record names exactly */
 	unsigned long nsyms;
+	struct csym *log; /* every record emitted, in order */
+	size_t nlog, caplog;
 };
 
 void syms_init(struct syms *s, pid_t pid, sym_emit_fn emit, void *ctx);
@@ -36,6 +43,9 @@ int syms_scan(struct syms *s);
  * them after the nearest lower symbol. Such addresses get "object+0xVADDR"
  * (usable with addr2line and a debug file). */
 void syms_cfunc(struct syms *s, uint64_t addr);
+/* Emits again, to fn, every record emitted so far (a stream that starts
+ * after them). */
+void syms_replay(const struct syms *s, sym_emit_fn fn, void *ctx);
 void syms_free(struct syms *s);
 
 #endif

@@ -164,60 +164,6 @@ double cpu_ns(void)
 	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
 }
 
-/* A pidfd turns readable when the process exits, zombie or not. */
-static int target_gone(pid_t pid, int pidfd)
-{
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-
-	if (pidfd < 0)
-		return !proc_exists(pid);
-	return poll(&p, 1, 0) > 0;
-}
-
-/* Finds the VMs of a running process: 0, or -1 having said why not. */
-static int find_vms(struct tr *t, struct pmaps *m, struct vmscan *scan)
-{
-	const struct topts *o = t->o;
-	char why[PATH_MAX + 8];
-	int r = pmaps_load(t->pid, m);
-
-	if (r) {
-		err1("cannot read /proc/%d/maps: %s", (int)t->pid, strerror(-r));
-		return -1;
-	}
-	r = vm_scan(t->pid, m, o->variant, scan);
-	if (r) {
-		err1("cannot scan PID %d: %s", (int)t->pid, strerror(-r));
-		return -1;
-	}
-	if (!scan->n) {
-		int lj = 0;
-		for (size_t i = 0; i < m->n && !lj; i++) {
-			char path[128];
-			uint64_t off;
-			if (m->v[i].perms[2] != 'x' || !pmap_is_file(&m->v[i]))
-				continue;
-			pmap_file_path(t->pid, &m->v[i], path, sizeof(path));
-			lj = !elfsym_offset(path, "luaJIT_setmode", &off);
-		}
-		/* Self-pointers like L->glref also occur by chance
-		 * (allocator free lists): only LuaJIT's own symbols
-		 * tell an unknown layout from no LuaJIT at all. */
-		if (!lj) {
-			err1("PID %d runs no LuaJIT VM", (int)t->pid);
-			return -1;
-		}
-		why[0] = 0;
-		if (scan->first_reject[0])
-			snprintf(why, sizeof(why), " (%s)", scan->first_reject);
-		err1("unrecognised LuaJIT layout in PID %d: LuaJIT is loaded but "
-		     "no VM matched %s%s", (int)t->pid,
-		     o->variant ? o->variant : "any known variant", why);
-		return -1;
-	}
-	return 0;
-}
-
 /* The slots map, shared with BPF (struct lmt_slot). */
 static int map_slots(struct tr *t)
 {
@@ -235,6 +181,22 @@ static int map_slots(struct tr *t)
 	t->slots = mp;
 	t->slots_len = len;
 	return 0;
+}
+
+/* Processes that exited: what they sent is read, their streams end. */
+static void reap(struct tr *t)
+{
+	int drained = 0;
+
+	for (struct tproc *p = t->procs; p; p = p->next) {
+		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+
+		if (p->ended || p->pidfd < 0 || poll(&pf, 1, 0) <= 0)
+			continue;
+		if (!drained++)
+			drain(t);
+		proc_end(t, p, "exited");
+	}
 }
 
 /* Polls until tracing ends; says why in t->end. */
@@ -255,17 +217,17 @@ static void run_loop(struct tr *t)
 		if (t->unbatch_req)
 			unbatch(t);
 		settle_stops(t);
-		if (t->w && t->w->err) {
-			t->end = "write error";
-			return;
-		}
-		if (t->skel->bss->execd) {
-			t->end = "exec";
-			if (!t->o->quiet)
-				err1("PID %d executed a new program: tracing ended "
-				     "there", (int)t->pid);
-			return;
-		}
+		for (unsigned i = 0; i < t->nouts; i++)
+			if (t->outs[i]->w.err && !t->outs[i]->finished) {
+				if (!t->dir) {
+					t->end = "write error";
+					return;
+				}
+				err1("cannot write %s: %s", t->outs[i]->path,
+				     strerror(t->outs[i]->w.err));
+				t->outs[i]->failed = 1;
+				out_finish(t, t->outs[i], "write error");
+			}
 		if (t->deadline && now() >= t->deadline) {
 			t->end = "duration";
 			return;
@@ -274,19 +236,25 @@ static void run_loop(struct tr *t)
 		 * mapped. dlopen stops the process for that (dl_state); this
 		 * catches the rest (a mmap by hand). */
 		if (now() >= next_scan) {
-			syms_scan(&t->syms);
+			for (struct tproc *p = t->procs; p; p = p->next)
+				if (p->attached && !p->ended)
+					syms_scan(&p->syms);
 			next_scan = now() + 1;
 		}
 		if (t->o->cmd) {
 			int status;
-			if (waitpid(t->pid, &status, WNOHANG) == t->pid) {
+			if (waitpid(t->cmd_pid, &status, WNOHANG) == t->cmd_pid) {
 				t->child_done = 1;
 				t->child_status = status;
 				t->end = "target exited";
 				return;
 			}
-		} else if (target_gone(t->pid, t->pidfd)) {
-			t->end = "target exited";
+		}
+		reap(t);
+		if (!t->o->all && !t->o->cmd && !t->nlive) {
+			struct tproc *p = t->procs;
+			t->end = p && p->end && !strcmp(p->end, "exec") ? "exec" :
+				 "target exited";
 			return;
 		}
 	}
@@ -295,67 +263,54 @@ static void run_loop(struct tr *t)
 
 /* -- Stages -------------------------------------------------------------- */
 
-/* The output files can be made: checked, nothing created yet. */
-static int check_output(struct tr *t)
-{
-	const struct topts *o = t->o;
-	char err[PATH_MAX + 128];
-
-	t->info[0] = 0;
-	if (!o->floor && !outfile_is_device(o->out) &&
-	    snprintf(t->info, sizeof(t->info), "%s" INFO_SUFFIX, o->out) >=
-		    (int)sizeof(t->info)) {
-		err1("output file name too long");
-		return -1;
-	}
-	if (outfile_check(o->out, o->force, 1, err, sizeof(err)) ||
-	    (t->info[0] && outfile_check(t->info, o->force, 0, err, sizeof(err)))) {
-		err1("%s", err);
-		return -1;
-	}
-	return 0;
-}
-
-/* The target: a running process and its VMs, or -- COMMAND started and
- * held at its gate until we are ready. */
-static int select_target(struct tr *t)
+/* The targets: running processes and their VMs (--all: found when
+ * attaching), or -- COMMAND started and held at its gate until we are
+ * ready. */
+static int select_target(struct tr *t, struct vmscan *scans)
 {
 	const struct topts *o = t->o;
 
 	if (o->cmd) {
-		if (resolve_cmd(o->cmd[0], t->exe)) {
+		struct tproc *p;
+		if (resolve_cmd(o->cmd[0], t->cmd_exe)) {
 			err1("cannot run %s: command not found", o->cmd[0]);
 			return -1;
 		}
-		t->pid = start_child(o->cmd, &t->gate);
-		if (t->pid < 0) {
+		t->cmd_pid = start_child(o->cmd, &t->gate);
+		if (t->cmd_pid < 0) {
 			err1("cannot start %s: %s", o->cmd[0], strerror(errno));
 			return -1;
 		}
+		p = proc_new(t, t->cmd_pid, 0);
+		if (!p)
+			return -1;
+		snprintf(p->exe, sizeof(p->exe), "%s", t->cmd_exe);
+		snprintf(p->comm, sizeof(p->comm), "%.15s",
+			 strrchr(t->cmd_exe, '/') ? strrchr(t->cmd_exe, '/') + 1 :
+						    t->cmd_exe);
+		proc_link(t, p);
 		return 0;
 	}
-	t->pid = o->pid;
-	if (!proc_exists(t->pid)) {
-		err1("no such process: %d", (int)t->pid);
-		return -1;
+	for (unsigned i = 0; i < o->npids; i++) {
+		if (!(t->sel[i] = proc_new(t, o->pids[i], 0)) ||
+		    proc_find_vms(t, t->sel[i], &scans[i], 0))
+			return -1;
 	}
-	t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
-	return find_vms(t, &t->maps, &t->scan);
+	return 0;
 }
 
 /* Open, configure and load the BPF object; then, before any probe, the
  * guardian (it must hold no probe's descriptor); the slots, the ring, the
- * exec watch, the process in procs, and -- COMMAND's hooks. */
+ * exec and fork watches, and -- COMMAND's hooks. */
 static int open_bpf(struct tr *t)
 {
 	const int kst = kernel_keeps_callbacks_on_stack();
-	struct lmt_proc pr = { .spawn = !!t->o->cmd };
-	uint32_t tg = (uint32_t)t->pid;
 
 	if (open_load(t, kst) && (!kst || open_load(t, 0)))
 		return -1;
 	t->stops_fd = bpf_map__fd(t->skel->maps.stops);
-	if (guard_start(t->stops_fd) < 0) {
+	t->guardian = guard_start(t->stops_fd);
+	if (t->guardian < 0) {
 		err1("cannot start the guardian process: %s", strerror(errno));
 		return -1;
 	}
@@ -366,57 +321,58 @@ static int open_bpf(struct tr *t)
 		err1("cannot open the ring buffer: %s", strerror(errno));
 		return -1;
 	}
-	if (link_add(t, bpf_program__attach(t->skel->progs.on_exec))) {
+	if (link_add(&t->links, bpf_program__attach(t->skel->progs.on_exec))) {
 		err1("cannot watch exec: %s", strerror(errno));
 		return -1;
 	}
-	if (bpf_map__update_elem(t->skel->maps.procs, &tg, sizeof(tg), &pr,
-				 sizeof(pr), BPF_ANY))
+	if (t->dir && link_add(&t->links, bpf_program__attach(t->skel->progs.on_fork))) {
+		err1("cannot watch fork: %s", strerror(errno));
 		return -1;
-	/* The command must be traceable before its output is made. */
-	if (t->o->cmd && cmd_probes(t, t->exe)) {
-		err1("%s does not export lua_newstate (nor links a libluajit that "
-		     "does): cannot trace it from the start; start it and use -p",
-		     t->exe);
-		return -1;
+	}
+	if (t->o->cmd) {
+		struct lmt_proc pr = { .spawn = 1 };
+		uint32_t tg = (uint32_t)t->cmd_pid;
+
+		if (bpf_map__update_elem(t->skel->maps.procs, &tg, sizeof(tg), &pr,
+					 sizeof(pr), BPF_ANY))
+			return -1;
+		/* The command must be traceable before its output is made. */
+		if (cmd_probes(t, t->cmd_exe)) {
+			err1("%s does not export lua_newstate (nor links a libluajit "
+			     "that does): cannot trace it from the start; start it "
+			     "and use -p", t->cmd_exe);
+			return -1;
+		}
 	}
 	return 0;
 }
 
-/* The stream, its sidecar, and the stream's head: C symbols of what is
- * mapped now, then the events prologue, before any allocator probe. */
+/* -o FILE: the stream, its sidecar, and the stream's head (the C symbols
+ * of what is mapped now, then the events prologue), before any allocator
+ * probe. -o DIR: the directory; streams come with their VMs. */
 static int open_output(struct tr *t)
 {
-	const struct topts *o = t->o;
 	char err[PATH_MAX + 128];
-	int reg = 0;
 
-	t->wbuf = malloc(sizeof(*t->wbuf));
-	if (!t->wbuf) {
-		err1("out of memory");
-		return -1;
-	}
-	if (!o->floor)
-		t->w = t->wbuf;
-	t->fd = outfile_create(o->out, o->force, 1, &reg, err, sizeof(err));
-	if (t->fd < 0) {
-		err1("%s", err);
-		return -1;
-	}
-	if (reg && t->info[0])
-		t->info_path = t->info;
 	t->wall0 = wall_now();
-	write_info(t, NULL, 0, 0);
-	mpw_init(t->wbuf, t->fd);
-	syms_init(&t->syms, t->pid, emit_sym, t);
-	if (o->pid)
-		syms_scan(&t->syms);
-	mpw_begin_events(t->wbuf);
-	return 0;
+	if (t->dir) {
+		if (outfile_dir(t->o->out, 1, err, sizeof(err)) &&
+		    outfile_dir(t->o->out, 0, err, sizeof(err))) {
+			err1("%s", err);
+			return -1;
+		}
+		return 0;
+	}
+	if (t->o->npids) {
+		syms_scan(&t->sel[0]->syms);
+		return out_one(t, t->sel[0]);
+	}
+	return out_one(t, NULL);
 }
 
-/* -p: the VMs found and the hooks of their objects; -- COMMAND: let go. */
-static int attach_target(struct tr *t)
+/* -p: the VMs found and the hooks of their objects; --all: every LuaJIT
+ * process; -- COMMAND: let go. */
+static int attach_target(struct tr *t, struct vmscan *scans)
 {
 	const struct topts *o = t->o;
 	struct sigaction sa = { .sa_sigaction = on_stop_signal,
@@ -426,11 +382,21 @@ static int attach_target(struct tr *t)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	for (size_t i = 0; o->pid && i < t->scan.n; i++)
-		if (add_vm(t, &t->scan.v[i]))
+	for (unsigned i = 0; i < o->npids; i++) {
+		struct tproc *p = t->sel[i];
+		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+
+		t->sel[i] = NULL; /* linked: the trace's now */
+		if (proc_attach(t, p, scans[i].v, scans[i].n))
 			return -1;
-	if (o->pid)
-		newstate_probes_maps(t, &t->maps);
+		/* Gone while we attached (its PID may be another's now). */
+		if (poll(&pf, 1, 0) > 0) {
+			err1("PID %d exited while luamemtrace attached", (int)p->pid);
+			return -1;
+		}
+	}
+	if (o->all && select_all(t))
+		return -1;
 	t->t0 = now();
 	t->cpu0 = cpu_ns();
 	if (o->duration > 0)
@@ -444,40 +410,49 @@ static int attach_target(struct tr *t)
 		t->gate = -1;
 		t->child_started = 1;
 	}
-	if (!o->quiet && o->pid)
+	if (!o->quiet && o->npids == 1)
 		fprintf(stderr, "luamemtrace: tracing PID %d (%zu VM%s, %s); "
-			"Ctrl-C to stop\n", (int)t->pid, t->scan.n,
-			t->scan.n == 1 ? "" : "s", t->scan.v[0].var->name);
+			"Ctrl-C to stop\n", (int)o->pids[0], scans[0].n,
+			scans[0].n == 1 ? "" : "s", scans[0].v[0].var->name);
+	else if (!o->quiet && o->npids)
+		fprintf(stderr, "luamemtrace: tracing %u processes; Ctrl-C to "
+			"stop\n", o->npids);
+	else if (!o->quiet && o->all)
+		fprintf(stderr, "luamemtrace: tracing %u LuaJIT process%s, and "
+			"those that start; Ctrl-C to stop\n", t->nlive,
+			t->nlive == 1 ? "" : "es");
 	return 0;
 }
 
 /* Tracing ends at one instant (the stop flag), then the probes go so no
- * new records come, then what is left is drained and the stream ended. */
+ * new records come, then what is left is drained and the streams ended. */
 static int finish(struct tr *t)
 {
 	struct lmt_stats st;
-	int r;
+	int err = 0;
 
 	forward_signal(t);
 	__atomic_store_n(&t->skel->bss->stop, 1, __ATOMIC_SEQ_CST);
 	t->stopping = 1; /* a new VM's record still queued: not attached */
-	detach_all(t);
+	for (struct tproc *p = t->procs; p; p = p->next)
+		links_free(&p->links);
+	links_free(&t->links);
 	settle_stops(t);
 	drain(t);
-	slots_left(t);
-	sum_stats(t, &st);
-	r = mpw_finish(t->wbuf);
-	if (r) {
-		err1("cannot write %s: %s", t->o->out, strerror(r));
-		t->failed = 1;
+	slots_left(t, 0, 0);
+	for (unsigned i = 0; i < t->nouts; i++) {
+		struct tout *o = t->outs[i];
+		if (!o->finished)
+			out_finish(t, o, t->end);
+		if (o->failed)
+			err = 1;
 	}
-	t->finished = 1;
-	write_info(t, &st, 1, now() - t->t0);
-	if (r)
+	sum_stats(t, &st);
+	if (err && !t->dir)
 		return LMT_ERR;
 	if (!t->o->quiet)
-		summary(t, &st, now() - t->t0, t->wbuf->bytes);
-	if (t->failed)
+		summary(t, &st, now() - t->t0);
+	if (t->failed || err)
 		return LMT_ERR; /* said when it happened */
 	return trace_lossy(t, &st) ? LMT_LOSSY : LMT_OK;
 }
@@ -485,36 +460,51 @@ static int finish(struct tr *t)
 static void cleanup(struct tr *t)
 {
 	t->stopping = 1;
-	detach_all(t);
+	for (struct tproc *p = t->procs; p; p = p->next)
+		links_free(&p->links);
+	links_free(&t->links);
 	/* An error after the output was made: the stream still ends with its
 	 * epilogue, and its sidecar says why it is incomplete. */
-	if (t->fd >= 0 && !t->finished) {
-		if (!t->end)
-			t->end = "error";
-		t->failed = 1;
-		mpw_finish(t->wbuf);
-		write_info(t, NULL, 1, t->t0 ? now() - t->t0 : 0);
-	}
+	for (unsigned i = 0; i < t->nouts; i++)
+		if (!t->outs[i]->finished) {
+			t->failed = 1;
+			out_finish(t, t->outs[i], t->end ? t->end : "error");
+		}
 	if (t->stops_fd >= 0)
 		settle_stops(t);
 	if (t->gate >= 0) {
 		close(t->gate); /* the child exits without running the command */
-		waitpid(t->pid, NULL, 0);
+		waitpid(t->cmd_pid, NULL, 0);
 	}
 	ring_buffer__free(t->rb);
 	if (t->slots)
 		munmap(t->slots, t->slots_len);
 	luamemtrace_bpf__destroy(t->skel);
-	syms_free(&t->syms);
-	u64map_free(&t->lines, free);
-	vm_scan_free(&t->scan);
-	pmaps_free(&t->maps);
-	report_free(t->rep);
-	free(t->wbuf);
-	if (t->fd >= 0)
-		close(t->fd);
-	if (t->pidfd >= 0)
-		close(t->pidfd);
+	for (unsigned i = 0; t->sel && i < t->o->npids; i++)
+		if (t->sel[i])
+			proc_drop(t, t->sel[i]);
+	free(t->sel);
+	while (t->procs) {
+		struct tproc *p = t->procs;
+		t->procs = p->next;
+		for (unsigned i = 0; i < p->nvm; i++) {
+			u64map_free(&p->vms[i]->lines, free);
+			free(p->vms[i]);
+		}
+		proc_drop(t, p);
+	}
+	for (unsigned i = 0; i < t->nouts; i++) {
+		report_free(t->outs[i]->rep);
+		if (t->outs[i]->fd >= 0)
+			close(t->outs[i]->fd);
+		free(t->outs[i]);
+	}
+	free(t->outs);
+	u64map_free(&t->pmap, NULL);
+	u64map_free(&t->vmap, NULL);
+	u64set_free(&t->watched);
+	u64set_free(&t->names);
+	u64set_free(&t->rescan);
 }
 
 /* -- COMMAND, like strace and time: its status, once it is over, unless
@@ -527,7 +517,7 @@ static int command_status(struct tr *t, int rc)
 		return rc;
 	if (!t->child_done && !o->quiet)
 		err1("tracing ended (%s); waiting for %s (PID %d) to exit",
-		     t->end ? t->end : "error", o->cmd[0], (int)t->pid);
+		     t->end ? t->end : "error", o->cmd[0], (int)t->cmd_pid);
 	wait_child(t);
 	if (!o->quiet && t->child_done) {
 		if (WIFEXITED(t->child_status) && WEXITSTATUS(t->child_status))
@@ -546,22 +536,26 @@ static int command_status(struct tr *t, int rc)
 
 int trace_run(const struct topts *o)
 {
-	struct tr t = { .o = o, .stops_fd = -1, .gate = -1, .pidfd = -1,
-			.fd = -1 };
+	struct tr t = { .o = o, .stops_fd = -1, .gate = -1 };
+	struct vmscan *scans = calloc(o->npids + 1, sizeof(*scans));
 	int rc = LMT_ERR;
 
+	t.sel = calloc(o->npids + 1, sizeof(*t.sel));
 	libbpf_set_print(libbpf_quiet);
-	/* Nothing is created before the target and the options hold. */
-	if (preflight() || check_output(&t))
+	/* Nothing is created before the targets and the options hold. */
+	if (!scans || !t.sel || preflight() || check_output(&t)) {
+		free(scans);
+		free(t.sel);
 		return LMT_ERR;
-	t.rep = report_new();
-	if (!t.rep)
-		err1("out of memory");
-	else if (!select_target(&t) && !open_bpf(&t) && !open_output(&t) &&
-		 !attach_target(&t)) {
+	}
+	if (!select_target(&t, scans) && !open_bpf(&t) && !open_output(&t) &&
+	    !attach_target(&t, scans)) {
 		run_loop(&t);
 		rc = finish(&t);
 	}
 	cleanup(&t);
+	for (unsigned i = 0; i < o->npids; i++)
+		vm_scan_free(&scans[i]);
+	free(scans);
 	return command_status(&t, rc);
 }

@@ -1,5 +1,12 @@
-/* A trace's state, shared by its stages: trace.c (its life), attach.c,
- * consume.c, spawn.c and summary.c. Not an API: tracer.h is. */
+/* A trace's state, shared by its stages: trace.c (its life), select.c,
+ * attach.c, consume.c, output.c, spawn.c and summary.c. Not an API:
+ * tracer.h is.
+ *
+ * A trace follows processes (struct tproc): those named by -p, every
+ * LuaJIT process with --all, the command, and with -o DIR the children
+ * they fork. Each has VMs (struct tvm), and each VM writes a stream
+ * (struct tout): its own with -o DIR, the one -o FILE otherwise.
+ */
 #ifndef LMT_TRACE_H
 #define LMT_TRACE_H
 
@@ -9,71 +16,129 @@
 #include <sys/types.h>
 
 #include "luamemtrace.skel.h"
+#include "memprof_write.h"
 #include "probe.h"
 #include "proc.h"
 #include "symbols.h"
 #include "tracer.h"
 #include "u64set.h"
 #include "vm.h"
-
-#define MAX_ALLOCF 16
-#define MAX_LINKS 64
+#include "info.h"
 
 struct allocf {
 	uint64_t addr;
 	struct probe_plan plan;
 };
 
+/* A set of probe links. */
+struct links {
+	struct bpf_link **v;
+	unsigned n, cap;
+};
+
+/* A stream and its sidecar. */
+struct tout {
+	char path[PATH_MAX];
+	char info[PATH_MAX + 8]; /* the sidecar, "" if none (a device) */
+	int fd;
+	int info_made;
+	int finished;      /* the epilogue is written */
+	int failed;        /* incomplete: an error, or written in part */
+	const char *end;   /* why it ended */
+	double wall0, t0;  /* when it began: epoch, monotonic */
+	double secs;       /* how long it ran, once finished */
+	struct tproc *p;   /* its process */
+	int vm;            /* its VM's number, -1 if several share it */
+	unsigned nvms;     /* VMs written to it */
+	uint64_t n[4], bytes_alloc, bytes_free; /* events and bytes by kind */
+	struct report *rep; /* the summary's top sites */
+	struct mpw w;
+};
+
+/* A VM of a traced process. */
+struct tvm {
+	struct tproc *p;
+	uint32_t id;   /* BPF's number (struct lmt_vm), unique in the process */
+	unsigned num;  /* the user's number: vmN, in order of discovery */
+	uint64_t L, g, ud;
+	struct tout *out;
+	struct u64map lines; /* prototype -> struct pline */
+	int closed;
+};
+
+/* A traced process. */
+struct tproc {
+	struct tr *t;
+	pid_t pid;
+	int pidfd;           /* readable once it has exited */
+	uint64_t start;      /* its start time (/proc/PID/stat), for PID reuse */
+	pid_t parent;        /* the traced process it forked from, or 0 */
+	char comm[16];
+	char sname[48];      /* -o DIR: its streams' names, COMM.PID[-K] */
+	char exe[PATH_MAX];
+	struct syms syms;    /* its C symbols, for every stream of it */
+	struct allocf af[16];
+	unsigned naf;
+	struct links links;  /* its probes */
+	struct u64set hooked; /* files whose hooks it has (dev ^ inode) */
+	struct tvm **vms;
+	unsigned nvm, nvm_cap;
+	unsigned next_num;   /* the next vmN */
+	int lockfd;          /* its lock (select.c), -1 if none */
+	int others;          /* another luamemtrace traces it too */
+	int ignored;         /* --all: left out by --exe; watched for its end */
+	int attached;        /* probed and registered */
+	int ended;           /* exited, executed or left: streams ended */
+	const char *end;
+	uint64_t protos, traces, names_cut, nolines;
+	struct tproc *next;
+};
+
 struct tr {
 	const struct topts *o;
-	pid_t pid;
-	int pidfd;         /* -p: readable once the target has exited */
-	char exe[PATH_MAX]; /* the target's executable */
-	struct pmaps maps; /* -p: its mappings when tracing began */
-	struct vmscan scan; /* -p: its VMs */
+	/* what is traced */
+	struct tproc *procs;  /* every process seen, ended ones included */
+	struct u64map pmap;   /* tgid -> live struct tproc */
+	struct u64map vmap;   /* tgid << 32 | VM id -> struct tvm */
+	unsigned nprocs, nlive;
+	struct tproc **sel;   /* -p's processes until attached */
+	pid_t cmd_pid;        /* -- COMMAND's process */
+	pid_t guardian;
+	char cmd_exe[PATH_MAX];
 	/* attach */
 	struct luamemtrace_bpf *skel;
 	struct bpf_program *enter; /* alloc_enter or alloc_enter_compat */
-	struct allocf af[MAX_ALLOCF];
-	unsigned naf;
-	struct bpf_link *links[MAX_LINKS];
-	unsigned nlinks;
+	struct links links;   /* the trace's own: exec, fork, --all's hooks */
+	struct u64set watched; /* --all: LuaJIT files watched (dev ^ inode) */
 	const struct lj_variant *var;
-	unsigned nvm;
-	int lost_vm;       /* VMs we could not attach to */
+	int lost_vm;          /* VMs or processes we could not attach to */
+	int warned;           /* the probe plan's warning, said once */
 	struct lmt_slot *slots; /* the slots map, mmapped */
 	size_t slots_len;
-	int stops_fd;      /* the stops map (bpf/newvm.h) */
+	int stops_fd;         /* the stops map (bpf/newvm.h) */
 	/* consume */
 	struct ring_buffer *rb;
-	struct mpw *w;     /* NULL: --floor writes nothing */
-	struct report *rep;
-	struct syms syms;
-	struct u64map lines; /* prototype -> struct pline */
-	uint64_t n[4], bytes_alloc, bytes_free; /* events and bytes by kind */
-	uint64_t protos, traces, names_cut, nolines;
-	uint64_t bad_recs; /* batched records that cannot be: not written */
-	unsigned closed;   /* VMs that ran lua_close while traced */
-	int in_cb;         /* inside a ring buffer callback: no drain() */
-	int unbatch_req;   /* unbatch() once out of it */
-	int rescan;        /* the process's objects changed: syms_scan() */
+	uint64_t bad_recs;    /* batched records that cannot be: not written */
+	unsigned closed;      /* VMs that ran lua_close while traced */
+	unsigned forks_skipped; /* -o FILE: children not followed */
+	int in_cb;            /* inside a ring buffer callback: no drain() */
+	int unbatch_req;      /* unbatch() once out of it */
+	struct u64set rescan; /* tgids whose objects changed: syms_scan() */
 	/* spawn */
-	int gate;          /* -- COMMAND waits for a byte here */
+	int gate;             /* -- COMMAND waits for a byte here */
 	int child_started, child_done, child_status;
 	/* output */
-	int fd;
-	struct mpw *wbuf;  /* the writer (t->w unless --floor) */
-	char info[PATH_MAX]; /* the sidecar's path, "" if none */
-	double t0, deadline; /* monotonic: tracing began, -d ends it */
-	/* the end, and the sidecar */
-	const char *end;   /* why tracing ended */
-	int failed;        /* tracing or the stream failed: incomplete */
-	int stopping;      /* tracing has stopped: no new VM is attached */
-	int finished;      /* the stream has its epilogue */
-	const char *info_path; /* the sidecar, beside a regular file */
-	int info_made;
-	double wall0;      /* when tracing began, seconds since the epoch */
-	double cpu0;       /* our CPU time (ns) when tracing began */
+	int dir;              /* -o is a directory: a stream per VM */
+	struct tout *one;     /* -o FILE: the stream */
+	struct tout **outs;
+	unsigned nouts, outs_cap;
+	struct u64set names;  /* -o DIR: names given (hashes) */
+	double t0, deadline;  /* monotonic: tracing began, -d ends it */
+	double wall0;
+	const char *end;      /* why tracing ended */
+	int failed;           /* tracing failed: every stream incomplete */
+	int stopping;         /* tracing has stopped: nothing new is attached */
+	double cpu0;          /* our CPU time (ns) when tracing began */
 };
 
 /* -- trace.c --------------------------------------------------------------- */
@@ -90,26 +155,88 @@ double now(void);
 double wall_now(void);
 double cpu_ns(void);
 
+/* -- select.c -------------------------------------------------------------- */
+
+/* A new process to trace, not attached yet: NULL having said why (quiet:
+ * say nothing, for --all's candidates). */
+struct tproc *proc_new(struct tr *t, pid_t pid, int quiet);
+/* Forgets a process that was never attached. */
+void proc_drop(struct tr *t, struct tproc *p);
+/* Does the process pass --exe? */
+int proc_wanted(const struct tr *t, const struct tproc *p);
+/* Does the file at path (an executable mapping) hold LuaJIT? */
+int is_luajit(const char *path);
+/* --all: every process running now that maps LuaJIT, attached; the
+ * LuaJIT files found are watched for new VMs. 0, or -1 having said why. */
+int select_all(struct tr *t);
+/* Its running VMs: 0, or -1 having said why not (quiet: for --all). */
+int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet);
+/* The lock that tells tracers of one process about each other. */
+void proc_lock(struct tr *t, struct tproc *p);
+void proc_unlock(struct tproc *p);
+
 /* -- attach.c ------------------------------------------------------------- */
 
-int link_add(struct tr *t, struct bpf_link *l);
-void detach_all(struct tr *t);
+int link_add(struct links *ls, struct bpf_link *l);
+void links_free(struct links *ls);
 /* Does the kernel have task works (6.18+)? Then alloc_enter's reads can
  * land on its stack (struct gq in bpf/read.h). */
 int kernel_keeps_callbacks_on_stack(void);
 int open_load(struct tr *t, int kst);
-int add_vm(struct tr *t, const struct vminfo *v);
-void newstate_probes_maps(struct tr *t, const struct pmaps *m);
+/* Registers VM v of process p and probes its allocator: 0, or -1 having
+ * said why. */
+int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v);
+struct tvm *vm_get(struct tr *t, uint32_t tgid, uint32_t id);
+/* A VM BPF registered itself: its user-space side, made if new. */
+struct tvm *vm_known(struct tr *t, struct tproc *p, uint32_t id, uint64_t L,
+		     uint64_t g, uint64_t ud, unsigned num);
+/* The hooks of a process's objects (lua_newstate, lua_close, dlopen); with
+ * --all only dlopen: the rest is watched for every process at once. */
+void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m);
+/* --all: lua_newstate and lua_close of a LuaJIT file, for every process. */
+int watch_file(struct tr *t, const char *path);
+/* Into the trace's list of processes. */
+void proc_link(struct tr *t, struct tproc *p);
+/* --all: a process left out by --exe; BPF ignores it until it ends. */
+void proc_ignore(struct tr *t, struct tproc *p);
+/* A child BPF registered (a fork): its streams and probes. 0, or -1. */
+int proc_attach_child(struct tr *t, struct tproc *parent, struct tproc *c);
 int cmd_probes(struct tr *t, const char *exe);
+/* What BPF holds of process tgid, removed (it has ended). */
+void forget_proc(struct tr *t, uint32_t tgid);
+/* Attaches a process found by BPF (a new VM with --all, a child): 0, or
+ * -1 if it is not traced. */
+int proc_attach(struct tr *t, struct tproc *p, const struct vminfo *vms,
+		size_t n);
 
 /* -- consume.c ------------------------------------------------------------ */
 
-void emit_sym(void *ctx, const struct mp_sym *s);
 int on_rec(void *ctx, void *data, size_t sz);
 void drain(struct tr *t);
 void unbatch(struct tr *t);
-void slots_left(struct tr *t);
+/* What the slots of tgid (0: all) held; with release, they are freed. */
+void slots_left(struct tr *t, uint32_t tgid, int release);
 void settle_stops(struct tr *t);
+
+/* -- output.c ------------------------------------------------------------- */
+
+/* The -o target can be made: checked, nothing created. */
+int check_output(struct tr *t);
+/* The stream of VM v (made now with -o DIR; the one stream otherwise):
+ * NULL having said why. */
+struct tout *out_for(struct tr *t, struct tvm *v);
+/* -o FILE: the one stream (p: the process whose symbols lead it). */
+int out_one(struct tr *t, struct tproc *p);
+void out_sym(struct tout *o, const struct mp_sym *s);
+/* A process's C symbols into each of its streams (struct syms' emit). */
+void proc_sym(void *ctx, const struct mp_sym *s);
+void out_event(struct tout *o, const struct mp_event *e);
+/* Ends a stream: its epilogue and final sidecar. */
+void out_finish(struct tr *t, struct tout *o, const char *end);
+/* Its sidecar, now (done: final). */
+void out_info(struct tr *t, struct tout *o, const struct lmt_stats *st, int done);
+/* The streams of a process that ended. */
+void proc_end(struct tr *t, struct tproc *p, const char *end);
 
 /* -- spawn.c -------------------------------------------------------------- */
 
@@ -123,10 +250,9 @@ int child_rc(const struct tr *t);
 /* -- summary.c ------------------------------------------------------------ */
 
 void sum_stats(struct tr *t, struct lmt_stats *s);
-void summary(struct tr *t, const struct lmt_stats *s, double secs,
-	     uint64_t out_bytes);
-void write_info(struct tr *t, const struct lmt_stats *st, int done, double secs);
+void summary(struct tr *t, const struct lmt_stats *s, double secs);
 /* Anything lost: the exit status's rule and the sidecar's are one. */
 int trace_lossy(const struct tr *t, const struct lmt_stats *st);
+void losses(const struct tr *t, const struct lmt_stats *st, struct info *in);
 
 #endif

@@ -16,7 +16,11 @@ enum probe_mode {
 
 
 struct topts {
-	pid_t pid;         /* -p, or 0 */
+	pid_t *pids;       /* -p PID[,PID...] */
+	unsigned npids;
+	int all;           /* --all: every LuaJIT process, also later ones */
+	const char **exes; /* --exe: only these (--all) */
+	unsigned nexes;
 	char **cmd;        /* -- CMD..., or NULL */
 	const char *out;
 	double duration;   /* seconds, 0 = until stopped */
