@@ -116,7 +116,7 @@ one_line() {
 	[ "$output" = "luamemtrace: bad buffer size '3' (MiB, a power of 2) (luamemtrace --help)" ]
 	run "$LMT" -p 1 -o "$T/x.bin" -- luajit x.lua
 	[ "$status" -eq 2 ]
-	[ "$output" = "luamemtrace: give -p PID or -- COMMAND, not both (luamemtrace --help)" ]
+	[ "$output" = "luamemtrace: give one of -p PID, --all and -- COMMAND (luamemtrace --help)" ]
 	run "$LMT" -o "$T/x.bin" -p
 	[ "$status" -eq 2 ]
 	[ "$output" = "luamemtrace: option -p needs a value (luamemtrace --help)" ]

@@ -71,43 +71,6 @@ pids_with_arg() {
 	done
 }
 
-# no_probes_of TEXT: no_probes_left for the processes of one test: no
-# process whose command line contains TEXT (a path of the test's own: the
-# tracer, anything it forked, the command) holds a uprobe with a BPF
-# program. Tracers of other suites running meanwhile do not count.
-no_probes_of() {
-	local p c
-	for p in $(bpftool perf show 2>/dev/null | awk '/uprobe/ { print $2 }' | sort -u); do
-		c=$(tr '\0' ' ' 2>/dev/null < "/proc/$p/cmdline") || continue
-		if [[ "$c" == *"$1"* ]]; then
-			echo "PID $p ($c) holds uprobes"
-			return 1
-		fi
-	done
-}
-
-# no_lost FILE: no "lost:" line of a summary counts anything.
-no_lost() {
-	if grep -E '^ *lost:' "$1" | grep -q '[1-9]'; then
-		grep -E '^ *lost:' "$1"
-		return 1
-	fi
-}
-
-# absent REGEX FILE: no line of FILE matches REGEX (a mid-test "! grep"
-# would not fail a bats test).
-absent() {
-	if grep -q -- "$1" "$2"; then
-		echo "unexpected '$1' in $2:"
-		grep -- "$1" "$2" | head -5
-		return 1
-	fi
-}
-
-# info_val FILE KEY: the value of "KEY: value" in a sidecar.
-info_val() {
-	sed -n "s/^$2: *//p" "$1" | head -1
-}
 
 # ---------------------------------------------------------------- output
 

@@ -107,7 +107,7 @@ static int add_pids(struct topts *o, const char *arg)
 				r = -1; /* twice */
 		o->pids[o->npids++] = (pid_t)v;
 	}
-	if (copy && (arg[strlen(arg) - 1] == ',' || strstr(arg, ",,")))
+	if (copy && (*arg == ',' || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,")))
 		r = -1;
 	free(copy);
 	return r;

@@ -46,9 +46,12 @@ int check_output(struct tr *t)
 	char err[PATH_MAX + 128];
 	size_t l = strlen(o->out);
 
+	/* A directory: named so (DIR/), one already, or a new name where
+	 * several processes are traced. */
 	t->dir = o->out[l ? l - 1 : 0] == '/' ||
 		 (!outfile_is_device(o->out) && !access(o->out, F_OK) &&
-		  !outfile_dir(o->out, 0, err, sizeof(err)));
+		  !outfile_dir(o->out, 0, err, sizeof(err))) ||
+		 ((o->all || o->npids > 1) && access(o->out, F_OK));
 	if (t->dir) {
 		if (outfile_dir(o->out, 0, err, sizeof(err))) {
 			err1("%s", err);
@@ -234,7 +237,7 @@ struct tout *out_for(struct tr *t, struct tvm *v)
 			syms_replay(&v->p->syms, replay_one, t->one);
 		}
 		t->one->nvms++;
-		if (t->one->nvms == 2 && !t->o->quiet)
+		if (t->one->nvms == 2)
 			err1("PID %d has several VMs: they share the one stream %s "
 			     "(-o DIR/ writes a stream per VM)", (int)v->p->pid,
 			     t->o->out);

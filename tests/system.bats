@@ -1,0 +1,201 @@
+#!/usr/bin/env bats
+# System-wide (issue 19): several processes in one trace, every LuaJIT
+# process (--all, --exe), a stream per VM (-o DIR), the children traced
+# processes fork, processes that end or exec while others go on.
+
+load helpers
+
+HOST="$BATS_TEST_DIRNAME/../build/host"
+
+setup() {
+	T="$BATS_TEST_TMPDIR"
+}
+
+# waiter NAME [PROGRAM]: tests/lua/wait.lua run by PROGRAM (default
+# luajit) with stdin on the FIFO $T/NAME.in (fd: the caller's exec),
+# stdout in $T/NAME.out; its PID in $T/NAME.pid once it said "ready".
+waiter() {
+	cd "$LUA_DIR"
+	mkfifo "$T/$1.in"
+	"${2:-luajit}" wait.lua < "$T/$1.in" > "$T/$1.out" 3>&- &
+	echo $! > "$T/$1.pid"
+}
+
+# report_of FILE: its report in FILE.txt (exit status checked: 0).
+report_of() {
+	local st=0
+	"$LMT" report "$1" > "$1.txt" || st=$?
+	[ "$st" -eq 0 ]
+}
+
+@test "-o DIR -- a program that forks: the child's stream is its own (its line only), the parent's its own; sidecars say which" {
+	cd "$LUA_DIR"
+	run "$LMT" -o "$T/d/" -- luajit fork.lua
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"fork.lua done"* ]]
+	local files parent child
+	files=$(cd "$T/d" && ls *.bin)
+	[ "$(echo "$files" | wc -l)" -eq 2 ]
+	for f in $files; do
+		[[ "$f" =~ ^luajit\.[0-9]+\.vm0\.bin$ ]]
+		[ "$(info_val "$T/d/$f.info" state)" = complete ]
+		if [ -n "$(info_val "$T/d/$f.info" parent)" ]; then child=$f; else parent=$f; fi
+	done
+	[ -n "$parent" ] && [ -n "$child" ]
+	[ "$(info_val "$T/d/$child.info" parent)" = "$(info_val "$T/d/$parent.info" pid)" ]
+	[ "$(info_val "$T/d/$child.info" vm)" = 0 ]
+	report_of "$T/d/$parent"
+	report_of "$T/d/$child"
+	# 200 (parent) or 300 (child) tables and keep's array part
+	[ "$(counts ALLOCATIONS @fork.lua:16 "$T/d/$parent.txt")" = 201 ]
+	absent '^@fork.lua:11:' "$T/d/$parent.txt"
+	[ "$(counts ALLOCATIONS @fork.lua:11 "$T/d/$child.txt")" = 301 ]
+	absent '^@fork.lua:16:' "$T/d/$child.txt"
+	[[ "$output" == *"a child of PID $(info_val "$T/d/$parent.info" pid)"* ]]
+	no_probes_of "$T/"
+}
+
+@test "-p A,B -o DIR: one tracer, a stream per process, exact counts; A exits first, its stream ends well formed while B is traced on" {
+	waiter a
+	exec 7> "$T/a.in"
+	waiter b
+	exec 6> "$T/b.in"
+	wait_for "$T/a.out" ready
+	wait_for "$T/b.out" ready
+	local a b
+	a=$(cat "$T/a.pid")
+	b=$(cat "$T/b.pid")
+	"$LMT" -p "$a,$b" -o "$T/d" 2> "$T/err" 3>&- &
+	local tpid=$!
+	wait_for "$T/err" "tracing 2 processes"
+	echo go >&7
+	wait_for "$T/a.out" "wait.lua done"
+	echo bye >&7
+	exec 7>&-
+	wait "$a"
+	# A's stream is complete while the tracer goes on with B
+	local i
+	for i in $(seq 1 100); do
+		[ "$(info_val "$T/d/luajit.$a.vm0.bin.info" state 2>/dev/null)" = complete ] && break
+		sleep 0.05
+	done
+	[ "$(info_val "$T/d/luajit.$a.vm0.bin.info" end)" = exited ]
+	kill -0 "$tpid"
+	echo go >&6
+	wait_for "$T/b.out" "wait.lua done"
+	echo bye >&6
+	exec 6>&-
+	wait "$b"
+	local st=0
+	wait "$tpid" || st=$?
+	[ "$st" -eq 0 ]
+	no_lost "$T/err"
+	grep -q "traced 2 processes, 2 VMs" "$T/err"
+	for p in "$a" "$b"; do
+		report_of "$T/d/luajit.$p.vm0.bin"
+		[ "$(counts ALLOCATIONS @wait.lua:8 "$T/d/luajit.$p.vm0.bin.txt")" = 700 ]
+	done
+	no_probes_of "$T/"
+}
+
+@test "-p A,B or --all with -o naming an existing file: refused in one line, the file unchanged (a new name is a directory)" {
+	echo old > "$T/x.bin"
+	run "$LMT" -p "$$,$PPID" -o "$T/x.bin"
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace: $T/x.bin: several processes write several streams: give a directory (-o DIR/)" ]
+	run "$LMT" --all -f -o "$T/x.bin"
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace: $T/x.bin: several processes write several streams: give a directory (-o DIR/)" ]
+	[ "$(cat "$T/x.bin")" = old ]
+}
+
+@test "-o DIR holding streams of an earlier trace: refused without -f, nothing changed" {
+	mkdir "$T/d"
+	echo old > "$T/d/old.bin"
+	cd "$LUA_DIR"
+	run "$LMT" -o "$T/d" -- luajit alloc.lua
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace: $T/d holds streams already (-f to replace them, or another directory)" ]
+	[ "$(cat "$T/d/old.bin")" = old ]
+	[ "$(ls "$T/d")" = old.bin ]
+}
+
+@test "--all --exe NAME: running and later processes of that name traced, exact; another LuaJIT process left out, unharmed" {
+	cp "$(command -v luajit)" "$T/lmt-a"
+	waiter a "$T/lmt-a"
+	exec 7> "$T/a.in"
+	wait_for "$T/a.out" ready
+	"$LMT" --all --exe lmt-a -o "$T/d/" 2> "$T/err" 3>&- &
+	local tpid=$!
+	wait_for "$T/err" "tracing 1 LuaJIT process"
+	# started after the tracer: one of that name, one not
+	waiter b "$T/lmt-a"
+	exec 6> "$T/b.in"
+	waiter c
+	exec 5> "$T/c.in"
+	wait_for "$T/b.out" ready
+	wait_for "$T/c.out" ready
+	wait_for "$T/err" "tracing PID $(cat "$T/b.pid") (lmt-a)"
+	echo go >&7
+	echo go >&6
+	echo go >&5
+	wait_for "$T/a.out" "wait.lua done"
+	wait_for "$T/b.out" "wait.lua done"
+	wait_for "$T/c.out" "wait.lua done"
+	echo bye >&7
+	echo bye >&6
+	echo bye >&5
+	exec 7>&- 6>&- 5>&-
+	wait "$(cat "$T/a.pid")" "$(cat "$T/b.pid")" "$(cat "$T/c.pid")"
+	kill -INT "$tpid"
+	local st=0
+	wait "$tpid" || st=$?
+	[ "$st" -eq 0 ]
+	no_lost "$T/err"
+	for n in a b; do
+		report_of "$T/d/lmt-a.$(cat "$T/$n.pid").vm0.bin"
+		[ "$(counts ALLOCATIONS @wait.lua:8 "$T/d/lmt-a.$(cat "$T/$n.pid").vm0.bin.txt")" = 700 ]
+	done
+	[ "$(ls "$T/d" | grep -c '\.bin$')" -eq 2 ]
+	[ "$(cat "$T/c.out")" = "$(printf 'ready\nwait.lua done')" ]
+	no_probes_of "$T/"
+}
+
+@test "-o DIR, threads creating VMs at the same moment (host -c 8): a stream per VM, batched, their sum every allocator call" {
+	cd "$LUA_DIR"
+	run "$LMT" -o "$T/d/" -- "$HOST" -c 8 vmcount.lua
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" > "$T/err"
+	no_lost "$T/err"
+	local want got=(0 0 0) f a r x
+	want=$(sed -n 's/^calls: \([0-9]*\) alloc \([0-9]*\) realloc \([0-9]*\) free$/\1 \2 \3/p' "$T/err")
+	[ -n "$want" ]
+	[ "$(ls "$T/d" | grep -c '\.bin$')" -eq 8 ]
+	for f in "$T"/d/*.bin; do
+		report_of "$f"
+		read -r a r x <<< "$(totals "$f.txt")"
+		got=($((got[0] + a)) $((got[1] + r)) $((got[2] + x)))
+	done
+	[ "${got[*]}" = "$want" ]
+}
+
+@test "-o FILE on a process with several VMs: said in one line, the VMs share the stream" {
+	cd "$LUA_DIR"
+	run "$LMT" -q -o "$T/x.bin" -- "$HOST" -t 2 alloc.lua
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"has several VMs: they share the one stream $T/x.bin (-o DIR/ writes a stream per VM)"* ]]
+}
+
+@test "-o DIR: a traced process that execs another program: its stream ends there, well formed, each event once" {
+	cd "$LUA_DIR"
+	local st=0
+	"$LMT" -o "$T/d/" -- luajit exec.lua > "$T/out" 2> "$T/err" || st=$?
+	[ "$st" -eq 0 ]
+	grep -q "exec2.lua done" "$T/out"
+	[ "$(ls "$T/d" | grep -c '\.bin$')" -eq 1 ]
+	f=$(ls "$T"/d/*.bin)
+	[ "$(info_val "$f.info" end)" = exec ]
+	report_of "$f"
+	[ "$(counts ALLOCATIONS @exec.lua:14 "$f.txt")" = 500 ]
+	absent 'exec2\.lua' "$f.txt"
+}
