@@ -37,7 +37,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))
 # Debian packages needed to build, run and test (one list: CI uses it too).
 DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcapstone-dev luajit libluajit-5.1-dev bats util-linux libclang-rt-14-dev \
-	nginx-core curl procps
+	nginx-core curl procps wrk sysbench knot-resolver dnsperf iproute2
 
 .PHONY: all clean test unit bats bench fuzz asan demo deps
 all: luamemtrace

@@ -541,12 +541,14 @@ exec_stream_ends() {
 
 # ----------------------------------------------------- what held, holds
 
-@test "two tracers on one process: both streams exact, no probe left" {
+@test "two tracers on one process: the second says so, both streams exact, no probe left" {
 	attach_waiting "$T/a.bin"
 	local pid=$PID tpid=$TPID
 	"$LMT" -p "$pid" -o "$T/b.bin" 2> "$T/err2" 3>&- &
 	local tpid2=$!
 	wait_for "$T/err2" "tracing PID $pid"
+	grep -qx "luamemtrace: PID $pid is traced by another luamemtrace too: each writes its whole streams (and the process pays both)" "$T/err2"
+	absent "another luamemtrace" "$T/err"
 	echo go >&8
 	wait_for "$T/out" "wait.lua done"
 	kill -INT "$tpid" "$tpid2"

@@ -1,98 +1,143 @@
 #!/usr/bin/env bats
-# Real hosts from Debian's packages, traced as they run. nginx with
-# OpenResty's Lua module needs OpenResty's libluajit2, which conflicts with
-# Debian's luajit: it is unpacked beside the module in build/hosts (a
-# private LuaJIT deployment), with lua-resty-core and lua-resty-lrucache.
+# Real hosts from Debian's packages, traced as they run under load, each by
+# one luamemtrace covering all its processes (issue 19): nginx with
+# OpenResty's Lua module (master and two workers, loaded with wrk, and the
+# workers a reload forks), sysbench (a VM per thread), knot-resolver under
+# dnsperf, and --all over two of them. Per-line counts exact (JIT off)
+# against each host's own count of the handler's runs (tests/hosts.bash).
 
 load helpers
-
-HOSTS="$BATS_TEST_DIRNAME/../build/hosts"
+load hosts
 
 setup_file() {
-	local d="$BATS_TEST_DIRNAME/../build/hosts" f
-	if [ ! -e "$d/root/usr/lib/nginx/modules/ngx_http_lua_module.so" ]; then
-		mkdir -p "$d/deb"
-		(cd "$d/deb" && apt-get download libnginx-mod-http-lua \
-			libnginx-mod-http-ndk libluajit2-5.1-2 lua-resty-core \
-			lua-resty-lrucache) > "$d/download.log" 2>&1 || return 1
-		for f in "$d"/deb/*.deb; do
-			dpkg-deb -x "$f" "$d/root" || return 1
-		done
-	fi
+	hosts_unpack
 }
 
 setup() {
 	T="$BATS_TEST_TMPDIR"
+	NGX_MASTER=
+	KR_PID=
 }
 
 teardown() {
-	[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
 	local p
+	[ -n "$NGX_MASTER" ] && kill -9 "$NGX_MASTER" $(pgrep -P "$NGX_MASTER") 2>/dev/null
+	[ -n "$KR_PID" ] && kill -9 "$KR_PID" 2>/dev/null
 	for p in $(jobs -p); do
 		kill -9 "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
 }
 
-# nginx_start: one worker on a free port ($PORT), JIT off, /t runs
-# handler.lua (10 tables at line 3, the keep table at line 1).
-nginx_start() {
-	PORT=$((20000 + RANDOM % 20000))
-	mkdir -p "$T/logs"
-	cat > "$T/handler.lua" <<'LUA'
-local keep = {}
-for i = 1, 10 do
-  keep[i] = { i }
-end
-ngx.say("ok ", #keep)
-LUA
-	cat > "$T/nginx.conf" <<CONF
-load_module $HOSTS/root/usr/lib/nginx/modules/ndk_http_module.so;
-load_module $HOSTS/root/usr/lib/nginx/modules/ngx_http_lua_module.so;
-user root; # the worker reads files in the test's private directory
-worker_processes 1;
-pid $T/nginx.pid;
-error_log $T/logs/error.log;
-events { worker_connections 64; }
-http {
-  access_log off;
-  lua_package_path "$HOSTS/root/usr/share/lua/5.1/?.lua;;";
-  init_by_lua_block { jit.off() }
-  server {
-    listen 127.0.0.1:$PORT;
-    location /t { content_by_lua_file $T/handler.lua; }
-  }
-}
-CONF
-	LD_LIBRARY_PATH="$HOSTS/root/usr/lib/x86_64-linux-gnu" \
-		nginx -p "$T" -c "$T/nginx.conf" 3>&-
-	local i
-	for i in $(seq 1 100); do
-		WORKER=$(pgrep -P "$(cat "$T/nginx.pid" 2>/dev/null)" 2>/dev/null | head -1)
-		[ -n "$WORKER" ] && curl -sf "http://127.0.0.1:$PORT/t" > /dev/null && return 0
-		sleep 0.05
-	done
-	tail -3 "$T/logs/error.log" >&2
-	return 1
+# sb_lines D STREAMS...: the line-5 counts of sysbench's streams, sorted,
+# and what they must be: the main VM none, each thread's VM 10 per event.
+sb_lines() {
+	local d=$1 f
+	shift
+	for f in "$@"; do line_of "$f" "@$d/alloc.lua:5"; done | sort -n | tr '\n' ' '
+	echo
+	{ echo 0; for f in "$d"/count.*; do echo $((10 * $(cat "$f"))); done; } |
+		sort -n | tr '\n' ' '
+	echo
 }
 
-@test "nginx + OpenResty's Lua module (libluajit2): a worker traced with -p, exact per-line counts (jit off), nginx unharmed" {
-	nginx_start
-	"$LMT" -p "$WORKER" -o "$T/w.bin" 2> "$T/err" 3>&- &
-	local tpid=$! i
-	wait_for "$T/err" "tracing PID $WORKER"
-	grep -q 'OpenResty LuaJIT 2.1 GC64' "$T/err"
-	for i in $(seq 1 50); do
-		[ "$(curl -sf "http://127.0.0.1:$PORT/t")" = "ok 10" ]
-	done
-	kill -INT "$tpid"
-	wait "$tpid"
+@test "nginx + OpenResty's Lua module: master and 2 workers under wrk (-p), then a reload's new workers (followed), per-worker counts exact (jit off), nginx unharmed" {
+	ngx_conf "$T"
+	ngx_start "$T"
+	local m=$NGX_MASTER w1 w2 w3 w4 w n f
+	read -r w1 w2 <<< "$NGX_WORKERS"
+	"$LMT" -p "$m,$w1,$w2" -o "$T/d/" 2> "$T/err" 3>&- &
+	local tpid=$!
+	wait_for "$T/err" "tracing 3 processes"
+	ngx_load 2
+	# A reload: the master makes a new VM and forks new workers.
+	kill -HUP "$m"
+	ngx_workers "$T" "$w1 $w2"
+	read -r w3 w4 <<< "$NGX_WORKERS"
+	wait_for "$T/err" "tracing PID $w3 (nginx), a child of PID $m"
+	wait_for "$T/err" "tracing PID $w4 (nginx), a child of PID $m"
+	ngx_load 2
+	[ "$(curl -sf "http://127.0.0.1:$NGX_PORT/t")" = "ok 10" ]
+	ngx_stop "$T"
+	local st=0
+	wait "$tpid" || st=$?
+	[ "$st" -eq 0 ]
+	no_lost "$T/err"
 	no_probes_left
-	# still serving, the same worker
-	[ "$(curl -sf "http://127.0.0.1:$PORT/t")" = "ok 10" ]
-	[ "$(pgrep -P "$(cat "$T/nginx.pid")" | head -1)" = "$WORKER" ]
-	"$LMT" report "$T/w.bin" > "$T/w.txt"
-	# 50 requests: 10 tables and keep's array part at line 3, keep at line 1
-	[ "$(counts ALLOCATIONS @"$T"/handler.lua:3 "$T/w.txt")" = 550 ]
-	[ "$(counts ALLOCATIONS @"$T"/handler.lua:1 "$T/w.txt")" = 50 ]
+	for w in "$w1" "$w2" "$w3" "$w4"; do
+		n=$(ngx_count "$T" "$w")
+		[ "$n" -gt 0 ]
+		local l1=0 l3=0
+		for f in "$T"/d/nginx."$w".vm*.bin; do
+			l1=$((l1 + $(line_of "$f" "@$T/handler.lua:1")))
+			l3=$((l3 + $(line_of "$f" "@$T/handler.lua:3")))
+			[ "$(info_val "$f.info" state)" = complete ]
+		done
+		echo "worker $w: $n requests, line 1: $l1, line 3: $l3"
+		[ "$l1" -eq "$n" ]
+		[ "$l3" -eq $((11 * n)) ]
+	done
+	# the master ran no handler
+	for f in "$T"/d/nginx."$m".vm*.bin; do
+		[ "$(line_of "$f" "@$T/handler.lua:3")" -eq 0 ]
+	done
+}
+
+@test "sysbench, 2 threads, from its start (-- COMMAND, -o DIR): a stream per VM of the one process, exact per-thread counts" {
+	sb_script "$T"
+	cd "$T"
+	SB_COUNT_DIR=$T run "$LMT" -o "$T/d/" -- $(sb_cmd "$T" 20000)
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" > "$T/err"
+	no_lost "$T/err"
+	grep -q "traced PID [0-9]*, 3 VMs" "$T/err"
+	[ $(($(cat "$T/count.0") + $(cat "$T/count.1"))) -eq 20000 ]
+	local lines
+	lines=$(sb_lines "$T" "$T"/d/sysbench.*.vm*.bin)
+	echo "$lines"
+	[ "$(echo "$lines" | sed -n 1p)" = "$(echo "$lines" | sed -n 2p)" ]
+	[ "$(ls "$T"/d/*.bin | wc -l)" -eq 3 ]
+}
+
+@test "knot-resolver under dnsperf, -p from outside its network namespace: exact per-query counts" {
+	kr_conf "$T"
+	kr_start "$T"
+	"$LMT" -p "$KR_PID" -o "$T/d/" 2> "$T/err" 3>&- &
+	local tpid=$!
+	wait_for "$T/err" "tracing PID $KR_PID"
+	kr_load "$T" 20000
+	kr_stop "$T"
+	KR_PID=
+	local st=0
+	wait "$tpid" || st=$?
+	[ "$st" -eq 0 ]
+	no_lost "$T/err"
+	[ "$KR_COUNT" -eq 20000 ]
+	[ "$(line_of "$(ls "$T"/d/kresd.*.vm0.bin)" "@$T/kresd.conf:12")" -eq 200000 ]
+}
+
+@test "--all --exe kresd,sysbench: a running knot-resolver and a sysbench started after the tracer, both exact; nothing else traced" {
+	kr_conf "$T/k"
+	kr_start "$T/k"
+	"$LMT" --all --exe kresd,sysbench -o "$T/d/" 2> "$T/err" 3>&- &
+	local tpid=$!
+	wait_for "$T/err" "tracing 1 LuaJIT process"
+	sb_script "$T/s"
+	(cd "$T/s" && SB_COUNT_DIR=$T/s $(sb_cmd "$T/s" 20000) > /dev/null 3>&-)
+	kr_load "$T/k" 10000
+	kr_stop "$T/k"
+	local kr=$KR_PID
+	KR_PID=
+	kill -INT "$tpid"
+	local st=0
+	wait "$tpid" || st=$?
+	[ "$st" -eq 0 ]
+	no_lost "$T/err"
+	[ "$KR_COUNT" -eq 10000 ]
+	[ "$(line_of "$T/d/kresd.$kr.vm0.bin" "@$T/k/kresd.conf:12")" -eq 100000 ]
+	local lines
+	lines=$(sb_lines "$T/s" "$T"/d/sysbench.*.vm*.bin)
+	echo "$lines"
+	[ "$(echo "$lines" | sed -n 1p)" = "$(echo "$lines" | sed -n 2p)" ]
+	[ -z "$(ls "$T/d" | grep '\.bin$' | grep -v '^kresd\.\|^sysbench\.')" ]
 }

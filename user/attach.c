@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include "trace.h"
@@ -49,6 +50,75 @@ void links_free(struct links *ls)
 		bpf_link__destroy(ls->v[--ls->n]);
 	free(ls->v);
 	memset(ls, 0, sizeof(*ls));
+}
+
+/* -- Links of ended processes ---------------------------------------------- */
+
+/* Removing a uprobe waits for the kernel's RCU grace periods: tens of
+ * milliseconds each, hundreds for a process's set, during which the ring
+ * would fill. The probes of a process that has ended fire no more, so they
+ * go on a thread of their own (links_join waits for it). */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct links q;
+	pthread_t th;
+	int started, busy, quit;
+} reaper = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+static void *reap_links(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&reaper.mu);
+	for (;;) {
+		while (!reaper.q.n && !reaper.quit)
+			pthread_cond_wait(&reaper.cv, &reaper.mu);
+		if (!reaper.q.n)
+			break;
+		struct bpf_link *l = reaper.q.v[--reaper.q.n];
+		reaper.busy = 1;
+		pthread_mutex_unlock(&reaper.mu);
+		bpf_link__destroy(l);
+		pthread_mutex_lock(&reaper.mu);
+		reaper.busy = 0;
+		pthread_cond_broadcast(&reaper.cv);
+	}
+	pthread_mutex_unlock(&reaper.mu);
+	return NULL;
+}
+
+void links_free_later(struct links *ls)
+{
+	pthread_mutex_lock(&reaper.mu);
+	if (!reaper.started)
+		reaper.started = !pthread_create(&reaper.th, NULL, reap_links, NULL);
+	/* Oldest first here: the queue is taken from its end. */
+	while (reaper.started && ls->n) {
+		struct bpf_link *l = ls->v[0];
+		memmove(ls->v, ls->v + 1, --ls->n * sizeof(*ls->v));
+		if (link_add(&reaper.q, l))
+			break; /* link_add destroyed it */
+	}
+	pthread_cond_signal(&reaper.cv);
+	pthread_mutex_unlock(&reaper.mu);
+	links_free(ls); /* what could not be queued */
+}
+
+void links_join(void)
+{
+	pthread_mutex_lock(&reaper.mu);
+	if (!reaper.started) {
+		pthread_mutex_unlock(&reaper.mu);
+		return;
+	}
+	reaper.quit = 1;
+	pthread_cond_broadcast(&reaper.cv);
+	pthread_mutex_unlock(&reaper.mu);
+	pthread_join(reaper.th, NULL);
+	reaper.started = 0;
+	reaper.quit = 0;
+	free(reaper.q.v);
+	memset(&reaper.q, 0, sizeof(reaper.q));
 }
 
 /* -- The BPF object ------------------------------------------------------ */

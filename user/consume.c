@@ -278,6 +278,8 @@ static void on_fork(struct tr *t, const struct lmt_fork *f)
 		proc_end(t, c, "error");
 		return;
 	}
+	/* It has not run: nothing of it to wait for before it continues. */
+	c->nowait = 1;
 	if (!t->o->quiet)
 		fprintf(stderr, "luamemtrace: tracing PID %d (%s), a child of PID "
 			"%d\n", (int)c->pid, c->comm, (int)f->ptgid);
@@ -422,64 +424,81 @@ void slots_left(struct tr *t, uint32_t tgid, int release)
 
 /* -- Stops --------------------------------------------------------------- */
 
-/* Waits (up to ~2 s) until every thread of tgid is stopped or gone. A
- * thread runs programs only until it stops, so then every record the
- * process sent before its stop is in the ring. */
-static void wait_stopped(pid_t tgid)
+/* Is every thread of tgid stopped, or gone? A thread runs programs only
+ * until it stops, so then every record the process sent before its stop
+ * is in the ring. */
+static int stopped(pid_t tgid)
 {
 	char p[64], st[512];
+	DIR *d;
+	struct dirent *de;
+	int running = 0;
 
-	for (int i = 0; i < 10000; i++) {
-		DIR *d;
-		struct dirent *de;
-		int running = 0;
+	snprintf(p, sizeof(p), "/proc/%d/task", (int)tgid);
+	if (!(d = opendir(p)))
+		return 1;
+	while (!running && (de = readdir(d))) {
+		char q[96];
+		const char *c;
+		ssize_t n;
+		int fd;
 
-		snprintf(p, sizeof(p), "/proc/%d/task", (int)tgid);
-		if (!(d = opendir(p)))
-			return;
-		while (!running && (de = readdir(d))) {
-			char q[96];
-			const char *c;
-			ssize_t n;
-			int fd;
-
-			if (de->d_name[0] == '.')
-				continue;
-			snprintf(q, sizeof(q), "/proc/%d/task/%.32s/stat", (int)tgid,
-				 de->d_name);
-			if ((fd = open(q, O_RDONLY | O_CLOEXEC)) < 0)
-				continue;
-			n = read(fd, st, sizeof(st) - 1);
-			close(fd);
-			if (n <= 0)
-				continue;
-			st[n] = 0;
-			c = strrchr(st, ')'); /* the name may hold anything */
-			running = c && c[1] == ' ' && !strchr("TtZXx", c[2]);
-		}
-		closedir(d);
-		if (!running)
-			return;
-		usleep(200);
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(q, sizeof(q), "/proc/%d/task/%.32s/stat", (int)tgid,
+			 de->d_name);
+		if ((fd = open(q, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = read(fd, st, sizeof(st) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		st[n] = 0;
+		c = strrchr(st, ')'); /* the name may hold anything */
+		running = c && c[1] == ' ' && !strchr("TtZXx", c[2]);
 	}
+	closedir(d);
+	return !running;
+}
+
+/* Are the processes of the stops v all stopped (or children attached
+ * before they ran, which need no wait)? */
+static int all_stopped(struct tr *t, const struct lmt_stop *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct tproc *p = proc_of(t, v[i].tgid);
+		size_t j;
+
+		for (j = 0; j < i && v[j].tgid != v[i].tgid; j++)
+			;
+		if (j == i && !(p && p->nowait) && !stopped((pid_t)v[i].tgid))
+			return 0;
+	}
+	return 1;
 }
 
 /* Processes BPF stopped (the stops map): once each is wholly stopped, the
  * records they sent are handled (new allocators probed, new objects read),
  * then each is continued once. A new stop after our SIGCONT is an entry
- * of its own, for the next round. */
-void settle_stops(struct tr *t)
+ * of its own, for the next round. Until they are stopped (a process
+ * waits for a CPU; up to ~2 s) the consumer goes on reading the ring
+ * (t->settling), unless block. */
+void settle_stops(struct tr *t, int block)
 {
 	struct lmt_stop *v;
 	size_t n = guard_stops(t->stops_fd, &v);
 
-	for (size_t i = 0; i < n; i++) {
-		size_t j;
-		for (j = 0; j < i && v[j].tgid != v[i].tgid; j++)
-			;
-		if (j == i)
-			wait_stopped((pid_t)v[i].tgid);
+	if (n && !all_stopped(t, v, n)) {
+		if (!t->settling)
+			t->settling = now();
+		while (block && now() - t->settling < 2 && !all_stopped(t, v, n))
+			usleep(200);
+		if (now() - t->settling < 2 && !all_stopped(t, v, n)) {
+			free(v);
+			return; /* again after the next poll */
+		}
 	}
+	t->settling = 0;
 	if (n) {
 		/* Stops made while we waited are in now, and none can come:
 		 * release them all. */

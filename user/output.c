@@ -359,7 +359,7 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 		for (unsigned i = 0; i < t->nouts; i++)
 			if (t->outs[i]->p == p)
 				out_finish(t, t->outs[i], end);
-	links_free(&p->links);
+	links_free_later(&p->links);
 	forget_proc(t, (uint32_t)p->pid);
 	u64map_del(&t->pmap, (uint64_t)p->pid | 1ULL << 32);
 	for (unsigned i = 0; i < p->nvm; i++) {

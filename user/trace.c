@@ -206,7 +206,8 @@ static void run_loop(struct tr *t)
 	int r;
 
 	while (!stop_req) {
-		r = ring_buffer__poll(t->rb, 50);
+		/* Waiting for a process to stop: back soon. */
+		r = ring_buffer__poll(t->rb, t->settling ? 1 : 50);
 		if (r < 0 && r != -EINTR) {
 			err1("ring buffer: %s", strerror(-r));
 			t->end = "ring buffer error";
@@ -216,7 +217,7 @@ static void run_loop(struct tr *t)
 		ring_buffer__consume(t->rb);
 		if (t->unbatch_req)
 			unbatch(t);
-		settle_stops(t);
+		settle_stops(t, 0);
 		for (unsigned i = 0; i < t->nouts; i++)
 			if (t->outs[i]->w.err && !t->outs[i]->finished) {
 				if (!t->dir) {
@@ -437,7 +438,8 @@ static int finish(struct tr *t)
 	for (struct tproc *p = t->procs; p; p = p->next)
 		links_free(&p->links);
 	links_free(&t->links);
-	settle_stops(t);
+	links_join();
+	settle_stops(t, 1);
 	drain(t);
 	slots_left(t, 0, 0);
 	for (unsigned i = 0; i < t->nouts; i++) {
@@ -463,6 +465,7 @@ static void cleanup(struct tr *t)
 	for (struct tproc *p = t->procs; p; p = p->next)
 		links_free(&p->links);
 	links_free(&t->links);
+	links_join();
 	/* An error after the output was made: the stream still ends with its
 	 * epilogue, and its sidecar says why it is incomplete. */
 	for (unsigned i = 0; i < t->nouts; i++)
@@ -471,7 +474,7 @@ static void cleanup(struct tr *t)
 			out_finish(t, t->outs[i], t->end ? t->end : "error");
 		}
 	if (t->stops_fd >= 0)
-		settle_stops(t);
+		settle_stops(t, 1);
 	if (t->gate >= 0) {
 		close(t->gate); /* the child exits without running the command */
 		waitpid(t->cmd_pid, NULL, 0);

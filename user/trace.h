@@ -87,6 +87,8 @@ struct tproc {
 	int lockfd;          /* its lock (select.c), -1 if none */
 	int others;          /* another luamemtrace traces it too */
 	int ignored;         /* --all: left out by --exe; watched for its end */
+	int nowait;          /* a child attached before it ran: its stop
+			      * needs no wait */
 	int attached;        /* probed and registered */
 	int ended;           /* exited, executed or left: streams ended */
 	const char *end;
@@ -122,6 +124,7 @@ struct tr {
 	unsigned closed;      /* VMs that ran lua_close while traced */
 	unsigned forks_skipped; /* -o FILE: children not followed */
 	int in_cb;            /* inside a ring buffer callback: no drain() */
+	double settling;      /* waiting since then for stopped processes */
 	int unbatch_req;      /* unbatch() once out of it */
 	struct u64set rescan; /* tgids whose objects changed: syms_scan() */
 	/* spawn */
@@ -179,6 +182,10 @@ void proc_unlock(struct tproc *p);
 
 int link_add(struct links *ls, struct bpf_link *l);
 void links_free(struct links *ls);
+/* The same, on a thread of its own (an ended process's probes); links_join
+ * waits until all are gone. */
+void links_free_later(struct links *ls);
+void links_join(void);
 /* Does the kernel have task works (6.18+)? Then alloc_enter's reads can
  * land on its stack (struct gq in bpf/read.h). */
 int kernel_keeps_callbacks_on_stack(void);
@@ -216,7 +223,7 @@ void drain(struct tr *t);
 void unbatch(struct tr *t);
 /* What the slots of tgid (0: all) held; with release, they are freed. */
 void slots_left(struct tr *t, uint32_t tgid, int release);
-void settle_stops(struct tr *t);
+void settle_stops(struct tr *t, int block);
 
 /* -- output.c ------------------------------------------------------------- */
 
