@@ -24,7 +24,8 @@ gone() {
 
 # -- nginx + OpenResty's Lua module, two workers, wrk -------------------------
 
-# ngx_conf T: T/nginx.conf and T/handler.lua on a free port (NGX_PORT).
+# ngx_conf T: T/nginx.conf and T/handler.lua on a free port (NGX_PORT);
+# the JIT off, unless NGX_JIT_OFF is set (to "": the JIT on).
 # handler.lua per request: line 1, 1 allocation; line 3, 11 allocations (10
 # tables and keep's array part) and 3 reallocations. Each request that ran
 # it writes "PID STATUS URI" to T/logs/t.log: the exact count, per worker.
@@ -54,7 +55,7 @@ http {
   log_format cnt '\$pid \$status \$uri';
   access_log off;
   lua_package_path "$HOSTS/root/usr/share/lua/5.1/?.lua;;";
-  init_by_lua_block { jit.off(); jit.flush() }
+  init_by_lua_block { ${NGX_JIT_OFF-jit.off(); jit.flush()} }
   server {
     listen 127.0.0.1:$NGX_PORT reuseport;
     location /t {
@@ -120,12 +121,14 @@ ngx_count() {
 
 # -- sysbench, two threads (a VM per thread, and the main VM) ---------------
 
-# sb_script D: D/alloc.lua; event() makes 10 tables at line 5; each thread
+# sb_script D: D/alloc.lua; event() makes 10 tables at line 5 (JIT off
+# unless SB_JIT=on); each thread
 # writes how often its event() ran to D/count.TID.
 sb_script() {
 	mkdir -p "$1"
-	cat > "$1/alloc.lua" <<'LUA'
-jit.off(); jit.flush()
+	{
+	[ "${SB_JIT:-off}" = off ] && echo 'jit.off(); jit.flush()' || echo '-- jit on'
+	cat <<'LUA'
 local n = 0
 local out = os.getenv("SB_COUNT_DIR")
 function event()
@@ -138,6 +141,7 @@ function thread_done(tid)
   f:close()
 end
 LUA
+	} > "$1/alloc.lua"
 }
 
 # sb_cmd D N: the command line of a run of N events.

@@ -3,7 +3,8 @@
 # workload untraced and against the floor (the same probes running BPF
 # programs that do nothing, sleepable like luamemtrace's: the cheapest kind).
 # Allocation-bound LuaJIT workloads, JIT on and off, modes interleaved and
-# repeated; medians. Then the decoder's speed.
+# repeated; medians. Then real hosts (tests/bench/hosts.sh), then the
+# decoder's speed.
 #
 # Per workload and mode: us per allocator call (the workload's own loop CPU
 # time, which includes the uprobe time spent in its context, divided by the
@@ -140,6 +141,9 @@ lost=$(cat "$TMP"/*.devnull "$TMP"/*.file | awk '{s += ($3 == "-" ? 0 : $3)} END
 lost_ab=$(cat "$TMP"/*-ab.lost | awk '{s += ($1 == "-" ? 0 : $1)} END {print s + 0}')
 runs=$(cat "$TMP"/*.devnull "$TMP"/*.file "$TMP"/*-ab.lost | wc -l)
 echo "lossless: $((lost + lost_ab)) events lost in $runs traced runs (default settings); $([ $((lost + lost_ab)) -eq 0 ] && echo holds || echo "DOES NOT HOLD")"
+
+echo
+bash tests/bench/hosts.sh
 
 echo
 [ -x tests/bench/decode.sh ] && bash tests/bench/decode.sh

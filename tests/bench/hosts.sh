@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# make bench, real hosts: what tracing costs nginx with OpenResty's Lua
+# module (master and two workers, JIT on as in production, loaded with wrk
+# on the same two cores) and sysbench (two threads, a VM each, JIT on),
+# untraced, under the floor (the same probes with programs that do
+# nothing) and traced, every host process covered by one luamemtrace
+# (-o DIR). Modes interleave, their order rotating, REPS rounds; ratios per
+# round, then medians. Installs nothing: `make deps` did (tests/hosts.bash
+# unpacks nginx's private LuaJIT once).
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+LMT=$PWD/luamemtrace
+REPS=${BENCH_HOST_REPS:-5}
+SECS=${BENCH_HOST_SECS:-3}
+TMP=$(mktemp -d)
+BATS_TEST_DIRNAME=$PWD/tests
+# shellcheck source=../hosts.bash
+. tests/hosts.bash
+counts() { :; } # hosts.bash's line_of needs it; unused here
+cleanup() {
+	[ -n "${NGX_MASTER:-}" ] && kill -9 "$NGX_MASTER" $(pgrep -P "$NGX_MASTER") 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+for c in nginx wrk sysbench; do
+	command -v "$c" > /dev/null || { echo "bench hosts: $c missing (make deps)"; exit 1; }
+done
+hosts_unpack || { echo "bench hosts: cannot unpack nginx's Lua module"; exit 1; }
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
+
+# tracer MODE PIDS: starts luamemtrace over PIDS (untraced: nothing);
+# TPID is its PID. Waits until it traces.
+tracer() {
+	TPID=
+	case $1 in
+	untraced) return 0 ;;
+	floor) "$LMT" --floor -p "$2" -o "$TMP/f$RANDOM/" 2> "$TMP/terr" & ;;
+	traced) rm -rf "$TMP/d"; "$LMT" -t 0 -p "$2" -o "$TMP/d/" 2> "$TMP/terr" & ;;
+	esac
+	TPID=$!
+	local i
+	for i in $(seq 1 400); do
+		grep -q "tracing " "$TMP/terr" 2>/dev/null && return 0
+		sleep 0.025
+	done
+	echo "bench hosts: the tracer did not start" >&2
+	cat "$TMP/terr" >&2
+	return 1
+}
+
+# untracer: stops the tracer; its lost events and consumer ns per event.
+untracer() {
+	[ -z "$TPID" ] && { echo "- -"; return; }
+	kill -INT "$TPID"
+	wait "$TPID"
+	echo "$(sed -n 's/^  lost:    \([0-9]*\) events.*/\1/p' "$TMP/terr" | head -1) $(sed -n 's/^  consumer: \([0-9]*\) ns.*/\1/p' "$TMP/terr")"
+}
+
+MODES=(untraced floor traced)
+
+# -- nginx --------------------------------------------------------------------
+NGX_JIT_OFF='' ngx_conf "$TMP/ngx"
+ngx_start "$TMP/ngx" || { echo "bench hosts: nginx did not start"; exit 1; }
+read -r W1 W2 <<< "$NGX_WORKERS"
+PIDS="$NGX_MASTER,$W1,$W2"
+wrk -t2 -c32 -d1s "http://127.0.0.1:$NGX_PORT/t" > /dev/null # warm up
+echo "luamemtrace bench, real hosts: $REPS rounds, modes interleaved, medians"
+echo
+echo "== nginx + OpenResty's Lua module, master + 2 workers, JIT on, wrk -t2 -c32 -d${SECS}s (same 2 cores)"
+for r in $(seq 1 "$REPS"); do
+	for k in 0 1 2; do
+		m=${MODES[$(((k + r) % 3))]}
+		tracer "$m" "$PIDS" || exit 1
+		rps=$(wrk -t2 -c32 -d"${SECS}s" "http://127.0.0.1:$NGX_PORT/t" | awk '/^Requests\/sec:/ {print $2}')
+		echo "$rps $(untracer)" >> "$TMP/ngx.$m"
+	done
+done
+ngx_stop "$TMP/ngx"
+NGX_MASTER=
+
+# ratio A B: per round A's rate over B's, median
+ratio() { paste "$1" "$2" | awk -v n="$(awk 'END {print NF}' "$1")" '{ if ($(n + 1) > 0) print $1 / $(n + 1) }' | median; }
+report() { # name unit
+	printf '%-9s %12s %10s %10s %6s %12s\n' mode "$2" x-untraced x-traced lost consumer-ns
+	for m in "${MODES[@]}"; do
+		printf '%-9s %12.0f %10.2f %10.2f %6s %12s\n' "$m" \
+			"$(awk '{print $1}' "$TMP/$1.$m" | median)" \
+			"$(ratio "$TMP/$1.untraced" "$TMP/$1.$m")" "$(ratio "$TMP/$1.$m" "$TMP/$1.traced")" \
+			"$(awk '{print $2}' "$TMP/$1.$m" | median)" "$(awk '{print $3}' "$TMP/$1.$m" | median)"
+	done
+	echo "$1: untraced/traced $(ratio "$TMP/$1.untraced" "$TMP/$1.traced")x, floor/traced $(ratio "$TMP/$1.floor" "$TMP/$1.traced")x, untraced/floor $(ratio "$TMP/$1.untraced" "$TMP/$1.floor")x"
+}
+report ngx req/s
+
+# -- sysbench -----------------------------------------------------------------
+echo
+echo "== sysbench, 2 threads (a VM each, and the main VM), JIT on, event(): 10 tables, --time=${SECS}"
+SB_JIT=on sb_script "$TMP/sb"
+# left-out: untraced while `luamemtrace --all --exe` traces other programs
+# (what a process a filter leaves out pays)
+MODES=(untraced floor traced left-out)
+for r in $(seq 1 "$REPS"); do
+	for k in 0 1 2 3; do
+		m=${MODES[$(((k + r) % 4))]}
+		TPID=
+		case $m in
+		untraced) pre=() ;;
+		left-out)
+			pre=()
+			"$LMT" --all --exe lmt-nothing -o "$TMP/l$RANDOM/" 2> "$TMP/lerr" &
+			TPID=$!
+			for i in $(seq 1 400); do
+				grep -q "tracing " "$TMP/lerr" 2>/dev/null && break
+				sleep 0.025
+			done ;;
+		floor) pre=("$LMT" --floor -o "$TMP/f$RANDOM/" --) ;;
+		traced) rm -rf "$TMP/d"; pre=("$LMT" -t 0 -o "$TMP/d/" --) ;;
+		esac
+		eps=$(SB_COUNT_DIR=$TMP/sb "${pre[@]}" sysbench "$TMP/sb/alloc.lua" --threads=2 \
+			--time="$SECS" run 2> "$TMP/terr" | awk '/events\/s \(eps\):/ {print $3}')
+		if [ -n "$TPID" ]; then
+			kill -INT "$TPID"
+			wait "$TPID"
+			: > "$TMP/terr"
+		fi
+		echo "$eps $(sed -n 's/^  lost:    \([0-9]*\) events.*/\1/p' "$TMP/terr" | head -1) $(sed -n 's/^  consumer: \([0-9]*\) ns.*/\1/p' "$TMP/terr")" >> "$TMP/sb.$m"
+	done
+done
+sed -i 's/ *$//; s/^\([0-9.]*\)$/\1 - -/' "$TMP/sb.untraced" "$TMP/sb.left-out"
+report sb events/s
+echo "a process --all --exe leaves out: untraced/left-out $(ratio "$TMP/sb.untraced" "$TMP/sb.left-out")x"
