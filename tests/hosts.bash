@@ -70,7 +70,7 @@ CONF
 # ngx_workers T: waits for the master's two workers (other than those in
 # $2) and the port; sets NGX_MASTER and NGX_WORKERS.
 ngx_workers() {
-	local t=$1 old=" $2 " i w n
+	local t=$1 old=" ${2:-} " i w n
 	for i in $(seq 1 200); do
 		NGX_MASTER=$(cat "$t/nginx.pid" 2>/dev/null)
 		NGX_WORKERS=
@@ -121,9 +121,9 @@ ngx_count() {
 
 # -- sysbench, two threads (a VM per thread, and the main VM) ---------------
 
-# sb_script D: D/alloc.lua; event() makes 10 tables at line 5 (JIT off
-# unless SB_JIT=on); each thread
-# writes how often its event() ran to D/count.TID.
+# sb_script D: D/alloc.lua; event() makes 10 tables at line 6 (JIT off
+# unless SB_JIT=on; kept a while, so that the JIT cannot sink them); each
+# thread writes how often its event() ran to D/count.TID.
 sb_script() {
 	mkdir -p "$1"
 	{
@@ -131,8 +131,9 @@ sb_script() {
 	cat <<'LUA'
 local n = 0
 local out = os.getenv("SB_COUNT_DIR")
+local keep = {} for i = 1, 1000 do keep[i] = false end
 function event()
-  for i = 1, 10 do local t = {} end
+  for i = 1, 10 do keep[(n * 10 + i) % 1000 + 1] = {} end
   n = n + 1
 end
 function thread_done(tid)

@@ -29,12 +29,12 @@ teardown() {
 	done
 }
 
-# sb_lines D STREAMS...: the line-5 counts of sysbench's streams, sorted,
+# sb_lines D STREAMS...: the line-6 counts of sysbench's streams, sorted,
 # and what they must be: the main VM none, each thread's VM 10 per event.
 sb_lines() {
 	local d=$1 f
 	shift
-	for f in "$@"; do line_of "$f" "@$d/alloc.lua:5"; done | sort -n | tr '\n' ' '
+	for f in "$@"; do line_of "$f" "@$d/alloc.lua:6"; done | sort -n | tr '\n' ' '
 	echo
 	{ echo 0; for f in "$d"/count.*; do echo $((10 * $(cat "$f"))); done; } |
 		sort -n | tr '\n' ' '

@@ -50,12 +50,14 @@ tracer() {
 	return 1
 }
 
-# untracer: stops the tracer; its lost events and consumer ns per event.
+# untracer: stops the tracer (not in a subshell: it waits for it); UT is
+# its lost events and consumer ns per event.
 untracer() {
-	[ -z "$TPID" ] && { echo "- -"; return; }
+	UT="- -"
+	[ -z "$TPID" ] && return
 	kill -INT "$TPID"
 	wait "$TPID"
-	echo "$(sed -n 's/^  lost:    \([0-9]*\) events.*/\1/p' "$TMP/terr" | head -1) $(sed -n 's/^  consumer: \([0-9]*\) ns.*/\1/p' "$TMP/terr")"
+	UT="$(sed -n 's/^  lost:    \([0-9]*\) events.*/\1/p' "$TMP/terr" | head -1) $(sed -n 's/^  consumer: \([0-9]*\) ns.*/\1/p' "$TMP/terr")"
 }
 
 MODES=(untraced floor traced)
@@ -74,7 +76,8 @@ for r in $(seq 1 "$REPS"); do
 		m=${MODES[$(((k + r) % 3))]}
 		tracer "$m" "$PIDS" || exit 1
 		rps=$(wrk -t2 -c32 -d"${SECS}s" "http://127.0.0.1:$NGX_PORT/t" | awk '/^Requests\/sec:/ {print $2}')
-		echo "$rps $(untracer)" >> "$TMP/ngx.$m"
+		untracer
+		echo "$rps $UT" >> "$TMP/ngx.$m"
 	done
 done
 ngx_stop "$TMP/ngx"
@@ -96,7 +99,7 @@ report ngx req/s
 
 # -- sysbench -----------------------------------------------------------------
 echo
-echo "== sysbench, 2 threads (a VM each, and the main VM), JIT on, event(): 10 tables, --time=${SECS}"
+echo "== sysbench, 2 threads (a VM each, and the main VM), JIT on, event(): 10 tables kept a while, --time=${SECS}"
 SB_JIT=on sb_script "$TMP/sb"
 # left-out: untraced while `luamemtrace --all --exe` traces other programs
 # (what a process a filter leaves out pays)
@@ -119,7 +122,8 @@ for r in $(seq 1 "$REPS"); do
 		traced) rm -rf "$TMP/d"; pre=("$LMT" -t 0 -o "$TMP/d/" --) ;;
 		esac
 		eps=$(SB_COUNT_DIR=$TMP/sb "${pre[@]}" sysbench "$TMP/sb/alloc.lua" --threads=2 \
-			--time="$SECS" run 2> "$TMP/terr" | awk '/events\/s \(eps\):/ {print $3}')
+			--time="$SECS" run 2> "$TMP/terr" |
+			awk '/total number of events:/ {e = $5} /total time:/ {t = $3 + 0} END {if (t > 0) printf "%.0f", e / t}')
 		if [ -n "$TPID" ]; then
 			kill -INT "$TPID"
 			wait "$TPID"
