@@ -186,11 +186,12 @@ int BPF_PROG(on_exec)
 	return 0;
 }
 
-/* A traced process forked (followed with -o DIR only). The child has the
- * parent's VMs at the same addresses: registered for it here, before it
- * runs, and it is stopped until user space has probed it (its probes are
- * by PID too). A child sharing its parent's memory (vfork, posix_spawn)
- * runs nothing of the VM before it executes something else: not followed. */
+/* A traced process forked. Followed with -o DIR only (otherwise only
+ * counted): the child has the parent's VMs at the same addresses,
+ * registered for it here, before it runs, and it is stopped until user
+ * space has probed it (its probes are by PID too). A child sharing its
+ * parent's memory (vfork, posix_spawn) runs nothing of the VM before it
+ * executes something else: not followed. */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -198,7 +199,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	struct lmt_proc *pr;
 	struct lmt_fork *n;
 
-	if (!follow || stop || f.ptgid == f.tgid || child->mm == parent->mm)
+	if (stop || f.ptgid == f.tgid || child->mm == parent->mm)
 		return 0;
 	pr = bpf_map_lookup_elem(&procs, &f.ptgid);
 	if (!pr || !pr->has_layout || pr->ignore)
@@ -208,9 +209,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	n->ptgid = f.ptgid;
 	n->tgid = f.tgid;
-	if (!fork_copy(&f, pr))
+	if (follow && !fork_copy(&f, pr))
 		n->stopped = stop_task(child, f.tgid);
-	if (!n->stopped)
+	if (follow && !n->stopped)
 		count_lost_vm();
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
 	return 0;

@@ -169,8 +169,8 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->one_stream = !t->dir;
 	t->skel->rodata->follow = (uint8_t)t->dir;
 	t->skel->rodata->all_procs = (uint8_t)o->all;
-	/* Children are followed only into streams of their own. */
-	bpf_program__set_autoload(t->skel->progs.on_fork, t->dir);
+	/* Children are followed only into streams of their own (with -o
+	 * FILE they are counted). */
 	if (!luamemtrace_bpf__load(t->skel)) {
 		if (o->verbose)
 			fprintf(stderr, "luamemtrace: reads land on the %s\n",

@@ -262,6 +262,10 @@ static void on_fork(struct tr *t, const struct lmt_fork *f)
 {
 	struct tproc *parent = proc_of(t, f->ptgid), *c;
 
+	if (!t->dir) {
+		t->forks_skipped++;
+		return;
+	}
 	if (!f->stopped || t->stopping || !parent) {
 		forget_proc(t, f->tgid);
 		return;

@@ -171,6 +171,10 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 		fprintf(stderr, "  lost:    %" PRIu64 " new VMs, forks or dlopens "
 			"(ring buffer full: the stream is INCOMPLETE; raise -b)\n",
 			(uint64_t)s->lost_vm);
+	if (t->forks_skipped)
+		fprintf(stderr, "  not followed: %u child%s of traced processes "
+			"(-o DIR/ traces them too)\n", t->forks_skipped,
+			t->forks_skipped == 1 ? "" : "ren");
 	if (names_cut)
 		fprintf(stderr, "  %" PRIu64 " chunk names cut to %d bytes (string "
 			"gone before it could be read)\n", names_cut, LMT_NAME_MAX);
@@ -203,6 +207,4 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 		if (t->o->top > 0 && evs && t->nouts == 1)
 			report_print_top(t->outs[0]->rep, stderr, t->o->top, 1);
 	}
-	if (t->forks_skipped)
-		fprintf(stderr, "  %u forked children not followed\n", t->forks_skipped);
 }

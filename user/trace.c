@@ -326,7 +326,7 @@ static int open_bpf(struct tr *t)
 		err1("cannot watch exec: %s", strerror(errno));
 		return -1;
 	}
-	if (t->dir && link_add(&t->links, bpf_program__attach(t->skel->progs.on_fork))) {
+	if (link_add(&t->links, bpf_program__attach(t->skel->progs.on_fork))) {
 		err1("cannot watch fork: %s", strerror(errno));
 		return -1;
 	}
