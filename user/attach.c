@@ -570,18 +570,21 @@ static void announce(struct tr *t, struct tproc *p)
 		     "its whole streams (and the process pays both)", (int)p->pid);
 }
 
-int proc_attach(struct tr *t, struct tproc *p, const struct vminfo *vms, size_t n)
+/* A process joins the trace: locked, listed, its C symbols read. */
+static void proc_begin(struct tr *t, struct tproc *p)
 {
-	struct pmaps m;
-
 	proc_lock(t, p);
 	if (!u64map_get(&t->pmap, (uint64_t)p->pid | 1ULL << 32))
 		proc_link(t, p);
 	p->attached = 1;
 	syms_scan(&p->syms);
-	for (size_t i = 0; i < n; i++)
-		if (add_vm(t, p, &vms[i]))
-			return -1;
+}
+
+/* ... and once its VMs are in: the hooks of its objects. */
+static int proc_ready(struct tr *t, struct tproc *p)
+{
+	struct pmaps m;
+
 	if (!pmaps_load(p->pid, &m)) {
 		proc_hooks(t, p, &m);
 		pmaps_free(&m);
@@ -590,15 +593,19 @@ int proc_attach(struct tr *t, struct tproc *p, const struct vminfo *vms, size_t 
 	return 0;
 }
 
+int proc_attach(struct tr *t, struct tproc *p, const struct vminfo *vms, size_t n)
+{
+	proc_begin(t, p);
+	for (size_t i = 0; i < n; i++)
+		if (add_vm(t, p, &vms[i]))
+			return -1;
+	return proc_ready(t, p);
+}
+
 int proc_attach_child(struct tr *t, struct tproc *parent, struct tproc *c)
 {
-	struct pmaps m;
-
-	proc_lock(t, c);
 	c->parent = parent->pid;
-	proc_link(t, c);
-	c->attached = 1;
-	syms_scan(&c->syms);
+	proc_begin(t, c);
 	/* The parent's VMs, as BPF copied them: same ids and numbers. */
 	for (unsigned i = 0; i < parent->nvm; i++) {
 		const struct tvm *pv = parent->vms[i];
@@ -606,16 +613,11 @@ int proc_attach_child(struct tr *t, struct tproc *parent, struct tproc *c)
 		    !vm_known(t, c, pv->id, pv->L, pv->g, pv->ud, pv->num))
 			return -1;
 	}
-	/* Its allocators and hooks: the parent's files, at its addresses. */
+	/* Its allocators: the parent's files, at its addresses. */
 	for (unsigned i = 0; i < parent->naf; i++)
 		if (attach_allocf(t, c, parent->af[i].addr))
 			return -1;
-	if (!pmaps_load(c->pid, &m)) {
-		proc_hooks(t, c, &m);
-		pmaps_free(&m);
-	}
-	announce(t, c);
-	return 0;
+	return proc_ready(t, c);
 }
 
 static void on_needed(void *ctx, uint64_t unused, const char *soname)

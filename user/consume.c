@@ -336,11 +336,15 @@ int on_rec(void *ctx, void *data, size_t sz)
 		}
 		break;
 	case LMT_REC_NEWVM:
-		if (sz >= sizeof(struct lmt_newvm)) {
-			t->in_cb = 1;
+	case LMT_REC_FORK:
+		/* Both may unbatch, which must wait until we are out of
+		 * the ring's callback (in_cb). */
+		t->in_cb = 1;
+		if (rec == LMT_REC_NEWVM && sz >= sizeof(struct lmt_newvm))
 			on_newvm(t, data);
-			t->in_cb = 0;
-		}
+		else if (rec == LMT_REC_FORK && sz >= sizeof(struct lmt_fork))
+			on_fork(t, data);
+		t->in_cb = 0;
 		break;
 	case LMT_REC_MAPPED:
 		/* Read while the process is stopped (settle_stops). */
@@ -351,13 +355,6 @@ int on_rec(void *ctx, void *data, size_t sz)
 	case LMT_REC_EXEC:
 		if (sz >= sizeof(struct lmt_exec))
 			on_exec(t, ((const struct lmt_exec *)data)->tgid);
-		break;
-	case LMT_REC_FORK:
-		if (sz >= sizeof(struct lmt_fork)) {
-			t->in_cb = 1;
-			on_fork(t, data);
-			t->in_cb = 0;
-		}
 		break;
 	}
 	return 0;

@@ -14,9 +14,10 @@ REPS=${BENCH_HOST_REPS:-5}
 SECS=${BENCH_HOST_SECS:-3}
 TMP=$(mktemp -d)
 BATS_TEST_DIRNAME=$PWD/tests
+# shellcheck source=../helpers.bash
+. tests/helpers.bash
 # shellcheck source=../hosts.bash
 . tests/hosts.bash
-counts() { :; } # hosts.bash's line_of needs it; unused here
 cleanup() {
 	[ -n "${NGX_MASTER:-}" ] && kill -9 "$NGX_MASTER" $(pgrep -P "$NGX_MASTER") 2>/dev/null
 	rm -rf "$TMP"
@@ -40,12 +41,7 @@ tracer() {
 	traced) rm -rf "$TMP/d"; "$LMT" -t 0 -p "$2" -o "$TMP/d/" 2> "$TMP/terr" & ;;
 	esac
 	TPID=$!
-	local i
-	for i in $(seq 1 400); do
-		grep -q "tracing " "$TMP/terr" 2>/dev/null && return 0
-		sleep 0.025
-	done
-	echo "bench hosts: the tracer did not start" >&2
+	wait_for "$TMP/terr" "tracing " && return 0
 	cat "$TMP/terr" >&2
 	return 1
 }
@@ -114,10 +110,7 @@ for r in $(seq 1 "$REPS"); do
 			pre=()
 			"$LMT" --all --exe lmt-nothing -o "$TMP/l$RANDOM/" 2> "$TMP/lerr" &
 			TPID=$!
-			for i in $(seq 1 400); do
-				grep -q "tracing " "$TMP/lerr" 2>/dev/null && break
-				sleep 0.025
-			done ;;
+			wait_for "$TMP/lerr" "tracing " ;;
 		floor) pre=("$LMT" --floor -o "$TMP/f$RANDOM/" --) ;;
 		traced) rm -rf "$TMP/d"; pre=("$LMT" -t 0 -o "$TMP/d/" --) ;;
 		esac
