@@ -73,18 +73,24 @@ static __always_inline int objb_test(__u32 tgid, __u64 addr)
 	return !w || (*w >> (b & 63)) & 1;
 }
 
-/* Trace number -> GCtrace address, per VM. */
+/* Trace number -> its GCtrace and machine code, per VM. */
 struct trace_key {
 	__u32 tgid;
 	__u32 traceno;
 	__u64 vm; /* VM id */
 };
 
+struct tinfo {
+	__u64 T;
+	__u64 mcode;
+	__u64 szmcode;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct trace_key);
-	__type(value, __u64);
+	__type(value, struct tinfo);
 } traces SEC(".maps");
 
 /* Traces known to be announced, direct-mapped in front of the traces map:
@@ -97,6 +103,8 @@ struct {
 struct trc {
 	__u64 k1; /* tgid | traceno << 32 */
 	__u64 k2; /* VM id */
+	__u64 mcode;
+	__u64 szmcode;
 	__u64 chk;
 };
 
@@ -237,65 +245,83 @@ static __always_inline __s64 proto_line(struct ctx *c, const struct lmt_vm *vm,
 	}
 }
 
-/* Announce trace traceno of this VM unless its GCtrace is known. */
-static __always_inline void see_trace(struct ctx *c, const struct lmt_vm *vm,
-				      __u32 traceno)
+/* Announce trace traceno of this VM unless its GCtrace is known; its
+ * machine code's range in *ti (0 on success). */
+static __always_inline int see_trace(struct ctx *c, const struct lmt_vm *vm,
+				     __u32 traceno, struct tinfo *ti)
 {
 	const struct lj_layout *lay = &vm->lay;
 	struct trace_key tk = { .tgid = c->tgid, .traceno = traceno, .vm = vm->id };
-	__u64 J = vm->g - lay->gg_g + lay->gg_J, arr, T, tw[2];
+	__u64 J = vm->g - lay->gg_g + lay->gg_J, arr, T, tw[LMT_TWIN / 8], cw[4];
 	struct trc *tc = trc_of(c->tgid, traceno, vm->id);
 	__u64 k1 = c->tgid | (__u64)traceno << 32;
+	struct tinfo *known;
 	struct lmt_trace *t;
+	__u64 pt, spc;
 	__s64 line;
 
-	if (tc && dm_get(tc, tw, 2, TRC_SALT) && tw[0] == k1 && tw[1] == vm->id)
-		return;
-	if (bpf_map_lookup_elem(&traces, &tk))
-		goto known;
+	if (tc && dm_get(tc, cw, 4, TRC_SALT) && cw[0] == k1 && cw[1] == vm->id) {
+		ti->mcode = cw[2];
+		ti->szmcode = cw[3];
+		return 0;
+	}
+	known = bpf_map_lookup_elem(&traces, &tk);
+	if (known) {
+		*ti = *known;
+		goto cache;
+	}
 	if (rd(c, &arr, 8, J + lay->J_trace))
-		return;
+		return -1;
 	arr = gcref(lay, arr);
 	if (rd(c, &T, 8, arr + (__u64)traceno * (lay->gc64 ? 8 : 4)))
-		return;
+		return -1;
 	T = gcref(lay, T);
-	if (!T || rd(c, tw, 16, T + lay->T_startpt))
-		return;
-	/* startpt, then startpc (lmt_windows_fit). */
-	tw[0] = gcref(lay, tw[0]);
-	tw[1] = gcref(lay, tw[1]);
+	/* startpt, startpc, ..., szmcode, mcode (lmt_windows_fit). */
+	if (!T || rd(c, tw, LMT_TWIN, T + lay->T_startpt))
+		return -1;
+	pt = gcref(lay, tw[0]);
+	spc = gcref(lay, tw[1]);
+	ti->T = T;
+	ti->szmcode = *(__u32 *)((__u8 *)tw + ((lay->T_szmcode - lay->T_startpt) & (LMT_TWIN - 4)));
+	ti->mcode = *(__u64 *)((__u8 *)tw + ((lay->T_mcode - lay->T_startpt) & (LMT_TWIN - 8)));
 	/* The start line: the trace's first bytecode, i.e. the instruction
 	 * at startpc, so ask for the line "before" startpc + 1. */
-	see_proto(c, vm, tw[0]);
-	line = proto_line(c, vm, tw[0], tw[1] + 4);
+	see_proto(c, vm, pt);
+	line = proto_line(c, vm, pt, spc + 4);
 	flush(c);
 	t = bpf_ringbuf_reserve(&rb, sizeof(*t), 0);
 	if (!t) {
 		c->st->lost_sym++;
-		return;
+		return -1;
 	}
 	t->rec = LMT_REC_TRACE;
 	t->tgid = c->tgid;
 	t->vm = vm->id;
 	t->traceno = traceno;
-	t->proto = tw[0];
+	t->proto = pt;
 	t->line = line < 0 ? 0 : (__u64)line;
+	t->T = T;
+	t->mcode = ti->mcode;
+	t->szmcode = (__u32)ti->szmcode;
 	bpf_ringbuf_submit(t, wake_flags(c, sizeof(*t)));
 	c->st->traces++;
-	if (bpf_map_update_elem(&traces, &tk, &T, BPF_ANY))
-		return;
+	if (bpf_map_update_elem(&traces, &tk, ti, BPF_ANY))
+		return 0;
 	{
 		struct obj_key ok = { .tgid = c->tgid, .addr = T };
 		struct obj_val ov = { .vm = vm->id, .traceno = traceno };
 		objb_set(c->tgid, T);
 		bpf_map_update_elem(&objs, &ok, &ov, BPF_ANY);
 	}
-known:
+cache:
 	if (tc) {
-		tw[0] = k1;
-		tw[1] = vm->id;
-		dm_put(tc, tw, 2, TRC_SALT, 0);
+		cw[0] = k1;
+		cw[1] = vm->id;
+		cw[2] = ti->mcode;
+		cw[3] = ti->szmcode;
+		dm_put(tc, cw, 4, TRC_SALT, 0);
 	}
+	return 0;
 }
 
 /* A free of an announced prototype or trace: forget it. */

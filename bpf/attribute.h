@@ -229,14 +229,43 @@ static __always_inline __u8 charge_cfunc(struct lmt_ev *e, __u64 f)
 	return LMT_SRC_CFUNC;
 }
 
-/* Code of trace traceno, announced on the way. */
+/* Code of trace traceno, announced on the way: where in its machine code
+ * (LMT_EV_MCOFS), unless --jit=trace or no return address is found. */
 static __always_inline __u8 charge_trace(struct ctx *c, const struct lmt_vm *vm,
 					 __u32 traceno, struct lmt_ev *e)
 {
-	see_trace(c, vm, traceno);
+	struct tinfo ti;
+	__u32 ofs;
+
 	e->src = LMT_SRC_TRACE;
 	e->loc = traceno;
 	e->line = 0;
+	if (!see_trace(c, vm, traceno, &ti) && !jit_trace &&
+	    !trace_ret(c, ti.mcode, ti.szmcode, &ofs)) {
+		e->flags |= LMT_EV_MCOFS;
+		e->line = ofs;
+	}
+	return LMT_SRC_TRACE;
+}
+
+/* A trace exits (vmstate EXIT): what it allocates restores sunk objects
+ * of the exit's snapshot (lj_snap_restore), charged to its line
+ * (LMT_EV_EXIT). The in-VM profiler charges it to the VM (--jit=trace). */
+static __always_inline __u8 charge_exit(struct ctx *c, const struct lmt_vm *vm,
+					struct lmt_ev *e)
+{
+	const struct lj_layout *lay = &vm->lay;
+	__u32 px[2]; /* J->parent, J->exitno */
+	struct tinfo ti;
+
+	if (jit_trace ||
+	    rd(c, px, 8, vm->g - lay->gg_g + lay->gg_J + lay->J_parent) ||
+	    !px[0] || see_trace(c, vm, px[0], &ti))
+		return charge_internal(e);
+	e->src = LMT_SRC_TRACE;
+	e->flags |= LMT_EV_EXIT;
+	e->loc = px[0];
+	e->line = px[1];
 	return LMT_SRC_TRACE;
 }
 
@@ -399,8 +428,11 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 			return charge_internal(e);
 		if (vmstate >= 1)
 			return charge_trace(c, vm, (__u32)vmstate, e);
-		if (vmst_of(vmstate, lay->nvmst, lay->vmst) == LMT_VMST_INTERNAL)
+		kind = vmst_of(vmstate, lay->nvmst, lay->vmst);
+		if (kind == LMT_VMST_INTERNAL)
 			return charge_internal(e);
+		if (kind == LMT_VMST_EXIT)
+			return charge_exit(c, vm, e);
 		*wide = 1;
 	}
 	/* vmstate, cur_L and, for the main lua_State, its fields in one
@@ -409,12 +441,14 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 	if (gread(c, &q, kst))
 		return charge_internal(e);
 	kind = vmst_of(q.vmstate, lay->nvmst, lay->vmst);
-	if (kind == LMT_VMST_INTERNAL)
+	if (kind == LMT_VMST_INTERNAL || kind == LMT_VMST_EXIT)
 		*wide = 0;
 	if (q.vmstate >= 1)
 		return charge_trace(c, vm, (__u32)q.vmstate, e);
 	if (kind == LMT_VMST_INTERNAL)
 		return charge_internal(e);
+	if (kind == LMT_VMST_EXIT)
+		return charge_exit(c, vm, e);
 	return charge_frame(c, vm, &q, kind == LMT_VMST_INTERP, ptr, e);
 }
 

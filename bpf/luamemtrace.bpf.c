@@ -28,6 +28,7 @@
 #include "cache.h"
 #include "ring.h"
 #include "announce.h"
+#include "trace.h"
 #include "attribute.h"
 #include "pend.h"
 #include "newvm.h"
@@ -239,12 +240,12 @@ int BPF_KPROBE(close_enter, __u64 L)
 	id = vm->id;
 	{
 		/* Its batch goes first: the VM's last events precede CLOSE. */
-		struct ctx c = { .tgid = mk.tgid, .si = lmt_slot_of(k.tgid, k.ud) };
-		struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &c.si);
+		struct ctx c = { .tgid = mk.tgid };
+		struct lmt_slot *sl = slot_find(k.tgid, k.ud, &c.si);
 		__u32 zero = 0;
 
 		c.pc = bpf_map_lookup_elem(&stats, &zero);
-		if (c.pc && sl && sl->live && sl->tgid == k.tgid && sl->ud == k.ud) {
+		if (c.pc && sl && sl->live) {
 			c.st = &c.pc->st;
 			flush_slot(&c, sl);
 			sl->live = 0;

@@ -17,6 +17,8 @@ enum lmt_vmst {
 	LMT_VMST_INTERP = 2,   /* the interpreter: as FRAME, and what it saves as
 				* its PC follows the rules of struct pcc
 				* (bpf/attribute.h) */
+	LMT_VMST_EXIT = 3,     /* a trace exits: J->parent and J->exitno name
+				* the trace and its snapshot */
 };
 
 #define LMT_VMST_MAX 16
@@ -45,8 +47,11 @@ struct lj_layout {
 		pt_lineinfo;
 	/* GCstr */
 	__u16 str_size, str_len;
-	/* GCtrace: startpt and startpc are read as one 16-byte window */
-	__u16 T_size, T_startpt, T_startpc; /* T_size: sizeof(GCtrace) */
+	/* GCtrace: startpt to mcode are read as one LMT_TWIN window */
+	__u16 T_size, T_startpt, T_startpc, T_szmcode, T_mcode; /* T_size:
+						      * sizeof(GCtrace) */
+	/* jit_State: parent, then exitno (a trace's exit) */
+	__u16 J_parent;
 	/* C frame of the interpreter */
 	__u16 cf_pc;
 	__u8 gc64; /* refs are 64-bit (bpf/lj.h: what else GC64 means) */
@@ -60,6 +65,7 @@ struct lj_layout {
  * every field BPF takes from one lies inside it (lmt_windows_fit). */
 #define LMT_PTWIN 96 /* a GCproto */
 #define LMT_FNWIN 48 /* a GCfunc */
+#define LMT_TWIN 32  /* a GCtrace, from startpt */
 
 /* Per-VM configuration, keyed by (tgid, allocator ud). */
 struct lmt_vm_key {
@@ -79,13 +85,19 @@ struct lmt_vm {
  * space through mmap: BPF reads it without a helper call (an array lookup
  * is inlined, a hash lookup is not), and batches the VM's events in it, so
  * that a ring buffer record carries many events (a reserve and submit per
- * event would cost more; docs/costs.md). A slot is found by the process
- * and the allocator's ud (forked children share their parent's
- * addresses). It is claimed by a compare-and-swap of tgid from 0, by user
- * space or by BPF, filled, then marked live; BPF clears live at lua_close,
- * and user space frees it (tgid 0) once its process has exited or
- * executed a new program and its batch is read. Collisions go through the
- * vms hash map and one record per event.
+ * event would cost more; docs/costs.md). A slot is found by the
+ * allocator's ud (lmt_slot_of), and names its process: the programs run
+ * only in traced processes, so the fast path needs no helper call for the
+ * process id (one costs ~2% of the floor, measured). Processes whose VMs
+ * have one ud (forked children, which have their parent's addresses;
+ * twins without address randomisation) mark that slot shared: there the
+ * process id is asked for, the owner keeps the slot, and the others go to
+ * the slot of their process and ud (lmt_slot2_of). shared stays set.
+ * A slot is claimed by a compare-and-swap of tgid from 0, by user space or
+ * by BPF, filled, then marked live; BPF clears live at lua_close, and user
+ * space frees it (tgid 0) once its process has exited or executed a new
+ * program and its batch is read. Collisions go through the vms hash map
+ * and one record per event.
  *
  * buf starts with a struct lmt_batch header naming the process and VM,
  * written at claim time; BPF appends struct lmt_ev records after it and
@@ -129,7 +141,9 @@ struct lmt_ev {
 
 struct lmt_slot {
 	__u32 tgid; /* owner; 0: free */
-	__u32 live;
+	__u8 live;
+	__u8 shared; /* another process has a VM with this ud */
+	__u8 pad[2];
 	__u64 ud;
 	struct lmt_vm vm;
 	__u32 len;  /* bytes used in buf */
@@ -141,9 +155,15 @@ struct lmt_slot {
 /* The hash constant of every cache (bpf/cache.h): 2^64 / phi, odd. */
 #define LMT_HASH_K 0x9e3779b97f4a7c15ULL
 
-static inline __u32 lmt_slot_of(__u32 tgid, __u64 ud)
+static inline __u32 lmt_slot_of(__u64 ud)
 {
-	return (__u32)(((ud ^ (__u64)tgid << 44) * LMT_HASH_K) >> 56) &
+	return (__u32)((ud * LMT_HASH_K) >> 56) & (LMT_NSLOT - 1);
+}
+
+/* The slot of a process's VM whose ud's slot is shared. */
+static inline __u32 lmt_slot2_of(__u32 tgid, __u64 ud)
+{
+	return (__u32)(((ud ^ (__u64)tgid << 44 ^ 0x5bd1e995ULL) * LMT_HASH_K) >> 56) &
 	       (LMT_NSLOT - 1);
 }
 
@@ -179,6 +199,12 @@ enum lmt_src {
 #define LMT_EV_POS 1    /* line holds a bytecode position of proto loc;
 			 * user space maps it to a line (lineinfo came with
 			 * the prototype's record) */
+#define LMT_EV_MCOFS 2  /* TRACE: line holds the offset in trace loc's
+			 * machine code of the call that allocates; user
+			 * space maps it to a line through the snapshots */
+#define LMT_EV_EXIT 4   /* TRACE: line holds the number of the snapshot
+			 * trace loc exits through (sunk allocations
+			 * restored) */
 
 /* A prototype was freed (so user space can drop its line table). */
 struct lmt_forget {
@@ -223,10 +249,12 @@ struct lmt_trace {
 	__u8 pad[3];
 	__u32 tgid;
 	__u32 vm;
-	__u32 pad2;
+	__u32 szmcode;
 	__u64 traceno;
 	__u64 proto;
 	__u64 line;
+	__u64 T;     /* its GCtrace: user space reads the snapshots there */
+	__u64 mcode; /* its machine code */
 };
 
 /* Key of the stops map (bpf/newvm.h): one entry per stop. */
@@ -320,6 +348,8 @@ struct lmt_stats {
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space
  * (windows of target structures; too big for the BPF stack). */
 #define LMT_WIN 128
+#define LMT_STKW 64 /* words of user stack searched for a return address
+		     * into a trace's machine code (bpf/trace.h) */
 #define LMT_GWIN 464 /* GG_State from the main lua_State's base field
 			* to g's cur_L (lmt_gwin_fits): 440 bytes on
 			* Debian's luajit, 456 on luajit2; with the locals
@@ -334,6 +364,7 @@ struct lmt_percpu {
 	__u8 w[LMT_WIN];  /* lua_State / GCfunc */
 	__u8 pw[LMT_WIN]; /* GCproto */
 	__u8 fw[LMT_WIN]; /* caller's GCfunc */
+	__u64 stk[LMT_STKW]; /* the user stack above sp (bpf/trace.h) */
 };
 
 /* g->vmstate through the string helper, which copies up to the first zero
@@ -370,7 +401,11 @@ static inline int lmt_windows_fit(const struct lj_layout *l)
 	       l->pt_firstline + 4 <= LMT_PTWIN && l->pt_numline + 4 <= LMT_PTWIN &&
 	       l->pt_lineinfo + 8 <= LMT_PTWIN && l->fn_ffid + 1 <= LMT_FNWIN &&
 	       l->fn_pc + 8 <= LMT_FNWIN && l->fn_f + 8 <= LMT_FNWIN &&
-	       l->T_startpc == l->T_startpt + 8 && LMT_PTWIN <= LMT_WIN &&
+	       l->T_startpc == l->T_startpt + 8 &&
+	       l->T_szmcode > l->T_startpt && l->T_szmcode + 4 - l->T_startpt <= LMT_TWIN &&
+	       l->T_mcode > l->T_startpt && l->T_mcode + 8 - l->T_startpt <= LMT_TWIN &&
+	       !((l->T_mcode - l->T_startpt) & 7) && !((l->T_szmcode - l->T_startpt) & 3) &&
+	       LMT_PTWIN <= LMT_WIN &&
 	       LMT_FNWIN <= LMT_WIN && lmt_gwin_fits(l);
 }
 

@@ -41,16 +41,12 @@ struct {
 	__type(value, struct lmt_vm);
 } vmbuf SEC(".maps");
 
-/* Claim the VM's slot for it, if free (see struct lmt_slot). */
-static __always_inline void slot_claim(__u32 tgid, __u64 ud,
-				       const struct lmt_vm *vm)
+/* Fills slot sl, claimed for tgid. */
+static __always_inline void slot_fill(struct lmt_slot *sl, __u32 tgid, __u64 ud,
+				      const struct lmt_vm *vm)
 {
-	__u32 si = lmt_slot_of(tgid, ud);
-	struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &si);
 	struct lmt_batch *h;
 
-	if (!sl || sl->tgid || __sync_val_compare_and_swap(&sl->tgid, 0, tgid))
-		return;
 	sl->ud = ud;
 	__builtin_memcpy(&sl->vm, vm, sizeof(*vm));
 	h = (struct lmt_batch *)sl->buf;
@@ -60,6 +56,30 @@ static __always_inline void slot_claim(__u32 tgid, __u64 ud,
 	sl->len = sizeof(*h);
 	asm volatile("" ::: "memory");
 	sl->live = 1;
+}
+
+/* Claim the VM's slot for it, if free (see struct lmt_slot): its ud's,
+ * or, where another process has that ud, its process's. */
+static __always_inline void slot_claim(__u32 tgid, __u64 ud,
+				       const struct lmt_vm *vm)
+{
+	__u32 si = lmt_slot_of(ud);
+	struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &si);
+
+	if (!sl)
+		return;
+	if (!sl->tgid && !__sync_val_compare_and_swap(&sl->tgid, 0, tgid)) {
+		slot_fill(sl, tgid, ud, vm);
+		return;
+	}
+	/* Owned: by a VM with this ud (or one being filled), then shared. */
+	if (sl->ud != ud && sl->live)
+		return;
+	sl->shared = 1;
+	si = lmt_slot2_of(tgid, ud);
+	sl = bpf_map_lookup_elem(&slots, &si);
+	if (sl && !sl->tgid && !__sync_val_compare_and_swap(&sl->tgid, 0, tgid))
+		slot_fill(sl, tgid, ud, vm);
 }
 
 /* -- Forks --------------------------------------------------------------- */

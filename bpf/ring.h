@@ -134,17 +134,43 @@ static __always_inline void emit(struct ctx *c, const struct lmt_ev *ev)
 	c->st->events++;
 }
 
+/* The slot of (tgid, ud), if it has one (struct lmt_slot). */
+static __always_inline struct lmt_slot *slot_find(__u32 tgid, __u64 ud, __u32 *si)
+{
+	struct lmt_slot *sl;
+
+	*si = lmt_slot_of(ud);
+	sl = bpf_map_lookup_elem(&slots, si);
+	if (sl && sl->ud == ud && sl->tgid == tgid)
+		return sl;
+	if (!sl || !sl->shared)
+		return NULL;
+	*si = lmt_slot2_of(tgid, ud);
+	sl = bpf_map_lookup_elem(&slots, si);
+	return sl && sl->ud == ud && sl->tgid == tgid ? sl : NULL;
+}
+
 /* The VM of ud in this process: in its slot (c->sl set while batching),
- * or in vms. */
+ * or in vms. Its ud's slot names the process unless it is shared. */
 static __always_inline const struct lmt_vm *vm_of(struct ctx *c, __u64 ud)
 {
 	struct lmt_slot *sl;
 	const struct lmt_vm *vm;
 
-	c->tgid = bpf_get_current_pid_tgid() >> 32;
-	c->si = lmt_slot_of(c->tgid, ud);
+	c->si = lmt_slot_of(ud);
 	sl = bpf_map_lookup_elem(&slots, &c->si);
-	if (sl && sl->live && sl->ud == ud && sl->tgid == c->tgid) {
+	if (sl && sl->live && sl->ud == ud) {
+		c->tgid = sl->tgid;
+		if (sl->shared) {
+			c->tgid = bpf_get_current_pid_tgid() >> 32;
+			if (c->tgid != sl->tgid) {
+				c->si = lmt_slot2_of(c->tgid, ud);
+				sl = bpf_map_lookup_elem(&slots, &c->si);
+				if (!sl || !sl->live || sl->ud != ud ||
+				    sl->tgid != c->tgid)
+					goto map;
+			}
+		}
 		if (!multi)
 			c->sl = sl;
 		else /* No batching: what is batched goes first. */
@@ -152,6 +178,8 @@ static __always_inline const struct lmt_vm *vm_of(struct ctx *c, __u64 ud)
 		c->vmid = sl->vm.id;
 		return &sl->vm;
 	}
+	c->tgid = bpf_get_current_pid_tgid() >> 32;
+map:
 	{
 		struct lmt_vm_key k = { .tgid = c->tgid, .ud = ud };
 

@@ -99,9 +99,9 @@ setup() {
 	no_probes_left
 }
 
-@test "JIT on: trace records, events charged to traces" {
+@test "JIT on, --jit=trace: trace records, events charged to traces (the in-VM profiler's granularity)" {
 	cd "$LUA_DIR"
-	run "$LMT" -q -o "$T/j.bin" -- luajit jit.lua
+	run "$LMT" -q --jit=trace -o "$T/j.bin" -- luajit jit.lua
 	[ "$status" -eq 0 ]
 	"$LMT" report "$T/j.bin" > "$T/j.txt"
 	grep -Eq '^TRACE \[[0-9]+\] started at @jit.lua:3: [0-9]+ events' "$T/j.txt"
@@ -109,6 +109,20 @@ setup() {
 	# most of the 20000 tables of line 4 come from the compiled loop
 	n=$(grep -E '^TRACE \[[0-9]+\] started at @jit.lua:3: ' "$T/j.txt" | head -1 | sed 's/.*: \([0-9]*\) events.*/\1/')
 	[ "$n" -gt 19000 ]
+}
+
+@test "JIT on: compiled loops' allocations charged to their Lua lines through the traces' snapshots, none to a trace" {
+	cd "$LUA_DIR"
+	run "$LMT" -q -o "$T/j.bin" -- luajit jit.lua
+	[ "$status" -eq 0 ]
+	"$LMT" report "$T/j.bin" > "$T/j.txt"
+	# The JIT-off run has 20001 at line 4 (20000 tables, acc's first
+	# array) and 5006 at line 8. JIT on, one table of the loop is made
+	# in a VM state (INTERNAL, as in-VM), and the string table grows
+	# elsewhere: 20000 and 5005, the rest at their lines.
+	[ "$(counts ALLOCATIONS @jit.lua:4 "$T/j.txt")" = 20000 ]
+	[ "$(counts ALLOCATIONS @jit.lua:8 "$T/j.txt")" = 5005 ]
+	absent '^TRACE' "$T/j.txt"
 }
 
 @test "the stream follows the format: prologues, epilogue, strict decode" {

@@ -169,6 +169,7 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->one_stream = !t->dir;
 	t->skel->rodata->follow = (uint8_t)t->dir;
 	t->skel->rodata->all_procs = (uint8_t)o->all;
+	t->skel->rodata->jit_trace = (uint8_t)o->jit_trace;
 	/* Children are followed only into streams of their own (with -o
 	 * FILE they are counted). */
 	if (!luamemtrace_bpf__load(t->skel)) {
@@ -288,26 +289,41 @@ static int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 	return 0;
 }
 
-/* Claim the VM's slot (see struct lmt_slot), if it is free. */
+static int slot_take(struct lmt_slot *s, const struct lmt_vm_key *k,
+		     const struct lmt_vm *vm)
+{
+	uint32_t free_ = 0;
+
+	if (!__atomic_compare_exchange_n(&s->tgid, &free_, k->tgid, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return -1;
+	s->ud = k->ud;
+	s->vm = *vm;
+	*(struct lmt_batch *)s->buf = (struct lmt_batch){ .rec = LMT_REC_BATCH,
+							  .tgid = k->tgid,
+							  .vm = vm->id };
+	s->len = sizeof(struct lmt_batch);
+	__atomic_store_n(&s->live, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Claim the VM's slot (see struct lmt_slot), if it is free: its ud's, or
+ * where another process has that ud, its process's. Before its probes:
+ * the ud's slot must say it is shared before the VM's first event. */
 static void slot_put(struct tr *t, const struct lmt_vm_key *k, const struct lmt_vm *vm)
 {
 	struct lmt_slot *s;
-	struct lmt_batch *h;
-	uint32_t free_ = 0;
 
 	if (!t->slots)
 		return;
-	s = &t->slots[lmt_slot_of(k->tgid, k->ud)];
-	if (!__atomic_compare_exchange_n(&s->tgid, &free_, k->tgid, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+	s = &t->slots[lmt_slot_of(k->ud)];
+	if (!slot_take(s, k, vm))
 		return;
-	s->ud = k->ud;
-	s->vm = *vm;
-	h = (struct lmt_batch *)s->buf;
-	*h = (struct lmt_batch){ .rec = LMT_REC_BATCH, .tgid = k->tgid,
-				 .vm = vm->id };
-	s->len = sizeof(*h);
-	__atomic_store_n(&s->live, 1, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&s->ud, __ATOMIC_ACQUIRE) != k->ud &&
+	    __atomic_load_n(&s->live, __ATOMIC_ACQUIRE))
+		return; /* another ud's: the vms map serves this VM */
+	__atomic_store_n(&s->shared, 1, __ATOMIC_RELEASE);
+	slot_take(&t->slots[lmt_slot2_of(k->tgid, k->ud)], k, vm);
 }
 
 /* A VM of p as user space knows it, and its stream. */
@@ -329,7 +345,8 @@ static struct tvm *vm_new(struct tr *t, struct tproc *p, uint32_t id,
 		p->vms = nv;
 		p->nvm_cap = cap;
 	}
-	*v = (struct tvm){ .p = p, .id = id, .num = num, .L = L, .g = g, .ud = ud };
+	*v = (struct tvm){ .p = p, .id = id, .num = num, .L = L, .g = g, .ud = ud,
+			   .var = p->var };
 	if (num >= p->next_num)
 		p->next_num = num + 1;
 	v->out = out_for(t, v);
@@ -383,8 +400,7 @@ int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v)
 		}
 		return 0;
 	}
-	if (attach_allocf(t, p, v->allocf))
-		return -1;
+	p->var = v->var;
 	struct { uint32_t tgid, pad; uint64_t L; } mk = { tgid, 0, v->L };
 	/* A second VM in one stream ends batching (struct lmt_slot). */
 	if (!t->dir && p->nvm && !t->skel->bss->multi)
@@ -392,6 +408,7 @@ int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v)
 	tv = vm_new(t, p, val.id, v->L, v->g, v->allocd, val.id);
 	if (!tv)
 		return -1;
+	/* Registered, then probed: its first event finds it. */
 	if (bpf_map__update_elem(t->skel->maps.vms, &k, sizeof(k), &val,
 				 sizeof(val), BPF_ANY) ||
 	    bpf_map__update_elem(t->skel->maps.mains, &mk, sizeof(mk), &k,
@@ -400,6 +417,8 @@ int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v)
 		return -1;
 	}
 	slot_put(t, &k, &val);
+	if (attach_allocf(t, p, v->allocf))
+		return -1;
 	if (t->o->verbose)
 		fprintf(stderr, "luamemtrace: PID %d VM %u: L 0x%" PRIx64 " g 0x%"
 			PRIx64 " (%s), allocator 0x%" PRIx64 " ud 0x%" PRIx64 "\n",
@@ -605,6 +624,7 @@ int proc_attach(struct tr *t, struct tproc *p, const struct vminfo *vms, size_t 
 int proc_attach_child(struct tr *t, struct tproc *parent, struct tproc *c)
 {
 	c->parent = parent->pid;
+	c->var = parent->var;
 	proc_begin(t, c);
 	/* The parent's VMs, as BPF copied them: same ids and numbers. */
 	for (unsigned i = 0; i < parent->nvm; i++) {

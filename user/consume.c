@@ -20,6 +20,8 @@
 #include "memprof_write.h"
 #include "proc.h"
 #include "report.h"
+#include "lines.h"
+#include "traces.h"
 
 /* -- Routing ------------------------------------------------------------- */
 
@@ -38,41 +40,6 @@ static struct tvm *vm_of(struct tr *t, uint32_t tgid, uint32_t id)
 	if (v || !(p = proc_of(t, tgid)) || p->ignored)
 		return v;
 	return vm_known(t, p, id, 0, 0, 0, p->next_num);
-}
-
-/* A prototype's line table, as LuaJIT's lj_debug_line reads it. */
-struct pline {
-	int32_t firstline;
-	uint32_t sizebc, numline;
-	uint8_t width; /* 1, 2, 4 */
-	uint32_t len;
-	uint8_t li[];
-};
-
-/* lj_debug_line(pt, pos); -1 when pos is past the bytecode (LuaJIT's
- * JLOOP undo case, charged INTERNAL). */
-static int64_t pline_line(const struct pline *p, uint64_t pos)
-{
-	uint64_t i;
-
-	if (pos > p->sizebc)
-		return -1;
-	if (!p->len && p->sizebc > 1)
-		return 0; /* stripped: no line info */
-	if (pos == p->sizebc)
-		return (int64_t)p->firstline + p->numline;
-	if (pos == 0)
-		return p->firstline;
-	i = (pos - 1) * p->width;
-	if (i + p->width > p->len)
-		return -1;
-	if (p->width == 1)
-		return (int64_t)p->firstline + p->li[i];
-	if (p->width == 2)
-		return (int64_t)p->firstline + (p->li[i] | p->li[i + 1] << 8);
-	return (int64_t)p->firstline + (int64_t)((uint32_t)p->li[i] |
-		(uint32_t)p->li[i + 1] << 8 | (uint32_t)p->li[i + 2] << 16 |
-		(uint32_t)p->li[i + 3] << 24);
 }
 
 static void keep_lines(struct tvm *v, const struct lmt_proto *p, size_t sz)
@@ -144,6 +111,7 @@ static void on_trace(struct tr *t, const struct lmt_trace *r)
 		return;
 	}
 	out_sym(v->out, &s);
+	traces_add(v, r);
 	v->p->traces++;
 }
 
@@ -194,6 +162,19 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 				       .nsize = r.nsize };
 		if (r.flags & LMT_EV_POS)
 			pos_line(v, &m);
+		/* Compiled code: to its line through the trace's snapshots;
+		 * an exit that cannot be told is the VM's, as in-VM. */
+		if (r.src == LMT_SRC_TRACE && (r.flags & (LMT_EV_MCOFS | LMT_EV_EXIT)) &&
+		    traces_line(v, &m, r.flags)) {
+			if (r.flags & LMT_EV_EXIT)
+				m = (struct mp_event){ .kind = m.kind, .src = MP_SRC_INTERNAL,
+						       .oaddr = m.oaddr, .osize = m.osize,
+						       .naddr = m.naddr, .nsize = m.nsize };
+			else
+				m.line = 0;
+		}
+		if (m.src == MP_SRC_TRACE)
+			v->p->trace_events++;
 		if (m.src == MP_SRC_CFUNC)
 			syms_cfunc(&v->p->syms, m.loc);
 		out_event(v->out, &m);

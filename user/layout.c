@@ -19,14 +19,22 @@
 	.fn_ffid = 10, .fn_pc = 32, .fn_f = 40, .pt_size = 104,               \
 	.pt_sizebc = 12, .pt_chunkname = 64, .pt_firstline = 72,             \
 	.pt_numline = 76, .pt_lineinfo = 80, .str_size = 24, .str_len = 20,   \
-	.T_size = 120, .T_startpt = 64, .T_startpc = 72, .cf_pc = 24, .gc64 = 1, \
+	.T_size = 120, .T_startpt = 64, .T_startpc = 72, .T_szmcode = 84,     \
+	.T_mcode = 88, .J_parent = 3016, .cf_pc = 24, .gc64 = 1,              \
 	.tthread = 6, .tfunc = 8,                                             \
 	/* Stock vmstates: INTERP, C, GC, EXIT, RECORD, OPT, ASM. The first   \
 	 * two are resolved through the top frame (docs/stream-format.md). */  \
 	.nvmst = 7,                                                           \
 	.vmst = { LMT_VMST_INTERP, LMT_VMST_FRAME, LMT_VMST_INTERNAL,         \
-		  LMT_VMST_INTERNAL, LMT_VMST_INTERNAL, LMT_VMST_INTERNAL,    \
+		  LMT_VMST_EXIT, LMT_VMST_INTERNAL, LMT_VMST_INTERNAL,        \
 		  LMT_VMST_INTERNAL }
+
+/* What user space alone reads (traces' snapshots, prototypes found by a
+ * PC), the same in both builds. */
+#define LJ21_GC64_USER                                                       \
+	.T_nsnap = 10, .T_nsnapmap = 44, .T_snap = 48, .T_snapmap = 56,      \
+	.snap_size = 12, .snap_mapofs = 0, .snap_mcofs = 6, .snap_nent = 10, \
+	.pt_gct = 9, .tproto = 7, .bc_func_lo = 89, .bc_func_hi = 94
 
 const struct lj_variant lj_variants[] = {
 	{
@@ -34,6 +42,7 @@ const struct lj_variant lj_variants[] = {
 		.name = "LuaJIT 2.1 GC64",
 		.sizeof_L = 96,
 		.lay = { LJ21_GC64_COMMON, .gg_g = 96, .gg_J = 824 },
+		.u = { LJ21_GC64_USER },
 	},
 	{
 		/* OpenResty luajit2 (Debian luajit2): lua_State has 16 more
@@ -41,6 +50,7 @@ const struct lj_variant lj_variants[] = {
 		.name = "OpenResty LuaJIT 2.1 GC64",
 		.sizeof_L = 112,
 		.lay = { LJ21_GC64_COMMON, .gg_g = 112, .gg_J = 848 },
+		.u = { LJ21_GC64_USER },
 	},
 };
 

@@ -42,6 +42,10 @@ static const char usage[] =
 	"                         SIGTERM, or the end of the target)\n"
 	"  -b, --buffer-size MIB  ring buffer size in MiB, a power of 2 (default 16)\n"
 	"  -t, --top N            allocation sites in the summary (default 10, 0: none)\n"
+	"      --jit MODE         what compiled code's allocations are charged to:\n"
+	"                         line (default: the Lua line, through the trace's\n"
+	"                         snapshots) or trace (the trace, as the in-VM\n"
+	"                         profiler does)\n"
 	"      --variant NAME     use only this layout variant (see --list-variants)\n"
 	"      --list-variants    print the LuaJIT layouts luamemtrace knows\n"
 	"      --probes MODE      auto (default), single or entry: where to probe\n"
@@ -134,11 +138,12 @@ static int add_exes(struct topts *o, const char *arg)
 int main(int argc, char **argv)
 {
 	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB,
-	       OPT_STRICT, OPT_ALL, OPT_EXE };
+	       OPT_STRICT, OPT_ALL, OPT_EXE, OPT_JIT };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "all", no_argument, NULL, OPT_ALL },
 		{ "exe", required_argument, NULL, OPT_EXE },
+		{ "jit", required_argument, NULL, OPT_JIT },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "strict", no_argument, NULL, OPT_STRICT },
@@ -171,6 +176,14 @@ int main(int argc, char **argv)
 			break;
 		case OPT_ALL:
 			o.all = 1;
+			break;
+		case OPT_JIT:
+			if (!strcmp(optarg, "trace"))
+				o.jit_trace = 1;
+			else if (!strcmp(optarg, "line"))
+				o.jit_trace = 0;
+			else
+				return bad_usage("bad --jit '%s' (line, trace)", optarg);
 			break;
 		case OPT_EXE:
 			if (add_exes(&o, optarg))

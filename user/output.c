@@ -20,6 +20,7 @@
 #include "memprof_write.h"
 #include "outfile.h"
 #include "report.h"
+#include "traces.h"
 
 /* -- Checks ---------------------------------------------------------------- */
 
@@ -365,6 +366,7 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 	for (unsigned i = 0; i < p->nvm; i++) {
 		u64map_del(&t->vmap, (uint64_t)p->pid << 32 | p->vms[i]->id);
 		u64map_free(&p->vms[i]->lines, free);
+		traces_free(p->vms[i]);
 	}
 	if (!p->ignored && t->nlive)
 		t->nlive--;

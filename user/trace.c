@@ -32,6 +32,7 @@
 #include "proc.h"
 #include "report.h"
 #include "tracer.h"
+#include "traces.h"
 
 volatile sig_atomic_t stop_req;
 volatile sig_atomic_t forward_sig;
@@ -492,6 +493,7 @@ static void cleanup(struct tr *t)
 		t->procs = p->next;
 		for (unsigned i = 0; i < p->nvm; i++) {
 			u64map_free(&p->vms[i]->lines, free);
+			traces_free(p->vms[i]);
 			free(p->vms[i]);
 		}
 		proc_drop(t, p);

@@ -23,6 +23,7 @@
 #include "tracer.h"
 #include "u64set.h"
 #include "vm.h"
+#include "layout.h"
 #include "info.h"
 
 struct allocf {
@@ -63,6 +64,9 @@ struct tvm {
 	uint64_t L, g, ud;
 	struct tout *out;
 	struct u64map lines; /* prototype -> struct pline */
+	struct u64map traces; /* trace number | 1 << 32 -> its snapshots
+			       * (user/traces.c) */
+	const struct lj_variant *var;
 	int closed;
 };
 
@@ -93,6 +97,9 @@ struct tproc {
 	int ended;           /* exited, executed or left: streams ended */
 	const char *end;
 	uint64_t protos, traces, names_cut, nolines;
+	uint64_t traces_unread; /* traces whose snapshots could not be read */
+	uint64_t trace_events;  /* events left at trace granularity */
+	const struct lj_variant *var; /* its VMs' layout */
 	struct tproc *next;
 };
 

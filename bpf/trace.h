@@ -1,0 +1,38 @@
+/* Inside a trace: where the compiled code was when it called the C
+ * function that allocates. LuaJIT maps a machine code address to a
+ * snapshot itself (lj_trace_unwind: the rightmost snapshot whose mcofs is
+ * not above it), and a snapshot's PC names the bytecode and so the line:
+ * BPF finds the return address into the running trace's machine code on
+ * the user stack and sends its offset; user space, which has read the
+ * trace's snapshots once, finds the line (user/traces.c). */
+#ifndef LMT_BPF_TRACE_H
+#define LMT_BPF_TRACE_H
+
+/* --jit=trace: the in-VM profiler's trace granularity. Set before load. */
+const volatile __u8 jit_trace = 0;
+
+/* The offset in [mc, mc + sz) of the return address nearest the stack
+ * pointer: the compiled code's call into the VM (lj_tab_new1,
+ * lj_buf_putstr, lj_str_new...), below the allocator's own few frames.
+ * -1 if none in the LMT_STKW words above sp. */
+static __always_inline int trace_ret(struct ctx *c, __u64 mc, __u64 sz,
+				     __u32 *ofs)
+{
+	struct pt_regs *regs = c->regs;
+	__u64 *w = c->pc->stk;
+
+	if (!mc || !sz || rd(c, w, LMT_STKW * 8, PT_REGS_SP(regs)))
+		return -1;
+#pragma clang loop unroll(disable)
+	for (int i = 0; i < LMT_STKW; i++) {
+		__u64 a = w[i];
+
+		if (a - mc < sz) {
+			*ofs = (__u32)(a - mc);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+#endif
