@@ -303,7 +303,11 @@ static __always_inline int see_trace(struct ctx *c, const struct lmt_vm *vm,
 	t->T = T;
 	t->mcode = ti->mcode;
 	t->szmcode = (__u32)ti->szmcode;
-	bpf_ringbuf_submit(t, wake_flags(c, sizeof(*t)));
+	/* User space reads its snapshots: the process must not be gone by
+	 * then (a short program's traces would stay unread). */
+	t->stopped = !jit_trace && stop_process(c->tgid);
+	bpf_ringbuf_submit(t, t->stopped ? BPF_RB_FORCE_WAKEUP :
+					     wake_flags(c, sizeof(*t)));
 	c->st->traces++;
 	if (bpf_map_update_elem(&traces, &tk, ti, BPF_ANY))
 		return 0;

@@ -27,6 +27,7 @@
 #include "read.h"
 #include "cache.h"
 #include "ring.h"
+#include "stop.h"
 #include "announce.h"
 #include "trace.h"
 #include "attribute.h"

@@ -246,7 +246,8 @@ struct lmt_proto {
 
 struct lmt_trace {
 	__u8 rec; /* LMT_REC_TRACE */
-	__u8 pad[3];
+	__u8 stopped; /* its process is stopped until user space has read it */
+	__u8 pad[2];
 	__u32 tgid;
 	__u32 vm;
 	__u32 szmcode;

@@ -8,9 +8,6 @@
 #ifndef LMT_BPF_TRACE_H
 #define LMT_BPF_TRACE_H
 
-/* --jit=trace: the in-VM profiler's trace granularity. Set before load. */
-const volatile __u8 jit_trace = 0;
-
 /* The offset in [mc, mc + sz) of the return address nearest the stack
  * pointer: the compiled code's call into the VM (lj_tab_new1,
  * lj_buf_putstr, lj_str_new...), below the allocator's own few frames.
@@ -25,10 +22,8 @@ static __always_inline int trace_ret(struct ctx *c, __u64 mc, __u64 sz,
 		return -1;
 #pragma clang loop unroll(disable)
 	for (int i = 0; i < LMT_STKW; i++) {
-		__u64 a = w[i];
-
-		if (a - mc < sz) {
-			*ofs = (__u32)(a - mc);
+		if (w[i] - mc < sz) {
+			*ofs = (__u32)(w[i] - mc);
 			return 0;
 		}
 	}

@@ -125,6 +125,17 @@ setup() {
 	absent '^TRACE' "$T/j.txt"
 }
 
+@test "a C function by the name Lua gives it, beside its ELF name: lmtmod.make (lmtmod_make), 100 tables" {
+	cd "$LUA_DIR"
+	LMT_MODDIR="$BATS_TEST_DIRNAME/../build" run "$LMT" -q -o "$T/c.bin" -- luajit cnames.lua
+	[ "$status" -eq 0 ]
+	"$LMT" report "$T/c.bin" > "$T/c.txt"
+	local loc
+	loc=$(grep -Eo '^lmtmod\.make \(lmtmod_make\):0x[0-9a-f]+' "$T/c.txt" | head -1)
+	[ -n "$loc" ]
+	[ "$(counts ALLOCATIONS "$loc" "$T/c.txt")" = 100 ]
+}
+
 @test "the stream follows the format: prologues, epilogue, strict decode" {
 	cd "$LUA_DIR"
 	"$LMT" -q -o "$T/g.bin" -- luajit jit.lua

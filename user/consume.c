@@ -22,6 +22,7 @@
 #include "report.h"
 #include "lines.h"
 #include "traces.h"
+#include "luanames.h"
 
 /* -- Routing ------------------------------------------------------------- */
 
@@ -131,6 +132,32 @@ static void pos_line(struct tvm *v, struct mp_event *m)
 	m->line = (uint64_t)line;
 }
 
+/* A C function by the name Lua code gives it (luanames.h), beside the
+ * stream's ELF name: "cjson.encode (liblua5.1-cjson.so+0x3cc0)". The
+ * target's tables are read again, at most once a second, when a C
+ * function they did not name appears. */
+static void cfunc_name(struct tvm *v, uint64_t f)
+{
+	const char *n, *elf;
+	char buf[512];
+
+	if (u64set_has(&v->cnamed, f))
+		return;
+	n = u64map_get(&v->cnames, f);
+	if (!n && now() - v->cnames_at >= 1 && v->var) {
+		v->cnames_at = now();
+		luanames_read(v->p->pid, v->var, v->g, &v->cnames);
+		n = u64map_get(&v->cnames, f);
+	}
+	if (!n)
+		return;
+	u64set_add(&v->cnamed, f);
+	elf = syms_name(&v->p->syms, f);
+	snprintf(buf, sizeof(buf), elf ? "%s (%s)" : "%s", n, elf);
+	out_sym(v->out, &(struct mp_sym){ .kind = MP_SYM_CFUNC, .addr = f,
+					  .name = buf, .name_len = strlen(buf) });
+}
+
 /* A slot's batch (struct lmt_slot). */
 static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 {
@@ -175,8 +202,10 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 		}
 		if (m.src == MP_SRC_TRACE)
 			v->p->trace_events++;
-		if (m.src == MP_SRC_CFUNC)
+		if (m.src == MP_SRC_CFUNC) {
 			syms_cfunc(&v->p->syms, m.loc);
+			cfunc_name(v, m.loc);
+		}
 		out_event(v->out, &m);
 	}
 }

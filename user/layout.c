@@ -33,8 +33,20 @@
  * PC), the same in both builds. */
 #define LJ21_GC64_USER                                                       \
 	.T_nsnap = 10, .T_nsnapmap = 44, .T_snap = 48, .T_snapmap = 56,      \
-	.snap_size = 12, .snap_mapofs = 0, .snap_mcofs = 6, .snap_nent = 10, \
-	.pt_gct = 9, .tproto = 7, .bc_func_lo = 89, .bc_func_hi = 94
+	.T_nins = 12, .T_ir = 32, .T_nk = 40,                                \
+	.snap_size = 12, .snap_mapofs = 0, .snap_ref = 4, .snap_mcofs = 6,   \
+	.snap_nent = 10,                                                     \
+	.ir_op1 = 0, .ir_op2 = 2, .ir_o = 5, .ir_kgc = 24, .ref_bias = 32768, \
+	.bc_tnew = 52, .bc_tdup = 53, .bc_cat = 38, .bc_fnew = 51,           \
+	.bc_kcdata = 40, .bc_tsetv = 60, .bc_tsets = 61, .bc_tsetb = 62,     \
+	.bc_tsetm = 63, .bc_callm = 65, .bc_call = 66, .bc_callmt = 67,      \
+	.bc_callt = 68, .bc_retm = 73, .bc_ret = 74, .bc_ret0 = 75,          \
+	.bc_ret1 = 76, .bc_jmp = 88, .bc_cond_hi = 17, .bc_iterc = 69,       \
+	.bc_isnext = 72, .bc_fori = 77, .bc_jloop = 87,                      \
+	.pt_gct = 9, .tproto = 7, .bc_func_lo = 89, .bc_func_hi = 94,       \
+	.g_registrytv = 272, .tab_node = 40, .tab_hmask = 52, .node_size = 24, \
+	.node_val = 0, .node_key = 8, .itype_str = -5, .itype_tab = -12,     \
+	.itype_func = -9
 
 const struct lj_variant lj_variants[] = {
 	{

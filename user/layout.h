@@ -7,12 +7,25 @@
 /* Offsets only user space reads. */
 struct lj_ulayout {
 	/* GCtrace */
-	unsigned T_nsnap, T_nsnapmap, T_snap, T_snapmap;
+	unsigned T_nsnap, T_nsnapmap, T_snap, T_snapmap, T_nins, T_ir, T_nk;
 	/* SnapShot */
-	unsigned snap_size, snap_mapofs, snap_mcofs, snap_nent;
+	unsigned snap_size, snap_mapofs, snap_ref, snap_mcofs, snap_nent;
+	/* IR: an instruction's op1, op2 and opcode; constants below
+	 * ref_bias; IR_KGC's 64-bit pointer in the next slot (GC64) */
+	unsigned ir_op1, ir_op2, ir_o, ir_kgc, ref_bias;
+	/* Bytecode opcodes a stretch of a trace is walked over
+	 * (traces.c): what allocates, what ends the walk */
+	unsigned bc_tnew, bc_tdup, bc_cat, bc_fnew, bc_kcdata, bc_tsetv,
+		bc_tsets, bc_tsetb, bc_tsetm, bc_callm, bc_call, bc_callmt,
+		bc_callt, bc_retm, bc_ret, bc_ret0, bc_ret1, bc_jmp, bc_cond_hi,
+		bc_iterc, bc_isnext, bc_fori, bc_jloop;
 	/* GCproto's type tag, and the opcodes of a Lua function's header
 	 * instruction (bc[0]; no other instruction has them) */
 	unsigned pt_gct, tproto, bc_func_lo, bc_func_hi;
+	/* Lua tables, for the names Lua gives C functions (luanames.c):
+	 * global_State's registry, GCtab, Node, and the itypes (int32) */
+	unsigned g_registrytv, tab_node, tab_hmask, node_size, node_val, node_key;
+	int itype_str, itype_tab, itype_func;
 };
 
 struct lj_variant {

@@ -367,6 +367,8 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 		u64map_del(&t->vmap, (uint64_t)p->pid << 32 | p->vms[i]->id);
 		u64map_free(&p->vms[i]->lines, free);
 		traces_free(p->vms[i]);
+		u64map_free(&p->vms[i]->cnames, free);
+		u64set_free(&p->vms[i]->cnamed);
 	}
 	if (!p->ignored && t->nlive)
 		t->nlive--;

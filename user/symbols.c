@@ -33,8 +33,18 @@ static void keep(struct syms *s, uint64_t addr, const char *name)
 	}
 	s->log[s->nlog].addr = addr;
 	s->log[s->nlog].name = strdup(name);
-	if (s->log[s->nlog].name)
+	if (s->log[s->nlog].name) {
+		int err;
 		s->nlog++;
+		u64map_put(&s->byaddr, addr | 1ULL << 63, (void *)(uintptr_t)s->nlog, &err);
+	}
+}
+
+const char *syms_name(const struct syms *s, uint64_t addr)
+{
+	uintptr_t i = (uintptr_t)u64map_get(&s->byaddr, addr | 1ULL << 63);
+
+	return i ? s->log[i - 1].name : NULL;
 }
 
 static void emit_name(struct syms *s, uint64_t addr, const char *name)
@@ -152,6 +162,7 @@ void syms_free(struct syms *s)
 	for (size_t i = 0; i < s->nlog; i++)
 		free(s->log[i].name);
 	free(s->log);
+	u64map_free(&s->byaddr, NULL);
 	free(s->obj);
 	u64set_free(&s->named);
 	memset(s, 0, sizeof(*s));

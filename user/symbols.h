@@ -32,6 +32,7 @@ struct syms {
 	unsigned long nsyms;
 	struct csym *log; /* every record emitted, in order */
 	size_t nlog, caplog;
+	struct u64map byaddr; /* address -> its last name in log (index + 1) */
 };
 
 void syms_init(struct syms *s, pid_t pid, sym_emit_fn emit, void *ctx);
@@ -46,6 +47,8 @@ void syms_cfunc(struct syms *s, uint64_t addr);
 /* Emits again, to fn, every record emitted so far (a stream that starts
  * after them). */
 void syms_replay(const struct syms *s, sym_emit_fn fn, void *ctx);
+/* The name the stream gives addr (an ELF name, object+0xVADDR), or NULL. */
+const char *syms_name(const struct syms *s, uint64_t addr);
 void syms_free(struct syms *s);
 
 #endif

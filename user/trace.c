@@ -494,6 +494,8 @@ static void cleanup(struct tr *t)
 		for (unsigned i = 0; i < p->nvm; i++) {
 			u64map_free(&p->vms[i]->lines, free);
 			traces_free(p->vms[i]);
+		u64map_free(&p->vms[i]->cnames, free);
+		u64set_free(&p->vms[i]->cnamed);
 			free(p->vms[i]);
 		}
 		proc_drop(t, p);

@@ -67,6 +67,9 @@ struct tvm {
 	struct u64map traces; /* trace number | 1 << 32 -> its snapshots
 			       * (user/traces.c) */
 	const struct lj_variant *var;
+	struct u64map cnames; /* C function -> the name Lua gives it */
+	struct u64set cnamed; /* C functions the stream has by that name */
+	double cnames_at;     /* when cnames was read */
 	int closed;
 };
 

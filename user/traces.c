@@ -1,13 +1,26 @@
 /* Traces: a machine code offset or an exit number to a Lua line, through
- * the trace's snapshots (see traces.h). LuaJIT's own lj_trace_unwind maps
- * an address to the rightmost snapshot whose mcofs is not above it; the
- * snapshot's PC (under FR2 the map word after its entries, PC << 8 | base
- * slot) is the bytecode the trace resumes at there. Its prototype is found
- * by the PC: the trace's starting prototype, or, for a function the trace
- * inlined, by walking back over the bytecode to its header instruction
- * (FUNCF and kin occur at a prototype's bc[0] and nowhere else). A trace
- * keeps the prototypes it runs alive, so what a trace resolved stays true
- * while the trace lives. */
+ * the trace's snapshots (see traces.h).
+ *
+ * LuaJIT's own lj_trace_unwind maps an address to the rightmost snapshot
+ * whose mcofs is not above it; the snapshot's PC (under FR2 the map word
+ * after its entries, PC << 8 | base slot) is the bytecode the trace
+ * resumes at there. Its prototype is found by the PC: the trace's starting
+ * prototype, or by walking back over the bytecode to its header
+ * instruction (FUNCF and kin occur at a prototype's bc[0] and nowhere
+ * else). A trace keeps the prototypes it runs alive, so what a trace
+ * resolved stays true while the trace lives.
+ *
+ * Snapshots sit where the trace's state changes, not at every bytecode: a
+ * statement's allocation often runs in the stretch that begins at the
+ * statement before. So a stretch is walked, from its snapshot's PC, over
+ * straight-line bytecode (following JMP, into the functions the trace
+ * inlined there: the Lua functions its IR guards on, as KGC constants, in
+ * order) up to the next snapshot's PC, a branch, a loop or a return out of
+ * the stretch's function. If the walk meets exactly one bytecode that
+ * allocates (TNEW, TDUP, CAT, FNEW, KCDATA, a call that was not inlined:
+ * a builtin, charged to its caller's line as the interpreter's are), or
+ * else exactly one table store (which may grow the table), the stretch's
+ * allocations are charged to its line; otherwise to the snapshot's. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -20,32 +33,87 @@
 #include "lines.h"
 #include "proc.h"
 
-/* A snapshot: where it starts in machine code, the PC it resumes at, and
- * once resolved, its prototype and line. */
+/* A snapshot: where it starts in machine code and IR, the PC it resumes
+ * at, and once resolved, the prototype and line its stretch is charged
+ * to. */
 struct tsnap {
 	uint32_t mcofs;
+	uint32_t ref;
 	uint32_t resolved; /* 0 not yet, 1 done, 2 failed */
+	uint32_t xresolved; /* the same for exits through it */
 	uint64_t pc;
-	uint64_t pt;
-	int64_t line;
+	uint64_t pt, xpt;
+	int64_t line, xline;
+};
+
+/* A prototype a trace runs: its bytecode and line table. */
+struct tproto {
+	struct pline *lines;
+	uint32_t sizebc;
+	uint32_t *bc;
 };
 
 struct ttrace {
 	uint64_t T, startpt;
 	uint32_t nsnap;
-	struct u64set named; /* prototypes whose symbol it wrote */
+	uint32_t nk, nins; /* IR refs [nk, nins), biased */
+	uint64_t *ir;      /* IR, from nk */
+	struct u64map protos; /* prototype -> struct tproto */
 	struct tsnap s[];
 };
 
 #define MAX_SNAPS 65536
+#define MAX_IR (1u << 20)
+#define MAX_BC (1u << 20)
+#define WALK_MAX 256
+
+static void tproto_free(void *p)
+{
+	struct tproto *tp = p;
+
+	if (tp) {
+		free(tp->lines);
+		free(tp->bc);
+	}
+	free(tp);
+}
 
 static void ttrace_free(void *p)
 {
 	struct ttrace *tr = p;
 
-	if (tr)
-		u64set_free(&tr->named);
+	if (tr) {
+		u64map_free(&tr->protos, tproto_free);
+		free(tr->ir);
+	}
 	free(tr);
+}
+
+static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i);
+static int resolve_exit(struct tvm *v, struct ttrace *tr, uint32_t i);
+
+/* The trace's IR [nk, nins): read for the functions it inlined. */
+static void read_ir(struct tvm *v, struct ttrace *tr, uint64_t T)
+{
+	const struct lj_ulayout *u = &v->var->u;
+	const pid_t pid = v->p->pid;
+	uint64_t ir = 0;
+	uint32_t nk = 0, nins = 0;
+
+	if (proc_read(pid, T + u->T_ir, &ir, 8) ||
+	    proc_read(pid, T + u->T_nk, &nk, 4) ||
+	    proc_read(pid, T + u->T_nins, &nins, 4) || !ir || nk >= nins ||
+	    nins - nk > MAX_IR)
+		return;
+	tr->ir = malloc((size_t)(nins - nk) * 8);
+	if (!tr->ir || proc_read(pid, ir + (uint64_t)nk * 8, tr->ir,
+				 (size_t)(nins - nk) * 8)) {
+		free(tr->ir);
+		tr->ir = NULL;
+		return;
+	}
+	tr->nk = nk;
+	tr->nins = nins;
 }
 
 void traces_add(struct tvm *v, const struct lmt_trace *r)
@@ -55,7 +123,7 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 	uint16_t nsnap = 0;
 	uint64_t snap = 0, snapmap = 0;
 	uint32_t nsnapmap = 0;
-	struct ttrace *tr;
+	struct ttrace *tr = NULL;
 	uint8_t *sb = NULL;
 	uint32_t *map = NULL;
 	int err;
@@ -72,24 +140,24 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 	map = malloc((size_t)nsnapmap * 4 + 8);
 	if (!tr || !sb || !map ||
 	    proc_read(pid, snap, sb, (size_t)nsnap * u->snap_size) ||
-	    proc_read(pid, snapmap, map, (size_t)nsnapmap * 4)) {
-		free(tr);
+	    proc_read(pid, snapmap, map, (size_t)nsnapmap * 4))
 		goto fail;
-	}
 	tr->T = r->T;
 	tr->startpt = r->proto;
 	tr->nsnap = nsnap;
 	for (uint32_t i = 0; i < nsnap; i++) {
 		const uint8_t *e = sb + (size_t)i * u->snap_size;
 		uint32_t mapofs;
-		uint16_t mcofs;
+		uint16_t mcofs, ref;
 		uint8_t nent;
 		uint64_t pcbase;
 
 		memcpy(&mapofs, e + u->snap_mapofs, 4);
 		memcpy(&mcofs, e + u->snap_mcofs, 2);
+		memcpy(&ref, e + u->snap_ref, 2);
 		nent = e[u->snap_nent];
 		tr->s[i].mcofs = mcofs;
+		tr->s[i].ref = ref;
 		if ((uint64_t)mapofs + nent + 2 > nsnapmap) {
 			tr->s[i].resolved = 2;
 			continue;
@@ -97,13 +165,21 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 		memcpy(&pcbase, map + mapofs + nent, 8);
 		tr->s[i].pc = pcbase >> 8; /* FR2: PC << 8 | base slot */
 	}
+	read_ir(v, tr, r->T);
 	u64map_put(&v->traces, r->traceno | 1ULL << 32, tr, &err);
 	if (err)
 		ttrace_free(tr);
 	free(sb);
 	free(map);
+	/* Every stretch now, while BPF holds the process (lmt_trace.stopped):
+	 * a short program may be gone when its events are read. */
+	for (uint32_t i = 0; !err && i < tr->nsnap; i++) {
+		resolve(v, tr, i);
+		resolve_exit(v, tr, i);
+	}
 	return;
 fail:
+	ttrace_free(tr);
 	free(sb);
 	free(map);
 	v->p->traces_unread++;
@@ -124,18 +200,24 @@ static uint32_t snap_of(const struct ttrace *tr, uint32_t ofs)
 	return hi ? hi - 1 : 0;
 }
 
-/* Reads prototype pt: its line table, and its symbol (name, first line). */
-static struct pline *read_proto(struct tvm *v, uint64_t pt, struct mp_sym *s,
-				char **name)
+/* -- Prototypes ------------------------------------------------------------ */
+
+/* Prototype pt of trace tr: its bytecode and lines, read once; its
+ * symbol written to the stream the first time. NULL if unreadable. */
+static struct tproto *proto_get(struct tvm *v, struct ttrace *tr, uint64_t pt)
 {
 	const struct lj_layout *l = &v->var->lay;
 	const pid_t pid = v->p->pid;
+	struct tproto *tp = u64map_get(&tr->protos, pt);
 	uint8_t w[LMT_PTWIN];
 	uint32_t sizebc, numline, len = 0, width, n;
 	int32_t first;
 	uint64_t str, li;
-	struct pline *p;
+	char *name = NULL;
+	int err;
 
+	if (tp)
+		return tp;
 	if (proc_read(pid, pt, w, sizeof(w)))
 		return NULL;
 	memcpy(&sizebc, w + l->pt_sizebc, 4);
@@ -143,27 +225,38 @@ static struct pline *read_proto(struct tvm *v, uint64_t pt, struct mp_sym *s,
 	memcpy(&first, w + l->pt_firstline, 4);
 	memcpy(&str, w + l->pt_chunkname, 8);
 	memcpy(&li, w + l->pt_lineinfo, 8);
+	if (!sizebc || sizebc > MAX_BC)
+		return NULL;
 	width = numline < 256 ? 1 : numline < 65536 ? 2 : 4;
 	n = sizebc > 1 ? (sizebc - 1) * width : 0;
-	if (sizebc > (1u << 26))
+	tp = calloc(1, sizeof(*tp));
+	if (!tp || !(tp->lines = malloc(sizeof(*tp->lines) + n)) ||
+	    !(tp->bc = malloc((size_t)sizebc * 4)) ||
+	    proc_read(pid, pt + l->pt_size, tp->bc, (size_t)sizebc * 4)) {
+		tproto_free(tp);
 		return NULL;
-	p = malloc(sizeof(*p) + n);
-	if (!p)
-		return NULL;
-	*p = (struct pline){ .firstline = first, .sizebc = sizebc,
-			     .numline = numline, .width = (uint8_t)width };
-	if (li && n && !proc_read(pid, li, p->li, n))
-		p->len = n;
-	*name = NULL;
-	if (str && !proc_read(pid, str + l->str_len, &len, 4) && len < (1u << 20) &&
-	    (*name = malloc(len + 1)) && proc_read(pid, str + l->str_size, *name, len)) {
-		free(*name);
-		*name = NULL;
 	}
-	*s = (struct mp_sym){ .kind = MP_SYM_LFUNC, .addr = pt,
-			      .line = (uint64_t)(int64_t)first,
-			      .name = *name ? *name : "", .name_len = *name ? len : 0 };
-	return p;
+	tp->sizebc = sizebc;
+	*tp->lines = (struct pline){ .firstline = first, .sizebc = sizebc,
+				     .numline = numline, .width = (uint8_t)width };
+	if (li && n && !proc_read(pid, li, tp->lines->li, n))
+		tp->lines->len = n;
+	if (str && !proc_read(pid, str + l->str_len, &len, 4) && len < (1u << 20) &&
+	    (name = malloc(len + 1)) && !proc_read(pid, str + l->str_size, name, len))
+		out_sym(v->out, &(struct mp_sym){ .kind = MP_SYM_LFUNC, .addr = pt,
+						  .line = (uint64_t)(int64_t)first,
+						  .name = name, .name_len = len });
+	else
+		out_sym(v->out, &(struct mp_sym){ .kind = MP_SYM_LFUNC, .addr = pt,
+						  .line = (uint64_t)(int64_t)first,
+						  .name = "", .name_len = 0 });
+	free(name);
+	u64map_put(&tr->protos, pt, tp, &err);
+	if (err) {
+		tproto_free(tp);
+		return NULL;
+	}
+	return tp;
 }
 
 /* The prototype whose bytecode holds pc: the trace's start, else found
@@ -177,12 +270,12 @@ static uint64_t proto_of(struct tvm *v, const struct ttrace *tr, uint64_t pc)
 	uint8_t gct;
 
 	if (tr->startpt) {
-		const struct pline *k = u64map_get(&v->lines, tr->startpt);
+		const struct tproto *k = u64map_get(&tr->protos, tr->startpt);
 		if (k && pc >= tr->startpt + ptsz &&
 		    pc < tr->startpt + ptsz + 4 * (uint64_t)k->sizebc)
 			return tr->startpt;
 	}
-	for (uint64_t end = pc + 4, n = 0; n < (1u << 20); n += sizeof(w)) {
+	for (uint64_t end = pc + 4, n = 0; n < 4 * (uint64_t)MAX_BC; n += sizeof(w)) {
 		uint64_t at = end - sizeof(w);
 		if (proc_read(pid, at, w, sizeof(w)))
 			return 0;
@@ -203,33 +296,213 @@ static uint64_t proto_of(struct tvm *v, const struct ttrace *tr, uint64_t pc)
 	return 0;
 }
 
-/* Resolves snapshot sn of trace tr: its prototype and line. */
-static int resolve(struct tvm *v, struct ttrace *tr, struct tsnap *sn)
+/* -- A stretch ------------------------------------------------------------- */
+
+/* The Lua functions trace tr inlined in IR refs [lo, hi): the prototypes
+ * of the GCfuncs its instructions there take as KGC constants, in order. */
+static unsigned inlined(struct tvm *v, const struct ttrace *tr, uint32_t lo,
+			uint32_t hi, uint64_t *pts, unsigned max)
 {
+	const struct lj_ulayout *u = &v->var->u;
+	const struct lj_layout *l = &v->var->lay;
+	unsigned n = 0;
+
+	if (!tr->ir)
+		return 0;
+	if (lo < tr->nk)
+		lo = tr->nk;
+	if (hi > tr->nins)
+		hi = tr->nins;
+	for (uint32_t ref = lo; ref < hi && n < max; ref++) {
+		const uint8_t *ins = (const uint8_t *)&tr->ir[ref - tr->nk];
+		uint16_t ops[2];
+
+		memcpy(&ops[0], ins + u->ir_op1, 2);
+		memcpy(&ops[1], ins + u->ir_op2, 2);
+		for (int k = 0; k < 2 && n < max; k++) {
+			const uint32_t c = ops[k];
+			uint64_t fn, pc;
+			uint8_t ffid;
+			unsigned j;
+
+			if (c < tr->nk || c + 1 >= u->ref_bias ||
+			    ((const uint8_t *)&tr->ir[c - tr->nk])[u->ir_o] != u->ir_kgc)
+				continue;
+			fn = tr->ir[c + 1 - tr->nk] & ((1ULL << 47) - 1);
+			if (proc_read(v->p->pid, fn + l->fn_ffid, &ffid, 1) ||
+			    ffid != 0 /* FF_LUA */ ||
+			    proc_read(v->p->pid, fn + l->fn_pc, &pc, 8))
+				continue;
+			for (j = 0; j < n && pts[j] != pc - l->pt_size; j++)
+				;
+			if (j == n)
+				pts[n++] = pc - l->pt_size;
+		}
+	}
+	return n;
+}
+
+struct walk {
+	struct tvm *v;
+	struct ttrace *tr;
+	uint64_t stop_pt; /* the next snapshot's PC: the stretch ends there */
+	uint64_t stop_pc;
+	const uint64_t *callees; /* inlined functions, in order */
+	unsigned ncallees, next;
+	unsigned steps;
+	unsigned nalloc, nstore; /* bytecodes that allocate / store */
+	uint64_t alloc_pt, store_pt;
+	uint32_t alloc_pos, store_pos;
+};
+
+/* Walks prototype pt from position pos (see the head of this file).
+ * depth: inside an inlined function, which returns to its caller. */
+static void walk(struct walk *w, uint64_t pt, uint32_t pos, int depth)
+{
+	const struct lj_ulayout *u = &w->v->var->u;
+	const uint64_t ptsz = w->v->var->lay.pt_size;
+	struct tproto *tp = proto_get(w->v, w->tr, pt);
+
+	while (tp && pos < tp->sizebc && w->steps++ < WALK_MAX) {
+		const uint32_t ins = tp->bc[pos];
+		const unsigned op = ins & 0xff;
+
+		if (pt == w->stop_pt && pt + ptsz + 4 * (uint64_t)pos == w->stop_pc) {
+			w->steps = WALK_MAX; /* the stretch ends here */
+			return;
+		}
+		if (op <= u->bc_cond_hi)
+			return; /* a branch: which way the trace went is not known */
+		if (op == u->bc_tnew || op == u->bc_tdup || op == u->bc_cat ||
+		    op == u->bc_fnew || op == u->bc_kcdata) {
+			w->nalloc++;
+			w->alloc_pt = pt;
+			w->alloc_pos = pos;
+		} else if (op == u->bc_tsetv || op == u->bc_tsets ||
+			   op == u->bc_tsetb || op == u->bc_tsetm) {
+			w->nstore++;
+			w->store_pt = pt;
+			w->store_pos = pos;
+		} else if (op == u->bc_call || op == u->bc_callm) {
+			/* An inlined Lua function: the one the stretch ends in,
+			 * else the next the IR guards on (not this one). */
+			uint64_t callee = 0;
+
+			if (w->stop_pt && w->stop_pt != pt && !depth)
+				callee = w->stop_pt;
+			while (!callee && w->next < w->ncallees)
+				if (w->callees[w->next++] != pt)
+					callee = w->callees[w->next - 1];
+			if (callee && depth < 8) {
+				walk(w, callee, 1, depth + 1);
+				if (w->steps >= WALK_MAX)
+					return;
+			} else {
+				w->nalloc++; /* a builtin: charged to the call */
+				w->alloc_pt = pt;
+				w->alloc_pos = pos;
+			}
+		} else if (op == u->bc_ret || op == u->bc_ret0 || op == u->bc_ret1 ||
+			   op == u->bc_retm) {
+			if (!depth)
+				w->steps = WALK_MAX; /* out of the stretch's function */
+			return;
+		} else if (op == u->bc_jmp) {
+			pos = pos + 1 + (ins >> 16) - 0x8000;
+			continue;
+		} else if (op == u->bc_callt || op == u->bc_callmt ||
+			   (op >= u->bc_iterc && op <= u->bc_isnext) ||
+			   (op >= u->bc_fori && op <= u->bc_jloop) || op > u->bc_jmp) {
+			return; /* tail calls, iterators, loops, headers */
+		}
+		pos++;
+	}
+}
+
+/* Resolves snapshot i of trace tr: the prototype and line its stretch is
+ * charged to. */
+static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
+{
+	struct tsnap *sn = &tr->s[i];
 	const uint64_t ptsz = v->var->lay.pt_size;
-	struct pline *p;
-	struct mp_sym s;
-	char *name = NULL;
+	struct tproto *tp;
+	struct walk w = { .v = v, .tr = tr };
+	uint64_t callees[16];
+	uint64_t pt = 0;
+	uint32_t pos;
 	int64_t line;
 
 	if (sn->resolved)
 		return sn->resolved == 1 ? 0 : -1;
 	sn->resolved = 2;
-	if (!sn->pc || !(sn->pt = proto_of(v, tr, sn->pc)))
+	if (tr->startpt)
+		proto_get(v, tr, tr->startpt);
+	if (!sn->pc || !(sn->pt = proto_of(v, tr, sn->pc)) ||
+	    !(tp = proto_get(v, tr, sn->pt)))
 		return -1;
-	p = read_proto(v, sn->pt, &s, &name);
-	if (!p)
+	pos = (uint32_t)((sn->pc - sn->pt - ptsz) / 4);
+	/* The stretch ends at the next snapshot that is not a function's
+	 * entry (the frame of an inlined call: its code is not apart). */
+	for (uint32_t j = i + 1; j < tr->nsnap && !w.stop_pc; j++) {
+		struct tproto *sp;
+		uint64_t spt;
+		uint32_t spos;
+
+		if (!tr->s[j].pc || !(spt = proto_of(v, tr, tr->s[j].pc)) ||
+		    !(sp = proto_get(v, tr, spt)))
+			break;
+		spos = (uint32_t)((tr->s[j].pc - spt - ptsz) / 4);
+		if (spos < sp->sizebc && spos > 0) {
+			w.stop_pc = tr->s[j].pc;
+			w.stop_pt = spt;
+		}
+	}
+	w.callees = callees;
+	w.ncallees = inlined(v, tr, sn->ref, i + 1 < tr->nsnap ? tr->s[i + 1].ref :
+			     tr->nins, callees, 16);
+	walk(&w, sn->pt, pos, 0);
+	if (w.nalloc == 1) {
+		pt = w.alloc_pt;
+		pos = w.alloc_pos;
+	} else if (!w.nalloc && w.nstore == 1) {
+		pt = w.store_pt;
+		pos = w.store_pos;
+	} else {
+		pt = sn->pt;
+	}
+	tp = proto_get(v, tr, pt);
+	if (!tp)
 		return -1;
-	/* The instruction at pc: the one the trace resumes at. */
-	line = pline_line(p, (sn->pc - sn->pt - ptsz) / 4);
-	if (line >= 0 && u64set_add(&tr->named, sn->pt) == 1)
-		out_sym(v->out, &s);
-	free(p);
-	free(name);
+	/* The line of the instruction at pos. */
+	line = pline_line(tp->lines, pos);
 	if (line < 0)
 		return -1;
+	sn->pt = pt;
 	sn->line = line;
 	sn->resolved = 1;
+	return 0;
+}
+
+/* An exit through snapshot i: the line it resumes at. */
+static int resolve_exit(struct tvm *v, struct ttrace *tr, uint32_t i)
+{
+	struct tsnap *sn = &tr->s[i];
+	struct tproto *tp;
+	int64_t line;
+
+	if (sn->xresolved)
+		return sn->xresolved == 1 ? 0 : -1;
+	sn->xresolved = 2;
+	if (tr->startpt)
+		proto_get(v, tr, tr->startpt);
+	if (!sn->pc || !(sn->xpt = proto_of(v, tr, sn->pc)) ||
+	    !(tp = proto_get(v, tr, sn->xpt)))
+		return -1;
+	line = pline_line(tp->lines, (sn->pc - sn->xpt - v->var->lay.pt_size) / 4);
+	if (line < 0)
+		return -1;
+	sn->xline = line;
+	sn->xresolved = 1;
 	return 0;
 }
 
@@ -241,12 +514,19 @@ int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags)
 
 	if (!tr)
 		return -1;
-	i = flags & LMT_EV_EXIT ? (uint32_t)m->line : snap_of(tr, (uint32_t)m->line);
-	if (i >= tr->nsnap)
+	if (flags & LMT_EV_EXIT) {
+		i = (uint32_t)m->line;
+		if (i >= tr->nsnap || resolve_exit(v, tr, i))
+			return -1;
+		m->src = MP_SRC_LFUNC;
+		m->loc = tr->s[i].xpt;
+		m->line = (uint64_t)tr->s[i].xline;
+		return 0;
+	}
+	i = snap_of(tr, (uint32_t)m->line);
+	if (i >= tr->nsnap || resolve(v, tr, i))
 		return -1;
 	sn = &tr->s[i];
-	if (resolve(v, tr, sn))
-		return -1;
 	m->src = MP_SRC_LFUNC;
 	m->loc = sn->pt;
 	m->line = (uint64_t)sn->line;

@@ -1,0 +1,149 @@
+/* Lua names of C functions (luanames.h): the registry's _LOADED table, its
+ * modules' hash parts, one level of sub-tables. Bounded: a table of more
+ * than 2^16 nodes, a name over 200 bytes, is skipped. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "luanames.h"
+#include "proc.h"
+
+#define GCVMASK ((1ULL << 47) - 1)
+#define MAX_NODES (1u << 16)
+#define MAX_NAME 200
+
+struct walk {
+	pid_t pid;
+	const struct lj_variant *var;
+	struct u64map *names;
+	unsigned found;
+};
+
+static int itype(uint64_t tv)
+{
+	return (int32_t)((int64_t)tv >> 47); /* LuaJIT's itype, GC64 */
+}
+
+/* The string tv holds, into buf (NUL-terminated): 0, or -1. */
+static int str_of(const struct walk *w, uint64_t tv, char *buf, size_t len)
+{
+	const struct lj_layout *l = &w->var->lay;
+	uint64_t s = tv & GCVMASK;
+	uint32_t n;
+
+	if (itype(tv) != w->var->u.itype_str ||
+	    proc_read(w->pid, s + l->str_len, &n, 4) || n >= len ||
+	    proc_read(w->pid, s + l->str_size, buf, n))
+		return -1;
+	buf[n] = 0;
+	return memchr(buf, 0, n) ? -1 : 0;
+}
+
+/* The nodes of table t (its hash part), malloc'd: their count, or 0. */
+static uint32_t nodes_of(const struct walk *w, uint64_t t, uint8_t **out)
+{
+	const struct lj_ulayout *u = &w->var->u;
+	uint64_t node = 0;
+	uint32_t hmask = 0;
+
+	*out = NULL;
+	if (proc_read(w->pid, t + u->tab_node, &node, 8) ||
+	    proc_read(w->pid, t + u->tab_hmask, &hmask, 4) ||
+	    hmask >= MAX_NODES || !node)
+		return 0;
+	*out = malloc((size_t)(hmask + 1) * u->node_size);
+	if (!*out || proc_read(w->pid, node, *out, (size_t)(hmask + 1) * u->node_size)) {
+		free(*out);
+		*out = NULL;
+		return 0;
+	}
+	return hmask + 1;
+}
+
+static void name_fn(struct walk *w, uint64_t fn, const char *name)
+{
+	const struct lj_layout *l = &w->var->lay;
+	uint8_t ffid = 0;
+	uint64_t f = 0;
+	char *dup;
+	int err;
+
+	if (proc_read(w->pid, fn + l->fn_ffid, &ffid, 1) || ffid != 1 /* FF_C */ ||
+	    proc_read(w->pid, fn + l->fn_f, &f, 8) || !f || u64map_get(w->names, f))
+		return;
+	if (!(dup = strdup(name)))
+		return;
+	u64map_put(w->names, f, dup, &err);
+	if (err)
+		free(dup);
+	else
+		w->found++;
+}
+
+/* Table t's C functions as PREFIX.KEY; its sub-tables too while depth. */
+static void walk_tab(struct walk *w, uint64_t t, const char *prefix, int depth)
+{
+	const struct lj_ulayout *u = &w->var->u;
+	uint8_t *nodes;
+	uint32_t n = nodes_of(w, t, &nodes);
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t key, val;
+		char k[MAX_NAME], name[2 * MAX_NAME + 2];
+
+		memcpy(&key, nodes + (size_t)i * u->node_size + u->node_key, 8);
+		memcpy(&val, nodes + (size_t)i * u->node_size + u->node_val, 8);
+		if (str_of(w, key, k, sizeof(k)))
+			continue;
+		snprintf(name, sizeof(name), "%s%s%s", prefix, *prefix ? "." : "", k);
+		if (itype(val) == u->itype_func)
+			name_fn(w, val & GCVMASK, name);
+		else if (itype(val) == u->itype_tab && depth > 0)
+			walk_tab(w, val & GCVMASK, name, depth - 1);
+	}
+	free(nodes);
+}
+
+int luanames_read(pid_t pid, const struct lj_variant *var, uint64_t g,
+		  struct u64map *names)
+{
+	const struct lj_ulayout *u = &var->u;
+	struct walk w = { .pid = pid, .var = var, .names = names };
+	uint64_t reg, loaded = 0;
+	uint8_t *nodes;
+	uint32_t n;
+
+	if (proc_read(pid, g + u->g_registrytv, &reg, 8) ||
+	    itype(reg) != u->itype_tab)
+		return -1;
+	n = nodes_of(&w, reg & GCVMASK, &nodes);
+	for (uint32_t i = 0; i < n && !loaded; i++) {
+		uint64_t key, val;
+		char k[16];
+
+		memcpy(&key, nodes + (size_t)i * u->node_size + u->node_key, 8);
+		memcpy(&val, nodes + (size_t)i * u->node_size + u->node_val, 8);
+		if (!str_of(&w, key, k, sizeof(k)) && !strcmp(k, "_LOADED") &&
+		    itype(val) == u->itype_tab)
+			loaded = val & GCVMASK;
+	}
+	free(nodes);
+	if (!loaded)
+		return -1;
+	/* Each module: MOD.KEY and MOD.SUB.KEY; the globals (_G) by KEY. */
+	n = nodes_of(&w, loaded, &nodes);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t key, val;
+		char k[MAX_NAME];
+
+		memcpy(&key, nodes + (size_t)i * u->node_size + u->node_key, 8);
+		memcpy(&val, nodes + (size_t)i * u->node_size + u->node_val, 8);
+		if (str_of(&w, key, k, sizeof(k)) || itype(val) != u->itype_tab)
+			continue;
+		walk_tab(&w, val & GCVMASK, strcmp(k, "_G") ? k : "",
+			 strcmp(k, "_G") ? 1 : 0);
+	}
+	free(nodes);
+	return 0;
+}

@@ -1,0 +1,19 @@
+/* The names Lua code gives C functions: a module's functions by the name
+ * it is loaded under (package.loaded: cjson.encode, ngx.say, a host's
+ * lmtmod.make, a global's name), read from the target's tables. */
+#ifndef LMT_LUANAMES_H
+#define LMT_LUANAMES_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "layout.h"
+#include "u64set.h"
+
+/* Reads VM g's package.loaded: each C function reachable as MOD.KEY (or
+ * MOD.SUB.KEY, or a global's KEY) into names (address -> malloc'd name),
+ * the first name found kept. 0, or -1 if the tables cannot be read. */
+int luanames_read(pid_t pid, const struct lj_variant *var, uint64_t g,
+		  struct u64map *names);
+
+#endif
