@@ -134,8 +134,9 @@ static void pos_line(struct tvm *v, struct mp_event *m)
 
 /* A C function by the name Lua code gives it (luanames.h), beside the
  * stream's ELF name: "cjson.encode (liblua5.1-cjson.so+0x3cc0)". The
- * target's tables are read again, at most once a second, when a C
- * function they did not name appears. */
+ * target's tables are read again when a C function they did not name
+ * appears: at once for one not seen before (a module just loaded), at
+ * most once a second for one they did not name last time. */
 static void cfunc_name(struct tvm *v, uint64_t f)
 {
 	const char *n, *elf;
@@ -144,10 +145,13 @@ static void cfunc_name(struct tvm *v, uint64_t f)
 	if (u64set_has(&v->cnamed, f))
 		return;
 	n = u64map_get(&v->cnames, f);
-	if (!n && now() - v->cnames_at >= 1 && v->var) {
+	if (!n && v->var && (!u64set_has(&v->cmissed, f) || now() - v->cnames_at >= 1)) {
 		v->cnames_at = now();
+		u64set_free(&v->cmissed);
 		luanames_read(v->p->pid, v->var, v->g, &v->cnames);
 		n = u64map_get(&v->cnames, f);
+		if (!n)
+			u64set_add(&v->cmissed, f);
 	}
 	if (!n)
 		return;

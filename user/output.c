@@ -369,6 +369,7 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 		traces_free(p->vms[i]);
 		u64map_free(&p->vms[i]->cnames, free);
 		u64set_free(&p->vms[i]->cnamed);
+		u64set_free(&p->vms[i]->cmissed);
 	}
 	if (!p->ignored && t->nlive)
 		t->nlive--;

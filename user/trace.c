@@ -496,6 +496,7 @@ static void cleanup(struct tr *t)
 			traces_free(p->vms[i]);
 		u64map_free(&p->vms[i]->cnames, free);
 		u64set_free(&p->vms[i]->cnamed);
+		u64set_free(&p->vms[i]->cmissed);
 			free(p->vms[i]);
 		}
 		proc_drop(t, p);

@@ -69,6 +69,7 @@ struct tvm {
 	const struct lj_variant *var;
 	struct u64map cnames; /* C function -> the name Lua gives it */
 	struct u64set cnamed; /* C functions the stream has by that name */
+	struct u64set cmissed; /* ones cnames did not name when last read */
 	double cnames_at;     /* when cnames was read */
 	int closed;
 };
