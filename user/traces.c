@@ -296,6 +296,21 @@ static uint64_t proto_of(struct tvm *v, const struct ttrace *tr, uint64_t pc)
 	return 0;
 }
 
+/* The prototype holding PC pc of trace tr, read, and pc's position in it;
+ * NULL if it cannot be found or read. */
+static struct tproto *at_pc(struct tvm *v, struct ttrace *tr, uint64_t pc,
+			    uint64_t *pt, uint32_t *pos)
+{
+	struct tproto *tp;
+
+	if (tr->startpt)
+		proto_get(v, tr, tr->startpt); /* proto_of looks there first */
+	if (!pc || !(*pt = proto_of(v, tr, pc)) || !(tp = proto_get(v, tr, *pt)))
+		return NULL;
+	*pos = (uint32_t)((pc - *pt - v->var->lay.pt_size) / 4);
+	return tp;
+}
+
 /* -- A stretch ------------------------------------------------------------- */
 
 /* The Lua functions trace tr inlined in IR refs [lo, hi): the prototypes
@@ -424,7 +439,6 @@ static void walk(struct walk *w, uint64_t pt, uint32_t pos, int depth)
 static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
 {
 	struct tsnap *sn = &tr->s[i];
-	const uint64_t ptsz = v->var->lay.pt_size;
 	struct tproto *tp;
 	struct walk w = { .v = v, .tr = tr };
 	uint64_t callees[16];
@@ -435,12 +449,8 @@ static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
 	if (sn->resolved)
 		return sn->resolved == 1 ? 0 : -1;
 	sn->resolved = 2;
-	if (tr->startpt)
-		proto_get(v, tr, tr->startpt);
-	if (!sn->pc || !(sn->pt = proto_of(v, tr, sn->pc)) ||
-	    !(tp = proto_get(v, tr, sn->pt)))
+	if (!at_pc(v, tr, sn->pc, &sn->pt, &pos))
 		return -1;
-	pos = (uint32_t)((sn->pc - sn->pt - ptsz) / 4);
 	/* The stretch ends at the next snapshot that is not a function's
 	 * entry (the frame of an inlined call: its code is not apart). */
 	for (uint32_t j = i + 1; j < tr->nsnap && !w.stop_pc; j++) {
@@ -448,10 +458,8 @@ static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
 		uint64_t spt;
 		uint32_t spos;
 
-		if (!tr->s[j].pc || !(spt = proto_of(v, tr, tr->s[j].pc)) ||
-		    !(sp = proto_get(v, tr, spt)))
+		if (!(sp = at_pc(v, tr, tr->s[j].pc, &spt, &spos)))
 			break;
-		spos = (uint32_t)((tr->s[j].pc - spt - ptsz) / 4);
 		if (spos < sp->sizebc && spos > 0) {
 			w.stop_pc = tr->s[j].pc;
 			w.stop_pt = spt;
@@ -488,17 +496,15 @@ static int resolve_exit(struct tvm *v, struct ttrace *tr, uint32_t i)
 {
 	struct tsnap *sn = &tr->s[i];
 	struct tproto *tp;
+	uint32_t pos;
 	int64_t line;
 
 	if (sn->xresolved)
 		return sn->xresolved == 1 ? 0 : -1;
 	sn->xresolved = 2;
-	if (tr->startpt)
-		proto_get(v, tr, tr->startpt);
-	if (!sn->pc || !(sn->xpt = proto_of(v, tr, sn->pc)) ||
-	    !(tp = proto_get(v, tr, sn->xpt)))
+	if (!(tp = at_pc(v, tr, sn->pc, &sn->xpt, &pos)))
 		return -1;
-	line = pline_line(tp->lines, (sn->pc - sn->xpt - v->var->lay.pt_size) / 4);
+	line = pline_line(tp->lines, pos);
 	if (line < 0)
 		return -1;
 	sn->xline = line;
