@@ -76,8 +76,7 @@ for r in $(seq 1 "$REPS"); do
 		echo "$rps $UT" >> "$TMP/ngx.$m"
 	done
 done
-ngx_stop "$TMP/ngx"
-NGX_MASTER=
+ngx_stop "$TMP/ngx" && NGX_MASTER=
 
 # ratio A B: per round A's rate over B's, median
 ratio() { paste "$1" "$2" | awk -v n="$(awk 'END {print NF}' "$1")" '{ if ($(n + 1) > 0) print $1 / $(n + 1) }' | median; }
