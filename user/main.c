@@ -88,50 +88,76 @@ static int parse_num(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
-/* PID[,PID...] appended to o->pids; -1 if one is bad. */
+/* A,B,... split at its commas, in a copy of arg (items[0] is its start):
+ * the items and their count, or NULL for an empty list or item. */
+static char **split_list(const char *arg, unsigned *n)
+{
+	const size_t l = strlen(arg);
+	char *copy, *save = NULL, *tok, **v = NULL, **nv;
+
+	*n = 0;
+	if (!l || *arg == ',' || arg[l - 1] == ',' || strstr(arg, ",,") ||
+	    !(copy = strdup(arg)))
+		return NULL;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!(nv = realloc(v, (*n + 1) * sizeof(*nv)))) {
+			free(v);
+			free(copy);
+			return NULL;
+		}
+		v = nv;
+		v[(*n)++] = tok;
+	}
+	return v;
+}
+
+/* PID[,PID...] appended to o->pids; -1 if one is bad or twice. */
 static int add_pids(struct topts *o, const char *arg)
 {
-	char *copy = strdup(arg), *save = NULL, *tok;
-	int r = copy && *arg ? 0 : -1;
+	unsigned n;
+	char **items = split_list(arg, &n);
+	pid_t *nv = items ? realloc(o->pids, (o->npids + n) * sizeof(*nv)) : NULL;
+	int r = nv ? 0 : -1;
 
-	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && !r;
-	     tok = strtok_r(NULL, ",", &save)) {
-		pid_t *nv = realloc(o->pids, (o->npids + 1) * sizeof(*nv));
+	if (nv)
+		o->pids = nv;
+	for (unsigned k = 0; k < n && !r; k++) {
 		double v;
 
-		if (!nv || parse_num(tok, 1, 4194304, &v) || v != (int)v) {
+		if (parse_num(items[k], 1, 4194304, &v) || v != (int)v)
 			r = -1;
-			if (nv)
-				o->pids = nv;
-			break;
-		}
-		o->pids = nv;
-		for (unsigned i = 0; i < o->npids; i++)
+		for (unsigned i = 0; i < o->npids && !r; i++)
 			if (o->pids[i] == (pid_t)v)
-				r = -1; /* twice */
-		o->pids[o->npids++] = (pid_t)v;
+				r = -1;
+		if (!r)
+			o->pids[o->npids++] = (pid_t)v;
 	}
-	if (copy && (*arg == ',' || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,")))
-		r = -1;
-	free(copy);
+	if (items)
+		free(items[0]);
+	free(items);
 	return r;
 }
 
-/* NAME[,NAME...] appended to o->exes (kept for the whole run). */
+/* NAME[,NAME...] appended to o->exes (the names kept for the whole run). */
 static int add_exes(struct topts *o, const char *arg)
 {
-	char *copy = strdup(arg), *save = NULL, *tok;
+	unsigned n;
+	char **items = split_list(arg, &n);
+	const char **nv = items ? realloc(o->exes, (o->nexes + n) * sizeof(*nv)) : NULL;
 
-	if (!copy || !*arg || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,") ||
-	    *arg == ',')
+	if (!nv) {
+		free(items);
 		return -1;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		const char **nv = realloc(o->exes, (o->nexes + 1) * sizeof(*nv));
-		if (!nv || strchr(tok, '/') || strlen(tok) > 255)
-			return -1;
-		o->exes = nv;
-		o->exes[o->nexes++] = tok;
 	}
+	o->exes = nv;
+	for (unsigned k = 0; k < n; k++) {
+		if (strchr(items[k], '/') || strlen(items[k]) > 255) {
+			free(items);
+			return -1;
+		}
+		o->exes[o->nexes++] = items[k];
+	}
+	free(items); /* the names stay in items[0]'s copy */
 	return 0;
 }
 
