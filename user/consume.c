@@ -204,8 +204,6 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 			else
 				m.line = 0;
 		}
-		if (m.src == MP_SRC_TRACE)
-			v->p->trace_events++;
 		if (m.src == MP_SRC_CFUNC) {
 			syms_cfunc(&v->p->syms, m.loc);
 			cfunc_name(v, m.loc);

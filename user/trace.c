@@ -356,7 +356,6 @@ static int open_output(struct tr *t)
 {
 	char err[PATH_MAX + 128];
 
-	t->wall0 = wall_now();
 	if (t->dir) {
 		if (outfile_dir(t->o->out, 1, err, sizeof(err)) &&
 		    outfile_dir(t->o->out, 0, err, sizeof(err))) {

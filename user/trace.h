@@ -101,8 +101,6 @@ struct tproc {
 	int ended;           /* exited, executed or left: streams ended */
 	const char *end;
 	uint64_t protos, traces, names_cut, nolines;
-	uint64_t traces_unread; /* traces whose snapshots could not be read */
-	uint64_t trace_events;  /* events left at trace granularity */
 	const struct lj_variant *var; /* its VMs' layout */
 	struct tproc *next;
 };
@@ -148,7 +146,6 @@ struct tr {
 	unsigned nouts, outs_cap;
 	struct u64set names;  /* -o DIR: names given (hashes) */
 	double t0, deadline;  /* monotonic: tracing began, -d ends it */
-	double wall0;
 	const char *end;      /* why tracing ended */
 	int failed;           /* tracing failed: every stream incomplete */
 	int stopping;         /* tracing has stopped: nothing new is attached */

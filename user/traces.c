@@ -182,7 +182,6 @@ fail:
 	ttrace_free(tr);
 	free(sb);
 	free(map);
-	v->p->traces_unread++;
 }
 
 /* The snapshot of machine code offset ofs: lj_trace_unwind's search. */
