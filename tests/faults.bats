@@ -355,8 +355,8 @@ ffi.C.kill(ffi.C.getpid(), SIG)'
 	# the stream ended at 0.3 s, complete: the 300 tables before the
 	# command's 2 s sleep, none of the 300 after
 	"$LMT" report "$T/d.bin" > "$T/d.txt"
-	[ "$(counts ALLOCATIONS @sleep_exit.lua:14 "$T/d.txt")" = 300 ]
-	[ "$(counts ALLOCATIONS @sleep_exit.lua:18 "$T/d.txt")" = "" ]
+	count_is ALLOCATIONS @sleep_exit.lua:14 "$T/d.txt" 300
+	count_is ALLOCATIONS @sleep_exit.lua:18 "$T/d.txt" ""
 }
 
 @test "-- COMMAND with loss, no --strict: exit status is the command's (0), the loss said on stderr" {
@@ -488,14 +488,14 @@ ffi.C.kill(ffi.C.getpid(), SIG)'
 	absent 'executed a new program' <(printf '%s\n' "$output")
 	"$LMT" report "$T/e.bin" > "$T/e.txt"
 	# 400 tables and t's array part
-	[ "$(counts ALLOCATIONS @"$T"/env.lua:4 "$T/e.txt")" = 401 ]
+	count_is ALLOCATIONS @"$T"/env.lua:4 "$T/e.txt" 401
 }
 
 # exec_stream_ends TXT: the report of exec.lua's stream holds its 500
 # tables, nothing of exec2.lua, and no more frees than allocations.
 exec_stream_ends() {
 	local a r f
-	[ "$(counts ALLOCATIONS @exec.lua:14 "$1")" = 500 ]
+	count_is ALLOCATIONS @exec.lua:14 "$1" 500
 	absent 'exec2\.lua' "$1"
 	read -r a r f <<< "$(totals "$1")"
 	[ "$f" -le $((a + r)) ]
@@ -560,7 +560,7 @@ exec_stream_ends() {
 	local f
 	for f in a b; do
 		"$LMT" report "$T/$f.bin" > "$T/$f.txt"
-		[ "$(counts ALLOCATIONS @wait.lua:8 "$T/$f.txt")" = 700 ]
+		count_is ALLOCATIONS @wait.lua:8 "$T/$f.txt" 700
 	done
 	no_probes_of "$T/"
 }
@@ -573,7 +573,7 @@ exec_stream_ends() {
 	[[ "$output" == *"  not followed: 1 child of traced processes (-o DIR/ traces them too)"* ]]
 	"$LMT" report "$T/f.bin" > "$T/f.txt"
 	# 200 tables and keep's array part
-	[ "$(counts ALLOCATIONS @fork.lua:16 "$T/f.txt")" = 201 ]
+	count_is ALLOCATIONS @fork.lua:16 "$T/f.txt" 201
 	absent '^@fork.lua:11:' "$T/f.txt"
 }
 
@@ -588,7 +588,7 @@ exec_stream_ends() {
 	local loc
 	loc=$(grep -Eo '^(lmtmod\.make \()?lmtmod_make\)?:0x[0-9a-f]+' "$T/m.txt" | head -1)
 	[ -n "$loc" ]
-	[ "$(counts ALLOCATIONS "$loc" "$T/m.txt")" = 100 ]
+	count_is ALLOCATIONS "$loc" "$T/m.txt" 100
 	absent '\[unknown\]' "$T/m.txt"
 }
 

@@ -16,6 +16,17 @@ counts() {
 		}' "$3" | sort -n | paste -sd, -
 }
 
+# count_is SECTION LOC FILE WANT: counts is WANT; otherwise says what it
+# got and shows the report, so a failure in CI can be read from its log.
+count_is() {
+	local got
+	got=$(counts "$1" "$2" "$3")
+	[ "$got" = "$4" ] && return 0
+	echo "counts $1 $2 in $3: got '$got', want '$4'"
+	head -60 "$3"
+	return 1
+}
+
 # Starts a traced command's stand-in: waits until FILE contains TEXT.
 wait_for() {
 	local file=$1 text=$2 i

@@ -31,6 +31,7 @@ report_of() {
 @test "-o DIR -- a program that forks: the child's stream is its own (its line only), the parent's its own; sidecars say which" {
 	cd "$LUA_DIR"
 	run "$LMT" -o "$T/d/" -- luajit fork.lua
+	echo "$output" # shown if the test fails
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"fork.lua done"* ]]
 	local files parent child
@@ -47,9 +48,9 @@ report_of() {
 	report_of "$T/d/$parent"
 	report_of "$T/d/$child"
 	# 200 (parent) or 300 (child) tables and keep's array part
-	[ "$(counts ALLOCATIONS @fork.lua:16 "$T/d/$parent.txt")" = 201 ]
+	count_is ALLOCATIONS @fork.lua:16 "$T/d/$parent.txt" 201
 	absent '^@fork.lua:11:' "$T/d/$parent.txt"
-	[ "$(counts ALLOCATIONS @fork.lua:11 "$T/d/$child.txt")" = 301 ]
+	count_is ALLOCATIONS @fork.lua:11 "$T/d/$child.txt" 301
 	absent '^@fork.lua:16:' "$T/d/$child.txt"
 	[[ "$output" == *"a child of PID $(info_val "$T/d/$parent.info" pid)"* ]]
 	no_probes_of "$T/"
@@ -93,7 +94,7 @@ report_of() {
 	grep -q "traced 2 processes, 2 VMs" "$T/err"
 	for p in "$a" "$b"; do
 		report_of "$T/d/luajit.$p.vm0.bin"
-		[ "$(counts ALLOCATIONS @wait.lua:8 "$T/d/luajit.$p.vm0.bin.txt")" = 700 ]
+		count_is ALLOCATIONS @wait.lua:8 "$T/d/luajit.$p.vm0.bin.txt" 700
 	done
 	no_probes_of "$T/"
 }
@@ -154,7 +155,7 @@ report_of() {
 	no_lost "$T/err"
 	for n in a b; do
 		report_of "$T/d/lmt-a.$(cat "$T/$n.pid").vm0.bin"
-		[ "$(counts ALLOCATIONS @wait.lua:8 "$T/d/lmt-a.$(cat "$T/$n.pid").vm0.bin.txt")" = 700 ]
+		count_is ALLOCATIONS @wait.lua:8 "$T/d/lmt-a.$(cat "$T/$n.pid").vm0.bin.txt" 700
 	done
 	[ "$(ls "$T/d" | grep -c '\.bin$')" -eq 2 ]
 	[ "$(cat "$T/c.out")" = "$(printf 'ready\nwait.lua done')" ]
@@ -196,6 +197,6 @@ report_of() {
 	f=$(ls "$T"/d/*.bin)
 	[ "$(info_val "$f.info" end)" = exec ]
 	report_of "$f"
-	[ "$(counts ALLOCATIONS @exec.lua:14 "$f.txt")" = 500 ]
+	count_is ALLOCATIONS @exec.lua:14 "$f.txt" 500
 	absent 'exec2\.lua' "$f.txt"
 }

@@ -15,15 +15,15 @@ setup() {
 	[ "$output" = "alloc.lua done" ]
 	"$LMT" report "$T/a.bin" > "$T/a.txt"
 	# line 4: 1000 table constructors in mk(), plus mk's own closure (main chunk)
-	[ "$(counts ALLOCATIONS @alloc.lua:4 "$T/a.txt")" = "1,1000" ]
+	count_is ALLOCATIONS @alloc.lua:4 "$T/a.txt" "1,1000"
 	# line 8: 300 closures + their 300 upvalues, charged to the closing "end"
-	[ "$(counts ALLOCATIONS @alloc.lua:8 "$T/a.txt")" = "600" ]
+	count_is ALLOCATIONS @alloc.lua:8 "$T/a.txt" "600"
 	# line 12: string.rep (a builtin) charged to its Lua caller: 50 strings,
 	# plus the string interning table growing once (ALLOC new, FREE old)
-	[ "$(counts ALLOCATIONS @alloc.lua:12 "$T/a.txt")" = "51" ]
-	[ "$(counts DEALLOCATIONS @alloc.lua:12 "$T/a.txt")" = "1" ]
+	count_is ALLOCATIONS @alloc.lua:12 "$T/a.txt" "51"
+	count_is DEALLOCATIONS @alloc.lua:12 "$T/a.txt" "1"
 	# keep's array part grows at line 5: 9 reallocations (2^0 .. 2^10 slots)
-	[ "$(counts REALLOCATIONS @alloc.lua:5 "$T/a.txt")" = "9" ]
+	count_is REALLOCATIONS @alloc.lua:5 "$T/a.txt" "9"
 }
 
 @test "-- CMD: chunk names, C function names, INTERNAL frees" {
@@ -57,10 +57,10 @@ setup() {
 	grep -q "traced PID $pid, 1 VM (LuaJIT 2.1 GC64)" "$T/err"
 	grep -q "lost:    0 events, 0 symbol records" "$T/err"
 	"$LMT" report "$T/p.bin" > "$T/p.txt"
-	[ "$(counts ALLOCATIONS @wait.lua:8 "$T/p.txt")" = "700" ]
+	count_is ALLOCATIONS @wait.lua:8 "$T/p.txt" "700"
 	# keep's array part: created, then grown 9 times, at line 9
-	[ "$(counts ALLOCATIONS @wait.lua:9 "$T/p.txt")" = "1" ]
-	[ "$(counts REALLOCATIONS @wait.lua:9 "$T/p.txt")" = "9" ]
+	count_is ALLOCATIONS @wait.lua:9 "$T/p.txt" "1"
+	count_is REALLOCATIONS @wait.lua:9 "$T/p.txt" "9"
 	# LEAKED keeps them: the leak report holds exactly 700 allocations
 	"$LMT" report --leak-only "$T/p.bin" | grep -q '^@wait.lua:8 holds 44800B: 700 allocs, 0 frees$'
 }
@@ -75,7 +75,7 @@ setup() {
 	wait "$pid"
 	grep -q "wait.lua done" "$T/out"
 	"$LMT" report "$T/p.bin" > "$T/p.txt"
-	[ "$(counts ALLOCATIONS @wait.lua:8 "$T/p.txt")" = "700" ]
+	count_is ALLOCATIONS @wait.lua:8 "$T/p.txt" "700"
 }
 
 @test "-p with -d: stops after the duration, target unharmed" {
@@ -120,8 +120,8 @@ setup() {
 	# array) and 5006 at line 8. JIT on, one table of the loop is made
 	# in a VM state (INTERNAL, as in-VM), and the string table grows
 	# elsewhere: 20000 and 5005, the rest at their lines.
-	[ "$(counts ALLOCATIONS @jit.lua:4 "$T/j.txt")" = 20000 ]
-	[ "$(counts ALLOCATIONS @jit.lua:8 "$T/j.txt")" = 5005 ]
+	count_is ALLOCATIONS @jit.lua:4 "$T/j.txt" 20000
+	count_is ALLOCATIONS @jit.lua:8 "$T/j.txt" 5005
 	absent '^TRACE' "$T/j.txt"
 }
 
@@ -133,7 +133,7 @@ setup() {
 	local loc
 	loc=$(grep -Eo '^lmtmod\.make \(lmtmod_make\):0x[0-9a-f]+' "$T/c.txt" | head -1)
 	[ -n "$loc" ]
-	[ "$(counts ALLOCATIONS "$loc" "$T/c.txt")" = 100 ]
+	count_is ALLOCATIONS "$loc" "$T/c.txt" 100
 }
 
 @test "the stream follows the format: prologues, epilogue, strict decode" {
@@ -211,8 +211,8 @@ setup() {
 	[[ "$output" == *"watching lua_newstate in "*libluajit-5.1.so* ]]
 	[[ "$output" == *"allocator 0x"*"/build/host"* ]]
 	"$LMT" report "$T/h.bin" > "$T/h.txt"
-	[ "$(counts ALLOCATIONS @alloc.lua:4 "$T/h.txt")" = "1,1000" ]
-	[ "$(counts ALLOCATIONS @alloc.lua:8 "$T/h.txt")" = "600" ]
+	count_is ALLOCATIONS @alloc.lua:4 "$T/h.txt" "1,1000"
+	count_is ALLOCATIONS @alloc.lua:8 "$T/h.txt" "600"
 }
 
 @test "prototypes collected and their addresses reused keep their names" {
@@ -243,8 +243,8 @@ setup() {
 	[[ "$output" == *"4 VMs (LuaJIT 2.1 GC64)"* ]]
 	"$LMT" report "$T/m.bin" > "$T/m.txt"
 	# each VM has its own prototypes: four groups per line
-	[ "$(counts ALLOCATIONS @alloc.lua:4 "$T/m.txt")" = "1,1,1,1,1000,1000,1000,1000" ]
-	[ "$(counts ALLOCATIONS @alloc.lua:8 "$T/m.txt")" = "600,600,600,600" ]
+	count_is ALLOCATIONS @alloc.lua:4 "$T/m.txt" "1,1,1,1,1000,1000,1000,1000"
+	count_is ALLOCATIONS @alloc.lua:8 "$T/m.txt" "600,600,600,600"
 }
 
 @test "VMs closed and recreated in one process: each VM's own prototypes, not the closed VM's" {
@@ -257,11 +257,11 @@ setup() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"3 VMs (LuaJIT 2.1 GC64)"* ]]
 	"$LMT" report "$T/s.bin" > "$T/s.txt"
-	[ "$(counts ALLOCATIONS @alloc_b.lua:6 "$T/s.txt")" = "1,1000" ]
-	[ "$(counts ALLOCATIONS @alloc_b.lua:10 "$T/s.txt")" = "600" ]
+	count_is ALLOCATIONS @alloc_b.lua:6 "$T/s.txt" "1,1000"
+	count_is ALLOCATIONS @alloc_b.lua:10 "$T/s.txt" "600"
 	# the first and third VM: 1000 + 1 each at line 4, however grouped
-	[ "$(counts ALLOCATIONS @alloc.lua:4 "$T/s.txt" | tr , '\n' | awk '{ s += $1 } END { print s }')" = 2002 ]
-	[ "$(counts ALLOCATIONS @alloc.lua:8 "$T/s.txt" | tr , '\n' | awk '{ s += $1 } END { print s }')" = 1200 ]
+	count_is ALLOCATIONS @alloc.lua:4 "$T/s.txt" | tr , '\n' | awk '{ s += $1 } END { print s }' 2002
+	count_is ALLOCATIONS @alloc.lua:8 "$T/s.txt" | tr , '\n' | awk '{ s += $1 } END { print s }' 1200
 }
 
 @test "two VMs on one malloc heap in one thread: the stream keeps their order (leaks exact)" {
@@ -284,13 +284,13 @@ setup() {
 	[ "$status" -eq 0 ]
 	[ "$output" = "ab.lua done" ]
 	"$LMT" report "$T/ab.bin" > "$T/ab.txt"
-	[ "$(counts ALLOCATIONS @ab.lua:5 "$T/ab.txt")" = "1" ]
-	[ "$(counts ALLOCATIONS @ab.lua:6 "$T/ab.txt")" = "" ]
-	[ "$(counts ALLOCATIONS @ab.lua:7 "$T/ab.txt")" = "1" ]
+	count_is ALLOCATIONS @ab.lua:5 "$T/ab.txt" "1"
+	count_is ALLOCATIONS @ab.lua:6 "$T/ab.txt" ""
+	count_is ALLOCATIONS @ab.lua:7 "$T/ab.txt" "1"
 	grep -q '^@ab.lua:7: 1 events	+799936B	-0B$' "$T/ab.txt"
-	[ "$(counts ALLOCATIONS @ab.lua:8 "$T/ab.txt")" = "7" ]
-	[ "$(counts ALLOCATIONS @ab.lua:9 "$T/ab.txt")" = "1" ]
-	[ "$(counts ALLOCATIONS @ab.lua:10 "$T/ab.txt")" = "" ]
+	count_is ALLOCATIONS @ab.lua:8 "$T/ab.txt" "7"
+	count_is ALLOCATIONS @ab.lua:9 "$T/ab.txt" "1"
+	count_is ALLOCATIONS @ab.lua:10 "$T/ab.txt" ""
 }
 
 @test "both readers (kernel stack, per-CPU scratch) give the same report" {
