@@ -229,43 +229,39 @@ static __always_inline __u8 charge_cfunc(struct lmt_ev *e, __u64 f)
 	return LMT_SRC_CFUNC;
 }
 
-/* Code of trace traceno, announced on the way: where in its machine code
- * (LMT_EV_MCOFS), unless --jit=trace or no return address is found. */
-static __always_inline __u8 charge_trace(struct ctx *c, const struct lmt_vm *vm,
-					 __u32 traceno, struct lmt_ev *e)
+/* Code of trace vmstate, or a trace's exit (LMT_VMST_EXIT), announced on
+ * the way (one call site of see_trace: the verifier walks it once).
+ * Code: where in its machine code (LMT_EV_MCOFS), unless --jit=trace or
+ * no return address is found. An exit: what it allocates restores sunk
+ * objects of the exit's snapshot (lj_snap_restore), J->parent and
+ * J->exitno (LMT_EV_EXIT); the in-VM profiler charges it to the VM
+ * (--jit=trace). */
+static __always_inline __u8 charge_jit(struct ctx *c, const struct lmt_vm *vm,
+				       __s32 vmstate, __u8 exit, struct lmt_ev *e)
 {
+	const struct lj_layout *lay = &vm->lay;
+	__u32 px[2] = { (__u32)vmstate, 0 };
 	struct tinfo ti;
 	__u32 ofs;
+	int seen;
 
+	if (exit && (jit_trace ||
+		     rd(c, px, 8, vm->g - lay->gg_g + lay->gg_J + lay->J_parent) ||
+		     !px[0]))
+		return charge_internal(e);
+	seen = !see_trace(c, vm, px[0], &ti);
+	if (exit && !seen)
+		return charge_internal(e);
 	e->src = LMT_SRC_TRACE;
-	e->loc = traceno;
+	e->loc = px[0];
 	e->line = 0;
-	if (!see_trace(c, vm, traceno, &ti) && !jit_trace &&
-	    !trace_ret(c, ti.mcode, ti.szmcode, &ofs)) {
+	if (exit) {
+		e->flags |= LMT_EV_EXIT;
+		e->line = px[1];
+	} else if (seen && !jit_trace && !trace_ret(c, ti.mcode, ti.szmcode, &ofs)) {
 		e->flags |= LMT_EV_MCOFS;
 		e->line = ofs;
 	}
-	return LMT_SRC_TRACE;
-}
-
-/* A trace exits (vmstate EXIT): what it allocates restores sunk objects
- * of the exit's snapshot (lj_snap_restore), charged to its line
- * (LMT_EV_EXIT). The in-VM profiler charges it to the VM (--jit=trace). */
-static __always_inline __u8 charge_exit(struct ctx *c, const struct lmt_vm *vm,
-					struct lmt_ev *e)
-{
-	const struct lj_layout *lay = &vm->lay;
-	__u32 px[2]; /* J->parent, J->exitno */
-	struct tinfo ti;
-
-	if (jit_trace ||
-	    rd(c, px, 8, vm->g - lay->gg_g + lay->gg_J + lay->J_parent) ||
-	    !px[0] || see_trace(c, vm, px[0], &ti))
-		return charge_internal(e);
-	e->src = LMT_SRC_TRACE;
-	e->flags |= LMT_EV_EXIT;
-	e->loc = px[0];
-	e->line = px[1];
 	return LMT_SRC_TRACE;
 }
 
@@ -426,13 +422,10 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 	if (!*wide) {
 		if (rd_vmstate(c, &vmstate, vm->g + lay->g_vmstate))
 			return charge_internal(e);
-		if (vmstate >= 1)
-			return charge_trace(c, vm, (__u32)vmstate, e);
 		kind = vmst_of(vmstate, lay->nvmst, lay->vmst);
-		if (kind == LMT_VMST_INTERNAL)
-			return charge_internal(e);
-		if (kind == LMT_VMST_EXIT)
-			return charge_exit(c, vm, e);
+		if (vmstate >= 1 || kind == LMT_VMST_INTERNAL ||
+		    kind == LMT_VMST_EXIT)
+			goto narrow;
 		*wide = 1;
 	}
 	/* vmstate, cur_L and, for the main lua_State, its fields in one
@@ -440,16 +433,27 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 	gq_init(&q, vm, ptr);
 	if (gread(c, &q, kst))
 		return charge_internal(e);
-	kind = vmst_of(q.vmstate, lay->nvmst, lay->vmst);
-	if (kind == LMT_VMST_INTERNAL || kind == LMT_VMST_EXIT)
+	vmstate = q.vmstate;
+	kind = vmst_of(vmstate, lay->nvmst, lay->vmst);
+	if (vmstate >= 1 || kind == LMT_VMST_INTERNAL || kind == LMT_VMST_EXIT) {
 		*wide = 0;
-	if (q.vmstate >= 1)
-		return charge_trace(c, vm, (__u32)q.vmstate, e);
-	if (kind == LMT_VMST_INTERNAL)
-		return charge_internal(e);
-	if (kind == LMT_VMST_EXIT)
-		return charge_exit(c, vm, e);
+		goto narrow;
+	}
+	/* The recorder runs in lj_vm_cpcall's frame, which saves L as its
+	 * PC: its own allocations are the VM's; the rest is the
+	 * interpreter's. The in-VM profiler charges the whole state to the
+	 * VM (--jit=trace). */
+	if (kind == LMT_VMST_RECORD) {
+		if (jit_trace || !(q.got & GQ_PC) || q.spc == q.L)
+			return charge_internal(e);
+		kind = LMT_VMST_INTERP;
+	}
 	return charge_frame(c, vm, &q, kind == LMT_VMST_INTERP, ptr, e);
+	/* States that need no frame: each charge inlined once. */
+narrow:
+	if (vmstate >= 1 || kind == LMT_VMST_EXIT)
+		return charge_jit(c, vm, vmstate, vmstate < 1, e);
+	return charge_internal(e);
 }
 
 #endif

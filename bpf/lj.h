@@ -71,9 +71,8 @@ static __always_inline __u64 tv_gc(__u64 tv, __u8 gct)
 
 /* -- VM states ------------------------------------------------------------ */
 
-/* How a vmstate is charged (enum lmt_vmst) by the layout's table: frame
- * or interpreter, or else the VM's (a trace number, >= 1, is charged to
- * its trace, which needs no frame either). */
+/* How a vmstate is charged (enum lmt_vmst) by the layout's table; a
+ * trace number (>= 1) is charged to its trace, which needs no frame. */
 static __always_inline __u8 vmst_of(__s32 vmstate, __u8 nvmst, const __u8 *vmst)
 {
 	__u32 idx = ~(__u32)vmstate;
@@ -82,8 +81,7 @@ static __always_inline __u8 vmst_of(__s32 vmstate, __u8 nvmst, const __u8 *vmst)
 	if (vmstate >= 1 || idx >= nvmst || idx >= LMT_VMST_MAX)
 		return LMT_VMST_INTERNAL;
 	kind = vmst[idx & (LMT_VMST_MAX - 1)];
-	return kind == LMT_VMST_FRAME || kind == LMT_VMST_INTERP ? kind :
-								   LMT_VMST_INTERNAL;
+	return kind <= LMT_VMST_RECORD ? kind : LMT_VMST_INTERNAL;
 }
 
 #endif

@@ -13,12 +13,16 @@
 /* What an index of ~vmstate means to attribution. */
 enum lmt_vmst {
 	LMT_VMST_FRAME = 0,    /* look at the top frame of cur_L */
-	LMT_VMST_INTERNAL = 1, /* GC, trace exit, recorder, optimizer, assembler */
+	LMT_VMST_INTERNAL = 1, /* GC, optimizer, assembler */
 	LMT_VMST_INTERP = 2,   /* the interpreter: as FRAME, and what it saves as
 				* its PC follows the rules of struct pcc
 				* (bpf/attribute.h) */
 	LMT_VMST_EXIT = 3,     /* a trace exits: J->parent and J->exitno name
 				* the trace and its snapshot */
+	LMT_VMST_RECORD = 4,   /* the recorder: the state stays set while the
+				* interpreter runs the recorded instruction,
+				* charged as INTERP; the recorder's own calls
+				* run in lj_vm_cpcall's frame, the VM's */
 };
 
 #define LMT_VMST_MAX 16

@@ -188,7 +188,7 @@ static __always_inline long gread_body(struct gq *q, __u8 *b)
 	q->vmstate = *(__s32 *)(b + o);
 	/* The frame only where attribution will want it (vmst_of). */
 	kind = vmst_of(q->vmstate, q->nvmst, q->vmst);
-	if (kind == LMT_VMST_INTERNAL)
+	if (kind == LMT_VMST_INTERNAL || kind == LMT_VMST_EXIT)
 		return 0;
 	o = q->curl & ~7ULL;
 	asm volatile("" : "+r"(o));
@@ -212,7 +212,8 @@ static __always_inline long gread_body(struct gq *q, __u8 *b)
 	cfa = gq_u64(b, q->cf & 56) & ~3ULL;
 	q->cfa = cfa;
 	q->got = GQ_L;
-	if (kind != LMT_VMST_INTERP || !cfa || (q->ptr && q->ptr == q->stack))
+	if ((kind != LMT_VMST_INTERP && kind != LMT_VMST_RECORD) || !cfa ||
+	    (q->ptr && q->ptr == q->stack))
 		return 0;
 	q->reads++;
 	if (bpf_probe_read_user(b, 8, (const void *)(cfa + q->cfpc))) {

@@ -26,7 +26,7 @@
 	 * two are resolved through the top frame (docs/stream-format.md). */  \
 	.nvmst = 7,                                                           \
 	.vmst = { LMT_VMST_INTERP, LMT_VMST_FRAME, LMT_VMST_INTERNAL,         \
-		  LMT_VMST_EXIT, LMT_VMST_INTERNAL, LMT_VMST_INTERNAL,        \
+		  LMT_VMST_EXIT, LMT_VMST_RECORD, LMT_VMST_INTERNAL,          \
 		  LMT_VMST_INTERNAL }
 
 /* What user space alone reads (traces' snapshots, prototypes found by a
@@ -36,7 +36,9 @@
 	.T_nins = 12, .T_ir = 32, .T_nk = 40,                                \
 	.snap_size = 12, .snap_mapofs = 0, .snap_ref = 4, .snap_mcofs = 6,   \
 	.snap_nent = 10,                                                     \
-	.ir_op1 = 0, .ir_op2 = 2, .ir_o = 5, .ir_kgc = 24, .ref_bias = 32768, \
+	.ir_op1 = 0, .ir_op2 = 2, .ir_o = 5, .ir_r = 6, .ir_kgc = 24,         \
+	.ref_bias = 32768, .ir_tnew = 81, .ir_tdup = 82, .ir_cnew = 83,      \
+	.ir_cnewi = 84, .rid_sunk = 0xfd,                                    \
 	.bc_tnew = 52, .bc_tdup = 53, .bc_cat = 38, .bc_fnew = 51,           \
 	.bc_kcdata = 40, .bc_tsetv = 60, .bc_tsets = 61, .bc_tsetb = 62,     \
 	.bc_tsetm = 63, .bc_callm = 65, .bc_call = 66, .bc_callmt = 67,      \

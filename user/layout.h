@@ -10,9 +10,11 @@ struct lj_ulayout {
 	unsigned T_nsnap, T_nsnapmap, T_snap, T_snapmap, T_nins, T_ir, T_nk;
 	/* SnapShot */
 	unsigned snap_size, snap_mapofs, snap_ref, snap_mcofs, snap_nent;
-	/* IR: an instruction's op1, op2 and opcode; constants below
-	 * ref_bias; IR_KGC's 64-bit pointer in the next slot (GC64) */
-	unsigned ir_op1, ir_op2, ir_o, ir_kgc, ref_bias;
+	/* IR: an instruction's op1, op2, opcode and register; constants
+	 * below ref_bias; IR_KGC's 64-bit pointer in the next slot (GC64);
+	 * the allocations the JIT may sink, and the register of one sunk */
+	unsigned ir_op1, ir_op2, ir_o, ir_r, ir_kgc, ref_bias;
+	unsigned ir_tnew, ir_tdup, ir_cnew, ir_cnewi, rid_sunk;
 	/* Bytecode opcodes a stretch of a trace is walked over
 	 * (traces.c): what allocates, what ends the walk */
 	unsigned bc_tnew, bc_tdup, bc_cat, bc_fnew, bc_kcdata, bc_tsetv,

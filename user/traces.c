@@ -20,7 +20,20 @@
  * allocates (TNEW, TDUP, CAT, FNEW, KCDATA, a call that was not inlined:
  * a builtin, charged to its caller's line as the interpreter's are), or
  * else exactly one table store (which may grow the table), the stretch's
- * allocations are charged to its line; otherwise to the snapshot's. */
+ * allocations are charged to its line; otherwise to the snapshot's.
+ *
+ * Sunk allocations (lj_opt_sink) are made where the object escapes: at an
+ * exit, restored by lj_snap_restore (vmstate EXIT), or at the start of a
+ * side trace, replayed from its parent's exit (lj_snap_replay), before
+ * the side trace's first snapshot. Either way the snapshot names the
+ * stack slot the object lives in; the bytecode that created it is the
+ * TNEW or TDUP into that slot found walking back from the snapshot's PC,
+ * and its line is charged when all the objects restored there agree. A
+ * side trace's replayed objects share their machine code stretch with its
+ * first snapshot's: its new blocks there are charged to them when that
+ * stretch's own bytecode allocates nothing (what it stores to grows by
+ * reallocation, charged to the store). Not exact: a store there that
+ * makes a table's hash part (a new block) counts as a replayed object. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -44,6 +57,14 @@ struct tsnap {
 	uint64_t pc;
 	uint64_t pt, xpt;
 	int64_t line, xline;
+	uint32_t nalloc; /* allocating bytecodes its walk met */
+};
+
+/* Where sunk objects were created (see the head of this file). */
+struct origin {
+	uint32_t state; /* 0 none, 1 one line, 2 several or unknown */
+	uint64_t pt;
+	int64_t line;
 };
 
 /* A prototype a trace runs: its bytecode and line table. */
@@ -59,6 +80,8 @@ struct ttrace {
 	uint32_t nk, nins; /* IR refs [nk, nins), biased */
 	uint64_t *ir;      /* IR, from nk */
 	struct u64map protos; /* prototype -> struct tproto */
+	struct origin replay; /* allocations before the first snapshot */
+	struct origin *xsunk; /* per snapshot: objects its exits restore */
 	struct tsnap s[];
 };
 
@@ -85,12 +108,15 @@ static void ttrace_free(void *p)
 	if (tr) {
 		u64map_free(&tr->protos, tproto_free);
 		free(tr->ir);
+		free(tr->xsunk);
 	}
 	free(tr);
 }
 
 static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i);
 static int resolve_exit(struct tvm *v, struct ttrace *tr, uint32_t i);
+static void sunk_origins(struct tvm *v, struct ttrace *tr, uint32_t i,
+			 const uint32_t *ent, uint32_t nent, uint32_t baseslot);
 
 /* The trace's IR [nk, nins): read for the functions it inlined. */
 static void read_ir(struct tvm *v, struct ttrace *tr, uint64_t T)
@@ -145,6 +171,10 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 	tr->T = r->T;
 	tr->startpt = r->proto;
 	tr->nsnap = nsnap;
+	tr->xsunk = calloc(nsnap, sizeof(*tr->xsunk));
+	if (!tr->xsunk)
+		goto fail;
+	read_ir(v, tr, r->T);
 	for (uint32_t i = 0; i < nsnap; i++) {
 		const uint8_t *e = sb + (size_t)i * u->snap_size;
 		uint32_t mapofs;
@@ -163,9 +193,11 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 			continue;
 		}
 		memcpy(&pcbase, map + mapofs + nent, 8);
-		tr->s[i].pc = pcbase >> 8; /* FR2: PC << 8 | base slot */
+		tr->s[i].pc = pcbase >> 8; /* FR2: PC << 8 | base slot - 2 */
+		/* tr->protos is filled on the way: tr is not shared yet. */
+		sunk_origins(v, tr, i, map + mapofs, nent,
+			     (uint32_t)(pcbase & 0xff) + 2);
 	}
-	read_ir(v, tr, r->T);
 	u64map_put(&v->traces, r->traceno | 1ULL << 32, tr, &err);
 	if (err)
 		ttrace_free(tr);
@@ -468,6 +500,7 @@ static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
 	w.ncallees = inlined(v, tr, sn->ref, i + 1 < tr->nsnap ? tr->s[i + 1].ref :
 			     tr->nins, callees, 16);
 	walk(&w, sn->pt, pos, 0);
+	sn->nalloc = w.nalloc;
 	if (w.nalloc == 1) {
 		pt = w.alloc_pt;
 		pos = w.alloc_pos;
@@ -511,6 +544,90 @@ static int resolve_exit(struct tvm *v, struct ttrace *tr, uint32_t i)
 	return 0;
 }
 
+/* -- Sunk allocations -------------------------------------------------- */
+
+/* The TNEW or TDUP that filled register r, walking back from PC pc within
+ * its loop body: its prototype and line. */
+static int created_at(struct tvm *v, struct ttrace *tr, uint64_t pc, uint32_t r,
+		      struct origin *o)
+{
+	const struct lj_ulayout *u = &v->var->u;
+	struct tproto *tp;
+	uint64_t pt;
+	uint32_t pos;
+
+	if (!(tp = at_pc(v, tr, pc, &pt, &pos)))
+		return -1;
+	for (uint32_t p = pos, n = 0; p-- > 1 && n < WALK_MAX; n++) {
+		const uint32_t ins = tp->bc[p], op = ins & 0xff;
+
+		if ((op == u->bc_tnew || op == u->bc_tdup) && (ins >> 8 & 0xff) == r) {
+			o->pt = pt;
+			o->line = pline_line(tp->lines, p);
+			return o->line < 0 ? -1 : 0;
+		}
+		if (op >= u->bc_fori && op <= u->bc_jloop)
+			return -1; /* the loop's head: made in another iteration */
+	}
+	return -1;
+}
+
+static void origin_add(struct origin *o, const struct origin *n, int ok)
+{
+	if (!ok)
+		o->state = 2;
+	else if (!o->state)
+		*o = (struct origin){ .state = 1, .pt = n->pt, .line = n->line };
+	else if (o->pt != n->pt || o->line != n->line)
+		o->state = 2;
+}
+
+/* Snapshot i's entries ent (baseslot: the slot of its innermost frame's
+ * register 0): the objects an exit there restores, and for the first
+ * snapshot of a side trace those replayed before it. */
+static void sunk_origins(struct tvm *v, struct ttrace *tr, uint32_t i,
+			 const uint32_t *ent, uint32_t nent, uint32_t baseslot)
+{
+	const struct lj_ulayout *u = &v->var->u;
+
+	for (uint32_t k = 0; tr->ir && k < nent; k++) {
+		const uint32_t ref = ent[k] & 0xffff, slot = ent[k] >> 24;
+		const uint8_t *ins;
+		struct origin n;
+		int replayed, sunk;
+
+		if (ref < tr->nk || ref >= tr->nins)
+			continue;
+		ins = (const uint8_t *)&tr->ir[ref - tr->nk];
+		if (ins[u->ir_o] != u->ir_tnew && ins[u->ir_o] != u->ir_tdup &&
+		    ins[u->ir_o] != u->ir_cnew && ins[u->ir_o] != u->ir_cnewi)
+			continue;
+		sunk = ins[u->ir_r] == u->rid_sunk;
+		replayed = i == 0 && ref < tr->s[0].ref;
+		if (!sunk && !replayed)
+			continue;
+		n.state = 1;
+		if (slot < baseslot ||
+		    created_at(v, tr, tr->s[i].pc, slot - baseslot, &n)) {
+			n.state = 0;
+		}
+		if (sunk)
+			origin_add(&tr->xsunk[i], &n, n.state);
+		if (replayed)
+			origin_add(&tr->replay, &n, n.state);
+	}
+}
+
+/* -- Events ---------------------------------------------------------------- */
+
+static int origin_line(const struct origin *o, struct mp_event *m)
+{
+	m->src = MP_SRC_LFUNC;
+	m->loc = o->pt;
+	m->line = (uint64_t)o->line;
+	return 0;
+}
+
 int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags)
 {
 	struct ttrace *tr = u64map_get(&v->traces, m->loc | 1ULL << 32);
@@ -521,7 +638,11 @@ int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags)
 		return -1;
 	if (flags & LMT_EV_EXIT) {
 		i = (uint32_t)m->line;
-		if (i >= tr->nsnap || resolve_exit(v, tr, i))
+		if (i >= tr->nsnap)
+			return -1;
+		if (tr->xsunk[i].state == 1)
+			return origin_line(&tr->xsunk[i], m);
+		if (resolve_exit(v, tr, i))
 			return -1;
 		m->src = MP_SRC_LFUNC;
 		m->loc = tr->s[i].xpt;
@@ -529,6 +650,12 @@ int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags)
 		return 0;
 	}
 	i = snap_of(tr, (uint32_t)m->line);
+	/* A side trace's first stretch: replayed objects come first, and
+	 * when its own bytecode allocates nothing, what it makes anew are
+	 * they (a table it stores to grows by reallocation). */
+	if (i == 0 && tr->replay.state == 1 && m->kind == MP_ALLOC &&
+	    !resolve(v, tr, 0) && !tr->s[0].nalloc)
+		return origin_line(&tr->replay, m);
 	if (i >= tr->nsnap || resolve(v, tr, i))
 		return -1;
 	sn = &tr->s[i];
