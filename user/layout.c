@@ -36,7 +36,8 @@
 	.T_nins = 12, .T_ir = 32, .T_nk = 40,                                \
 	.snap_size = 12, .snap_mapofs = 0, .snap_ref = 4, .snap_mcofs = 6,   \
 	.snap_nent = 10,                                                     \
-	.ir_op1 = 0, .ir_op2 = 2, .ir_o = 5, .ir_r = 6, .ir_kgc = 24,         \
+	.ir_op1 = 0, .ir_op2 = 2, .ir_t = 4, .ir_o = 5, .ir_r = 6,            \
+	.ir_kgc = 24, .irt_func = 8,                                         \
 	.ref_bias = 32768, .ir_tnew = 81, .ir_tdup = 82, .ir_cnew = 83,      \
 	.ir_cnewi = 84, .rid_sunk = 0xfd,                                    \
 	.bc_tnew = 52, .bc_tdup = 53, .bc_cat = 38, .bc_fnew = 51,           \
@@ -46,6 +47,7 @@
 	.bc_ret1 = 76, .bc_jmp = 88, .bc_cond_hi = 17, .bc_iterc = 69,       \
 	.bc_isnext = 72, .bc_fori = 77, .bc_jloop = 87,                      \
 	.pt_gct = 9, .tproto = 7, .bc_func_lo = 89, .bc_func_hi = 94,       \
+	.fn_uvptr = 40, .uv_v = 32, .bc_uget = 45,                           \
 	.g_registrytv = 272, .tab_node = 40, .tab_hmask = 52, .node_size = 24, \
 	.node_val = 0, .node_key = 8, .itype_str = -5, .itype_tab = -12,     \
 	.itype_func = -9

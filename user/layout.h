@@ -13,7 +13,7 @@ struct lj_ulayout {
 	/* IR: an instruction's op1, op2, opcode and register; constants
 	 * below ref_bias; IR_KGC's 64-bit pointer in the next slot (GC64);
 	 * the allocations the JIT may sink, and the register of one sunk */
-	unsigned ir_op1, ir_op2, ir_o, ir_r, ir_kgc, ref_bias;
+	unsigned ir_op1, ir_op2, ir_t, ir_o, ir_r, ir_kgc, ref_bias, irt_func;
 	unsigned ir_tnew, ir_tdup, ir_cnew, ir_cnewi, rid_sunk;
 	/* Bytecode opcodes a stretch of a trace is walked over
 	 * (traces.c): what allocates, what ends the walk */
@@ -24,6 +24,9 @@ struct lj_ulayout {
 	/* GCproto's type tag, and the opcodes of a Lua function's header
 	 * instruction (bc[0]; no other instruction has them) */
 	unsigned pt_gct, tproto, bc_func_lo, bc_func_hi;
+	/* A Lua function's upvalues (GCfuncL.uvptr, GCupval.v) and the
+	 * bytecode that loads one (an inlined callee read from its caller) */
+	unsigned fn_uvptr, uv_v, bc_uget;
 	/* Lua tables, for the names Lua gives C functions (luanames.c):
 	 * global_State's registry, GCtab, Node, and the itypes (int32) */
 	unsigned g_registrytv, tab_node, tab_hmask, node_size, node_val, node_key;

@@ -20,7 +20,12 @@
  * allocates (TNEW, TDUP, CAT, FNEW, KCDATA, a call that was not inlined:
  * a builtin, charged to its caller's line as the interpreter's are), or
  * else exactly one table store (which may grow the table), the stretch's
- * allocations are charged to its line; otherwise to the snapshot's.
+ * allocations are charged to its line. A stretch with several, each of
+ * which makes one object per run (TNEW, TDUP, CAT, FNEW, KCDATA), runs
+ * its calls in order: the k-th distinct call site (machine code offset)
+ * its new blocks come from is charged to the k-th. Not exact when an
+ * earlier site allocates later than a later one (a CAT whose string is
+ * already interned makes none). Otherwise the snapshot's line.
  *
  * Sunk allocations (lj_opt_sink) are made where the object escapes: at an
  * exit, restored by lj_snap_restore (vmstate EXIT), or at the start of a
@@ -46,6 +51,8 @@
 #include "lines.h"
 #include "proc.h"
 
+#define MAX_SITES 8
+
 /* A snapshot: where it starts in machine code and IR, the PC it resumes
  * at, and once resolved, the prototype and line its stretch is charged
  * to. */
@@ -58,6 +65,12 @@ struct tsnap {
 	uint64_t pt, xpt;
 	int64_t line, xline;
 	uint32_t nalloc; /* allocating bytecodes its walk met */
+	/* Several, in order (see the head of this file): their prototypes
+	 * and lines, and the call sites seen, ascending. */
+	uint32_t nb, nsite;
+	uint64_t b_pt[MAX_SITES];
+	int64_t b_line[MAX_SITES];
+	uint32_t site[MAX_SITES];
 };
 
 /* Where sunk objects were created (see the head of this file). */
@@ -344,10 +357,11 @@ static struct tproto *at_pc(struct tvm *v, struct ttrace *tr, uint64_t pc,
 
 /* -- A stretch ------------------------------------------------------------- */
 
-/* The Lua functions trace tr inlined in IR refs [lo, hi): the prototypes
- * of the GCfuncs its instructions there take as KGC constants, in order. */
+/* The Lua functions trace tr inlined in IR refs [lo, hi): the GCfuncs its
+ * instructions there take as KGC constants, in order, and their
+ * prototypes. */
 static unsigned inlined(struct tvm *v, const struct ttrace *tr, uint32_t lo,
-			uint32_t hi, uint64_t *pts, unsigned max)
+			uint32_t hi, uint64_t *pts, uint64_t *fns, unsigned max)
 {
 	const struct lj_ulayout *u = &v->var->u;
 	const struct lj_layout *l = &v->var->lay;
@@ -369,10 +383,14 @@ static unsigned inlined(struct tvm *v, const struct ttrace *tr, uint32_t lo,
 			const uint32_t c = ops[k];
 			uint64_t fn, pc;
 			uint8_t ffid;
+			const uint8_t *kg;
 			unsigned j;
 
-			if (c < tr->nk || c + 1 >= u->ref_bias ||
-			    ((const uint8_t *)&tr->ir[c - tr->nk])[u->ir_o] != u->ir_kgc)
+			/* A function constant (IRT_FUNC; the type's low bits). */
+			if (c < tr->nk || c + 1 >= u->ref_bias)
+				continue;
+			kg = (const uint8_t *)&tr->ir[c - tr->nk];
+			if (kg[u->ir_o] != u->ir_kgc || (kg[u->ir_t] & 0x1f) != u->irt_func)
 				continue;
 			fn = tr->ir[c + 1 - tr->nk] & ((1ULL << 47) - 1);
 			if (proc_read(v->p->pid, fn + l->fn_ffid, &ffid, 1) ||
@@ -381,8 +399,10 @@ static unsigned inlined(struct tvm *v, const struct ttrace *tr, uint32_t lo,
 				continue;
 			for (j = 0; j < n && pts[j] != pc - l->pt_size; j++)
 				;
-			if (j == n)
+			if (j == n) {
+				fns[n] = fn;
 				pts[n++] = pc - l->pt_size;
+			}
 		}
 	}
 	return n;
@@ -394,16 +414,68 @@ struct walk {
 	uint64_t stop_pt; /* the next snapshot's PC: the stretch ends there */
 	uint64_t stop_pc;
 	const uint64_t *callees; /* inlined functions, in order */
+	const uint64_t *callee_fns; /* and their GCfuncs */
 	unsigned ncallees, next;
 	unsigned steps;
 	unsigned nalloc, nstore; /* bytecodes that allocate / store */
 	uint64_t alloc_pt, store_pt;
 	uint32_t alloc_pos, store_pos;
+	unsigned builtins;       /* calls among the allocating */
+	uint64_t pts[MAX_SITES]; /* the allocating, in order */
+	uint32_t poss[MAX_SITES];
 };
 
-/* Walks prototype pt from position pos (see the head of this file).
- * depth: inside an inlined function, which returns to its caller. */
-static void walk(struct walk *w, uint64_t pt, uint32_t pos, int depth)
+static void walk_alloc(struct walk *w, uint64_t pt, uint32_t pos)
+{
+	if (w->nalloc < MAX_SITES) {
+		w->pts[w->nalloc] = pt;
+		w->poss[w->nalloc] = pos;
+	}
+	w->nalloc++;
+	w->alloc_pt = pt;
+	w->alloc_pos = pos;
+}
+
+/* The Lua function a CALL at pos of GCfunc fn calls, if its slot was
+ * loaded from one of fn's upvalues (UGET): a constant the trace need not
+ * guard on. Its prototype, or 0; its GCfunc in *cfn. */
+static uint64_t uget_callee(struct walk *w, const struct tproto *tp,
+			    uint32_t pos, uint64_t fn, uint64_t *cfn)
+{
+	const struct lj_ulayout *u = &w->v->var->u;
+	const struct lj_layout *l = &w->v->var->lay;
+	const pid_t pid = w->v->p->pid;
+	const uint32_t a = tp->bc[pos] >> 8 & 0xff;
+	uint64_t uv, tvp, tv, pc;
+	uint8_t ffid;
+
+	if (!fn)
+		return 0;
+	for (uint32_t p = pos; p-- > 1 && pos - p <= 16;) {
+		const uint32_t ins = tp->bc[p];
+
+		if ((ins >> 8 & 0xff) != a)
+			continue;
+		if ((ins & 0xff) != u->bc_uget ||
+		    proc_read(pid, fn + u->fn_uvptr + 8 * (ins >> 16), &uv, 8) ||
+		    proc_read(pid, uv + u->uv_v, &tvp, 8) ||
+		    proc_read(pid, tvp, &tv, 8) ||
+		    (int32_t)((int64_t)tv >> 47) != u->itype_func)
+			return 0;
+		*cfn = tv & ((1ULL << 47) - 1);
+		if (proc_read(pid, *cfn + l->fn_ffid, &ffid, 1) || ffid != 0 ||
+		    proc_read(pid, *cfn + l->fn_pc, &pc, 8))
+			return 0;
+		return pc - l->pt_size;
+	}
+	return 0;
+}
+
+/* Walks prototype pt (of GCfunc fn, if known) from position pos (see the
+ * head of this file). depth: inside an inlined function, which returns to
+ * its caller. */
+static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
+		 int depth)
 {
 	const struct lj_ulayout *u = &w->v->var->u;
 	const uint64_t ptsz = w->v->var->lay.pt_size;
@@ -421,9 +493,7 @@ static void walk(struct walk *w, uint64_t pt, uint32_t pos, int depth)
 			return; /* a branch: which way the trace went is not known */
 		if (op == u->bc_tnew || op == u->bc_tdup || op == u->bc_cat ||
 		    op == u->bc_fnew || op == u->bc_kcdata) {
-			w->nalloc++;
-			w->alloc_pt = pt;
-			w->alloc_pos = pos;
+			walk_alloc(w, pt, pos);
 		} else if (op == u->bc_tsetv || op == u->bc_tsets ||
 			   op == u->bc_tsetb || op == u->bc_tsetm) {
 			w->nstore++;
@@ -431,22 +501,28 @@ static void walk(struct walk *w, uint64_t pt, uint32_t pos, int depth)
 			w->store_pos = pos;
 		} else if (op == u->bc_call || op == u->bc_callm) {
 			/* An inlined Lua function: the one the stretch ends in,
-			 * else the next the IR guards on (not this one). */
-			uint64_t callee = 0;
+			 * else one read from an upvalue, else the next the IR
+			 * guards on (not this one). */
+			uint64_t callee = 0, cfn = 0;
 
 			if (w->stop_pt && w->stop_pt != pt && !depth)
 				callee = w->stop_pt;
+			if (!callee && (callee = uget_callee(w, tp, pos, fn, &cfn)) &&
+			    w->next < w->ncallees && w->callees[w->next] == callee)
+				w->next++;
 			while (!callee && w->next < w->ncallees)
-				if (w->callees[w->next++] != pt)
+				if (w->callees[w->next++] != pt) {
 					callee = w->callees[w->next - 1];
+					cfn = w->callee_fns[w->next - 1];
+				}
 			if (callee && depth < 8) {
-				walk(w, callee, 1, depth + 1);
+				walk(w, callee, cfn, 1, depth + 1);
 				if (w->steps >= WALK_MAX)
 					return;
 			} else {
-				w->nalloc++; /* a builtin: charged to the call */
-				w->alloc_pt = pt;
-				w->alloc_pos = pos;
+				/* a builtin: charged to the call */
+				walk_alloc(w, pt, pos);
+				w->builtins++;
 			}
 		} else if (op == u->bc_ret || op == u->bc_ret0 || op == u->bc_ret1 ||
 			   op == u->bc_retm) {
@@ -472,7 +548,7 @@ static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
 	struct tsnap *sn = &tr->s[i];
 	struct tproto *tp;
 	struct walk w = { .v = v, .tr = tr };
-	uint64_t callees[16];
+	uint64_t callees[16], fns[16];
 	uint64_t pt = 0;
 	uint32_t pos;
 	int64_t line;
@@ -497,10 +573,23 @@ static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
 		}
 	}
 	w.callees = callees;
+	w.callee_fns = fns;
 	w.ncallees = inlined(v, tr, sn->ref, i + 1 < tr->nsnap ? tr->s[i + 1].ref :
-			     tr->nins, callees, 16);
-	walk(&w, sn->pt, pos, 0);
+			     tr->nins, callees, fns, 16);
+	walk(&w, sn->pt, 0, pos, 0);
 	sn->nalloc = w.nalloc;
+	if (w.nalloc >= 2 && w.nalloc <= MAX_SITES) {
+		for (uint32_t k = 0; k < w.nalloc; k++) {
+			struct tproto *bp = proto_get(v, tr, w.pts[k]);
+			sn->b_pt[k] = w.pts[k];
+			sn->b_line[k] = bp ? pline_line(bp->lines, w.poss[k]) : -1;
+			if (sn->b_line[k] < 0)
+				break;
+			sn->nb = k + 1;
+		}
+		if (sn->nb != w.nalloc)
+			sn->nb = 0;
+	}
 	if (w.nalloc == 1) {
 		pt = w.alloc_pt;
 		pos = w.alloc_pos;
@@ -620,6 +709,28 @@ static void sunk_origins(struct tvm *v, struct ttrace *tr, uint32_t i,
 
 /* -- Events ---------------------------------------------------------------- */
 
+/* A new block from call site ofs of a stretch with several allocating
+ * bytecodes: the bytecode of its rank among the sites seen. */
+static int site_line(struct tsnap *sn, uint32_t ofs, struct mp_event *m)
+{
+	uint32_t k = 0;
+
+	while (k < sn->nsite && sn->site[k] < ofs)
+		k++;
+	if (k == sn->nsite || sn->site[k] != ofs) {
+		if (sn->nsite == sn->nb)
+			return -1; /* more sites than bytecodes */
+		memmove(&sn->site[k + 1], &sn->site[k],
+			(sn->nsite - k) * sizeof(sn->site[0]));
+		sn->site[k] = ofs;
+		sn->nsite++;
+	}
+	m->src = MP_SRC_LFUNC;
+	m->loc = sn->b_pt[k];
+	m->line = (uint64_t)sn->b_line[k];
+	return 0;
+}
+
 static int origin_line(const struct origin *o, struct mp_event *m)
 {
 	m->src = MP_SRC_LFUNC;
@@ -650,6 +761,9 @@ int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags)
 		return 0;
 	}
 	i = snap_of(tr, (uint32_t)m->line);
+	if (i < tr->nsnap && m->kind == MP_ALLOC && !resolve(v, tr, i) &&
+	    tr->s[i].nb && !site_line(&tr->s[i], (uint32_t)m->line, m))
+		return 0;
 	/* A side trace's first stretch: replayed objects come first, and
 	 * when its own bytecode allocates nothing, what it makes anew are
 	 * they (a table it stores to grows by reallocation). */
@@ -669,3 +783,4 @@ void traces_free(struct tvm *v)
 {
 	u64map_free(&v->traces, ttrace_free);
 }
+
