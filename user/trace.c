@@ -184,20 +184,27 @@ static int map_slots(struct tr *t)
 	return 0;
 }
 
-/* Processes that exited: what they sent is read, their streams end. */
+/* Processes that exited: what they sent is read, their streams end. The
+ * exits are seen first, then the ring drained once: a process's records
+ * are all in the ring before its exit, and one that exits while another's
+ * stream is ended waits for the next round (draining only before the
+ * first lost the records of a second that exited meanwhile). */
 static void reap(struct tr *t)
 {
-	int drained = 0;
+	unsigned n = 0;
 
 	for (struct tproc *p = t->procs; p; p = p->next) {
 		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
 
-		if (p->ended || p->pidfd < 0 || poll(&pf, 1, 0) <= 0)
-			continue;
-		if (!drained++)
-			drain(t);
-		proc_end(t, p, "exited");
+		p->exited = !p->ended && p->pidfd >= 0 && poll(&pf, 1, 0) > 0;
+		n += p->exited;
 	}
+	if (!n)
+		return;
+	drain(t);
+	for (struct tproc *p = t->procs; p; p = p->next)
+		if (p->exited)
+			proc_end(t, p, "exited");
 }
 
 /* Polls until tracing ends; says why in t->end. */

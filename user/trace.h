@@ -99,6 +99,7 @@ struct tproc {
 			      * needs no wait */
 	int attached;        /* probed and registered */
 	int ended;           /* exited, executed or left: streams ended */
+	int exited;          /* its pidfd said so this round (reap) */
 	const char *end;
 	uint64_t protos, traces, names_cut, nolines;
 	const struct lj_variant *var; /* its VMs' layout */
