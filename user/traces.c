@@ -20,12 +20,13 @@
  * allocates (TNEW, TDUP, CAT, FNEW, KCDATA, a call that was not inlined:
  * a builtin, charged to its caller's line as the interpreter's are), or
  * else exactly one table store (which may grow the table), the stretch's
- * allocations are charged to its line. A stretch with several, each of
- * which makes one object per run (TNEW, TDUP, CAT, FNEW, KCDATA), runs
- * its calls in order: the k-th distinct call site (machine code offset)
- * its new blocks come from is charged to the k-th. Not exact when an
- * earlier site allocates later than a later one (a CAT whose string is
- * already interned makes none). Otherwise the snapshot's line.
+ * allocations are charged to its line. A stretch with several (up to
+ * MAX_SITES) runs their calls in order: the k-th distinct call site
+ * (machine code offset) its new blocks come from is charged to the k-th.
+ * Not exact when an earlier site allocates later than a later one (a CAT
+ * whose string is already interned makes none), or a builtin allocates
+ * from several call sites; with more sites than bytecodes, and otherwise,
+ * the snapshot's line.
  *
  * Sunk allocations (lj_opt_sink) are made where the object escapes: at an
  * exit, restored by lj_snap_restore (vmstate EXIT), or at the start of a
