@@ -662,9 +662,10 @@ static int created_at(struct tvm *v, struct ttrace *tr, uint64_t pc, uint32_t r,
 	return -1;
 }
 
-static void origin_add(struct origin *o, const struct origin *n, int ok)
+/* Adds the origin of one object to o: n found (state 1) or not (0). */
+static void origin_add(struct origin *o, const struct origin *n)
 {
-	if (!ok)
+	if (!n->state)
 		o->state = 2;
 	else if (!o->state)
 		*o = (struct origin){ .state = 1, .pt = n->pt, .line = n->line };
@@ -696,15 +697,12 @@ static void sunk_origins(struct tvm *v, struct ttrace *tr, uint32_t i,
 		replayed = i == 0 && ref < tr->s[0].ref;
 		if (!sunk && !replayed)
 			continue;
-		n.state = 1;
-		if (slot < baseslot ||
-		    created_at(v, tr, tr->s[i].pc, slot - baseslot, &n)) {
-			n.state = 0;
-		}
+		n.state = slot >= baseslot &&
+			  !created_at(v, tr, tr->s[i].pc, slot - baseslot, &n);
 		if (sunk)
-			origin_add(&tr->xsunk[i], &n, n.state);
+			origin_add(&tr->xsunk[i], &n);
 		if (replayed)
-			origin_add(&tr->replay, &n, n.state);
+			origin_add(&tr->replay, &n);
 	}
 }
 
