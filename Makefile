@@ -29,7 +29,7 @@ USER_SRC := $(wildcard user/*.c) $(REPORT_SRC)
 USER_OBJ := $(patsubst user/%.c,$(OUT)/%.o,$(USER_SRC))
 USER_H   := $(wildcard user/*.h user/report/*.h)
 # Objects that need neither BPF nor libbpf: shared with unit tests and fuzzers.
-LIB_SRC  := user/memprof_write.c user/memprof_read.c $(REPORT_SRC) user/esc.c user/info.c
+LIB_SRC  := user/memprof_write.c user/memprof_read.c user/stacks_write.c user/stacks_read.c $(REPORT_SRC) user/esc.c user/info.c
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))

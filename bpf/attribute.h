@@ -330,7 +330,7 @@ static __always_inline __u8 charge_ffunc(struct ctx *c, const struct lmt_vm *vm,
 
 /* The top frame of cur_L, as gread found it (FRAME and INTERP states). */
 static __always_inline __u8 charge_frame(struct ctx *c, const struct lmt_vm *vm,
-					 const struct gq *q, __u8 interp,
+					 struct gq *q, __u8 interp,
 					 __u64 ptr, struct lmt_ev *e)
 {
 	__u64 f, fn, spc = 0, fr[2];
@@ -373,6 +373,8 @@ static __always_inline __u8 charge_frame(struct ctx *c, const struct lmt_vm *vm,
 			return charge_internal(e);
 		if (spc == q->L)
 			spc = 0;
+		q->spc = spc; /* the stack's top frame (bpf/stack.h) */
+		q->got |= GQ_PC;
 	}
 	if (!spc)
 		return charge_internal(e);
@@ -409,11 +411,10 @@ static __always_inline void gq_init(struct gq *q, const struct lmt_vm *vm,
  * chosen. */
 static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 				      __u64 ptr, struct lmt_ev *e,
-				      const int kst)
+				      const int kst, struct gq *q)
 {
 	const struct lj_layout *lay = &vm->lay;
 	__u8 kind, *wide = &c->pc->wide[e->kind & 3];
-	struct gq q;
 	__s32 vmstate;
 
 	/* When this kind of event needed no frame last time on this CPU
@@ -430,10 +431,10 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 	}
 	/* vmstate, cur_L and, for the main lua_State, its fields in one
 	 * read (lmt_gwin_fits); then what the frame needs of them. */
-	gq_init(&q, vm, ptr);
-	if (gread(c, &q, kst))
+	gq_init(q, vm, ptr);
+	if (gread(c, q, kst))
 		return charge_internal(e);
-	vmstate = q.vmstate;
+	vmstate = q->vmstate;
 	kind = vmst_of(vmstate, lay->nvmst, lay->vmst);
 	if (vmstate >= 1 || kind == LMT_VMST_INTERNAL || kind == LMT_VMST_EXIT) {
 		*wide = 0;
@@ -444,11 +445,11 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 	 * interpreter's. The in-VM profiler charges the whole state to the
 	 * VM (--jit=trace). */
 	if (kind == LMT_VMST_RECORD) {
-		if (jit_trace || !(q.got & GQ_PC) || q.spc == q.L)
+		if (jit_trace || !(q->got & GQ_PC) || q->spc == q->L)
 			return charge_internal(e);
 		kind = LMT_VMST_INTERP;
 	}
-	return charge_frame(c, vm, &q, kind == LMT_VMST_INTERP, ptr, e);
+	return charge_frame(c, vm, q, kind == LMT_VMST_INTERP, ptr, e);
 	/* States that need no frame: each charge inlined once. */
 narrow:
 	if (vmstate >= 1 || kind == LMT_VMST_EXIT)

@@ -45,6 +45,7 @@ static __always_inline __u64 tv_gc(__u64 tv, __u8 gct)
 #define LJ_FR2 1
 #define FRAME_LUA 0
 #define FRAME_CONT 2
+#define FRAME_VARG 3
 #define FRAME_TYPE 3
 #define FRAME_P 4
 #define FRAME_TYPEP (FRAME_TYPE | FRAME_P)

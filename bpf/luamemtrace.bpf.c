@@ -32,6 +32,7 @@
 #include "trace.h"
 #include "attribute.h"
 #include "pend.h"
+#include "stack.h"
 #include "newvm.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -48,21 +49,65 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * (docs/costs.md). Their reads stay the non-faulting kind, so they never
  * sleep: per-CPU scratch is as safe as in a non-sleepable program. The
  * floor's programs are sleepable too, so the floor is the cheapest probe. */
+/* --stacks: the event left in struct stk gets its stack (bpf/stack.h),
+ * then goes as in enter(). A global function: the verifier walks it once,
+ * apart from the entry program's many paths. */
+__noinline int stack_send(struct pt_regs *ctx)
+{
+	struct ctx c = { .regs = ctx };
+	const struct lmt_vm *vm;
+	struct stk *s;
+
+	if (!ctx || ctx_open(&c, ctx) || !(s = stk_get()) ||
+	    !(vm = vm_of(&c, s->ud)))
+		return 0;
+	c.reads = s->reads;
+	s->ev.stk = stack_of(&c, vm, s);
+	if (!s->ev.stk)
+		c.st->lost_stk++;
+	if (s->ev.kind == LMT_FREE)
+		send(&c, &s->ev);
+	else
+		park(&c, s->ud, &s->ev);
+	c.st->reads += c.reads;
+	return 0;
+}
+
 static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
-				 __u64 osize, __u64 nsize, const int kst)
+				 __u64 osize, __u64 nsize, const int kst,
+				 const int stk)
 {
 	struct ctx c = { .regs = ctx };
 	struct lmt_ev ev = { .kind = nsize == 0 ? LMT_FREE :
 				     ptr == 0 ? LMT_ALLOC : LMT_REALLOC,
 			     .oaddr = ptr, .nsize = nsize };
 	const struct lmt_vm *vm;
+	struct gq q;
 
 	if (ab_skip(nsize) || ctx_open(&c, ctx) || !(vm = vm_of(&c, ud)))
 		return 0;
 	ev.osize = ev.kind == LMT_ALLOC ? 0 : osize;
+	q.got = 0;
 	fn_forget(&c, ptr);
-	attribute(&c, vm, ptr, &ev, kst);
+	attribute(&c, vm, ptr, &ev, kst, &q);
 	obj_freed(&c, vm, &ev);
+	/* --stacks: stack_send walks the stack and sends the event. */
+	if (stk && ev.src != LMT_SRC_INTERNAL) {
+		struct stk *s = stk_get();
+
+		if (s) {
+			s->ev = ev;
+			s->ud = ud;
+			s->reads = c.reads;
+			s->have = (q.got & GQ_L) != 0;
+			s->L = q.L;
+			s->base = q.base;
+			s->stack = q.stack;
+			s->pc = (q.got & GQ_PC) ? q.spc : 0;
+			return stack_send(ctx);
+		}
+		c.st->lost_stk++;
+	}
 	if (ev.kind == LMT_FREE)
 		send(&c, &ev);
 	else
@@ -72,18 +117,32 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 }
 
 /* The allocator's entry probe: alloc_enter where the kernel keeps gread_k
- * on its stack, alloc_enter_compat elsewhere (user space loads one). */
+ * on its stack, alloc_enter_compat elsewhere (user space loads one); with
+ * --stacks, the _stk pair. */
 SEC("uprobe.s")
 int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 {
-	return enter(ctx, ud, ptr, osize, nsize, 1);
+	return enter(ctx, ud, ptr, osize, nsize, 1, 0);
 }
 
 SEC("uprobe.s")
 int BPF_KPROBE(alloc_enter_compat, __u64 ud, __u64 ptr, __u64 osize,
 	       __u64 nsize)
 {
-	return enter(ctx, ud, ptr, osize, nsize, 0);
+	return enter(ctx, ud, ptr, osize, nsize, 0, 0);
+}
+
+SEC("uprobe.s")
+int BPF_KPROBE(alloc_enter_stk, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
+{
+	return enter(ctx, ud, ptr, osize, nsize, 1, 1);
+}
+
+SEC("uprobe.s")
+int BPF_KPROBE(alloc_enter_stk_compat, __u64 ud, __u64 ptr, __u64 osize,
+	       __u64 nsize)
+{
+	return enter(ctx, ud, ptr, osize, nsize, 0, 1);
 }
 
 /* An allocation's return: its parked event gets the new address. */

@@ -38,6 +38,8 @@ enum lmt_vmst {
 struct lj_layout {
 	/* global_State */
 	__u16 g_allocf, g_allocd, g_vmstate, g_mainthref, g_cur_L;
+	/* global_State: the running trace's base (stacks) */
+	__u16 g_jit_base;
 	/* GG_State: g and J relative to the main lua_State (= start of GG) */
 	__u16 gg_g, gg_J;
 	/* jit_State */
@@ -141,6 +143,7 @@ struct lmt_ev {
 	__u32 line; /* or a bytecode position (LMT_EV_POS) */
 	__u64 loc;  /* prototype, C function or trace number */
 	__u64 oaddr, osize, naddr, nsize;
+	__u64 stk;  /* --stacks: its Lua stack (struct lmt_stack id); 0 none */
 };
 
 struct lmt_slot {
@@ -182,6 +185,7 @@ enum lmt_rec {
 	LMT_REC_MAPPED,    /* the dynamic linker changed the process's objects */
 	LMT_REC_EXEC,      /* a traced process executed a new program */
 	LMT_REC_FORK,      /* a traced process forked: the child is traced */
+	LMT_REC_STACK,     /* first sight of a Lua stack (--stacks) */
 };
 
 /* Event kinds, same numbering as user/memprof.h enum mp_kind. */
@@ -209,6 +213,49 @@ enum lmt_src {
 #define LMT_EV_EXIT 4   /* TRACE: line holds the number of the snapshot
 			 * trace loc exits through (sunk allocations
 			 * restored) */
+
+/* -- Stacks (--stacks) ---------------------------------------------------- */
+
+/* Frames a stack can hold (--stack-depth is at most this), and the
+ * default depth. */
+#define LMT_STK_MAX 256
+#define LMT_STK_DEFAULT 64
+
+/* A frame of a stack record, by kind (LMT_FR_*, the top byte of b). */
+enum lmt_fr {
+	LMT_FR_LUA = 1,  /* a = the frame's PC (its line is the instruction's
+			  * before, as an event's), b = its prototype */
+	LMT_FR_LINE = 2, /* a = line (BPF computed it: the prototype's line
+			  * table stayed in the target), b = prototype */
+	LMT_FR_C = 3,    /* a = the C function (GCfunc.f) */
+	LMT_FR_FF = 4,   /* a = the fast function's entry (GCfunc.f), b =
+			  * its ffid: a builtin */
+	LMT_FR_FN = 5,   /* a = a GCfunc that could not be read or told */
+};
+
+#define LMT_FR_KIND(b) ((__u8)((b) >> 56))
+#define LMT_FR_VAL(b) ((b) & ((1ULL << 56) - 1))
+
+struct lmt_sframe {
+	__u64 a, b;
+};
+
+/* The Lua stack of an event's coroutine, innermost frame first, sent once
+ * per distinct stack (and again after its cache entry is evicted: user
+ * space keeps the first). id is a 64-bit hash of the frames, the VM and
+ * the prototype generation: what events carry (lmt_ev.stk). Inside a
+ * trace (top set) the frames start at the caller of the trace's base
+ * frame; user space adds the frames the trace's snapshot holds. */
+struct lmt_stack {
+	__u8 rec; /* LMT_REC_STACK */
+	__u8 truncated; /* more frames below, beyond the depth */
+	__u16 n;        /* frames */
+	__u32 tgid;
+	__u32 vm;
+	__u32 intrace; /* the frames start below a trace's base frame */
+	__u64 id;
+	struct lmt_sframe f[LMT_STK_MAX];
+};
 
 /* A prototype was freed (so user space can drop its line table). */
 struct lmt_forget {
@@ -348,6 +395,8 @@ struct lmt_stats {
 			   * sum over CPUs is what is in flight */
 	__u64 lost_vm;    /* new VMs (or dlopens) whose record found the ring
 			   * full: not traced, or C names missing */
+	__u64 stacks;     /* stack records sent (--stacks) */
+	__u64 lost_stk;   /* events whose stack could not be told or sent */
 };
 
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space

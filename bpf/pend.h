@@ -23,7 +23,7 @@
 #define PEND_N (1 << PEND_BITS)
 #define PEND_SALT 0x70656e64696e6721ULL
 #define PEND_BUSY 1
-#define PEND_W 8 /* words under chk */
+#define PEND_W 9 /* words under chk */
 
 struct pend {
 	__u64 thr; /* the thread's pt_regs address */
@@ -31,6 +31,7 @@ struct pend {
 	__u64 ud;
 	__u64 hdr; /* the event's first word: kind, src, flags, line */
 	__u64 loc, oaddr, osize, nsize;
+	__u64 stk;
 	__u64 chk;
 };
 
@@ -69,6 +70,7 @@ static __always_inline void park(struct ctx *c, __u64 ud, const struct lmt_ev *e
 	w[5] = ev->oaddr;
 	w[6] = ev->osize;
 	w[7] = ev->nsize;
+	w[8] = ev->stk;
 	p = pend_of(w[0]);
 	if (!p) {
 		c->st->missed++; /* cannot be: counted all the same */
@@ -106,6 +108,7 @@ static __always_inline int unpark(struct ctx *c, __u64 ret, struct lmt_ev *ev,
 	ev->osize = w[6];
 	ev->naddr = ret;
 	ev->nsize = w[7];
+	ev->stk = w[8];
 	*ud = w[2];
 	return 0;
 }

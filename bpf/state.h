@@ -28,6 +28,8 @@ const volatile __u8 follow = 0;
 const volatile __u8 all_procs = 0;
 /* --jit=trace: compiled code charged to its trace, as in-VM (bpf/trace.h). */
 const volatile __u8 jit_trace = 0;
+/* --stacks: frames per stack at most (bpf/stack.h); 0: no stacks. */
+const volatile __u32 stack_depth = 0;
 
 __u64 pcgen; /* bumped by every announced prototype's free */
 __u32 multi; /* VMs share a stream: no batching (struct lmt_slot) */

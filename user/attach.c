@@ -153,9 +153,19 @@ int open_load(struct tr *t, int kst)
 		err1("cannot open the BPF object: %s", strerror(errno));
 		return -1;
 	}
-	t->enter = kst ? t->skel->progs.alloc_enter : t->skel->progs.alloc_enter_compat;
-	bpf_program__set_autoload(kst ? t->skel->progs.alloc_enter_compat :
-					t->skel->progs.alloc_enter, false);
+	{
+		/* One entry program of four: kernel-stack reads or not,
+		 * stacks or not. */
+		struct bpf_program *e[2][2] = {
+			{ t->skel->progs.alloc_enter_compat, t->skel->progs.alloc_enter },
+			{ t->skel->progs.alloc_enter_stk_compat,
+			  t->skel->progs.alloc_enter_stk },
+		};
+		t->enter = e[!!o->stacks][!!kst];
+		for (int i = 0; i < 4; i++)
+			if (e[i / 2][i % 2] != t->enter)
+				bpf_program__set_autoload(e[i / 2][i % 2], false);
+	}
 	if (o->rb_bytes)
 		bpf_map__set_max_entries(t->skel->maps.rb, (uint32_t)o->rb_bytes);
 	{
@@ -170,6 +180,7 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->follow = (uint8_t)t->dir;
 	t->skel->rodata->all_procs = (uint8_t)o->all;
 	t->skel->rodata->jit_trace = (uint8_t)o->jit_trace;
+	t->skel->rodata->stack_depth = o->stacks;
 	/* Children are followed only into streams of their own (with -o
 	 * FILE they are counted). */
 	if (!luamemtrace_bpf__load(t->skel)) {

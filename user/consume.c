@@ -23,6 +23,7 @@
 #include "lines.h"
 #include "traces.h"
 #include "luanames.h"
+#include "callstacks.h"
 
 /* -- Routing ------------------------------------------------------------- */
 
@@ -137,7 +138,7 @@ static void pos_line(struct tvm *v, struct mp_event *m)
  * target's tables are read again when a C function they did not name
  * appears: at once for one not seen before (a module just loaded), at
  * most once a second for one they did not name last time. */
-static void cfunc_name(struct tvm *v, uint64_t f)
+void cfunc_name(struct tvm *v, uint64_t f)
 {
 	const char *n, *elf;
 	char buf[512];
@@ -180,6 +181,7 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 	for (size_t off = h; off + rs <= sz; off += rs) {
 		struct lmt_ev r;
 		struct mp_event m;
+		struct tloc at;
 
 		memcpy(&r, b + off, rs);
 		if (r.kind < 1 || r.kind > 3 || r.src < LMT_SRC_INTERNAL ||
@@ -195,8 +197,9 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 			pos_line(v, &m);
 		/* Compiled code: to its line through the trace's snapshots;
 		 * an exit that cannot be told is the VM's, as in-VM. */
+		at.chain = -2; /* not in a trace */
 		if (r.src == LMT_SRC_TRACE && (r.flags & (LMT_EV_MCOFS | LMT_EV_EXIT)) &&
-		    traces_line(v, &m, r.flags)) {
+		    traces_line(v, &m, r.flags, &at)) {
 			if (r.flags & LMT_EV_EXIT)
 				m = (struct mp_event){ .kind = m.kind, .src = MP_SRC_INTERNAL,
 						       .oaddr = m.oaddr, .osize = m.osize,
@@ -208,7 +211,7 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 			syms_cfunc(&v->p->syms, m.loc);
 			cfunc_name(v, m.loc);
 		}
-		out_event(v->out, &m);
+		out_event(v->out, &m, stk_event(v, &r, &m, at.chain == -2 ? NULL : &at));
 	}
 }
 
@@ -332,6 +335,15 @@ int on_rec(void *ctx, void *data, size_t sz)
 			struct tvm *v = vm_get(t, f->tgid, f->vm);
 			if (v)
 				free(u64map_del(&v->lines, f->addr));
+		}
+		break;
+	case LMT_REC_STACK:
+		if (sz >= offsetof(struct lmt_stack, f)) {
+			const struct lmt_stack *k = data;
+			struct tvm *v = vm_of(t, k->tgid, k->vm);
+
+			if (v)
+				stk_def_rec(v, k, sz);
 		}
 		break;
 	case LMT_REC_TRACE:

@@ -14,7 +14,7 @@
  * hence where g and J sit in GG_State, differs between them. */
 #define LJ21_GC64_COMMON                                                     \
 	.g_allocf = 0, .g_allocd = 8, .g_vmstate = 184, .g_mainthref = 192,   \
-	.g_cur_L = 368, .J_trace = 384, .L_gct = 9,                          \
+	.g_cur_L = 368, .g_jit_base = 376, .J_trace = 384, .L_gct = 9,                          \
 	.L_glref = 16, .L_base = 32, .L_stack = 56, .L_cframe = 80,          \
 	.fn_ffid = 10, .fn_pc = 32, .fn_f = 40, .pt_size = 104,               \
 	.pt_sizebc = 12, .pt_chunkname = 64, .pt_firstline = 72,             \

@@ -69,7 +69,7 @@ static void name_fn(struct walk *w, uint64_t fn, const char *name)
 	char *dup;
 	int err;
 
-	if (proc_read(w->pid, fn + l->fn_ffid, &ffid, 1) || ffid != 1 /* FF_C */ ||
+	if (proc_read(w->pid, fn + l->fn_ffid, &ffid, 1) || ffid == 0 /* a Lua function */ ||
 	    proc_read(w->pid, fn + l->fn_f, &f, 8) || !f || u64map_get(w->names, f))
 		return;
 	if (!(dup = strdup(name)))

@@ -46,6 +46,11 @@ static const char usage[] =
 	"                         line (default: the Lua line, through the trace's\n"
 	"                         snapshots) or trace (the trace, as the in-VM\n"
 	"                         profiler does)\n"
+	"      --stacks           record the Lua call stack of every event in\n"
+	"                         FILE.stacks (see report --folded, --by-stack)\n"
+	"      --stack-depth N    frames per stack at most (1-" STR(LMT_STK_MAX) ", default "
+	STR(LMT_STK_DEFAULT) ");\n"
+	"                         implies --stacks\n"
 	"      --variant NAME     use only this layout variant (see --list-variants)\n"
 	"      --list-variants    print the LuaJIT layouts luamemtrace knows\n"
 	"      --probes MODE      auto (default), single or entry: where to probe\n"
@@ -164,12 +169,14 @@ static int add_exes(struct topts *o, const char *arg)
 int main(int argc, char **argv)
 {
 	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB,
-	       OPT_STRICT, OPT_ALL, OPT_EXE, OPT_JIT };
+	       OPT_STRICT, OPT_ALL, OPT_EXE, OPT_JIT, OPT_STACKS, OPT_DEPTH };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "all", no_argument, NULL, OPT_ALL },
 		{ "exe", required_argument, NULL, OPT_EXE },
 		{ "jit", required_argument, NULL, OPT_JIT },
+		{ "stacks", no_argument, NULL, OPT_STACKS },
+		{ "stack-depth", required_argument, NULL, OPT_DEPTH },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "strict", no_argument, NULL, OPT_STRICT },
@@ -210,6 +217,16 @@ int main(int argc, char **argv)
 				o.jit_trace = 0;
 			else
 				return bad_usage("bad --jit '%s' (line, trace)", optarg);
+			break;
+		case OPT_STACKS:
+			if (!o.stacks)
+				o.stacks = LMT_STK_DEFAULT;
+			break;
+		case OPT_DEPTH:
+			if (parse_num(optarg, 1, LMT_STK_MAX, &v) || v != (unsigned)v)
+				return bad_usage("bad --stack-depth '%s' (1 to " STR(LMT_STK_MAX)
+						 " frames)", optarg);
+			o.stacks = (unsigned)v;
 			break;
 		case OPT_EXE:
 			if (add_exes(&o, optarg))

@@ -21,6 +21,7 @@
 #include "outfile.h"
 #include "report.h"
 #include "traces.h"
+#include "callstacks.h"
 
 /* -- Checks ---------------------------------------------------------------- */
 
@@ -86,6 +87,11 @@ int check_output(struct tr *t)
 			err1("%s", err);
 			return -1;
 		}
+		snprintf(info, sizeof(info), "%s" STACKS_SUFFIX, o->out);
+		if (o->stacks && outfile_check(info, o->force, 0, err, sizeof(err))) {
+			err1("%s", err);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -101,12 +107,14 @@ void out_sym(struct tout *o, const struct mp_sym *s)
 	}
 }
 
-void out_event(struct tout *o, const struct mp_event *e)
+void out_event(struct tout *o, const struct mp_event *e, uint32_t sid)
 {
 	if (o->finished)
 		return;
 	if (o->fd >= 0)
 		mpw_event(&o->w, e);
+	if (o->sk)
+		skw_event(o->sk, sid);
 	report_event(o->rep, e);
 	o->n[e->kind & 3]++;
 	if (e->kind & MP_ALLOC)
@@ -142,6 +150,30 @@ static int out_add(struct tr *t, struct tout *o)
 		t->outs_cap = cap;
 	}
 	t->outs[t->nouts++] = o;
+	return 0;
+}
+
+/* --stacks: the companion beside the stream at path. -1 having said why
+ * (the stream is then failed). */
+static int stacks_open(struct tr *t, struct tout *out, const char *path)
+{
+	char err[PATH_MAX + 128];
+	int reg;
+
+	snprintf(out->skpath, sizeof(out->skpath), "%s" STACKS_SUFFIX, path);
+	out->skfd = outfile_create(out->skpath, t->o->force, 0, &reg, err, sizeof(err));
+	if (out->skfd < 0 || !(out->sk = malloc(sizeof(*out->sk)))) {
+		err1("%s", out->skfd < 0 ? err : "out of memory");
+		if (out->skfd >= 0)
+			close(out->skfd);
+		out->skfd = -1;
+		close(out->fd);
+		out->fd = -1;
+		out->failed = 1;
+		out->finished = 1;
+		return -1;
+	}
+	skw_init(out->sk, out->skfd);
 	return 0;
 }
 
@@ -182,6 +214,8 @@ static struct tout *out_open(struct tr *t, const char *path, struct tproc *p,
 	}
 	if (reg)
 		snprintf(out->info, sizeof(out->info), "%s" INFO_SUFFIX, path);
+	if (reg && o->stacks && stacks_open(t, out, path))
+		return out;
 	out_info(t, out, NULL, 0);
 	mpw_init(&out->w, out->fd);
 	if (p)
@@ -341,6 +375,17 @@ void out_finish(struct tr *t, struct tout *o, const char *end)
 		err1("cannot write %s: %s", o->path, strerror(r));
 		o->failed = 1;
 	}
+	if (o->sk) {
+		if ((r = skw_finish(o->sk))) {
+			err1("cannot write %s: %s", o->skpath, strerror(r));
+			o->failed = 1;
+		}
+		close(o->skfd);
+		free(o->sk);
+		o->sk = NULL;
+		u64map_free(&o->skframes, NULL);
+		u64map_free(&o->skstacks, NULL);
+	}
 	sum_stats(t, &st);
 	out_info(t, o, &st, 1);
 	close(o->fd);
@@ -367,6 +412,7 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 		u64map_del(&t->vmap, (uint64_t)p->pid << 32 | p->vms[i]->id);
 		u64map_free(&p->vms[i]->lines, free);
 		traces_free(p->vms[i]);
+		stk_forget_vm(p->vms[i]);
 		u64map_free(&p->vms[i]->cnames, free);
 		u64set_free(&p->vms[i]->cnamed);
 		u64set_free(&p->vms[i]->cmissed);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "memprof.h"
+#include "stacks.h"
 
 enum report_format {
 	REPORT_STANDARD = 0, /* ALLOCATIONS, REALLOCATIONS, DEALLOCATIONS, HEAP SUMMARY, ALIASES */
@@ -29,6 +30,7 @@ struct report_opts {
 	enum report_format format;
 	int human;                 /* KiB/MiB/GiB like --human-readable */
 	enum report_weight weight; /* REPORT_FOLDED only */
+	int by_stack;              /* REPORT_LEAK_ONLY: HEAP SUMMARY BY STACK */
 };
 
 struct report;
@@ -39,6 +41,17 @@ void report_event(struct report *rp, const struct mp_event *e);
 /* Same as report_event on each, but faster: the heap map's work runs in
  * prefetching batches, on a second thread where there is a CPU for it. */
 void report_events(struct report *rp, const struct mp_event *ev, size_t n);
+/* Stacks from the stream's companion (stacks.h), defined in its order:
+ * frame number id, named as the report names locations now; stack number
+ * id of n frames (innermost first). 0, or -1 out of memory or a bad
+ * number. */
+void report_stacks_on(struct report *rp); /* before any event */
+int report_frame(struct report *rp, uint32_t id, const struct sk_frame *f);
+int report_stack(struct report *rp, uint32_t id, const uint32_t *frames, uint32_t n,
+		 unsigned flags);
+/* report_events with each event's stack number (0: none). */
+void report_events_stk(struct report *rp, const struct mp_event *ev, const uint32_t *sid,
+		       size_t n);
 /* Returns 0, or -1 if out of memory was hit while aggregating (the output
  * would be incomplete) or the stream FILE reports an error. */
 int report_print(struct report *rp, FILE *out, const struct report_opts *o);

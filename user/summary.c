@@ -44,9 +44,21 @@ void sum_stats(struct tr *t, struct lmt_stats *s)
 			s->missed += a->missed;
 			s->parked += a->parked;
 			s->lost_vm += a->lost_vm;
+			s->stacks += a->stacks;
+			s->lost_stk += a->lost_stk;
 		}
 	}
 	free(v);
+}
+
+/* Events whose stack user space could not tell (callstacks.c). */
+static uint64_t stk_unknown(const struct tr *t)
+{
+	uint64_t n = 0;
+
+	for (const struct tproc *p = t->procs; p; p = p->next)
+		n += p->stk_unknown;
+	return n;
 }
 
 /* What was lost, as the sidecar counts it: events, symbol records, VMs.
@@ -56,6 +68,8 @@ void losses(const struct tr *t, const struct lmt_stats *st, struct info *in)
 	in->lost = st->lost + st->missed + t->bad_recs;
 	in->lost_sym = st->lost_sym;
 	in->lost_vm = st->lost_vm + (uint64_t)t->lost_vm;
+	/* --stacks: an event without its stack is a lost record too. */
+	in->lost_sym += st->lost_stk + stk_unknown(t);
 }
 
 int trace_lossy(const struct tr *t, const struct lmt_stats *st)
@@ -160,6 +174,10 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 	if (nolines)
 		fprintf(stderr, "  %" PRIu64 " events of prototypes whose record was "
 			"lost: line 0\n", nolines);
+	if (s->lost_stk || stk_unknown(t))
+		fprintf(stderr, "  stacks:  %" PRIu64 " events without their stack (the "
+			"ring was full, or a frame could not be read)\n",
+			(uint64_t)s->lost_stk + stk_unknown(t));
 	if (t->closed)
 		fprintf(stderr, "  closed:  %u VM%s ran lua_close (its teardown frees "
 			"are not recorded)\n", t->closed, t->closed == 1 ? "" : "s");

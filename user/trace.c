@@ -33,6 +33,7 @@
 #include "report.h"
 #include "tracer.h"
 #include "traces.h"
+#include "callstacks.h"
 
 volatile sig_atomic_t stop_req;
 volatile sig_atomic_t forward_sig;
@@ -500,9 +501,10 @@ static void cleanup(struct tr *t)
 		for (unsigned i = 0; i < p->nvm; i++) {
 			u64map_free(&p->vms[i]->lines, free);
 			traces_free(p->vms[i]);
-		u64map_free(&p->vms[i]->cnames, free);
-		u64set_free(&p->vms[i]->cnamed);
-		u64set_free(&p->vms[i]->cmissed);
+			stk_forget_vm(p->vms[i]);
+			u64map_free(&p->vms[i]->cnames, free);
+			u64set_free(&p->vms[i]->cnamed);
+			u64set_free(&p->vms[i]->cmissed);
 			free(p->vms[i]);
 		}
 		proc_drop(t, p);

@@ -17,6 +17,7 @@
 
 #include "luamemtrace.skel.h"
 #include "memprof_write.h"
+#include "stacks.h"
 #include "probe.h"
 #include "proc.h"
 #include "symbols.h"
@@ -54,6 +55,11 @@ struct tout {
 	uint64_t n[4], bytes_alloc, bytes_free; /* events and bytes by kind */
 	struct report *rep; /* the summary's top sites */
 	struct mpw w;
+	/* --stacks: the companion FILE.stacks and its numbering */
+	struct skw *sk;
+	int skfd;
+	char skpath[PATH_MAX + 8];
+	struct u64map skframes, skstacks; /* hash -> number */
 };
 
 /* A VM of a traced process. */
@@ -71,6 +77,7 @@ struct tvm {
 	struct u64set cnamed; /* C functions the stream has by that name */
 	struct u64set cmissed; /* ones cnames did not name when last read */
 	double cnames_at;     /* when cnames was read */
+	struct u64map stacks; /* --stacks: BPF's stack id -> its frames */
 	int closed;
 };
 
@@ -102,6 +109,7 @@ struct tproc {
 	int exited;          /* its pidfd said so this round (reap) */
 	const char *end;
 	uint64_t protos, traces, names_cut, nolines;
+	uint64_t stk_unknown; /* events whose stack could not be told */
 	const struct lj_variant *var; /* its VMs' layout */
 	struct tproc *next;
 };
@@ -233,6 +241,8 @@ void unbatch(struct tr *t);
 /* What the slots of tgid (0: all) held; with release, they are freed. */
 void slots_left(struct tr *t, uint32_t tgid, int release);
 void settle_stops(struct tr *t, int block);
+/* C function f's Lua name into v's stream, if its tables give one. */
+void cfunc_name(struct tvm *v, uint64_t f);
 
 /* -- output.c ------------------------------------------------------------- */
 
@@ -246,7 +256,8 @@ int out_one(struct tr *t, struct tproc *p);
 void out_sym(struct tout *o, const struct mp_sym *s);
 /* A process's C symbols into each of its streams (struct syms' emit). */
 void proc_sym(void *ctx, const struct mp_sym *s);
-void out_event(struct tout *o, const struct mp_event *e);
+/* An event, and its stack's number in the companion (0: none). */
+void out_event(struct tout *o, const struct mp_event *e, uint32_t sid);
 /* Ends a stream: its epilogue and final sidecar. */
 void out_finish(struct tr *t, struct tout *o, const char *end);
 /* Its sidecar, now (done: final). */

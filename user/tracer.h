@@ -34,6 +34,7 @@ struct topts {
 	int quiet;   /* no summary */
 	int top;     /* allocation sites in the summary */
 	int force;   /* -f: replace an existing output file */
+	unsigned stacks; /* --stacks: frames per stack at most; 0: none */
 	int jit_trace; /* --jit=trace: compiled code charged to its trace, as
 			* the in-VM profiler does */
 	int strict;  /* -- COMMAND: loss is exit 3, a tracer error exit 1,

@@ -15,8 +15,8 @@
  * statement before. So a stretch is walked, from its snapshot's PC, over
  * straight-line bytecode (following JMP, into the functions the trace
  * inlined there: the Lua functions its IR guards on, as KGC constants, in
- * order) up to the next snapshot's PC, a branch, a loop or a return out of
- * the stretch's function. If the walk meets exactly one bytecode that
+ * order; a tail call's callee too) up to the next snapshot's PC, a branch,
+ * a loop or a return out of the stretch's function. If the walk meets exactly one bytecode that
  * allocates (TNEW, TDUP, CAT, FNEW, KCDATA, a call that was not inlined:
  * a builtin, charged to its caller's line as the interpreter's are), or
  * else exactly one table store (which may grow the table), the stretch's
@@ -42,6 +42,7 @@
  * makes a table's hash part (a new block) counts as a replayed object. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +73,29 @@ struct tsnap {
 	uint64_t b_pt[MAX_SITES];
 	int64_t b_line[MAX_SITES];
 	uint32_t site[MAX_SITES];
+	/* Stacks: the inlined calls the walk went through to what it charges
+	 * (MAX_SITES: the one bytecode, else the k-th), NULL if none; the
+	 * snapshot's frame slots and its innermost frame's base slot. */
+	struct chain *ch[MAX_SITES + 1];
+	struct sfr *fr;
+	uint32_t nfr, baseslot;
+};
+
+/* Calls from the snapshot's innermost frame into inlined functions: the
+ * caller at each depth and the position of its CALL. */
+#define MAX_DEPTH 8
+
+struct chain {
+	uint32_t n;
+	uint64_t pt[MAX_DEPTH];
+	uint32_t pos[MAX_DEPTH];
+};
+
+/* A snapshot's frame slot (SNAP_FRAME, SNAP_CONT): its constant, a
+ * GCfunc (the function slot) or a frame link or PC (under FR2). */
+struct sfr {
+	uint32_t slot;
+	uint64_t v;
 };
 
 /* Where sunk objects were created (see the head of this file). */
@@ -100,6 +124,9 @@ struct ttrace {
 };
 
 #define MAX_SNAPS 65536
+#define SNAP_FRAME 0x010000 /* lj_jit.h: a frame's slot */
+#define SNAP_CONT 0x020000  /* a continuation's */
+#define REF_BIAS 0x8000     /* constants lie below it */
 #define MAX_IR (1u << 20)
 #define MAX_BC (1u << 20)
 #define WALK_MAX 256
@@ -119,6 +146,11 @@ static void ttrace_free(void *p)
 {
 	struct ttrace *tr = p;
 
+	for (uint32_t i = 0; tr && i < tr->nsnap; i++) {
+		for (int k = 0; k <= MAX_SITES; k++)
+			free(tr->s[i].ch[k]);
+		free(tr->s[i].fr);
+	}
 	if (tr) {
 		u64map_free(&tr->protos, tproto_free);
 		free(tr->ir);
@@ -154,6 +186,28 @@ static void read_ir(struct tvm *v, struct ttrace *tr, uint64_t T)
 	}
 	tr->nk = nk;
 	tr->nins = nins;
+}
+
+/* The frame slots of snapshot sn's entries ent, for stacks. */
+static void frame_slots(struct ttrace *tr, struct tsnap *sn, const uint32_t *ent,
+			uint32_t nent)
+{
+	uint32_t n = 0;
+
+	for (uint32_t k = 0; k < nent; k++)
+		n += (ent[k] & (SNAP_FRAME | SNAP_CONT)) != 0;
+	if (!n || !tr->ir || !(sn->fr = calloc(n, sizeof(*sn->fr))))
+		return;
+	for (uint32_t k = 0; k < nent; k++) {
+		const uint32_t ref = ent[k] & 0xffff;
+
+		/* 64-bit constants keep their value in the next IR slot. */
+		if (!(ent[k] & (SNAP_FRAME | SNAP_CONT)) || ref < tr->nk ||
+		    ref + 1 >= tr->nins || ref >= REF_BIAS)
+			continue;
+		sn->fr[sn->nfr++] = (struct sfr){ .slot = ent[k] >> 24,
+						  .v = tr->ir[ref + 1 - tr->nk] };
+	}
 }
 
 void traces_add(struct tvm *v, const struct lmt_trace *r)
@@ -208,6 +262,8 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 		}
 		memcpy(&pcbase, map + mapofs + nent, 8);
 		tr->s[i].pc = pcbase >> 8; /* FR2: PC << 8 | base slot - 2 */
+		tr->s[i].baseslot = (uint32_t)(pcbase & 0xff) + 2;
+		frame_slots(tr, &tr->s[i], map + mapofs, nent);
 		/* tr->protos is filled on the way: tr is not shared yet. */
 		sunk_origins(v, tr, i, map + mapofs, nent,
 			     (uint32_t)(pcbase & 0xff) + 2);
@@ -424,6 +480,10 @@ struct walk {
 	unsigned builtins;       /* calls among the allocating */
 	uint64_t pts[MAX_SITES]; /* the allocating, in order */
 	uint32_t poss[MAX_SITES];
+	struct chain path;       /* the inlined calls walked into now */
+	struct chain chs[MAX_SITES + 1]; /* at each allocating (MAX_SITES:
+					  * the last) */
+	struct chain store_ch;
 };
 
 static void walk_alloc(struct walk *w, uint64_t pt, uint32_t pos)
@@ -431,10 +491,12 @@ static void walk_alloc(struct walk *w, uint64_t pt, uint32_t pos)
 	if (w->nalloc < MAX_SITES) {
 		w->pts[w->nalloc] = pt;
 		w->poss[w->nalloc] = pos;
+		w->chs[w->nalloc] = w->path;
 	}
 	w->nalloc++;
 	w->alloc_pt = pt;
 	w->alloc_pos = pos;
+	w->chs[MAX_SITES] = w->path;
 }
 
 /* The Lua function a CALL at pos of GCfunc fn calls, if its slot was
@@ -500,26 +562,42 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 			w->nstore++;
 			w->store_pt = pt;
 			w->store_pos = pos;
-		} else if (op == u->bc_call || op == u->bc_callm) {
-			/* An inlined Lua function: the one the stretch ends in,
-			 * else one read from an upvalue, else the next the IR
-			 * guards on (not this one). */
+			w->store_ch = w->path;
+		} else if (op == u->bc_call || op == u->bc_callm || op == u->bc_callt ||
+			   op == u->bc_callmt) {
+			/* An inlined Lua function: one read from an upvalue,
+			 * else the one the stretch ends in, else the next the
+			 * IR guards on (not this one). A tail call's callee takes
+			 * its caller's place, in the stack too, and its return
+			 * is its caller's. */
+			const int tail = op == u->bc_callt || op == u->bc_callmt;
 			uint64_t callee = 0, cfn = 0;
 
-			if (w->stop_pt && w->stop_pt != pt && !depth)
-				callee = w->stop_pt;
-			if (!callee && (callee = uget_callee(w, tp, pos, fn, &cfn)) &&
+			if ((callee = uget_callee(w, tp, pos, fn, &cfn)) &&
 			    w->next < w->ncallees && w->callees[w->next] == callee)
 				w->next++;
+			if (!callee && w->stop_pt && w->stop_pt != pt && !depth)
+				callee = w->stop_pt;
 			while (!callee && w->next < w->ncallees)
 				if (w->callees[w->next++] != pt) {
 					callee = w->callees[w->next - 1];
 					cfn = w->callee_fns[w->next - 1];
 				}
-			if (callee && depth < 8) {
+			if (callee && tail) {
+				walk(w, callee, cfn, 1, depth);
+				if (!depth)
+					w->steps = WALK_MAX;
+				return;
+			} else if (callee && depth < MAX_DEPTH) {
+				w->path.pt[depth] = pt;
+				w->path.pos[depth] = pos;
+				w->path.n = (uint32_t)depth + 1;
 				walk(w, callee, cfn, 1, depth + 1);
+				w->path.n = (uint32_t)depth;
 				if (w->steps >= WALK_MAX)
 					return;
+			} else if (tail) {
+				return; /* a builtin's tail call: not known */
 			} else {
 				/* a builtin: charged to the call */
 				walk_alloc(w, pt, pos);
@@ -533,13 +611,19 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		} else if (op == u->bc_jmp) {
 			pos = pos + 1 + (ins >> 16) - 0x8000;
 			continue;
-		} else if (op == u->bc_callt || op == u->bc_callmt ||
-			   (op >= u->bc_iterc && op <= u->bc_isnext) ||
+		} else if ((op >= u->bc_iterc && op <= u->bc_isnext) ||
 			   (op >= u->bc_fori && op <= u->bc_jloop) || op > u->bc_jmp) {
-			return; /* tail calls, iterators, loops, headers */
+			return; /* iterators, loops, headers */
 		}
 		pos++;
 	}
+}
+
+static void keep_chain(struct tsnap *sn, int k, const struct chain *c)
+{
+	if (!c->n || sn->ch[k] || !(sn->ch[k] = malloc(sizeof(*c))))
+		return;
+	*sn->ch[k] = *c;
 }
 
 /* Resolves snapshot i of trace tr: the prototype and line its stretch is
@@ -591,12 +675,16 @@ static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
 		if (sn->nb != w.nalloc)
 			sn->nb = 0;
 	}
+	for (uint32_t k = 0; sn->nb && k < sn->nb; k++)
+		keep_chain(sn, k, &w.chs[k]);
 	if (w.nalloc == 1) {
 		pt = w.alloc_pt;
 		pos = w.alloc_pos;
+		keep_chain(sn, MAX_SITES, &w.chs[MAX_SITES]);
 	} else if (!w.nalloc && w.nstore == 1) {
 		pt = w.store_pt;
 		pos = w.store_pos;
+		keep_chain(sn, MAX_SITES, &w.store_ch);
 	} else {
 		pt = sn->pt;
 	}
@@ -710,7 +798,8 @@ static void sunk_origins(struct tvm *v, struct ttrace *tr, uint32_t i,
 
 /* A new block from call site ofs of a stretch with several allocating
  * bytecodes: the bytecode of its rank among the sites seen. */
-static int site_line(struct tsnap *sn, uint32_t ofs, struct mp_event *m)
+static int site_line(struct tsnap *sn, uint32_t ofs, struct mp_event *m,
+		     struct tloc *at)
 {
 	uint32_t k = 0;
 
@@ -727,6 +816,8 @@ static int site_line(struct tsnap *sn, uint32_t ofs, struct mp_event *m)
 	m->src = MP_SRC_LFUNC;
 	m->loc = sn->b_pt[k];
 	m->line = (uint64_t)sn->b_line[k];
+	if (at)
+		at->chain = (int)k;
 	return 0;
 }
 
@@ -738,7 +829,7 @@ static int origin_line(const struct origin *o, struct mp_event *m)
 	return 0;
 }
 
-int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags)
+int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc *at)
 {
 	struct ttrace *tr = u64map_get(&v->traces, m->loc | 1ULL << 32);
 	struct tsnap *sn;
@@ -746,10 +837,14 @@ int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags)
 
 	if (!tr)
 		return -1;
+	if (at)
+		*at = (struct tloc){ .trace = (uint32_t)m->loc, .chain = -1 };
 	if (flags & LMT_EV_EXIT) {
 		i = (uint32_t)m->line;
 		if (i >= tr->nsnap)
 			return -1;
+		if (at)
+			at->snap = i;
 		if (tr->xsunk[i].state == 1)
 			return origin_line(&tr->xsunk[i], m);
 		if (resolve_exit(v, tr, i))
@@ -760,8 +855,10 @@ int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags)
 		return 0;
 	}
 	i = snap_of(tr, (uint32_t)m->line);
+	if (at)
+		at->snap = i;
 	if (i < tr->nsnap && m->kind == MP_ALLOC && !resolve(v, tr, i) &&
-	    tr->s[i].nb && !site_line(&tr->s[i], (uint32_t)m->line, m))
+	    tr->s[i].nb && !site_line(&tr->s[i], (uint32_t)m->line, m, at))
 		return 0;
 	/* A side trace's first stretch: replayed objects come first, and
 	 * when its own bytecode allocates nothing, what it makes anew are
@@ -775,7 +872,113 @@ int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags)
 	m->src = MP_SRC_LFUNC;
 	m->loc = sn->pt;
 	m->line = (uint64_t)sn->line;
+	if (at)
+		at->chain = MAX_SITES;
 	return 0;
+}
+
+/* -- Stacks ------------------------------------------------------------ */
+
+static int fr_get(const struct tsnap *sn, uint32_t slot, uint64_t *v)
+{
+	for (uint32_t k = 0; k < sn->nfr; k++)
+		if (sn->fr[k].slot == slot) {
+			*v = sn->fr[k].v;
+			return 0;
+		}
+	return -1;
+}
+
+/* A Lua frame at PC pc: its prototype and the line of the instruction at
+ * pos + d (d = -1: the call before a return PC). */
+static int lua_frame(struct tvm *v, struct ttrace *tr, uint64_t pc, int d,
+		     struct sk_frame *f)
+{
+	struct tproto *tp;
+	uint64_t pt;
+	uint32_t pos;
+	int64_t line;
+
+	if (!(tp = at_pc(v, tr, pc, &pt, &pos)) || (int64_t)pos + d < 0 ||
+	    (line = pline_line(tp->lines, (uint64_t)((int64_t)pos + d))) < 0)
+		return -1;
+	*f = (struct sk_frame){ .src = MP_SRC_LFUNC, .addr = pt, .line = (uint64_t)line };
+	return 0;
+}
+
+unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_event *m,
+		       struct sk_frame *out, unsigned max)
+{
+	struct ttrace *tr = u64map_get(&v->traces, (uint64_t)at->trace | 1ULL << 32);
+	const struct chain *ch;
+	struct tsnap *sn;
+	struct sk_frame top;
+	unsigned n = 0;
+	uint64_t pc, link;
+	int64_t fs;
+
+	if (!tr || at->snap >= tr->nsnap || !max)
+		return 0;
+	sn = &tr->s[at->snap];
+	ch = at->chain >= 0 ? sn->ch[at->chain] : NULL;
+	/* What the event is charged to, then the inlined calls to it. */
+	if (m->src != MP_SRC_LFUNC)
+		return 0;
+	out[n++] = (struct sk_frame){ .src = MP_SRC_LFUNC, .addr = m->loc, .line = m->line };
+	for (uint32_t j = ch ? ch->n : 0; j-- > 0 && n < max;) {
+		const struct tproto *tp = proto_get(v, tr, ch->pt[j]);
+		int64_t line = tp ? pline_line(tp->lines, ch->pos[j]) : -1;
+
+		if (line < 0)
+			return n;
+		out[n++] = (struct sk_frame){ .src = MP_SRC_LFUNC, .addr = ch->pt[j],
+					      .line = (uint64_t)line };
+	}
+	/* The snapshot's innermost frame, unless the event is in it. */
+	if (lua_frame(v, tr, sn->pc, 0, &top))
+		return n;
+	if (!ch && top.addr != m->loc && n < max)
+		out[n++] = top;
+	/* The frames below it: its function slot and frame link (FR2), down
+	 * to the trace's base frame, slot 0. */
+	pc = sn->pc;
+	for (fs = (int64_t)sn->baseslot - 2; fs > 0 && n < max;) {
+		if (fr_get(sn, (uint32_t)fs + 1, &link))
+			return n;
+		if ((link & 3) == 0) { /* a Lua frame: its caller's return PC */
+			const struct tproto *tp;
+			uint64_t pt;
+			uint32_t pos;
+
+			if (!(tp = at_pc(v, tr, link, &pt, &pos)) || !pos ||
+			    pos - 1 >= tp->sizebc)
+				return n;
+			fs -= 2 + (tp->bc[pos - 1] >> 8 & 0xff);
+			pc = link;
+		} else {
+			/* A continuation keeps the caller's PC below it. */
+			if ((link & 7) == 2 && fr_get(sn, (uint32_t)fs - 1, &pc))
+				return n;
+			if ((link & 7) != 2)
+				pc = 0;
+			fs -= (int64_t)((link & ~7ULL) / 8);
+		}
+		if (fs < 0)
+			return n;
+		if (pc) {
+			if (lua_frame(v, tr, pc, -1, &out[n]))
+				return n;
+		} else {
+			/* A builtin's frame (pcall): its GCfunc, named by
+			 * the caller (src 0). */
+			uint64_t fn;
+			if (fr_get(sn, (uint32_t)fs, &fn))
+				return n;
+			out[n] = (struct sk_frame){ .src = 0, .addr = fn & ((1ULL << 47) - 1) };
+		}
+		n++;
+	}
+	return n;
 }
 
 void traces_free(struct tvm *v)

@@ -86,6 +86,9 @@ void report_free(struct report *rp)
 	big_free(rp->otab, rp->otab ? rp->omask + 1 : 0, sizeof(*rp->otab));
 	big_free(rp->heap, rp->heap ? rp->hmask + 1 : 0, sizeof(*rp->heap));
 	free(rp->sb.p);
+	free(rp->frname);
+	free(rp->stkey);
+	acc_free(&rp->fold);
 	free(rp);
 }
 
@@ -412,17 +415,63 @@ oom:
 	return NONE;
 }
 
+uint32_t name_of(struct report *rp, uint64_t addr, uint64_t line, uint64_t trace)
+{
+	const uint32_t li = loc_get(rp, addr, line, trace);
+
+	return li == NONE ? NONE : loc_name(rp, &rp->loc[li]);
+}
+
+/* The event's folded key: its stack's name, else its own (see stacks.c);
+ * what it allocates is counted for --folded. */
+static int ev_key(struct report *rp, const struct mp_event *e, struct hev *h,
+		  uint32_t sid)
+{
+	struct acc *x;
+
+	h->key = sid && sid <= rp->nstk ? rp->stkey[sid - 1] : h->name;
+	if (!rp->has_stacks)
+		return 0;
+	if (h->key == h->name && memchr(str_ptr(&rp->sp, h->name), ';',
+					rp->sp.s[h->name].len)) {
+		/* A one-frame stack: no ';' in it (report/stacks.c). */
+		const char *p = str_ptr(&rp->sp, h->name);
+		rp->sb.len = 0;
+		for (uint32_t k = 0; k < rp->sp.s[h->name].len; k++)
+			sb_put(&rp->sb, p[k] == ';' ? "," : &p[k], 1);
+		if ((h->key = intern_sb(rp)) == NONE) {
+			rp->oom = 1;
+			return -1;
+		}
+	}
+	if (!(e->kind & MP_ALLOC))
+		return 0;
+	if (!(x = acc_of(&rp->fold, h->key))) {
+		rp->oom = 1;
+		return -1;
+	}
+	x->a += e->nsize;
+	x->b++;
+	return 0;
+}
+
 /* The heap map and owner links: parse_alloc/realloc/free in parse.lua. */
 void report_event(struct report *rp, const struct mp_event *e)
 {
 	struct hev h = { .oaddr = e->oaddr, .naddr = e->naddr, .nsize = e->nsize,
 			 .kind = e->kind };
 	report_sync(rp);
-	if ((h.g = ev_group(rp, e, &h.li, &h.name)) != NONE)
+	if ((h.g = ev_group(rp, e, &h.li, &h.name)) != NONE && !ev_key(rp, e, &h, 0))
 		ev_heap(rp, &h);
 }
 
 void report_events(struct report *rp, const struct mp_event *ev, size_t n)
+{
+	report_events_stk(rp, ev, NULL, n);
+}
+
+void report_events_stk(struct report *rp, const struct mp_event *ev, const uint32_t *sid,
+		       size_t n)
 {
 	struct hev local[64], *buf = local;
 	size_t fill = 0, cap = 64;
@@ -438,7 +487,8 @@ void report_events(struct report *rp, const struct mp_event *ev, size_t n)
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct hev *h = &buf[fill];
-		if ((h->g = ev_group(rp, &ev[i], &h->li, &h->name)) == NONE)
+		if ((h->g = ev_group(rp, &ev[i], &h->li, &h->name)) == NONE ||
+		    ev_key(rp, &ev[i], h, sid ? sid[i] : 0))
 			continue;
 		h->oaddr = ev[i].oaddr;
 		h->naddr = ev[i].naddr;

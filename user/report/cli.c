@@ -17,15 +17,18 @@
 #include "report_int.h"
 
 static const char usage_text[] =
-	"usage: luamemtrace report [--leak-only] [--human-readable]\n"
+	"usage: luamemtrace report [--leak-only [--by-stack]] [--human-readable]\n"
 	"                          [--folded [--weight=bytes|events|live]] FILE\n"
 	"\n"
 	"Prints the report of a memprof stream (FILE, or - for stdin) like\n"
 	"luajit-parse-memprof does.\n"
 	"\n"
 	"  --leak-only        only HEAP SUMMARY (and ALIASES)\n"
+	"  --by-stack         with --leak-only: also what is still held, by the\n"
+	"                     full stack that allocated it (needs FILE.stacks)\n"
 	"  --human-readable   KiB/MiB/GiB instead of bytes\n"
-	"  --folded           folded stacks for flamegraph.pl / speedscope\n"
+	"  --folded           folded stacks for flamegraph.pl / speedscope: full\n"
+	"                     Lua stacks if FILE.stacks is there (--stacks)\n"
 	"  --weight=W         folded weight: bytes allocated (default), allocating\n"
 	"                     events, or live bytes at the end of the stream\n"
 	"\n"
@@ -79,10 +82,67 @@ static int sidecar_warns(const char *path)
 	return 0;
 }
 
+/* FILE.stacks, if there: its descriptor; -1 if absent (an error with
+ * need), -2 having said why. */
+static int stacks_open(const char *path, int need)
+{
+	char sp[4096];
+	int fd;
+
+	if (snprintf(sp, sizeof(sp), "%s" STACKS_SUFFIX, path) >= (int)sizeof(sp))
+		return need ? -2 : -1;
+	fd = open(sp, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && (errno != ENOENT || need)) {
+		fprintf(stderr, "luamemtrace report: %s: %s%s\n", sp, strerror(errno),
+			errno == ENOENT ? " (trace with --stacks)" : "");
+		return -2;
+	}
+	return fd;
+}
+
+/* The next event's stack from the companion, defining frames and stacks
+ * on the way: 0, or -1 having said why. Past the companion's end (a
+ * tracer killed while writing), events have none (*rc says so). */
+static int next_stack(struct report *rp, struct skr *sk, uint32_t *sid, enum skr_rc *rc)
+{
+	struct sk_frame f;
+	uint32_t id, n;
+	unsigned flags;
+	const uint32_t *fr;
+
+	*sid = 0;
+	while (*rc == SKR_EVENT || *rc == SKR_FRAME || *rc == SKR_STACK) {
+		switch ((*rc = skr_next(sk, &id, &f, sid))) {
+		case SKR_EVENT:
+			return 0;
+		case SKR_FRAME:
+			if (report_frame(rp, id, &f))
+				goto oom;
+			break;
+		case SKR_STACK:
+			fr = skr_stack(sk, &n, &flags);
+			if (report_stack(rp, id, fr, n, flags))
+				goto oom;
+			break;
+		case SKR_ERROR:
+			fprintf(stderr, "luamemtrace report: %s\n", skr_diag(sk));
+			return -1;
+		default:
+			break;
+		}
+	}
+	*sid = 0;
+	return 0;
+oom:
+	fprintf(stderr, "luamemtrace report: out of memory\n");
+	return -1;
+}
+
 int report_main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "leak-only", no_argument, NULL, 'l' },
+		{ "by-stack", no_argument, NULL, 'S' },
 		{ "human-readable", no_argument, NULL, 'H' },
 		{ "folded", no_argument, NULL, 'f' },
 		{ "weight", required_argument, NULL, 'w' },
@@ -97,7 +157,11 @@ int report_main(int argc, char **argv)
 	enum { BATCH = 64 };
 	struct mp_sym sym;
 	struct mp_event batch[BATCH];
+	uint32_t sids[BATCH];
 	size_t nbatch = 0;
+	int skfd = -1;
+	struct skr *sk = NULL;
+	enum skr_rc skrc = SKR_EVENT;
 
 	opterr = 0;
 	optind = 0; /* full re-initialisation (glibc): main may have parsed before */
@@ -105,6 +169,9 @@ int report_main(int argc, char **argv)
 		switch (c) {
 		case 'l':
 			leak = 1;
+			break;
+		case 'S':
+			o.by_stack = 1;
 			break;
 		case 'H':
 			o.human = 1;
@@ -144,6 +211,8 @@ int report_main(int argc, char **argv)
 		return usage_error("--folded can't be combined with --leak-only or --human-readable");
 	if (weight_set && !fold)
 		return usage_error("--weight needs --folded");
+	if (o.by_stack && !leak)
+		return usage_error("--by-stack goes with --leak-only");
 	o.format = fold ? REPORT_FOLDED : leak ? REPORT_LEAK_ONLY : REPORT_STANDARD;
 
 	path = argv[optind];
@@ -160,13 +229,28 @@ int report_main(int argc, char **argv)
 		status = LMT_ERR;
 		goto out;
 	}
+	if (fd > 0 && (skfd = stacks_open(path, o.by_stack)) == -2) {
+		status = LMT_ERR;
+		goto out;
+	}
+	if (skfd >= 0 && !(sk = skr_open_fd(skfd))) {
+		fprintf(stderr, "luamemtrace report: out of memory\n");
+		status = LMT_ERR;
+		goto out;
+	}
+	if (sk)
+		report_stacks_on(rp);
 	/* Events go in batches (see report_events); a symbol record flushes
 	 * the batch first, as naming depends on stream order. */
 	for (;;) {
 		rc = mpr_next(r, &sym, &batch[nbatch]);
+		if (rc == MPR_EVENT && sk && next_stack(rp, sk, &sids[nbatch], &skrc)) {
+			status = LMT_ERR;
+			goto out;
+		}
 		if (rc == MPR_EVENT && ++nbatch < BATCH)
 			continue;
-		report_events(rp, batch, nbatch);
+		report_events_stk(rp, batch, sk ? sids : NULL, nbatch);
 		nbatch = 0;
 		if (rc == MPR_SYM)
 			report_sym(rp, &sym);
@@ -186,6 +270,11 @@ int report_main(int argc, char **argv)
 	}
 	if (fd > 0 && sidecar_warns(path))
 		status = LMT_LOSSY;
+	if (sk && skrc == SKR_TRUNC && rc == MPR_END) {
+		fprintf(stderr, "luamemtrace report: warning: %s" STACKS_SUFFIX ": %s; "
+			"events after it have no stack\n", path, skr_diag(sk));
+		status = LMT_LOSSY;
+	}
 	if (report_print(rp, stdout, &o) || fflush(stdout)) {
 		fprintf(stderr, "luamemtrace report: %s\n",
 			ferror(stdout) ? "error writing the report" : "out of memory");
@@ -194,6 +283,9 @@ int report_main(int argc, char **argv)
 out:
 	report_free(rp);
 	mpr_close(r);
+	skr_close(sk);
+	if (skfd >= 0)
+		close(skfd);
 	if (fd > 0)
 		close(fd);
 	return status;

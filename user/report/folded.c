@@ -1,4 +1,7 @@
-/* Folded stacks (flamegraph.pl, speedscope, inferno). */
+/* Folded stacks (flamegraph.pl, speedscope, inferno) and HEAP SUMMARY BY
+ * STACK. A folded line is "frame;frame weight", root first: ';' separates
+ * frames, so names hold none (report/stacks.c); flamegraph.pl takes the
+ * weight after the last space, so spaces in names are fine. */
 #define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,7 +20,7 @@ static void folded_line(FILE *out, const struct report *rp, const uint32_t *fram
 		if (i)
 			fputc(';', out);
 		for (uint32_t k = 0; k < len; k++)
-			fputc(p[k] == ';' ? ',' : p[k], out);
+			fputc(p[k] == ';' && !rp->has_stacks ? ',' : p[k], out);
 	}
 	fprintf(out, " %" PRIu64 "\n", w);
 }
@@ -29,15 +32,32 @@ static int cmp_acc_name(const void *pa, const void *pb, void *ctx)
 	return str_cmp(&rp->sp, x->name, y->name);
 }
 
+/* Live blocks by key (struct hslot): a bytes, b blocks. */
+static void live_by_key(struct report *rp, struct accset *s)
+{
+	struct acc *x;
+
+	for (uint64_t i = 0; rp->heap && i <= rp->hmask; i++)
+		if (rp->heap[i].loc1 && (x = acc_of(s, rp->heap[i].key))) {
+			x->a += rp->heap[i].size;
+			x->b++;
+		}
+}
+
+/* Without a companion a stack is one frame, the event's location; with
+ * one, each event's folded stack (report/stacks.c), and an event without
+ * a stack its location alone. */
 int folded(struct report *rp, FILE *out, enum report_weight w)
 {
 	struct accset s = { 0 };
 	struct acc *x;
 	int rc;
 	if (w == REPORT_W_LIVE) {
-		for (uint64_t i = 0; rp->heap && i <= rp->hmask; i++)
-			if (rp->heap[i].loc1 && (x = acc_of(&s, rp->heap[i].name)))
-				x->a += rp->heap[i].size;
+		live_by_key(rp, &s);
+	} else if (rp->has_stacks) {
+		for (uint32_t i = 0; i < rp->fold.n; i++)
+			if ((x = acc_of(&s, rp->fold.v[i].name)))
+				x->a += w == REPORT_W_EVENTS ? rp->fold.v[i].b : rp->fold.v[i].a;
 	} else {
 		for (uint32_t g = 0; g < rp->ngrp; g++) {
 			const struct group *gp = &rp->grp[g];
@@ -51,6 +71,47 @@ int folded(struct report *rp, FILE *out, enum report_weight w)
 	for (uint32_t i = 0; i < s.n; i++)
 		if (s.v[i].a)
 			folded_line(out, rp, &s.v[i].name, 1, s.v[i].a);
+	rc = s.oom || rp->fold.oom ? -1 : 0;
+	acc_free(&s);
+	return rc;
+}
+
+/* Largest first, then by name. */
+static int cmp_live(const void *pa, const void *pb, void *ctx)
+{
+	const struct acc *x = pa, *y = pb;
+	if (x->a != y->a)
+		return x->a > y->a ? -1 : 1;
+	return cmp_acc_name(pa, pb, ctx);
+}
+
+int leak_by_stack(struct report *rp, FILE *out, int human)
+{
+	struct accset s = { 0 };
+	int rc;
+
+	live_by_key(rp, &s);
+	if (s.n)
+		qsort_r(s.v, s.n, sizeof(*s.v), cmp_live, rp);
+	fputs("HEAP SUMMARY BY STACK:\n", out);
+	for (uint32_t i = 0; i < s.n; i++) {
+		const char *p = str_ptr(&rp->sp, s.v[i].name);
+		const char *end = p + rp->sp.s[s.v[i].name].len;
+		char b[40], nb[32];
+
+		fmt_bytes(b, s.v[i].a, human);
+		lua_d(nb, s.v[i].b);
+		fprintf(out, "%s in %s blocks, allocated at:\n", b, nb);
+		/* The frames, innermost first. */
+		while (end > p) {
+			const char *sep = end;
+			while (sep > p && sep[-1] != ';')
+				sep--;
+			fprintf(out, "\t%.*s\n", (int)(end - sep), sep);
+			end = sep > p ? sep - 1 : p;
+		}
+	}
+	fputc('\n', out);
 	rc = s.oom ? -1 : 0;
 	acc_free(&s);
 	return rc;

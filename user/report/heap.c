@@ -51,7 +51,8 @@ static void heap_del(struct report *rp, struct hslot *s)
 	rp->hn--;
 }
 
-static int heap_put(struct report *rp, uint64_t addr, uint64_t size, uint32_t loc, uint32_t name)
+static int heap_put(struct report *rp, uint64_t addr, uint64_t size, uint32_t loc, uint32_t name,
+		    uint32_t key)
 {
 	uint64_t i;
 	if (!rp->heap || (rp->hn + 1) * 8 > (rp->hmask + 1) * 5) {
@@ -77,7 +78,8 @@ static int heap_put(struct report *rp, uint64_t addr, uint64_t size, uint32_t lo
 	}
 	if (!rp->heap[i].loc1)
 		rp->hn++;
-	rp->heap[i] = (struct hslot){ .addr = addr, .size = size, .loc1 = loc + 1, .name = name };
+	rp->heap[i] = (struct hslot){ .addr = addr, .size = size, .loc1 = loc + 1, .name = name,
+				     .key = key };
 	return 0;
 }
 
@@ -173,12 +175,13 @@ void ev_heap(struct report *rp, const struct hev *e)
 		if (e->kind == MP_REALLOC && e->naddr == e->oaddr) {
 			/* In place: one probe, not three. */
 			*blk = (struct hslot){ .addr = e->naddr, .size = e->nsize,
-					       .loc1 = e->li + 1, .name = e->name };
+					       .loc1 = e->li + 1, .name = e->name,
+					       .key = e->key };
 			return;
 		}
 		heap_del(rp, blk);
 	}
-	if (e->kind & MP_ALLOC && heap_put(rp, e->naddr, e->nsize, e->li, e->name))
+	if (e->kind & MP_ALLOC && heap_put(rp, e->naddr, e->nsize, e->li, e->name, e->key))
 		rp->hoom = 1;
 }
 

@@ -96,6 +96,7 @@ struct gown {
 struct hev {
 	uint64_t oaddr, naddr, nsize;
 	uint32_t g, li, name;
+	uint32_t key; /* its folded stack's name (stacks.c), or name */
 	uint8_t kind;
 };
 
@@ -125,6 +126,7 @@ struct oslot {
 struct hslot {
 	uint64_t addr, size;
 	uint32_t loc1, name;
+	uint32_t key; /* the allocating event's (struct hev) */
 };
 
 struct trace {
@@ -173,6 +175,14 @@ struct report {
 	uint64_t hmask, hn;
 
 	struct sbuf sb;
+
+	/* Stacks, from the stream's companion (stacks.c). */
+	int has_stacks;
+	uint32_t *frname;  /* frame number - 1 -> its name */
+	uint32_t nfr, fr_cap;
+	uint32_t *stkey;   /* stack number - 1 -> its folded name, root first */
+	uint32_t nstk, stk_cap;
+	struct accset fold; /* folded name -> a: bytes allocated, b: events */
 };
 
 /* -- tables.c -- */
@@ -209,8 +219,15 @@ void pipe_stop(struct report *rp);
 struct acc *acc_of(struct accset *s, uint32_t name);
 void acc_free(struct accset *s);
 
+/* -- aggregate.c -- */
+
+/* Location (addr, line, trace) as the report names it now. */
+uint32_t name_of(struct report *rp, uint64_t addr, uint64_t line, uint64_t trace);
+
 /* -- folded.c -- */
 
 int folded(struct report *rp, FILE *out, enum report_weight w);
+/* HEAP SUMMARY BY STACK: live blocks by their allocating stack. */
+int leak_by_stack(struct report *rp, FILE *out, int human);
 
 #endif

@@ -211,10 +211,6 @@ static void aliases(struct report *rp, FILE *out)
 	}
 }
 
-/* One folded-stack line. Today a stack is one frame (the event's
- * location); a full stack is a list of frames, outermost first. ';' is
- * the frame separator, so it is replaced in names; flamegraph.pl takes the
- * weight after the last space, so spaces in names are fine. */
 int report_print(struct report *rp, FILE *out, const struct report_opts *o)
 {
 	static const struct report_opts defaults = { 0 };
@@ -236,6 +232,8 @@ int report_print(struct report *rp, FILE *out, const struct report_opts *o)
 			}
 		}
 		rc |= leak_info(rp, out, o->human);
+		if (o->by_stack)
+			rc |= leak_by_stack(rp, out, o->human);
 		aliases(rp, out);
 	}
 	if (rp->oom || rp->hoom || ferror(out))

@@ -1,0 +1,240 @@
+/* Call stacks (--stacks): BPF's stack records resolved to frames, an
+ * event's stack composed (inside a trace: the frames its snapshot holds,
+ * then BPF's below the trace's base frame), cut to the depth asked, and
+ * written to its stream's companion (stacks.h), frames and stacks
+ * numbered once per stream. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace.h"
+
+#include "callstacks.h"
+#include "lines.h"
+#include "proc.h"
+#include "stacks.h"
+#include "traces.h"
+
+#define NAME_MAX_ 64 /* a builtin's name, cut */
+
+struct cframe {
+	uint8_t src; /* enum mp_src or SK_NAMED */
+	uint64_t addr, line;
+	char name[NAME_MAX_];
+};
+
+/* BPF's stack record, resolved once. */
+struct cdef {
+	uint32_t n;
+	uint8_t truncated, intrace;
+	struct cframe f[];
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 29);
+}
+
+static void named(struct cframe *f, const char *name)
+{
+	f->src = SK_NAMED;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+}
+
+/* A builtin (fast function) entry f, ffid: the name Lua code gives it. */
+static void builtin(struct tvm *v, struct cframe *f, uint64_t entry, unsigned ffid)
+{
+	const char *n = u64map_get(&v->cnames, entry);
+	char buf[32];
+
+	if (!n && v->var && !u64set_has(&v->cmissed, entry)) {
+		cfunc_name(v, entry); /* reads the tables again if due */
+		n = u64map_get(&v->cnames, entry);
+	}
+	if (!n) {
+		snprintf(buf, sizeof(buf), "builtin#%u", ffid);
+		n = buf;
+	}
+	named(f, n);
+}
+
+static void cfunc(struct tvm *v, struct cframe *f, uint64_t addr)
+{
+	*f = (struct cframe){ .src = MP_SRC_CFUNC, .addr = addr };
+	syms_cfunc(&v->p->syms, addr);
+	cfunc_name(v, addr);
+}
+
+/* A frame BPF sent (struct lmt_sframe). */
+static void resolve(struct tvm *v, const struct lmt_sframe *s, struct cframe *f)
+{
+	const uint64_t val = LMT_FR_VAL(s->b);
+
+	memset(f, 0, sizeof(*f));
+	switch (LMT_FR_KIND(s->b)) {
+	case LMT_FR_LUA: {
+		const struct pline *l = u64map_get(&v->lines, val);
+		const uint64_t bc = val + v->var->lay.pt_size;
+		int64_t line = -1;
+
+		if (l && s->a >= bc + 4 && !((s->a - bc) & 3))
+			line = pline_line(l, (s->a - bc) / 4 - 1);
+		if (!l)
+			v->p->nolines++;
+		*f = (struct cframe){ .src = MP_SRC_LFUNC, .addr = val,
+				      .line = line < 0 ? 0 : (uint64_t)line };
+		break;
+	}
+	case LMT_FR_LINE:
+		*f = (struct cframe){ .src = MP_SRC_LFUNC, .addr = val, .line = s->a };
+		break;
+	case LMT_FR_C:
+		cfunc(v, f, s->a);
+		break;
+	case LMT_FR_FF:
+		builtin(v, f, s->a, (unsigned)(val & 0xff));
+		break;
+	default:
+		named(f, "?");
+		break;
+	}
+}
+
+static void cdef_free(void *p)
+{
+	free(p);
+}
+
+void stk_def_rec(struct tvm *v, const struct lmt_stack *r, size_t sz)
+{
+	struct cdef *d;
+	int err;
+
+	if (!v->var || sz < offsetof(struct lmt_stack, f) || r->n > LMT_STK_MAX ||
+	    sz < offsetof(struct lmt_stack, f) + (size_t)r->n * sizeof(r->f[0]) ||
+	    u64map_get(&v->stacks, r->id))
+		return;
+	d = malloc(sizeof(*d) + (size_t)r->n * sizeof(d->f[0]));
+	if (!d)
+		return;
+	d->n = r->n;
+	d->truncated = r->truncated;
+	d->intrace = (uint8_t)r->intrace;
+	for (uint32_t i = 0; i < r->n; i++)
+		resolve(v, &r->f[i], &d->f[i]);
+	u64map_put(&v->stacks, r->id, d, &err);
+	if (err)
+		free(d);
+}
+
+/* A GCfunc a trace's snapshot names (pcall and kin): its frame. */
+static void gcfunc(struct tvm *v, uint64_t fn, struct cframe *f)
+{
+	const struct lj_layout *l = &v->var->lay;
+	uint8_t ffid;
+	uint64_t entry;
+
+	if (proc_read(v->p->pid, fn + l->fn_ffid, &ffid, 1) ||
+	    proc_read(v->p->pid, fn + l->fn_f, &entry, 8) || ffid == 0)
+		named(f, "?");
+	else if (ffid == 1)
+		cfunc(v, f, entry);
+	else
+		builtin(v, f, entry, ffid);
+}
+
+/* -- A stream's numbering ------------------------------------------------ */
+
+static uint32_t frame_id(struct tout *o, const struct cframe *f)
+{
+	uint64_t h = mix(mix(mix(0x6672616d65ULL, f->src), f->addr), f->line);
+	struct sk_frame sf = { .src = f->src, .addr = f->addr, .line = f->line };
+	uint32_t id;
+	int err;
+
+	if (f->src == SK_NAMED) {
+		sf.name = f->name;
+		sf.name_len = strlen(f->name);
+		for (size_t i = 0; i < sf.name_len; i++)
+			h = mix(h, (unsigned char)f->name[i]);
+	}
+	h |= 1; /* u64map: no key 0 */
+	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->skframes, h)))
+		return id;
+	id = skw_frame(o->sk, &sf);
+	u64map_put(&o->skframes, h, (void *)(uintptr_t)id, &err);
+	return id;
+}
+
+static uint32_t stack_id(struct tout *o, const struct cframe *fr, uint32_t n,
+			 unsigned flags)
+{
+	uint32_t ids[LMT_STK_MAX], id;
+	uint64_t h = mix(0x737461636bULL, flags);
+	int err;
+
+	for (uint32_t i = 0; i < n; i++) {
+		ids[i] = frame_id(o, &fr[i]);
+		h = mix(h, ids[i]);
+	}
+	h = mix(h, n) | 1;
+	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->skstacks, h)))
+		return id;
+	id = skw_stack(o->sk, ids, n, flags);
+	u64map_put(&o->skstacks, h, (void *)(uintptr_t)id, &err);
+	return id;
+}
+
+/* -- Events -------------------------------------------------------------- */
+
+uint32_t stk_event(struct tvm *v, const struct lmt_ev *r, const struct mp_event *m,
+		  const struct tloc *at)
+{
+	struct tout *o = v->out;
+	const unsigned depth = v->p->t->o->stacks;
+	static struct cframe fr[LMT_STK_MAX];
+	struct sk_frame tf[LMT_STK_MAX];
+	const struct cdef *d;
+	unsigned n = 0, flags = 0;
+
+	if (!o || !o->sk || !r->stk)
+		return 0;
+	if (!(d = u64map_get(&v->stacks, r->stk))) {
+		v->p->stk_unknown++;
+		return 0;
+	}
+	if (d->intrace) {
+		/* The trace's frames: the event's, the inlined calls to it,
+		 * its base frame. */
+		unsigned k = at ? traces_frames(v, at, m, tf, depth) : 0;
+
+		if (!k) {
+			v->p->stk_unknown++;
+			return 0;
+		}
+		for (unsigned i = 0; i < k; i++) {
+			if (tf[i].src == 0)
+				gcfunc(v, tf[i].addr, &fr[n]);
+			else
+				fr[n] = (struct cframe){ .src = tf[i].src, .addr = tf[i].addr,
+							 .line = tf[i].line };
+			n++;
+		}
+	}
+	{
+		const unsigned k = n;
+
+		for (uint32_t i = 0; i < d->n && n < depth; i++)
+			fr[n++] = d->f[i];
+		if (d->truncated || k + d->n > depth)
+			flags |= SK_TRUNCATED;
+	}
+	return stack_id(o, fr, n, flags);
+}
+
+void stk_forget_vm(struct tvm *v)
+{
+	u64map_free(&v->stacks, cdef_free);
+}
