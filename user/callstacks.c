@@ -12,6 +12,7 @@
 
 #include "callstacks.h"
 #include "lines.h"
+#include "luanames.h"
 #include "proc.h"
 #include "stacks.h"
 #include "traces.h"
@@ -43,16 +44,12 @@ static void named(struct cframe *f, const char *name)
 	snprintf(f->name, sizeof(f->name), "%s", name);
 }
 
-/* A builtin (fast function) entry f, ffid: the name Lua code gives it. */
-static void builtin(struct tvm *v, struct cframe *f, uint64_t entry, unsigned ffid)
+/* A builtin (fast function) ffid: the name Lua code gives it. */
+static void builtin(struct tvm *v, struct cframe *f, unsigned ffid)
 {
-	const char *n = u64map_get(&v->cnames, entry);
+	const char *n = lua_name(v, LUANAMES_FF(ffid));
 	char buf[32];
 
-	if (!n && v->var && !u64set_has(&v->cmissed, entry)) {
-		cfunc_name(v, entry); /* reads the tables again if due */
-		n = u64map_get(&v->cnames, entry);
-	}
 	if (!n) {
 		snprintf(buf, sizeof(buf), "builtin#%u", ffid);
 		n = buf;
@@ -94,7 +91,7 @@ static void resolve(struct tvm *v, const struct lmt_sframe *s, struct cframe *f)
 		cfunc(v, f, s->a);
 		break;
 	case LMT_FR_FF:
-		builtin(v, f, s->a, (unsigned)(val & 0xff));
+		builtin(v, f, (unsigned)(val & 0xff));
 		break;
 	default:
 		named(f, "?");
@@ -142,7 +139,7 @@ static void gcfunc(struct tvm *v, uint64_t fn, struct cframe *f)
 	else if (ffid == 1)
 		cfunc(v, f, entry);
 	else
-		builtin(v, f, entry, ffid);
+		builtin(v, f, ffid);
 }
 
 /* -- A stream's numbering ------------------------------------------------ */
@@ -207,13 +204,15 @@ uint32_t stk_event(struct tvm *v, const struct lmt_ev *r, const struct mp_event 
 	}
 	if (d->intrace) {
 		/* The trace's frames: the event's, the inlined calls to it,
-		 * its base frame. */
-		unsigned k = at ? traces_frames(v, at, m, tf, depth) : 0;
+		 * its base frame. Where they cannot all be told, the event's
+		 * own place and a '?' for what is missing above BPF's. */
+		int whole = 0;
+		unsigned k = at && depth > 1 ? traces_frames(v, at, m, tf, depth - 1, &whole) : 0;
 
-		if (!k) {
-			v->p->stk_unknown++;
-			return 0;
-		}
+		if (!k)
+			fr[n++] = (struct cframe){ .src = m->src, .addr = m->src == MP_SRC_TRACE ?
+						   m->loc : m->src == MP_SRC_INTERNAL ? 0 : m->loc,
+						   .line = m->src == MP_SRC_LFUNC ? m->line : 0 };
 		for (unsigned i = 0; i < k; i++) {
 			if (tf[i].src == 0)
 				gcfunc(v, tf[i].addr, &fr[n]);
@@ -222,6 +221,8 @@ uint32_t stk_event(struct tvm *v, const struct lmt_ev *r, const struct mp_event 
 							 .line = tf[i].line };
 			n++;
 		}
+		if (!whole && n < depth)
+			named(&fr[n++], "?");
 	}
 	{
 		const unsigned k = n;

@@ -133,28 +133,33 @@ static void pos_line(struct tvm *v, struct mp_event *m)
 	m->line = (uint64_t)line;
 }
 
+/* The name Lua code gives C function (or builtin, LUANAMES_FF) key, if
+ * any. The target's tables are read again when a function they did not
+ * name appears: at once for one not seen before (a module just loaded),
+ * at most once a second for one they did not name last time. */
+const char *lua_name(struct tvm *v, uint64_t key)
+{
+	const char *n = u64map_get(&v->cnames, key);
+
+	if (!n && v->var && (!u64set_has(&v->cmissed, key) || now() - v->cnames_at >= 1)) {
+		v->cnames_at = now();
+		u64set_free(&v->cmissed);
+		luanames_read(v->p->pid, v->var, v->g, &v->cnames);
+		n = u64map_get(&v->cnames, key);
+		if (!n)
+			u64set_add(&v->cmissed, key);
+	}
+	return n;
+}
+
 /* A C function by the name Lua code gives it (luanames.h), beside the
- * stream's ELF name: "cjson.encode (liblua5.1-cjson.so+0x3cc0)". The
- * target's tables are read again when a C function they did not name
- * appears: at once for one not seen before (a module just loaded), at
- * most once a second for one they did not name last time. */
+ * stream's ELF name: "cjson.encode (liblua5.1-cjson.so+0x3cc0)". */
 void cfunc_name(struct tvm *v, uint64_t f)
 {
 	const char *n, *elf;
 	char buf[512];
 
-	if (u64set_has(&v->cnamed, f))
-		return;
-	n = u64map_get(&v->cnames, f);
-	if (!n && v->var && (!u64set_has(&v->cmissed, f) || now() - v->cnames_at >= 1)) {
-		v->cnames_at = now();
-		u64set_free(&v->cmissed);
-		luanames_read(v->p->pid, v->var, v->g, &v->cnames);
-		n = u64map_get(&v->cnames, f);
-		if (!n)
-			u64set_add(&v->cmissed, f);
-	}
-	if (!n)
+	if (u64set_has(&v->cnamed, f) || !(n = lua_name(v, f)))
 		return;
 	u64set_add(&v->cnamed, f);
 	elf = syms_name(&v->p->syms, f);

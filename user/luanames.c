@@ -70,7 +70,12 @@ static void name_fn(struct walk *w, uint64_t fn, const char *name)
 	int err;
 
 	if (proc_read(w->pid, fn + l->fn_ffid, &ffid, 1) || ffid == 0 /* a Lua function */ ||
-	    proc_read(w->pid, fn + l->fn_f, &f, 8) || !f || u64map_get(w->names, f))
+	    proc_read(w->pid, fn + l->fn_f, &f, 8))
+		return;
+	/* Builtins share entries (pcall, xpcall): by their number. */
+	if (ffid != 1 /* FF_C */)
+		f = LUANAMES_FF(ffid);
+	if (!f || u64map_get(w->names, f))
 		return;
 	if (!(dup = strdup(name)))
 		return;

@@ -243,6 +243,8 @@ void slots_left(struct tr *t, uint32_t tgid, int release);
 void settle_stops(struct tr *t, int block);
 /* C function f's Lua name into v's stream, if its tables give one. */
 void cfunc_name(struct tvm *v, uint64_t f);
+/* The name Lua code gives C function or builtin key (luanames.h), or NULL. */
+const char *lua_name(struct tvm *v, uint64_t key);
 
 /* -- output.c ------------------------------------------------------------- */
 

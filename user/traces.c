@@ -907,7 +907,7 @@ static int lua_frame(struct tvm *v, struct ttrace *tr, uint64_t pc, int d,
 }
 
 unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_event *m,
-		       struct sk_frame *out, unsigned max)
+		       struct sk_frame *out, unsigned max, int *whole)
 {
 	struct ttrace *tr = u64map_get(&v->traces, (uint64_t)at->trace | 1ULL << 32);
 	const struct chain *ch;
@@ -917,6 +917,7 @@ unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_eve
 	uint64_t pc, link;
 	int64_t fs;
 
+	*whole = 0;
 	if (!tr || at->snap >= tr->nsnap || !max)
 		return 0;
 	sn = &tr->s[at->snap];
@@ -978,6 +979,7 @@ unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_eve
 		}
 		n++;
 	}
+	*whole = fs == 0;
 	return n;
 }
 
