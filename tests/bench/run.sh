@@ -21,7 +21,8 @@ cd "$(dirname "$0")/../.." || exit 1
 LMT=./luamemtrace
 REPS=${BENCH_REPS:-9}
 # iterations per run, per workload (mixed makes ~25 allocator calls each)
-declare -A ITERS=([churn]=${BENCH_N:-200000} [strings]=${BENCH_N:-200000} [mixed]=$(( ${BENCH_N:-200000} / 10 )))
+declare -A ITERS=([churn]=${BENCH_N:-200000} [strings]=${BENCH_N:-200000} [mixed]=$(( ${BENCH_N:-200000} / 10 ))
+	[deep]=$(( ${BENCH_N:-200000} / 10 )))
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -54,16 +55,18 @@ run_one() { # workload jit mode -> appends "secs events lost reads cns" to $TMP/
 	echo "$(tail -1 <<< "$out") ${ev:--} ${lost:--} ${reads:--} ${cns:--} $n" >> "$TMP/$w.$j.$m"
 }
 
-WORKLOADS=(churn strings mixed)
+WORKLOADS=(churn strings mixed deep)
 # Paired: the floor and luamemtrace (writing /dev/null or a file) alternate
 # in one process (luamemtrace --ab, tests/bench/timing.lua), PAIRS pairs of
 # runs of 1/10 of the iterations.
 PAIRS=${BENCH_PAIRS:-16}
 run_ab() { # workload jit mode -> appends one ratio per pair to $TMP/w.j.mode
-	local w=$1 j=$2 n=$((${ITERS[$1]} / 10)) o=/dev/null out jm=line
+	local w=$1 j=$2 n=$((${ITERS[$1]} / 10)) o=/dev/null out jm=line st=
 	[ "$3" = file-ab ] && o=$TMP/bench.bin
 	[ "$3" = jittrace-ab ] && jm=trace
-	out=$($LMT -t 0 --ab --jit=$jm -f -o "$o" -- luajit "tests/bench/$w.lua" "$n" "$j" "$PAIRS" 2> "$TMP/err")
+	# --stacks writes its companion beside a file
+	[ "$3" = stacks-ab ] && o=$TMP/bench.bin && st=--stacks
+	out=$($LMT -t 0 --ab --jit=$jm $st -f -o "$o" -- luajit "tests/bench/$w.lua" "$n" "$j" "$PAIRS" 2> "$TMP/err")
 	# runs 1, 3, ... are the floor, 2, 4, ... traced; 1 and 2 warm up.
 	# Each traced run against the mean of the floor runs around it.
 	tail -1 <<< "$out" | awk '{for (c = 4; c <= NF; c += 2) {
@@ -84,6 +87,7 @@ for r in $(seq 1 "$REPS"); do
 			done
 			run_ab "$w" "$j" devnull-ab
 			run_ab "$w" "$j" file-ab
+			run_ab "$w" "$j" stacks-ab
 			# JIT on: the in-VM granularity (--jit=trace), against which
 			# the line attribution inside traces is measured
 			[ "$j" = on ] && run_ab "$w" "$j" jittrace-ab
@@ -121,13 +125,13 @@ for w in "${WORKLOADS[@]}"; do
 				"$([ "$evs" = nan ] && echo - || printf '%.0f' "$evs")" \
 				"$(col 3 "$f")" "$(col 4 "$f")" "$(col 5 "$f")"
 		done
-		for m in devnull file jittrace; do
+		for m in devnull file stacks jittrace; do
 			[ -s "$TMP/$w.$j.$m-ab" ] || continue
 			read -r med lo hi n <<< "$(paired "$TMP/$w.$j.$m-ab")"
 			echo "paired in one process: $m ${med}x the floor (median of $n pairs of runs of $((${ITERS[$w]} / 10)) iterations; middle half $lo-$hi)"
 			# JIT on, the floor rule holds at the in-VM granularity;
 			# lines inside traces have a budget of their own (below)
-			if [ "$j" = off ] || [ "$m" = jittrace ]; then
+			if [ "$m" != stacks ] && { [ "$j" = off ] || [ "$m" = jittrace ]; }; then
 				echo "$med $w/jit-$j/$m" >> "$TMP/verdict.paired"
 			fi
 		done
@@ -137,6 +141,10 @@ for w in "${WORKLOADS[@]}"; do
 			echo "$a $b $w" | awk '{printf "%.1f %s\n", ($1 / $2 - 1) * 100, $3}' >> "$TMP/verdict.lines"
 			echo "lines inside traces: $(tail -1 "$TMP/verdict.lines" | cut -d' ' -f1)% more per allocator call than --jit=trace (paired medians)"
 		fi
+		a=$(paired "$TMP/$w.$j.file-ab" | cut -d' ' -f1)
+		b=$(paired "$TMP/$w.$j.stacks-ab" | cut -d' ' -f1)
+		echo "$a $b $w/jit-$j" | awk '{printf "%.1f %s\n", ($2 / $1 - 1) * 100, $3}' >> "$TMP/verdict.stacks"
+		echo "stacks (--stacks): $(tail -1 "$TMP/verdict.stacks" | cut -d' ' -f1)% more per allocator call than without (paired medians, both writing a file)"
 		r1=$(ratio "$TMP/$w.$j.floor" "$TMP/$w.$j.floor-1ret")
 		fewer=$(awk -v r="$r1" 'BEGIN {printf "%.1f", (1 - r) * 100}')
 		echo "floor without a return probe for frees: $fewer% fewer ns per call than with one return probe per call"
@@ -154,6 +162,8 @@ awk '{ s = s sep $1 "% (" $2 ")"; sep = ", "; if ($1 > m || NR == 1) m = $1 }
 	END { printf "lines inside traces (JIT on) cost %s more than --jit=trace; at most 10%%: %s\n", s, (m <= 10 ? "holds" : "DOES NOT HOLD") }' "$TMP/verdict.lines"
 awk '{ s = s sep $1 "% (" $2 ")"; sep = ", "; if ($1 < m || NR == 1) m = $1 }
 	END { printf "a lower floor, table churn: %s fewer ns per call without a return probe for frees; at least 15%%: %s\n", s, (m >= 15 ? "holds" : "DOES NOT HOLD") }' "$TMP/verdict.fewer"
+awk '{ s = s sep $1 "% (" $2 ")"; sep = ", "; if ($1 > m || NR == 1) m = $1 }
+	END { printf "stacks cost %s more per allocator call; under 15%% (then on by default): %s\n", s, (m < 15 ? "holds" : "does not hold: opt-in") }' "$TMP/verdict.stacks"
 lost=$(cat "$TMP"/*.devnull "$TMP"/*.file | awk '{s += ($3 == "-" ? 0 : $3)} END {print s + 0}')
 lost_ab=$(cat "$TMP"/*-ab.lost | awk '{s += ($1 == "-" ? 0 : $1)} END {print s + 0}')
 runs=$(cat "$TMP"/*.devnull "$TMP"/*.file "$TMP"/*-ab.lost | wc -l)
