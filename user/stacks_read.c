@@ -9,13 +9,8 @@
 #include <unistd.h>
 
 #include "stacks.h"
+#include "stacks_bytes.h"
 
-#define SK_MAGIC "lmtstk\x01"
-#define SK_MAGIC_LEN 7
-#define SK_REC_FRAME 0x01
-#define SK_REC_STACK 0x02
-#define SK_REC_EVENTS 0x03
-#define SK_REC_END 0x04
 #define SK_MAX_FRAMES 65536 /* per stack: more is not a stack */
 #define SK_MAX_NAME 65536
 

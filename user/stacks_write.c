@@ -7,13 +7,8 @@
 #include <unistd.h>
 
 #include "stacks.h"
+#include "stacks_bytes.h"
 
-#define SK_MAGIC "lmtstk\x01"
-#define SK_MAGIC_LEN 7
-#define SK_REC_FRAME 0x01
-#define SK_REC_STACK 0x02
-#define SK_REC_EVENTS 0x03
-#define SK_REC_END 0x04
 #define SK_PEND_MAX 4096 /* events per EVENTS record at most */
 
 static void drain(struct skw *w)
