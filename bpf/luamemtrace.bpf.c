@@ -49,6 +49,17 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * (docs/costs.md). Their reads stay the non-faulting kind, so they never
  * sleep: per-CPU scratch is as safe as in a non-sleepable program. The
  * floor's programs are sleepable too, so the floor is the cheapest probe. */
+/* An attributed event goes: a free at once, an allocation parked for its
+ * return; the run's reads counted. */
+static __always_inline void deliver(struct ctx *c, __u64 ud, const struct lmt_ev *ev)
+{
+	if (ev->kind == LMT_FREE)
+		send(c, ev);
+	else
+		park(c, ud, ev);
+	c->st->reads += c->reads;
+}
+
 /* --stacks: the event left in struct stk gets its stack (bpf/stack.h),
  * then goes as in enter(). A global function: the verifier walks it once,
  * apart from the entry program's many paths. */
@@ -65,11 +76,7 @@ __noinline int stack_send(struct pt_regs *ctx)
 	s->ev.stk = stack_of(&c, vm, s);
 	if (!s->ev.stk)
 		c.st->lost_stk++;
-	if (s->ev.kind == LMT_FREE)
-		send(&c, &s->ev);
-	else
-		park(&c, s->ud, &s->ev);
-	c.st->reads += c.reads;
+	deliver(&c, s->ud, &s->ev);
 	return 0;
 }
 
@@ -108,11 +115,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 		}
 		c.st->lost_stk++;
 	}
-	if (ev.kind == LMT_FREE)
-		send(&c, &ev);
-	else
-		park(&c, ud, &ev);
-	c.st->reads += c.reads;
+	deliver(&c, ud, &ev);
 	return 0;
 }
 

@@ -11,7 +11,8 @@
  * (of the CALL before its return PC) below: A comes from a cache by PC
  * (struct acc), read from the bytecode once. A frame is its PC if it is a
  * Lua frame (which names its prototype while that lives; pcgen is in the
- * hash), else its C function or builtin (through the GCfunc cache).
+ * hash), else its C function or builtin (through the GCfunc cache,
+ * fn_get).
  *
  * A stack seen for the first time (or evicted from stkseen) goes to user
  * space as an lmt_stack record before the event that names it; the
@@ -115,47 +116,6 @@ static __always_inline __u64 stk_word(const struct stk *s, __u64 a)
 	return s->win[i];
 }
 
-/* GCfunc fn's C function or fast function entry and ffid, from the
- * GCfunc cache (struct fnc) or read; a C or fast function is cached. */
-static __always_inline int fn_kind(struct ctx *c, const struct lmt_vm *vm,
-				   __u64 fn, __u64 *pcf, __u8 *ffid)
-{
-	const struct lj_layout *lay = &vm->lay;
-	const __u64 meta = meta_of(c, vm);
-	__u16 tag;
-	__u32 k = fnc_slot(fn, c->tgid, &tag);
-	struct fnc *e = bpf_map_lookup_elem(&fncache, &k);
-	__u8 *win = c->pc->fw;
-	__u64 w[4];
-
-	if (!e)
-		return -1;
-	if (dm_get(e, w, 4, FNC_SALT) && w[0] == fn && w[2] == meta &&
-	    *fntag_of(k) == tag) {
-		*pcf = w[1] & ((1ULL << 48) - 1);
-		*ffid = (__u8)(w[1] >> 48);
-		return 0;
-	}
-	if (rd(c, win, LMT_FNWIN, fn))
-		return -1;
-	*ffid = F8(win, lay->fn_ffid);
-	if (*ffid == FF_LUA) {
-		*pcf = gcref(lay, F64(win, lay->fn_pc));
-		return 0;
-	}
-	*pcf = F64(win, lay->fn_f);
-	if (*pcf >> 48)
-		return -1;
-	w[0] = fn;
-	w[1] = *pcf | (__u64)*ffid << 48;
-	w[2] = meta;
-	w[3] = 0;
-	dm_put(e, w, 4, FNC_SALT, 0);
-	asm volatile("" ::: "memory");
-	*fntag_of(k) = tag;
-	return 0;
-}
-
 /* A of the CALL before return PC pc. */
 static __always_inline int call_a(struct ctx *c, const struct lmt_vm *vm,
 				  __u64 pc, __u64 *a)
@@ -235,8 +195,16 @@ static long stk_step(__u32 i, void *arg)
 		s->skip = 0; /* a trace's base frame: user space has it */
 	} else if (fn) {
 		if (s->top || !s->cur) {
-			if (fn_kind(c, vm, fn, &pcf, &ffid))
+			/* the GCfunc cache (bpf/attribute.h): the top frame's
+			 * is there from attribution */
+			struct fninfo fi;
+
+			if (fn_get(c, vm, fn, c->pc->fw, &fi)) {
 				ffid = 0xff;
+			} else {
+				pcf = fi.pcf;
+				ffid = fi.ffid;
+			}
 		}
 		if (ffid == FF_LUA && s->cur) {
 			a = s->cur;

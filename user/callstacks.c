@@ -210,8 +210,8 @@ uint32_t stk_event(struct tvm *v, const struct lmt_ev *r, const struct mp_event 
 		unsigned k = at && depth > 1 ? traces_frames(v, at, m, tf, depth - 1, &whole) : 0;
 
 		if (!k)
-			fr[n++] = (struct cframe){ .src = m->src, .addr = m->src == MP_SRC_TRACE ?
-						   m->loc : m->src == MP_SRC_INTERNAL ? 0 : m->loc,
+			fr[n++] = (struct cframe){ .src = m->src,
+						   .addr = m->src == MP_SRC_INTERNAL ? 0 : m->loc,
 						   .line = m->src == MP_SRC_LFUNC ? m->line : 0 };
 		for (unsigned i = 0; i < k; i++) {
 			if (tf[i].src == 0)

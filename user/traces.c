@@ -942,7 +942,6 @@ unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_eve
 		out[n++] = top;
 	/* The frames below it: its function slot and frame link (FR2), down
 	 * to the trace's base frame, slot 0. */
-	pc = sn->pc;
 	for (fs = (int64_t)sn->baseslot - 2; fs > 0 && n < max;) {
 		if (fr_get(sn, (uint32_t)fs + 1, &link))
 			return n;
@@ -950,20 +949,26 @@ unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_eve
 			const struct tproto *tp;
 			uint64_t pt;
 			uint32_t pos;
+			int64_t line;
 
 			if (!(tp = at_pc(v, tr, link, &pt, &pos)) || !pos ||
-			    pos - 1 >= tp->sizebc)
+			    pos - 1 >= tp->sizebc ||
+			    (line = pline_line(tp->lines, pos - 1)) < 0)
 				return n;
+			/* the caller, at the line of the CALL before link */
 			fs -= 2 + (tp->bc[pos - 1] >> 8 & 0xff);
-			pc = link;
-		} else {
-			/* A continuation keeps the caller's PC below it. */
-			if ((link & 7) == 2 && fr_get(sn, (uint32_t)fs - 1, &pc))
+			if (fs < 0)
 				return n;
-			if ((link & 7) != 2)
-				pc = 0;
-			fs -= (int64_t)((link & ~7ULL) / 8);
+			out[n++] = (struct sk_frame){ .src = MP_SRC_LFUNC, .addr = pt,
+						      .line = (uint64_t)line };
+			continue;
 		}
+		/* A continuation keeps the caller's PC below it. */
+		if ((link & 7) == 2 && fr_get(sn, (uint32_t)fs - 1, &pc))
+			return n;
+		if ((link & 7) != 2)
+			pc = 0;
+		fs -= (int64_t)((link & ~7ULL) / 8);
 		if (fs < 0)
 			return n;
 		if (pc) {
