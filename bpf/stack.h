@@ -298,7 +298,10 @@ static __always_inline __u64 stack_of(struct ctx *c, const struct lmt_vm *vm,
 			return 0;
 		s->L = gcref(lay, g2[0]);
 		base = g2[1];
-		if (!s->L || !base || rd(c, &stack, 8, s->L + lay->L_stack))
+		/* An exit (sunk objects restored) has cleared jit_base and
+		 * left the trace's base in L->base until the restore ends. */
+		if (!s->L || (!base && rd(c, &base, 8, s->L + lay->L_base)) ||
+		    !base || rd(c, &stack, 8, s->L + lay->L_stack))
 			return 0;
 		stack = gcref(lay, stack);
 		s->pc = 0;

@@ -91,8 +91,8 @@ struct chain {
 	uint32_t pos[MAX_DEPTH];
 };
 
-/* A snapshot's frame slot (SNAP_FRAME, SNAP_CONT): its constant, a
- * GCfunc (the function slot) or a frame link or PC (under FR2). */
+/* A snapshot's frame slot: its constant, under FR2 a frame link or PC
+ * (SNAP_FRAME, SNAP_CONT) or the GCfunc in the slot below a frame link. */
 struct sfr {
 	uint32_t slot;
 	uint64_t v;
@@ -188,6 +188,26 @@ static void read_ir(struct tvm *v, struct ttrace *tr, uint64_t T)
 	tr->nins = nins;
 }
 
+/* Entry k of ent is a frame's: a link, or the function below one (FR2
+ * flags the link only). Entries are in slot order. */
+static int frame_entry(const uint32_t *ent, uint32_t nent, uint32_t k)
+{
+	return (ent[k] & (SNAP_FRAME | SNAP_CONT)) ||
+	       (k + 1 < nent && (ent[k + 1] & SNAP_FRAME) &&
+		ent[k + 1] >> 24 == (ent[k] >> 24) + 1);
+}
+
+/* The constant of snapshot sn's frame slot slot, in *v. */
+static int fr_get(const struct tsnap *sn, uint32_t slot, uint64_t *v)
+{
+	for (uint32_t k = 0; k < sn->nfr; k++)
+		if (sn->fr[k].slot == slot) {
+			*v = sn->fr[k].v;
+			return 0;
+		}
+	return -1;
+}
+
 /* The frame slots of snapshot sn's entries ent, for stacks. */
 static void frame_slots(struct ttrace *tr, struct tsnap *sn, const uint32_t *ent,
 			uint32_t nent)
@@ -195,14 +215,14 @@ static void frame_slots(struct ttrace *tr, struct tsnap *sn, const uint32_t *ent
 	uint32_t n = 0;
 
 	for (uint32_t k = 0; k < nent; k++)
-		n += (ent[k] & (SNAP_FRAME | SNAP_CONT)) != 0;
+		n += frame_entry(ent, nent, k);
 	if (!n || !tr->ir || !(sn->fr = calloc(n, sizeof(*sn->fr))))
 		return;
 	for (uint32_t k = 0; k < nent; k++) {
 		const uint32_t ref = ent[k] & 0xffff;
 
 		/* 64-bit constants keep their value in the next IR slot. */
-		if (!(ent[k] & (SNAP_FRAME | SNAP_CONT)) || ref < tr->nk ||
+		if (!frame_entry(ent, nent, k) || ref < tr->nk ||
 		    ref + 1 >= tr->nins || ref >= REF_BIAS)
 			continue;
 		sn->fr[sn->nfr++] = (struct sfr){ .slot = ent[k] >> 24,
@@ -417,11 +437,23 @@ static struct tproto *at_pc(struct tvm *v, struct ttrace *tr, uint64_t pc,
 /* The Lua functions trace tr inlined in IR refs [lo, hi): the GCfuncs its
  * instructions there take as KGC constants, in order, and their
  * prototypes. */
+/* The prototype of Lua function fn (a GCfunc), or 0. */
+static uint64_t fn_proto(struct tvm *v, uint64_t fn)
+{
+	const struct lj_layout *l = &v->var->lay;
+	uint64_t pc;
+	uint8_t ffid;
+
+	if (proc_read(v->p->pid, fn + l->fn_ffid, &ffid, 1) || ffid != 0 /* FF_LUA */ ||
+	    proc_read(v->p->pid, fn + l->fn_pc, &pc, 8))
+		return 0;
+	return pc - l->pt_size;
+}
+
 static unsigned inlined(struct tvm *v, const struct ttrace *tr, uint32_t lo,
 			uint32_t hi, uint64_t *pts, uint64_t *fns, unsigned max)
 {
 	const struct lj_ulayout *u = &v->var->u;
-	const struct lj_layout *l = &v->var->lay;
 	unsigned n = 0;
 
 	if (!tr->ir)
@@ -438,8 +470,7 @@ static unsigned inlined(struct tvm *v, const struct ttrace *tr, uint32_t lo,
 		memcpy(&ops[1], ins + u->ir_op2, 2);
 		for (int k = 0; k < 2 && n < max; k++) {
 			const uint32_t c = ops[k];
-			uint64_t fn, pc;
-			uint8_t ffid;
+			uint64_t fn, pt;
 			const uint8_t *kg;
 			unsigned j;
 
@@ -450,15 +481,13 @@ static unsigned inlined(struct tvm *v, const struct ttrace *tr, uint32_t lo,
 			if (kg[u->ir_o] != u->ir_kgc || (kg[u->ir_t] & 0x1f) != u->irt_func)
 				continue;
 			fn = tr->ir[c + 1 - tr->nk] & ((1ULL << 47) - 1);
-			if (proc_read(v->p->pid, fn + l->fn_ffid, &ffid, 1) ||
-			    ffid != 0 /* FF_LUA */ ||
-			    proc_read(v->p->pid, fn + l->fn_pc, &pc, 8))
+			if (!(pt = fn_proto(v, fn)))
 				continue;
-			for (j = 0; j < n && pts[j] != pc - l->pt_size; j++)
+			for (j = 0; j < n && pts[j] != pt; j++)
 				;
 			if (j == n) {
 				fns[n] = fn;
-				pts[n++] = pc - l->pt_size;
+				pts[n++] = pt;
 			}
 		}
 	}
@@ -468,7 +497,8 @@ static unsigned inlined(struct tvm *v, const struct ttrace *tr, uint32_t lo,
 struct walk {
 	struct tvm *v;
 	struct ttrace *tr;
-	uint64_t stop_pt; /* the next snapshot's PC: the stretch ends there */
+	const struct tsnap *stop; /* the next snapshot: the stretch ends there */
+	uint64_t stop_pt; /* its prototype and PC */
 	uint64_t stop_pc;
 	const uint64_t *callees; /* inlined functions, in order */
 	const uint64_t *callee_fns; /* and their GCfuncs */
@@ -506,11 +536,9 @@ static uint64_t uget_callee(struct walk *w, const struct tproto *tp,
 			    uint32_t pos, uint64_t fn, uint64_t *cfn)
 {
 	const struct lj_ulayout *u = &w->v->var->u;
-	const struct lj_layout *l = &w->v->var->lay;
 	const pid_t pid = w->v->p->pid;
 	const uint32_t a = tp->bc[pos] >> 8 & 0xff;
-	uint64_t uv, tvp, tv, pc;
-	uint8_t ffid;
+	uint64_t uv, tvp, tv;
 
 	if (!fn)
 		return 0;
@@ -526,19 +554,31 @@ static uint64_t uget_callee(struct walk *w, const struct tproto *tp,
 		    (int32_t)((int64_t)tv >> 47) != u->itype_func)
 			return 0;
 		*cfn = tv & ((1ULL << 47) - 1);
-		if (proc_read(pid, *cfn + l->fn_ffid, &ffid, 1) || ffid != 0 ||
-		    proc_read(pid, *cfn + l->fn_pc, &pc, 8))
-			return 0;
-		return pc - l->pt_size;
+		return fn_proto(w->v, *cfn);
 	}
 	return 0;
 }
 
+/* The Lua function the stretch's next snapshot has framed at slot (a call
+ * still running where the stretch ends): its prototype, or 0; its GCfunc
+ * in *cfn when the snapshot keeps it. */
+static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
+{
+	uint64_t link;
+
+	if (!w->stop || fr_get(w->stop, slot + 1, &link) || (link & 3) != 0)
+		return 0;
+	if (!fr_get(w->stop, slot, cfn))
+		return fn_proto(w->v, *cfn & ((1ULL << 47) - 1));
+	*cfn = 0;
+	return w->stop->baseslot == slot + 2 ? w->stop_pt : 0;
+}
+
 /* Walks prototype pt (of GCfunc fn, if known) from position pos (see the
  * head of this file). depth: inside an inlined function, which returns to
- * its caller. */
+ * its caller; base: its frame's first slot, in the snapshot's numbering. */
 static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
-		 int depth)
+		 int depth, uint32_t base)
 {
 	const struct lj_ulayout *u = &w->v->var->u;
 	const uint64_t ptsz = w->v->var->lay.pt_size;
@@ -566,25 +606,37 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		} else if (op == u->bc_call || op == u->bc_callm || op == u->bc_callt ||
 			   op == u->bc_callmt) {
 			/* An inlined Lua function: one read from an upvalue,
-			 * else the one the stretch ends in, else the next the
-			 * IR guards on (not this one). A tail call's callee takes
-			 * its caller's place, in the stack too, and its return
-			 * is its caller's. */
+			 * else the next the IR guards on (not this one) unless
+			 * the next snapshot has another framed in its slot.
+			 * A tail call's callee takes its caller's place, in the
+			 * stack too, and its return is its caller's. */
 			const int tail = op == u->bc_callt || op == u->bc_callmt;
-			uint64_t callee = 0, cfn = 0;
+			const uint32_t slot = tail ? base - 2 : base + (ins >> 8 & 0xff);
+			uint64_t callee = 0, cfn = 0, sfn = 0, scallee;
+			unsigned nx = w->next;
 
 			if ((callee = uget_callee(w, tp, pos, fn, &cfn)) &&
 			    w->next < w->ncallees && w->callees[w->next] == callee)
 				w->next++;
-			if (!callee && w->stop_pt && w->stop_pt != pt && !depth)
-				callee = w->stop_pt;
-			while (!callee && w->next < w->ncallees)
-				if (w->callees[w->next++] != pt) {
-					callee = w->callees[w->next - 1];
-					cfn = w->callee_fns[w->next - 1];
-				}
+			while (nx < w->ncallees && w->callees[nx] == pt)
+				nx++;
+			scallee = callee ? 0 : stop_callee(w, slot, &sfn);
+			if (!callee && scallee == pt && nx > w->next) {
+				callee = pt; /* recursion */
+				cfn = sfn;
+				w->next++;
+			} else if (!callee && scallee &&
+				   (nx >= w->ncallees || w->callees[nx] == scallee)) {
+				callee = scallee;
+				cfn = sfn;
+				w->next = nx + (nx < w->ncallees);
+			} else if (!callee && nx < w->ncallees) {
+				callee = w->callees[nx];
+				cfn = w->callee_fns[nx];
+				w->next = nx + 1;
+			}
 			if (callee && tail) {
-				walk(w, callee, cfn, 1, depth);
+				walk(w, callee, cfn, 1, depth, base);
 				if (!depth)
 					w->steps = WALK_MAX;
 				return;
@@ -592,7 +644,7 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 				w->path.pt[depth] = pt;
 				w->path.pos[depth] = pos;
 				w->path.n = (uint32_t)depth + 1;
-				walk(w, callee, cfn, 1, depth + 1);
+				walk(w, callee, cfn, 1, depth + 1, slot + 2);
 				w->path.n = (uint32_t)depth;
 				if (w->steps >= WALK_MAX)
 					return;
@@ -634,7 +686,7 @@ static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
 	struct tproto *tp;
 	struct walk w = { .v = v, .tr = tr };
 	uint64_t callees[16], fns[16];
-	uint64_t pt = 0;
+	uint64_t pt = 0, fn;
 	uint32_t pos;
 	int64_t line;
 
@@ -653,6 +705,7 @@ static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
 		if (!(sp = at_pc(v, tr, tr->s[j].pc, &spt, &spos)))
 			break;
 		if (spos < sp->sizebc && spos > 0) {
+			w.stop = &tr->s[j];
 			w.stop_pc = tr->s[j].pc;
 			w.stop_pt = spt;
 		}
@@ -661,7 +714,10 @@ static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
 	w.callee_fns = fns;
 	w.ncallees = inlined(v, tr, sn->ref, i + 1 < tr->nsnap ? tr->s[i + 1].ref :
 			     tr->nins, callees, fns, 16);
-	walk(&w, sn->pt, 0, pos, 0);
+	/* the stretch's own function, when the snapshot keeps it */
+	if (fr_get(sn, sn->baseslot - 2, &fn))
+		fn = 0;
+	walk(&w, sn->pt, fn & ((1ULL << 47) - 1), pos, 0, sn->baseslot);
 	sn->nalloc = w.nalloc;
 	if (w.nalloc >= 2 && w.nalloc <= MAX_SITES) {
 		for (uint32_t k = 0; k < w.nalloc; k++) {
@@ -878,16 +934,6 @@ int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc *a
 }
 
 /* -- Stacks ------------------------------------------------------------ */
-
-static int fr_get(const struct tsnap *sn, uint32_t slot, uint64_t *v)
-{
-	for (uint32_t k = 0; k < sn->nfr; k++)
-		if (sn->fr[k].slot == slot) {
-			*v = sn->fr[k].v;
-			return 0;
-		}
-	return -1;
-}
 
 /* A Lua frame at PC pc: its prototype and the line of the instruction at
  * pos + d (d = -1: the call before a return PC). */
