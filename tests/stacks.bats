@@ -87,6 +87,27 @@ all_chains() {
 	count_is ALLOCATIONS @lua/stacks.lua:4 "$T/s.txt" "7800"
 }
 
+@test "stacks, JIT on: a tail call the trace makes from the frame it entered replaces that frame; a process gone before its events are read keeps its stacks" {
+	cd "$BATS_TEST_DIRNAME"
+	run "$LMT" -o "$T/t.bin" --stacks -- luajit -jon lua/stacks_tail.lua
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ symbols:\ +[0-9]+\ prototypes,\ ([1-9][0-9]*)\ traces ]]
+	"$LMT" report --folded --weight=events "$T/t.bin" |
+		sed -E 's#@lua/stacks_tail\.lua:#L#g; s#^luajit\+0x[0-9a-f]+:0x[0-9a-f]+;#HOST;#' > "$T/t.f"
+	# the main chunk's call at 12, caller's at 9, make's table at 4;
+	# tail's frame is gone, as in debug.traceback
+	has "$T/t.f" "HOST;L12;L9;L4 1000"
+}
+
+@test "stacks: an FFI cdata metamethod is named as LuaJIT names it (ffi.meta.__index)" {
+	cd "$BATS_TEST_DIRNAME"
+	run "$LMT" -q -o "$T/f.bin" --stacks -- luajit -joff lua/stacks_ffi.lua
+	[ "$status" -eq 0 ]
+	"$LMT" report --folded --weight=events "$T/f.bin" |
+		sed -E 's#@lua/stacks_ffi\.lua:#L#g; s#^luajit\+0x[0-9a-f]+:0x[0-9a-f]+;#HOST;#' > "$T/f.f"
+	has "$T/f.f" "HOST;L6;ffi.meta.__index 100"
+}
+
 @test "stacks match LuaJIT's own debug.traceback for the same calls" {
 	cd "$BATS_TEST_DIRNAME"
 	# The last iteration replaces make by one that prints the traceback

@@ -126,22 +126,6 @@ void stk_def_rec(struct tvm *v, const struct lmt_stack *r, size_t sz)
 		free(d);
 }
 
-/* A GCfunc a trace's snapshot names (pcall and kin): its frame. */
-static void gcfunc(struct tvm *v, uint64_t fn, struct cframe *f)
-{
-	const struct lj_layout *l = &v->var->lay;
-	uint8_t ffid;
-	uint64_t entry;
-
-	if (proc_read(v->p->pid, fn + l->fn_ffid, &ffid, 1) ||
-	    proc_read(v->p->pid, fn + l->fn_f, &entry, 8) || ffid == 0)
-		named(f, "?");
-	else if (ffid == 1)
-		cfunc(v, f, entry);
-	else
-		builtin(v, f, ffid);
-}
-
 /* -- A stream's numbering ------------------------------------------------ */
 
 static uint32_t frame_id(struct tout *o, const struct cframe *f)
@@ -215,7 +199,9 @@ uint32_t stk_event(struct tvm *v, const struct lmt_ev *r, const struct mp_event 
 						   .line = m->src == MP_SRC_LFUNC ? m->line : 0 };
 		for (unsigned i = 0; i < k; i++) {
 			if (tf[i].src == 0)
-				gcfunc(v, tf[i].addr, &fr[n]);
+				builtin(v, &fr[n], (unsigned)tf[i].addr);
+			else if (tf[i].src == MP_SRC_CFUNC)
+				cfunc(v, &fr[n], tf[i].addr);
 			else
 				fr[n] = (struct cframe){ .src = tf[i].src, .addr = tf[i].addr,
 							 .line = tf[i].line };

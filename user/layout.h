@@ -29,7 +29,7 @@ struct lj_ulayout {
 	unsigned fn_uvptr, uv_v, bc_uget;
 	/* Lua tables, for the names Lua gives C functions (luanames.c):
 	 * global_State's registry, GCtab, Node, and the itypes (int32) */
-	unsigned g_registrytv, tab_node, tab_hmask, node_size, node_val, node_key;
+	unsigned g_registrytv, g_cdatamt, tab_node, tab_hmask, node_size, node_val, node_key;
 	int itype_str, itype_tab, itype_func;
 };
 

@@ -115,7 +115,7 @@ int luanames_read(pid_t pid, const struct lj_variant *var, uint64_t g,
 {
 	const struct lj_ulayout *u = &var->u;
 	struct walk w = { .pid = pid, .var = var, .names = names };
-	uint64_t reg, loaded = 0;
+	uint64_t reg, loaded = 0, mt = 0;
 	uint8_t *nodes;
 	uint32_t n;
 
@@ -136,19 +136,28 @@ int luanames_read(pid_t pid, const struct lj_variant *var, uint64_t g,
 	free(nodes);
 	if (!loaded)
 		return -1;
-	/* Each module: MOD.KEY and MOD.SUB.KEY; the globals (_G) by KEY. */
+	/* A module that is a function by its name (table.new), first; then
+	 * each module's MOD.KEY and MOD.SUB.KEY; the globals (_G) by KEY. */
 	n = nodes_of(&w, loaded, &nodes);
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t key, val;
-		char k[MAX_NAME];
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t key, val;
+			char k[MAX_NAME];
 
-		memcpy(&key, nodes + (size_t)i * u->node_size + u->node_key, 8);
-		memcpy(&val, nodes + (size_t)i * u->node_size + u->node_val, 8);
-		if (str_of(&w, key, k, sizeof(k)) || itype(val) != u->itype_tab)
-			continue;
-		walk_tab(&w, val & GCVMASK, strcmp(k, "_G") ? k : "",
-			 strcmp(k, "_G") ? 1 : 0);
-	}
+			memcpy(&key, nodes + (size_t)i * u->node_size + u->node_key, 8);
+			memcpy(&val, nodes + (size_t)i * u->node_size + u->node_val, 8);
+			if (str_of(&w, key, k, sizeof(k)))
+				continue;
+			if (!pass && itype(val) == u->itype_func)
+				name_fn(&w, val & GCVMASK, k);
+			else if (pass && itype(val) == u->itype_tab)
+				walk_tab(&w, val & GCVMASK, strcmp(k, "_G") ? k : "",
+					 strcmp(k, "_G") ? 1 : 0);
+		}
 	free(nodes);
+	/* The FFI's cdata metamethods, a GC root only (basemt of cdata), as
+	 * LuaJIT's own vmdef.lua names them. */
+	if (!proc_read(pid, g + u->g_cdatamt, &mt, 8) && mt)
+		walk_tab(&w, mt & GCVMASK, "ffi.meta", 0);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* The names Lua code gives C functions: a module's functions by the name
  * it is loaded under (package.loaded: cjson.encode, ngx.say, a host's
- * lmtmod.make, a global's name), read from the target's tables. */
+ * lmtmod.make, a global's name), read from the target's tables; the FFI's
+ * cdata metamethods as ffi.meta.__index (as LuaJIT's jit/vmdef.lua). */
 #ifndef LMT_LUANAMES_H
 #define LMT_LUANAMES_H
 

@@ -75,20 +75,27 @@ struct tsnap {
 	uint32_t site[MAX_SITES];
 	/* Stacks: the inlined calls the walk went through to what it charges
 	 * (MAX_SITES: the one bytecode, else the k-th), NULL if none; the
-	 * snapshot's frame slots and its innermost frame's base slot. */
+	 * snapshot's frame slots and its innermost frame's base slot; told
+	 * while the process is stopped (snap_frames): its innermost frame
+	 * (if has_top), the frames below it, whole if down to slot 0. */
 	struct chain *ch[MAX_SITES + 1];
 	struct sfr *fr;
 	uint32_t nfr, baseslot;
+	struct sk_frame top, *below;
+	uint32_t nbelow;
+	uint8_t has_top, whole;
 };
 
 /* Calls from the snapshot's innermost frame into inlined functions: the
- * caller at each depth and the position of its CALL. */
+ * caller at each depth and the position of its CALL (its line, once
+ * kept); tailed: a tail call replaced the innermost frame itself. */
 #define MAX_DEPTH 8
 
 struct chain {
-	uint32_t n;
+	uint32_t n, tailed;
 	uint64_t pt[MAX_DEPTH];
 	uint32_t pos[MAX_DEPTH];
+	int64_t line[MAX_DEPTH];
 };
 
 /* A snapshot's frame slot: its constant, under FR2 a frame link or PC
@@ -150,6 +157,7 @@ static void ttrace_free(void *p)
 		for (int k = 0; k <= MAX_SITES; k++)
 			free(tr->s[i].ch[k]);
 		free(tr->s[i].fr);
+		free(tr->s[i].below);
 	}
 	if (tr) {
 		u64map_free(&tr->protos, tproto_free);
@@ -161,6 +169,7 @@ static void ttrace_free(void *p)
 
 static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i);
 static int resolve_exit(struct tvm *v, struct ttrace *tr, uint32_t i);
+static void snap_frames(struct tvm *v, struct ttrace *tr, struct tsnap *sn);
 static void sunk_origins(struct tvm *v, struct ttrace *tr, uint32_t i,
 			 const uint32_t *ent, uint32_t nent, uint32_t baseslot);
 
@@ -298,6 +307,7 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 	for (uint32_t i = 0; !err && i < tr->nsnap; i++) {
 		resolve(v, tr, i);
 		resolve_exit(v, tr, i);
+		snap_frames(v, tr, &tr->s[i]);
 	}
 	return;
 fail:
@@ -636,6 +646,7 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 				w->next = nx + 1;
 			}
 			if (callee && tail) {
+				w->path.tailed |= !depth;
 				walk(w, callee, cfn, 1, depth, base);
 				if (!depth)
 					w->steps = WALK_MAX;
@@ -671,11 +682,20 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 	}
 }
 
-static void keep_chain(struct tsnap *sn, int k, const struct chain *c)
+/* Keeps chain c for allocating bytecode k of snapshot sn, with the lines
+ * of its calls (-1 if not known). */
+static void keep_chain(struct tvm *v, struct ttrace *tr, struct tsnap *sn, int k,
+		       const struct chain *c)
 {
-	if (!c->n || sn->ch[k] || !(sn->ch[k] = malloc(sizeof(*c))))
+	struct chain *kc;
+
+	if ((!c->n && !c->tailed) || sn->ch[k] || !(kc = sn->ch[k] = malloc(sizeof(*c))))
 		return;
-	*sn->ch[k] = *c;
+	*kc = *c;
+	for (uint32_t j = 0; j < kc->n; j++) {
+		const struct tproto *tp = proto_get(v, tr, kc->pt[j]);
+		kc->line[j] = tp ? pline_line(tp->lines, kc->pos[j]) : -1;
+	}
 }
 
 /* Resolves snapshot i of trace tr: the prototype and line its stretch is
@@ -732,15 +752,15 @@ static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
 			sn->nb = 0;
 	}
 	for (uint32_t k = 0; sn->nb && k < sn->nb; k++)
-		keep_chain(sn, k, &w.chs[k]);
+		keep_chain(v, tr, sn, k, &w.chs[k]);
 	if (w.nalloc == 1) {
 		pt = w.alloc_pt;
 		pos = w.alloc_pos;
-		keep_chain(sn, MAX_SITES, &w.chs[MAX_SITES]);
+		keep_chain(v, tr, sn, MAX_SITES, &w.chs[MAX_SITES]);
 	} else if (!w.nalloc && w.nstore == 1) {
 		pt = w.store_pt;
 		pos = w.store_pos;
-		keep_chain(sn, MAX_SITES, &w.store_ch);
+		keep_chain(v, tr, sn, MAX_SITES, &w.store_ch);
 	} else {
 		pt = sn->pt;
 	}
@@ -952,45 +972,42 @@ static int lua_frame(struct tvm *v, struct ttrace *tr, uint64_t pc, int d,
 	return 0;
 }
 
-unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_event *m,
-		       struct sk_frame *out, unsigned max, int *whole)
+/* A non-Lua frame's function fn (a GCfunc): a C function by its address,
+ * a builtin as src 0 and its ffid. */
+static int fn_frame(struct tvm *v, uint64_t fn, struct sk_frame *f)
 {
-	struct ttrace *tr = u64map_get(&v->traces, (uint64_t)at->trace | 1ULL << 32);
-	const struct chain *ch;
-	struct tsnap *sn;
-	struct sk_frame top;
-	unsigned n = 0;
+	const struct lj_layout *l = &v->var->lay;
+	uint8_t ffid;
+	uint64_t cf;
+
+	fn &= (1ULL << 47) - 1;
+	if (proc_read(v->p->pid, fn + l->fn_ffid, &ffid, 1) || ffid == 0 /* Lua */ ||
+	    proc_read(v->p->pid, fn + l->fn_f, &cf, 8))
+		return -1;
+	*f = ffid == 1 ? (struct sk_frame){ .src = MP_SRC_CFUNC, .addr = cf } :
+			 (struct sk_frame){ .src = 0, .addr = ffid };
+	return 0;
+}
+
+/* Snapshot sn's innermost frame and the frames below it, down to the
+ * trace's base frame (slot 0): each frame's function slot and link (FR2).
+ * Read while the process is stopped: its events may come after its end. */
+static void snap_frames(struct tvm *v, struct ttrace *tr, struct tsnap *sn)
+{
+	struct sk_frame *out;
 	uint64_t pc, link;
 	int64_t fs;
+	unsigned n = 0;
 
-	*whole = 0;
-	if (!tr || at->snap >= tr->nsnap || !max)
-		return 0;
-	sn = &tr->s[at->snap];
-	ch = at->chain >= 0 ? sn->ch[at->chain] : NULL;
-	/* What the event is charged to, then the inlined calls to it. */
-	if (m->src != MP_SRC_LFUNC)
-		return 0;
-	out[n++] = (struct sk_frame){ .src = MP_SRC_LFUNC, .addr = m->loc, .line = m->line };
-	for (uint32_t j = ch ? ch->n : 0; j-- > 0 && n < max;) {
-		const struct tproto *tp = proto_get(v, tr, ch->pt[j]);
-		int64_t line = tp ? pline_line(tp->lines, ch->pos[j]) : -1;
-
-		if (line < 0)
-			return n;
-		out[n++] = (struct sk_frame){ .src = MP_SRC_LFUNC, .addr = ch->pt[j],
-					      .line = (uint64_t)line };
-	}
-	/* The snapshot's innermost frame, unless the event is in it. */
-	if (lua_frame(v, tr, sn->pc, 0, &top))
-		return n;
-	if (!ch && top.addr != m->loc && n < max)
-		out[n++] = top;
-	/* The frames below it: its function slot and frame link (FR2), down
-	 * to the trace's base frame, slot 0. */
-	for (fs = (int64_t)sn->baseslot - 2; fs > 0 && n < max;) {
+	if (sn->resolved != 1 || lua_frame(v, tr, sn->pc, 0, &sn->top))
+		return;
+	sn->has_top = 1;
+	/* at least two slots a frame */
+	if (!(out = calloc(sn->baseslot / 2 + 1, sizeof(*out))))
+		return;
+	for (fs = (int64_t)sn->baseslot - 2; fs > 0;) {
 		if (fr_get(sn, (uint32_t)fs + 1, &link))
-			return n;
+			break;
 		if ((link & 3) == 0) { /* a Lua frame: its caller's return PC */
 			const struct tproto *tp;
 			uint64_t pt;
@@ -1000,37 +1017,70 @@ unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_eve
 			if (!(tp = at_pc(v, tr, link, &pt, &pos)) || !pos ||
 			    pos - 1 >= tp->sizebc ||
 			    (line = pline_line(tp->lines, pos - 1)) < 0)
-				return n;
+				break;
 			/* the caller, at the line of the CALL before link */
 			fs -= 2 + (tp->bc[pos - 1] >> 8 & 0xff);
 			if (fs < 0)
-				return n;
+				break;
 			out[n++] = (struct sk_frame){ .src = MP_SRC_LFUNC, .addr = pt,
 						      .line = (uint64_t)line };
 			continue;
 		}
 		/* A continuation keeps the caller's PC below it. */
 		if ((link & 7) == 2 && fr_get(sn, (uint32_t)fs - 1, &pc))
-			return n;
+			break;
 		if ((link & 7) != 2)
 			pc = 0;
 		fs -= (int64_t)((link & ~7ULL) / 8);
 		if (fs < 0)
-			return n;
-		if (pc) {
-			if (lua_frame(v, tr, pc, -1, &out[n]))
-				return n;
-		} else {
-			/* A builtin's frame (pcall): its GCfunc, named by
-			 * the caller (src 0). */
-			uint64_t fn;
-			if (fr_get(sn, (uint32_t)fs, &fn))
-				return n;
-			out[n] = (struct sk_frame){ .src = 0, .addr = fn & ((1ULL << 47) - 1) };
-		}
+			break;
+		if (pc ? lua_frame(v, tr, pc, -1, &out[n]) :
+			 /* a builtin's (pcall) or a C function's frame */
+			 fr_get(sn, (uint32_t)fs, &pc) || fn_frame(v, pc, &out[n]))
+			break;
 		n++;
 	}
-	*whole = fs == 0;
+	sn->whole = fs == 0;
+	sn->below = out;
+	sn->nbelow = n;
+}
+
+unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_event *m,
+		       struct sk_frame *out, unsigned max, int *whole)
+{
+	struct ttrace *tr = u64map_get(&v->traces, (uint64_t)at->trace | 1ULL << 32);
+	const struct chain *ch;
+	const struct tsnap *sn;
+	unsigned n = 0;
+
+	*whole = 0;
+	if (!tr || at->snap >= tr->nsnap || !max || m->src != MP_SRC_LFUNC)
+		return 0;
+	sn = &tr->s[at->snap];
+	ch = at->chain >= 0 ? sn->ch[at->chain] : NULL;
+	/* What the event is charged to, then the inlined calls to it. */
+	out[n++] = (struct sk_frame){ .src = MP_SRC_LFUNC, .addr = m->loc, .line = m->line };
+	for (uint32_t j = ch ? ch->n : 0; j-- > 0;) {
+		if (ch->line[j] < 0 || n == max)
+			return n;
+		out[n++] = (struct sk_frame){ .src = MP_SRC_LFUNC, .addr = ch->pt[j],
+					      .line = (uint64_t)ch->line[j] };
+	}
+	/* The snapshot's innermost frame, unless the event is in it, in a
+	 * call from it (the chain) or in its tail call's callee. */
+	if (!sn->has_top)
+		return n;
+	if (!ch && sn->top.addr != m->loc) {
+		if (n == max)
+			return n;
+		out[n++] = sn->top;
+	}
+	for (uint32_t i = 0; i < sn->nbelow; i++) {
+		if (n == max)
+			return n;
+		out[n++] = sn->below[i];
+	}
+	*whole = sn->whole;
 	return n;
 }
 

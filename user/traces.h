@@ -33,7 +33,8 @@ int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc *a
  * the event's frame, the calls the trace inlined to it (from the
  * snapshot and the walk), down to the trace's base frame, at most max,
  * innermost first; *whole if it got there. A builtin's frame comes as
- * src 0 with its GCfunc in addr. The count. */
+ * src 0 with its ffid in addr. Told from what traces_add read while the
+ * process was stopped: no read of the target here. The count. */
 unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_event *m,
 		       struct sk_frame *out, unsigned max, int *whole);
 void traces_free(struct tvm *v);
