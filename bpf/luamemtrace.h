@@ -252,7 +252,10 @@ struct lmt_stack {
 	__u16 n;        /* frames */
 	__u32 tgid;
 	__u32 vm;
-	__u32 intrace; /* the frames start below a trace's base frame */
+	__u8 intrace;  /* the frames start below a trace's base frame */
+	__u8 stopped;  /* its process is stopped until user space has read it
+			* (it shows a C function or builtin first) */
+	__u8 pad[2];
 	__u64 id;
 	struct lmt_sframe f[LMT_STK_MAX];
 };

@@ -39,6 +39,7 @@ struct stk {
 	__u32 n;
 	__u8 skip, trunc, err, top;
 	__u8 intrace; /* the event is a trace's: skip its base frame */
+	__u8 newfn;   /* a C function or builtin the process showed first */
 	__u64 fns[LMT_STK_MAX]; /* GCfunc per frame */
 	__u64 win[LMT_STKWIN / 8];
 	struct lmt_stack rec;
@@ -70,6 +71,23 @@ struct {
 	__type(key, __u32);
 	__type(value, struct acc);
 } accache SEC(".maps");
+
+/* C functions and builtins a process's stacks have shown (tgid, GCfunc.f):
+ * the first sight stops the process, so that user space names it from the
+ * process's tables before it can exit (user/luanames.c). Bounded: an
+ * entry evicted is a stop again, never a name lost. */
+struct fnseen_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 f;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct fnseen_key);
+	__type(value, __u8);
+} fnseen SEC(".maps");
 
 /* Stacks user space has: id and VM. */
 #define SEEN_BITS 13
@@ -257,6 +275,15 @@ static long stk_def(__u32 i, void *arg)
 
 	if (i >= s->n)
 		return 1;
+	if (LMT_FR_KIND(fr->b) == LMT_FR_C || LMT_FR_KIND(fr->b) == LMT_FR_FF) {
+		struct fnseen_key k = { .tgid = c->tgid, .f = fr->a };
+		__u8 one = 1;
+
+		if (!bpf_map_lookup_elem(&fnseen, &k) &&
+		    !bpf_map_update_elem(&fnseen, &k, &one, BPF_NOEXIST))
+			s->newfn = 1;
+		return 0;
+	}
 	if (LMT_FR_KIND(fr->b) != LMT_FR_LUA)
 		return 0;
 	if (fn_get(c, vm, s->fns[i & (LMT_STK_MAX - 1)], c->pc->w, &fi) ||
@@ -326,8 +353,12 @@ static __always_inline __u64 stack_of(struct ctx *c, const struct lmt_vm *vm,
 		return 0;
 	if (dm_get(e, sw, 2, SEEN_SALT) && sw[0] == id && sw[1] == meta)
 		return id;
-	/* First sight: its prototypes, then the record. */
+	/* First sight: its prototypes, then the record; a process showing a
+	 * C function or builtin first waits for user space to name it. */
+	s->newfn = 0;
 	bpf_loop(LMT_STK_MAX, stk_def, &w, 0);
+	if (s->newfn)
+		s->rec.stopped = stop_process(c->tgid);
 	s->rec.rec = LMT_REC_STACK;
 	s->rec.truncated = s->trunc || s->err;
 	s->rec.n = (__u16)s->n;
@@ -340,7 +371,8 @@ static __always_inline __u64 stack_of(struct ctx *c, const struct lmt_vm *vm,
 	if (sz > LMT_STK_MAX)
 		return 0;
 	sz = offsetof(struct lmt_stack, f) + sz * sizeof(struct lmt_sframe);
-	if (bpf_ringbuf_output(&rb, &s->rec, sz, wake_flags(c, sz)))
+	if (bpf_ringbuf_output(&rb, &s->rec, sz,
+			       s->rec.stopped ? BPF_RB_FORCE_WAKEUP : wake_flags(c, sz)))
 		return 0;
 	c->st->stacks++;
 	sw[0] = id;

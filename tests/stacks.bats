@@ -99,7 +99,7 @@ all_chains() {
 	has "$T/t.f" "HOST;L12;L9;L4 1000"
 }
 
-@test "stacks: an FFI cdata metamethod is named as LuaJIT names it (ffi.meta.__index)" {
+@test "stacks: an FFI cdata metamethod is named as LuaJIT names it (ffi.meta.__index), even in a process of a few milliseconds" {
 	cd "$BATS_TEST_DIRNAME"
 	run "$LMT" -q -o "$T/f.bin" --stacks -- luajit -joff lua/stacks_ffi.lua
 	[ "$status" -eq 0 ]

@@ -51,6 +51,7 @@
 
 #include "layout.h"
 #include "lines.h"
+#include "luanames.h"
 #include "proc.h"
 
 #define MAX_SITES 8
@@ -986,6 +987,8 @@ static int fn_frame(struct tvm *v, uint64_t fn, struct sk_frame *f)
 		return -1;
 	*f = ffid == 1 ? (struct sk_frame){ .src = MP_SRC_CFUNC, .addr = cf } :
 			 (struct sk_frame){ .src = 0, .addr = ffid };
+	/* its name too, while the process is there to read it from */
+	lua_name(v, ffid == 1 ? cf : LUANAMES_FF(ffid));
 	return 0;
 }
 
