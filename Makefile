@@ -17,17 +17,20 @@ ARCH_DEFINE := -D__TARGET_ARCH_x86
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -I$(OUT) -Iuser -Ibpf $(SAN)
-LDLIBS  := -lbpf -lelf -lcapstone -lz -lpthread
+LDLIBS  := -lbpf -lelf -lcapstone -lprotobuf-c -lz -lpthread
 ALL_LDFLAGS := $(LDFLAGS) $(SAN)
 
 BPF_SRC  := $(wildcard bpf/*.bpf.c)
 BPF_OBJ  := $(patsubst bpf/%.bpf.c,$(OUT)/%.bpf.o,$(BPF_SRC))
 BPF_SKEL := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
 
-REPORT_SRC := $(wildcard user/report/*.c)
-USER_SRC := $(wildcard user/*.c) $(REPORT_SRC)
-USER_OBJ := $(patsubst user/%.c,$(OUT)/%.o,$(USER_SRC))
-USER_H   := $(wildcard user/*.h user/report/*.h)
+# pprof's profile.proto, compiled by protoc-c (user/report/pprof.c).
+PB_C     := $(OUT)/profile.pb-c.c
+PB_H     := $(OUT)/profile.pb-c.h
+REPORT_SRC := $(wildcard user/report/*.c) $(PB_C)
+USER_SRC := $(wildcard user/*.c) $(wildcard user/report/*.c)
+USER_OBJ := $(patsubst user/%.c,$(OUT)/%.o,$(USER_SRC)) $(OUT)/profile.pb-c.o
+USER_H   := $(wildcard user/*.h user/report/*.h) $(PB_H)
 # Objects that need neither BPF nor libbpf: shared with unit tests and fuzzers.
 LIB_SRC  := user/memprof_write.c user/memprof_read.c user/stacks_write.c user/stacks_read.c $(REPORT_SRC) user/esc.c user/info.c
 
@@ -37,6 +40,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))
 # Debian packages needed to build, run and test (one list: CI uses it too).
 DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcapstone-dev luajit libluajit-5.1-dev bats util-linux libclang-rt-14-dev \
+	protobuf-c-compiler libprotobuf-c-dev golang-go \
 	nginx-core curl procps wrk sysbench knot-resolver dnsperf iproute2
 
 .PHONY: all clean test unit bats bench fuzz asan demo deps
@@ -58,10 +62,17 @@ $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 $(OUT)/%.o: user/%.c $(USER_H) bpf/*.h $(BPF_SKEL) | $(OUT)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+$(PB_C) $(PB_H) &: user/report/profile.proto | $(OUT)
+	protoc-c --c_out=$(OUT) --proto_path=user/report $<
+
+# Generated code: not held to the project's warnings.
+$(OUT)/profile.pb-c.o: $(PB_C) $(PB_H)
+	$(CC) $(CFLAGS) $(SAN) -I$(OUT) -c $< -o $@
+
 $(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) user/probe.c user/layout.c $(USER_H) bpf/*.h | $(OUT)
 	@mkdir -p $(OUT)/unit
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
-		-o $@ $< $(LIB_SRC) user/probe.c user/layout.c -lcapstone -lm -lpthread
+		-o $@ $< $(LIB_SRC) user/probe.c user/layout.c -lcapstone -lprotobuf-c -lz -lm -lpthread
 
 unit: $(UNIT_BIN)
 	@bash tests/run-unit.sh $(UNIT_BIN)
@@ -82,7 +93,7 @@ bench: luamemtrace
 
 fuzz: | $(OUT)
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -Iuser -Ibpf \
-		-o $(OUT)/fuzz_memprof tests/fuzz/fuzz_memprof.c $(LIB_SRC) -lm -lpthread
+		-I$(OUT) -o $(OUT)/fuzz_memprof tests/fuzz/fuzz_memprof.c $(LIB_SRC) -lprotobuf-c -lz -lm -lpthread
 	mkdir -p $(OUT)/fuzz-corpus
 	$(OUT)/fuzz_memprof -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 \
 		$(OUT)/fuzz-corpus tests/fuzz/corpus

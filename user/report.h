@@ -18,6 +18,7 @@ enum report_format {
 	REPORT_STANDARD = 0, /* ALLOCATIONS, REALLOCATIONS, DEALLOCATIONS, HEAP SUMMARY, ALIASES */
 	REPORT_LEAK_ONLY,    /* HEAP SUMMARY, ALIASES */
 	REPORT_FOLDED,       /* "frame;frame weight" lines for flamegraph.pl / speedscope */
+	REPORT_PPROF,        /* gzipped pprof heap profile (go tool pprof, Pyroscope) */
 };
 
 enum report_weight {

@@ -73,6 +73,9 @@ void report_free(struct report *rp)
 	free(rp->sp.s);
 	free(rp->sp.tab);
 	kvmap_free(&rp->lfunc);
+	kvmap_free(&rp->lfirst);
+	kvmap_free(&rp->pfr);
+	free(rp->pfv);
 	kvmap_free(&rp->watch);
 	kvmap_free(&rp->disp);
 	kvmap_free(&rp->traces);
@@ -126,7 +129,8 @@ static void sym_lfunc(struct report *rp, const struct mp_sym *s)
 		if ((dispid = intern_sb(rp)) == NONE || !kvmap_put(&rp->disp, raw, dispid, &isnew))
 			goto oom;
 	}
-	if (!(v = kvmap_put(&rp->lfunc, s->addr, dispid, &isnew)))
+	if (!(v = kvmap_put(&rp->lfunc, s->addr, dispid, &isnew)) ||
+	    !kvmap_put(&rp->lfirst, s->addr, s->line, &isnew))
 		goto oom;
 	if (isnew || *v != dispid) {
 		*v = dispid;

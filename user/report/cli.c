@@ -18,7 +18,7 @@
 
 static const char usage_text[] =
 	"usage: luamemtrace report [--leak-only [--by-stack]] [--human-readable]\n"
-	"                          [--folded [--weight=bytes|events|live]] FILE\n"
+	"                          [--folded [--weight=bytes|events|live]] [--pprof] FILE\n"
 	"\n"
 	"Prints the report of a memprof stream (FILE, or - for stdin) like\n"
 	"luajit-parse-memprof does.\n"
@@ -31,6 +31,9 @@ static const char usage_text[] =
 	"                     Lua stacks if FILE.stacks is there (--stacks)\n"
 	"  --weight=W         folded weight: bytes allocated (default), allocating\n"
 	"                     events, or live bytes at the end of the stream\n"
+	"  --pprof            a gzipped pprof heap profile on stdout (go tool pprof,\n"
+	"                     Pyroscope): alloc_objects, alloc_space, inuse_objects,\n"
+	"                     inuse_space by stack (FILE.stacks) or by location\n"
 	"\n"
 	"Exit status: 0 ok, 1 unreadable or malformed stream, 2 usage error,\n"
 	"3 report printed from an incomplete stream: truncated, or its FILE.info\n"
@@ -146,11 +149,12 @@ int report_main(int argc, char **argv)
 		{ "human-readable", no_argument, NULL, 'H' },
 		{ "folded", no_argument, NULL, 'f' },
 		{ "weight", required_argument, NULL, 'w' },
+		{ "pprof", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct report_opts o = { 0 };
-	int leak = 0, fold = 0, weight_set = 0, c, fd, rc, status = LMT_OK;
+	int leak = 0, fold = 0, pp = 0, weight_set = 0, c, fd, rc, status = LMT_OK;
 	const char *path;
 	struct mpr *r;
 	struct report *rp;
@@ -178,6 +182,9 @@ int report_main(int argc, char **argv)
 			break;
 		case 'f':
 			fold = 1;
+			break;
+		case 'P':
+			pp = 1;
 			break;
 		case 'w':
 			weight_set = 1;
@@ -209,11 +216,15 @@ int report_main(int argc, char **argv)
 		return usage_error("expected one FILE, got %d arguments", argc - optind);
 	if (fold && (leak || o.human))
 		return usage_error("--folded can't be combined with --leak-only or --human-readable");
+	if (pp && (fold || leak || o.human))
+		return usage_error("--pprof can't be combined with --folded, --leak-only or --human-readable");
+	if (pp && isatty(1))
+		return usage_error("--pprof writes a binary profile: redirect stdout to a file");
 	if (weight_set && !fold)
 		return usage_error("--weight needs --folded");
 	if (o.by_stack && !leak)
 		return usage_error("--by-stack goes with --leak-only");
-	o.format = fold ? REPORT_FOLDED : leak ? REPORT_LEAK_ONLY : REPORT_STANDARD;
+	o.format = pp ? REPORT_PPROF : fold ? REPORT_FOLDED : leak ? REPORT_LEAK_ONLY : REPORT_STANDARD;
 
 	path = argv[optind];
 	if (!strcmp(path, "-")) {

@@ -32,8 +32,7 @@ static int cmp_acc_name(const void *pa, const void *pb, void *ctx)
 	return str_cmp(&rp->sp, x->name, y->name);
 }
 
-/* Live blocks by key (struct hslot): a bytes, b blocks. */
-static void live_by_key(struct report *rp, struct accset *s)
+void live_by_key(struct report *rp, struct accset *s)
 {
 	struct acc *x;
 

@@ -133,6 +133,13 @@ struct trace {
 	uint64_t proto, line;
 };
 
+/* A Lua frame as pprof wants it (pprof.c): its function (chunk:firstline,
+ * in file) and line. */
+struct pframe {
+	uint32_t fn, file;
+	uint64_t start, line;
+};
+
 struct report {
 	struct strpool sp;
 	uint32_t s_internal;
@@ -142,6 +149,7 @@ struct report {
 	uint32_t gen;
 	struct kvmap watch;  /* proto addresses some cached name was made from */
 	struct kvmap lfunc;  /* proto addr -> display id (chunk or alias) */
+	struct kvmap lfirst; /* proto addr -> its first line */
 	struct kvmap disp;   /* raw chunk id -> display id */
 	uint32_t *alias;      /* raw chunk ids, in order of first appearance */
 	uint32_t nalias, alias_cap;
@@ -183,6 +191,11 @@ struct report {
 	uint32_t *stkey;   /* stack number - 1 -> its folded name, root first */
 	uint32_t nstk, stk_cap;
 	struct accset fold; /* folded name -> a: bytes allocated, b: events */
+
+	/* Lua frames by name, for pprof (pprof.c). */
+	struct kvmap pfr;   /* frame name -> index in pfv */
+	struct pframe *pfv;
+	uint32_t npf, pf_cap;
 };
 
 /* -- tables.c -- */
@@ -227,7 +240,17 @@ uint32_t name_of(struct report *rp, uint64_t addr, uint64_t line, uint64_t trace
 /* -- folded.c -- */
 
 int folded(struct report *rp, FILE *out, enum report_weight w);
+/* Live blocks by key (struct hslot): a bytes, b blocks. */
+void live_by_key(struct report *rp, struct accset *s);
 /* HEAP SUMMARY BY STACK: live blocks by their allocating stack. */
 int leak_by_stack(struct report *rp, FILE *out, int human);
+
+/* -- pprof.c -- */
+
+/* Frame name is a Lua line: prototype addr (if the stream named it), line.
+ * 0, or -1 out of memory. */
+int pframe_add(struct report *rp, uint32_t name, uint64_t addr, uint64_t line);
+/* The gzipped pprof profile (REPORT_PPROF). */
+int pprof(struct report *rp, FILE *out);
 
 #endif

@@ -25,6 +25,8 @@ int report_frame(struct report *rp, uint32_t id, const struct sk_frame *f)
 	switch (f->src) {
 	case MP_SRC_LFUNC:
 		name = name_of(rp, f->addr, f->line, 0);
+		if (name != NONE && pframe_add(rp, name, f->addr, f->line))
+			return -1;
 		break;
 	case MP_SRC_CFUNC:
 		name = name_of(rp, f->addr, 0, 0);
