@@ -29,7 +29,15 @@ PB_C     := $(OUT)/profile.pb-c.c
 PB_H     := $(OUT)/profile.pb-c.h
 REPORT_SRC := $(wildcard user/report/*.c) $(PB_C)
 USER_SRC := $(wildcard user/*.c) $(wildcard user/report/*.c)
-USER_OBJ := $(patsubst user/%.c,$(OUT)/%.o,$(USER_SRC)) $(OUT)/profile.pb-c.o
+# The flame graph's page inlines d3 and d3-flame-graph, from the npm
+# registry at the versions user/report/flame/package-lock.json pins.
+NPM_DIR  := $(OUT)/npm
+NPM_MOD  := $(NPM_DIR)/node_modules
+FG_ASSETS := $(NPM_MOD)/d3/dist/d3.min.js $(NPM_MOD)/d3-flame-graph/dist/d3-flamegraph.min.js \
+	$(NPM_MOD)/d3-flame-graph/dist/d3-flamegraph-tooltip.min.js \
+	$(NPM_MOD)/d3-flame-graph/dist/d3-flamegraph.css
+FG_OBJ   := $(OUT)/flame_assets.o
+USER_OBJ := $(patsubst user/%.c,$(OUT)/%.o,$(USER_SRC)) $(OUT)/profile.pb-c.o $(FG_OBJ)
 USER_H   := $(wildcard user/*.h user/report/*.h) $(PB_H)
 # Objects that need neither BPF nor libbpf: shared with unit tests and fuzzers.
 LIB_SRC  := user/memprof_write.c user/memprof_read.c user/stacks_write.c user/stacks_read.c $(REPORT_SRC) user/esc.c user/info.c
@@ -40,7 +48,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))
 # Debian packages needed to build, run and test (one list: CI uses it too).
 DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcapstone-dev luajit libluajit-5.1-dev bats util-linux libclang-rt-14-dev \
-	protobuf-c-compiler libprotobuf-c-dev golang-go \
+	protobuf-c-compiler libprotobuf-c-dev golang-go chromium \
 	nginx-core curl procps wrk sysbench knot-resolver dnsperf iproute2
 
 .PHONY: all clean test unit bats bench fuzz asan demo deps
@@ -65,14 +73,23 @@ $(OUT)/%.o: user/%.c $(USER_H) bpf/*.h $(BPF_SKEL) | $(OUT)
 $(PB_C) $(PB_H) &: user/report/profile.proto | $(OUT)
 	protoc-c --c_out=$(OUT) --proto_path=user/report $<
 
+$(FG_ASSETS) &: user/report/flame/package.json user/report/flame/package-lock.json | $(OUT)
+	mkdir -p $(NPM_DIR)
+	cp user/report/flame/package.json user/report/flame/package-lock.json $(NPM_DIR)/
+	cd $(NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(FG_ASSETS)
+
+$(FG_OBJ): user/report/flame_assets.S user/report/flame/page.html user/report/flame/page.js $(FG_ASSETS) | $(OUT)
+	$(CC) -c -Wa,-I,$(NPM_MOD) -Wa,-I,user/report/flame $< -o $@
+
 # Generated code: not held to the project's warnings.
 $(OUT)/profile.pb-c.o: $(PB_C) $(PB_H)
 	$(CC) $(CFLAGS) $(SAN) -I$(OUT) -c $< -o $@
 
-$(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) user/probe.c user/layout.c $(USER_H) bpf/*.h | $(OUT)
+$(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) $(FG_OBJ) user/probe.c user/layout.c $(USER_H) bpf/*.h | $(OUT)
 	@mkdir -p $(OUT)/unit
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
-		-o $@ $< $(LIB_SRC) user/probe.c user/layout.c -lcapstone -lprotobuf-c -lz -lm -lpthread
+		-o $@ $< $(LIB_SRC) $(FG_OBJ) user/probe.c user/layout.c -lcapstone -lprotobuf-c -lz -lm -lpthread
 
 unit: $(UNIT_BIN)
 	@bash tests/run-unit.sh $(UNIT_BIN)
@@ -91,9 +108,9 @@ asan:
 bench: luamemtrace
 	@bash tests/bench/run.sh
 
-fuzz: | $(OUT)
+fuzz: $(LIB_SRC) $(FG_OBJ) | $(OUT)
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -Iuser -Ibpf \
-		-I$(OUT) -o $(OUT)/fuzz_memprof tests/fuzz/fuzz_memprof.c $(LIB_SRC) -lprotobuf-c -lz -lm -lpthread
+		-I$(OUT) -o $(OUT)/fuzz_memprof tests/fuzz/fuzz_memprof.c $(LIB_SRC) $(FG_OBJ) -lprotobuf-c -lz -lm -lpthread
 	mkdir -p $(OUT)/fuzz-corpus
 	$(OUT)/fuzz_memprof -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 \
 		$(OUT)/fuzz-corpus tests/fuzz/corpus

@@ -19,6 +19,7 @@ enum report_format {
 	REPORT_LEAK_ONLY,    /* HEAP SUMMARY, ALIASES */
 	REPORT_FOLDED,       /* "frame;frame weight" lines for flamegraph.pl / speedscope */
 	REPORT_PPROF,        /* gzipped pprof heap profile (go tool pprof, Pyroscope) */
+	REPORT_FLAMEGRAPH,   /* a self-contained HTML flame graph page */
 };
 
 enum report_weight {
@@ -32,6 +33,7 @@ struct report_opts {
 	int human;                 /* KiB/MiB/GiB like --human-readable */
 	enum report_weight weight; /* REPORT_FOLDED only */
 	int by_stack;              /* REPORT_LEAK_ONLY: HEAP SUMMARY BY STACK */
+	const char *title;         /* REPORT_FLAMEGRAPH: the page's */
 };
 
 struct report;
@@ -61,6 +63,13 @@ int report_print(struct report *rp, FILE *out, const struct report_opts *o);
  * order, text and numbers, human as --human-readable), each after two
  * spaces. */
 void report_print_top(struct report *rp, FILE *out, int n, int human);
+/* Over time, for the flame graph: after the stream (report_sync'd), its
+ * events and the event after which the heap held the most, and that
+ * most. Then, before a second report of the same stream gets its first
+ * event: nb buckets (at most 1024) of its n events, and what was live
+ * after event peak. 0, or -1 out of memory. */
+void report_peak(struct report *rp, uint64_t *n, uint32_t *peak, uint64_t *bytes);
+int report_temporal(struct report *rp, uint32_t nb, uint64_t n, uint32_t peak);
 void report_free(struct report *rp);
 
 /* `luamemtrace report ...`; argv[0] is "report". Exit status:

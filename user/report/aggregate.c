@@ -92,7 +92,31 @@ void report_free(struct report *rp)
 	free(rp->frname);
 	free(rp->stkey);
 	acc_free(&rp->fold);
+	free(rp->bmax);
+	free(rp->bend);
+	kvmap_free(&rp->tidx);
+	free(rp->tcv);
+	acc_free(&rp->peak);
 	free(rp);
+}
+
+void report_peak(struct report *rp, uint64_t *n, uint32_t *peak, uint64_t *bytes)
+{
+	report_sync(rp);
+	*n = rp->nev;
+	*peak = rp->held_at;
+	*bytes = rp->held_max;
+}
+
+int report_temporal(struct report *rp, uint32_t nb, uint64_t n, uint32_t peak)
+{
+	if (!nb || nb > 1024 || rp->nev || !(rp->bmax = calloc(nb, sizeof(*rp->bmax))) ||
+	    !(rp->bend = calloc(nb, sizeof(*rp->bend))))
+		return -1;
+	rp->nb = nb;
+	rp->tn = n;
+	rp->peak_seq = peak;
+	return 0;
 }
 
 static uint32_t intern_sb(struct report *rp)
@@ -463,7 +487,7 @@ static int ev_key(struct report *rp, const struct mp_event *e, struct hev *h,
 void report_event(struct report *rp, const struct mp_event *e)
 {
 	struct hev h = { .oaddr = e->oaddr, .naddr = e->naddr, .nsize = e->nsize,
-			 .kind = e->kind };
+			 .kind = e->kind, .seq = rp->nev++ };
 	report_sync(rp);
 	if ((h.g = ev_group(rp, e, &h.li, &h.name)) != NONE && !ev_key(rp, e, &h, 0))
 		ev_heap(rp, &h);
@@ -491,6 +515,7 @@ void report_events_stk(struct report *rp, const struct mp_event *ev, const uint3
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct hev *h = &buf[fill];
+		h->seq = rp->nev++;
 		if ((h->g = ev_group(rp, &ev[i], &h->li, &h->name)) == NONE ||
 		    ev_key(rp, &ev[i], h, sid ? sid[i] : 0))
 			continue;

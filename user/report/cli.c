@@ -18,7 +18,8 @@
 
 static const char usage_text[] =
 	"usage: luamemtrace report [--leak-only [--by-stack]] [--human-readable]\n"
-	"                          [--folded [--weight=bytes|events|live]] [--pprof] FILE\n"
+	"                          [--folded [--weight=bytes|events|live]] [--pprof]\n"
+	"                          [--flamegraph] FILE\n"
 	"\n"
 	"Prints the report of a memprof stream (FILE, or - for stdin) like\n"
 	"luajit-parse-memprof does.\n"
@@ -34,6 +35,9 @@ static const char usage_text[] =
 	"  --pprof            a gzipped pprof heap profile on stdout (go tool pprof,\n"
 	"                     Pyroscope): alloc_objects, alloc_space, inuse_objects,\n"
 	"                     inuse_space by stack (FILE.stacks) or by location\n"
+	"  --flamegraph       a self-contained HTML flame graph on stdout: bytes,\n"
+	"                     allocations, held at the end or at the peak, held\n"
+	"                     bytes over the stream and a range to restrict it to\n"
 	"\n"
 	"Exit status: 0 ok, 1 unreadable or malformed stream, 2 usage error,\n"
 	"3 report printed from an incomplete stream: truncated, or its FILE.info\n"
@@ -141,106 +145,33 @@ oom:
 	return -1;
 }
 
-int report_main(int argc, char **argv)
+/* Reads stream path (stdin if "-") and, if there, its companion into rp
+ * (report_stacks_on if it is: before the first event). quiet: no warnings
+ * (a first pass). The exit status so far. */
+static int read_stream(const char *path, int need_stacks, int quiet, struct report *rp)
 {
-	static const struct option lopts[] = {
-		{ "leak-only", no_argument, NULL, 'l' },
-		{ "by-stack", no_argument, NULL, 'S' },
-		{ "human-readable", no_argument, NULL, 'H' },
-		{ "folded", no_argument, NULL, 'f' },
-		{ "weight", required_argument, NULL, 'w' },
-		{ "pprof", no_argument, NULL, 'P' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct report_opts o = { 0 };
-	int leak = 0, fold = 0, pp = 0, weight_set = 0, c, fd, rc, status = LMT_OK;
-	const char *path;
-	struct mpr *r;
-	struct report *rp;
 	enum { BATCH = 64 };
 	struct mp_sym sym;
 	struct mp_event batch[BATCH];
 	uint32_t sids[BATCH];
 	size_t nbatch = 0;
-	int skfd = -1;
+	int skfd = -1, fd, rc, status = LMT_OK;
 	struct skr *sk = NULL;
+	struct mpr *r = NULL;
 	enum skr_rc skrc = SKR_EVENT;
 
-	opterr = 0;
-	optind = 0; /* full re-initialisation (glibc): main may have parsed before */
-	while ((c = getopt_long(argc, argv, "+:h", lopts, NULL)) != -1) {
-		switch (c) {
-		case 'l':
-			leak = 1;
-			break;
-		case 'S':
-			o.by_stack = 1;
-			break;
-		case 'H':
-			o.human = 1;
-			break;
-		case 'f':
-			fold = 1;
-			break;
-		case 'P':
-			pp = 1;
-			break;
-		case 'w':
-			weight_set = 1;
-			if (!strcmp(optarg, "bytes"))
-				o.weight = REPORT_W_BYTES;
-			else if (!strcmp(optarg, "events"))
-				o.weight = REPORT_W_EVENTS;
-			else if (!strcmp(optarg, "live"))
-				o.weight = REPORT_W_LIVE;
-			else
-				return usage_error("bad --weight '%s': want bytes, events or live", optarg);
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return LMT_OK;
-		case ':':
-			return usage_error("option '%s' needs an argument", argv[optind - 1]);
-		default: {
-			const char *a = argv[optind - 1];
-			if (!strncmp(a, "--", 2))
-				return usage_error("unrecognized option '%s'", a);
-			return usage_error("unknown option '-%c'", optopt);
-		}
-		}
-	}
-	if (argc == optind)
-		return usage_error("missing FILE");
-	if (argc - optind > 1)
-		return usage_error("expected one FILE, got %d arguments", argc - optind);
-	if (fold && (leak || o.human))
-		return usage_error("--folded can't be combined with --leak-only or --human-readable");
-	if (pp && (fold || leak || o.human))
-		return usage_error("--pprof can't be combined with --folded, --leak-only or --human-readable");
-	if (pp && isatty(1))
-		return usage_error("--pprof writes a binary profile: redirect stdout to a file");
-	if (weight_set && !fold)
-		return usage_error("--weight needs --folded");
-	if (o.by_stack && !leak)
-		return usage_error("--by-stack goes with --leak-only");
-	o.format = pp ? REPORT_PPROF : fold ? REPORT_FOLDED : leak ? REPORT_LEAK_ONLY : REPORT_STANDARD;
-
-	path = argv[optind];
 	if (!strcmp(path, "-")) {
 		fd = 0;
 	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
 		fprintf(stderr, "luamemtrace report: %s: %s\n", path, strerror(errno));
 		return LMT_ERR;
 	}
-	r = mpr_open_fd(fd, path);
-	rp = report_new();
-	if (!r || !rp) {
+	if (!(r = mpr_open_fd(fd, path))) {
 		fprintf(stderr, "luamemtrace report: out of memory\n");
 		status = LMT_ERR;
 		goto out;
 	}
-	if (fd > 0 && (skfd = stacks_open(path, o.by_stack)) == -2) {
+	if (fd > 0 && (skfd = stacks_open(path, need_stacks)) == -2) {
 		status = LMT_ERR;
 		goto out;
 	}
@@ -273,6 +204,8 @@ int report_main(int argc, char **argv)
 		status = LMT_ERR;
 		goto out;
 	}
+	if (quiet)
+		goto out;
 	if (rc == MPR_TRUNC) {
 		fprintf(stderr, "luamemtrace report: warning: %s; reporting the %" PRIu64
 				" events read\n",
@@ -286,6 +219,136 @@ int report_main(int argc, char **argv)
 			"events after it have no stack\n", path, skr_diag(sk));
 		status = LMT_LOSSY;
 	}
+out:
+	mpr_close(r);
+	skr_close(sk);
+	if (skfd >= 0)
+		close(skfd);
+	if (fd > 0)
+		close(fd);
+	return status;
+}
+
+/* --flamegraph: a first pass finds the peak and the events' count; the
+ * report is made by the second, which knows them. NB buckets of events
+ * over time. */
+enum { NB = 200 };
+
+static int temporal_pass(const char *path, struct report *rp)
+{
+	struct report *p1 = report_new();
+	uint64_t n, bytes;
+	uint32_t peak;
+	int status;
+
+	if (!p1) {
+		fprintf(stderr, "luamemtrace report: out of memory\n");
+		return LMT_ERR;
+	}
+	status = read_stream(path, 0, 1, p1);
+	report_peak(p1, &n, &peak, &bytes);
+	report_free(p1);
+	if (status == LMT_ERR)
+		return status;
+	if (report_temporal(rp, n < NB ? (n ? (uint32_t)n : 1) : NB, n, peak)) {
+		fprintf(stderr, "luamemtrace report: out of memory\n");
+		return LMT_ERR;
+	}
+	return LMT_OK;
+}
+
+int report_main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "leak-only", no_argument, NULL, 'l' },
+		{ "by-stack", no_argument, NULL, 'S' },
+		{ "human-readable", no_argument, NULL, 'H' },
+		{ "folded", no_argument, NULL, 'f' },
+		{ "weight", required_argument, NULL, 'w' },
+		{ "pprof", no_argument, NULL, 'P' },
+		{ "flamegraph", no_argument, NULL, 'F' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct report_opts o = { 0 };
+	int leak = 0, fold = 0, pp = 0, fg = 0, weight_set = 0, c, status = LMT_OK;
+	const char *path;
+	struct report *rp;
+
+	opterr = 0;
+	optind = 0; /* full re-initialisation (glibc): main may have parsed before */
+	while ((c = getopt_long(argc, argv, "+:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			leak = 1;
+			break;
+		case 'S':
+			o.by_stack = 1;
+			break;
+		case 'H':
+			o.human = 1;
+			break;
+		case 'f':
+			fold = 1;
+			break;
+		case 'P':
+			pp = 1;
+			break;
+		case 'F':
+			fg = 1;
+			break;
+		case 'w':
+			weight_set = 1;
+			if (!strcmp(optarg, "bytes"))
+				o.weight = REPORT_W_BYTES;
+			else if (!strcmp(optarg, "events"))
+				o.weight = REPORT_W_EVENTS;
+			else if (!strcmp(optarg, "live"))
+				o.weight = REPORT_W_LIVE;
+			else
+				return usage_error("bad --weight '%s': want bytes, events or live", optarg);
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return LMT_OK;
+		case ':':
+			return usage_error("option '%s' needs an argument", argv[optind - 1]);
+		default: {
+			const char *a = argv[optind - 1];
+			if (!strncmp(a, "--", 2))
+				return usage_error("unrecognized option '%s'", a);
+			return usage_error("unknown option '-%c'", optopt);
+		}
+		}
+	}
+	if (argc == optind)
+		return usage_error("missing FILE");
+	if (argc - optind > 1)
+		return usage_error("expected one FILE, got %d arguments", argc - optind);
+	if (fold && (leak || o.human))
+		return usage_error("--folded can't be combined with --leak-only or --human-readable");
+	if (pp + fg + fold + leak > 1 || ((pp || fg) && o.human))
+		return usage_error("--pprof, --flamegraph, --folded and --leak-only go alone (--human-readable with --leak-only or the standard report)");
+	if (pp && isatty(1))
+		return usage_error("--pprof writes a binary profile: redirect stdout to a file");
+	if (weight_set && !fold)
+		return usage_error("--weight needs --folded");
+	if (o.by_stack && !leak)
+		return usage_error("--by-stack goes with --leak-only");
+	o.format = pp ? REPORT_PPROF : fg ? REPORT_FLAMEGRAPH : fold ? REPORT_FOLDED :
+		   leak ? REPORT_LEAK_ONLY : REPORT_STANDARD;
+
+	path = argv[optind];
+	if (fg && !strcmp(path, "-"))
+		return usage_error("--flamegraph reads FILE twice: not stdin");
+	o.title = path;
+	if (!(rp = report_new())) {
+		fprintf(stderr, "luamemtrace report: out of memory\n");
+		return LMT_ERR;
+	}
+	if ((fg && (status = temporal_pass(path, rp)) == LMT_ERR) ||
+	    (status = read_stream(path, o.by_stack, 0, rp)) == LMT_ERR)
+		goto out;
 	if (report_print(rp, stdout, &o) || fflush(stdout)) {
 		fprintf(stderr, "luamemtrace report: %s\n",
 			ferror(stdout) ? "error writing the report" : "out of memory");
@@ -293,11 +356,5 @@ int report_main(int argc, char **argv)
 	}
 out:
 	report_free(rp);
-	mpr_close(r);
-	skr_close(sk);
-	if (skfd >= 0)
-		close(skfd);
-	if (fd > 0)
-		close(fd);
 	return status;
 }

@@ -12,6 +12,8 @@
 
 #include "report_int.h"
 
+static void block_gone(struct report *rp, const struct hslot *blk, uint32_t dead);
+
 /* -- Heap map: addr -> live block; linear probing, backward-shift delete -- */
 
 static inline uint64_t heap_home(const struct report *rp, uint64_t addr)
@@ -52,7 +54,7 @@ static void heap_del(struct report *rp, struct hslot *s)
 }
 
 static int heap_put(struct report *rp, uint64_t addr, uint64_t size, uint32_t loc, uint32_t name,
-		    uint32_t key)
+		    uint32_t key, uint32_t born)
 {
 	uint64_t i;
 	if (!rp->heap || (rp->hn + 1) * 8 > (rp->hmask + 1) * 5) {
@@ -78,8 +80,11 @@ static int heap_put(struct report *rp, uint64_t addr, uint64_t size, uint32_t lo
 	}
 	if (!rp->heap[i].loc1)
 		rp->hn++;
+	else
+		block_gone(rp, &rp->heap[i], born); /* an address given twice */
 	rp->heap[i] = (struct hslot){ .addr = addr, .size = size, .loc1 = loc + 1, .name = name,
-				     .key = key };
+				     .key = key, .born = born };
+	rp->held += size;
 	return 0;
 }
 
@@ -167,22 +172,91 @@ hit:
 
 /* Naming, grouping and the group's counters: needs only symbol state.
  * Returns the event's group and sets *li, *name; NONE: skip the event. */
+/* -- Over time (report_temporal) ------------------------------------------ */
+
+static inline uint32_t bucket_of(const struct report *rp, uint32_t seq)
+{
+	const uint64_t b = (uint64_t)seq * rp->nb / (rp->tn ? rp->tn : 1);
+	return b < rp->nb ? (uint32_t)b : rp->nb - 1;
+}
+
+/* A block of key, allocated in bucket born, gone in bucket dead. */
+static int tcell_add(struct report *rp, const struct hslot *blk, uint32_t dead)
+{
+	const uint64_t k = (uint64_t)blk->key << 32 | (uint64_t)blk->born << 16 | dead;
+	uint64_t *i;
+	int isnew;
+
+	if (grow(&rp->tcv, &rp->tc_cap, (size_t)rp->ntc + 1, sizeof(*rp->tcv)) ||
+	    !(i = kvmap_put(&rp->tidx, k, rp->ntc, &isnew)))
+		return -1;
+	if (isnew)
+		rp->tcv[rp->ntc++] = (struct tcell){ .key = blk->key, .born = blk->born,
+						     .dead = dead };
+	rp->tcv[*i].bytes += blk->size;
+	rp->tcv[*i].n++;
+	return 0;
+}
+
+/* Block blk ends (freed, or moved by a realloc) at bucket dead. */
+static void block_gone(struct report *rp, const struct hslot *blk, uint32_t dead)
+{
+	rp->held -= blk->size;
+	if (rp->nb && tcell_add(rp, blk, dead))
+		rp->hoom = 1;
+}
+
+int temporal_end(struct report *rp)
+{
+	if (!rp->nb || rp->tdone)
+		return 0;
+	rp->tdone = 1;
+	for (uint64_t i = 0; rp->heap && i <= rp->hmask; i++)
+		if (rp->heap[i].loc1 && tcell_add(rp, &rp->heap[i], rp->nb))
+			return -1;
+	return 0;
+}
+
+/* After event e: the held bytes' maximum, the bucket's, the peak's live
+ * blocks. */
+static void held_after(struct report *rp, const struct hev *e, uint32_t b)
+{
+	if (rp->held > rp->held_max) {
+		rp->held_max = rp->held;
+		rp->held_at = e->seq;
+	}
+	if (!rp->nb)
+		return;
+	if (rp->held > rp->bmax[b])
+		rp->bmax[b] = rp->held;
+	rp->bend[b] = rp->held;
+	if (!rp->peak_done && e->seq >= rp->peak_seq) {
+		rp->peak_done = 1;
+		live_by_key(rp, &rp->peak);
+	}
+}
+
 void ev_heap(struct report *rp, const struct hev *e)
 {
+	const uint32_t b = rp->nb ? bucket_of(rp, e->seq) : 0;
 	struct hslot *blk;
 	if (e->kind & MP_FREE && (blk = heap_find(rp, e->oaddr))) {
 		link_owner(rp, e->g, blk, e->kind == MP_REALLOC ? e->nsize : 0);
+		block_gone(rp, blk, b);
 		if (e->kind == MP_REALLOC && e->naddr == e->oaddr) {
 			/* In place: one probe, not three. */
 			*blk = (struct hslot){ .addr = e->naddr, .size = e->nsize,
 					       .loc1 = e->li + 1, .name = e->name,
-					       .key = e->key };
+					       .key = e->key, .born = b };
+			rp->held += e->nsize;
+			held_after(rp, e, b);
 			return;
 		}
 		heap_del(rp, blk);
 	}
-	if (e->kind & MP_ALLOC && heap_put(rp, e->naddr, e->nsize, e->li, e->name, e->key))
+	if (e->kind & MP_ALLOC && heap_put(rp, e->naddr, e->nsize, e->li, e->name, e->key, b))
 		rp->hoom = 1;
+	held_after(rp, e, b);
 }
 
 static inline void heap_prefetch(const struct report *rp, uint64_t addr)

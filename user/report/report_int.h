@@ -97,6 +97,7 @@ struct hev {
 	uint64_t oaddr, naddr, nsize;
 	uint32_t g, li, name;
 	uint32_t key; /* its folded stack's name (stacks.c), or name */
+	uint32_t seq; /* its number in the stream, from 0 */
 	uint8_t kind;
 };
 
@@ -127,6 +128,14 @@ struct hslot {
 	uint64_t addr, size;
 	uint32_t loc1, name;
 	uint32_t key; /* the allocating event's (struct hev) */
+	uint32_t born; /* the bucket it was allocated in (report_temporal) */
+};
+
+/* Blocks by (key, bucket allocated, bucket freed: nb if never): bytes and
+ * count (report_temporal). */
+struct tcell {
+	uint32_t key, born, dead;
+	uint64_t bytes, n;
 };
 
 struct trace {
@@ -192,6 +201,23 @@ struct report {
 	uint32_t nstk, stk_cap;
 	struct accset fold; /* folded name -> a: bytes allocated, b: events */
 
+	/* Over time. Always: events seen, bytes held now (the heap map's),
+	 * their maximum and the event after which it was first reached.
+	 * With report_temporal (nb buckets of a tn-event stream): each
+	 * bucket's largest and last held bytes, the blocks by tcell, and what
+	 * was live by key after event peak_seq. */
+	uint32_t nev;
+	uint64_t held, held_max;
+	uint32_t held_at;
+	uint32_t nb, peak_seq;
+	uint64_t tn;
+	int peak_done, tdone;
+	uint64_t *bmax, *bend;
+	struct kvmap tidx; /* (key, born, dead) -> index in tcv */
+	struct tcell *tcv;
+	uint32_t ntc, tc_cap;
+	struct accset peak;
+
 	/* Lua frames by name, for pprof (pprof.c). */
 	struct kvmap pfr;   /* frame name -> index in pfv */
 	struct pframe *pfv;
@@ -221,6 +247,9 @@ int fmt_bytes(char *out, uint64_t v, int human);
 
 uint32_t nowners(const struct report *rp, uint32_t g);
 void ev_heap(struct report *rp, const struct hev *e);
+/* report_temporal: the blocks live at the end join the cells (freed in
+ * bucket nb), once. 0, or -1 out of memory. */
+int temporal_end(struct report *rp);
 void heap_batch(struct report *rp, const struct hev *e, size_t n);
 struct hpipe *pipe_start(struct report *rp);
 void pipe_push(struct hpipe *hp);
@@ -244,6 +273,11 @@ int folded(struct report *rp, FILE *out, enum report_weight w);
 void live_by_key(struct report *rp, struct accset *s);
 /* HEAP SUMMARY BY STACK: live blocks by their allocating stack. */
 int leak_by_stack(struct report *rp, FILE *out, int human);
+
+/* -- flame.c -- */
+
+/* The flame graph page (REPORT_FLAMEGRAPH), titled title. */
+int flamegraph(struct report *rp, FILE *out, const char *title);
 
 /* -- pprof.c -- */
 

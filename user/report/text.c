@@ -222,6 +222,8 @@ int report_print(struct report *rp, FILE *out, const struct report_opts *o)
 		rc = folded(rp, out, o->weight);
 	} else if (o->format == REPORT_PPROF) {
 		rc = pprof(rp, out);
+	} else if (o->format == REPORT_FLAMEGRAPH) {
+		rc = flamegraph(rp, out, o->title ? o->title : "");
 	} else {
 		if (o->format != REPORT_LEAK_ONLY) {
 			static const char *const title[] = { "ALLOCATIONS", "REALLOCATIONS",

@@ -1,0 +1,89 @@
+#!/usr/bin/env bats
+# report --flamegraph: one self-contained HTML page (d3 and d3-flame-graph
+# inlined), its data exact for a known workload (tests/lua/flame.lua: a
+# heap that peaks, then drops), rendered by headless Chromium.
+
+load helpers
+
+setup() {
+	T="$BATS_TEST_TMPDIR"
+}
+
+# page_data HTML: the page's JSON data, pretty enough for node.
+page_data() {
+	node -e '
+		const h = require("fs").readFileSync(process.argv[1], "utf8");
+		const m = h.match(/<script id="lmt-data" type="application\/json">([\s\S]*?)<\/script>/);
+		process.stdout.write(m[1]);' "$1"
+}
+
+# chrome ARGS...: headless Chromium with no network of its own.
+chrome() {
+	timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-quic \
+		--no-first-run --disable-background-networking --disable-component-update \
+		--disable-sync --user-data-dir="$T/chrome" --virtual-time-budget=5000 "$@" 2>/dev/null
+}
+
+@test "report --flamegraph: a page with every asset inline and the exact data of a heap that peaks and drops" {
+	cd "$BATS_TEST_DIRNAME"
+	"$LMT" -q -o "$T/f.bin" --stacks -- luajit -joff lua/flame.lua
+	"$LMT" report --flamegraph "$T/f.bin" > "$T/f.html"
+	# self-contained: no script, style or link fetched from anywhere
+	! grep -Eiq '<script[^>]+src=|<link[^>]+href=|@import' "$T/f.html"
+	grep -q 'd3-flame-graph' "$T/f.html"
+	page_data "$T/f.html" > "$T/d.json"
+	node -e '
+		const D = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+		const key = re => { const k = D.keys.findIndex(s => re.test(s)); if (k < 0) throw new Error("no key " + re); return k; };
+		const eq = (a, b, what) => { if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(what + ": " + JSON.stringify(a) + " != " + JSON.stringify(b)); };
+		// the 1000 tables of line 6 (88 bytes each, through burst called at 8):
+		// allocated, all gone at the end, all held at the peak
+		const b = key(/;@lua\/flame\.lua:8;@lua\/flame\.lua:6$/);
+		eq(D.v[b], [88000, 1000, 0, 0, 88000, 1000], "line 6");
+		// line 12: 10 tables and tail array (14 allocating events: its
+		// part grows 4 times), held at the end as 11 blocks, none at the peak
+		const t = key(/;@lua\/flame\.lua:12$/);
+		eq([D.v[t][1], D.v[t][3], D.v[t][4], D.v[t][5]], [14, 11, 0, 0], "line 12");
+		// the peak: what the peak weight holds in all, and it came after
+		// line 6 last allocated and before line 12 first did
+		eq(D.v.reduce((s, v) => s + v[4], 0), D.peak.bytes, "peak total");
+		eq(D.v.reduce((s, v) => s + v[2], 0), D.totals[2], "end total");
+		// over time: line 6 blocks all die before the end, line 12 ones live
+		const sum = (k, f) => D.t.filter(c => c[0] === k && f(c)).reduce((s, c) => s + c[4], 0);
+		eq(sum(b, c => c[2] < D.nb), 1000, "line 6 freed");
+		eq(sum(t, c => c[2] === D.nb), 11, "line 12 live");
+		eq(D.series.max.length, D.nb, "series");
+		eq(Math.max(...D.series.max), D.peak.bytes, "series peak");
+	' "$T/d.json"
+}
+
+@test "report --flamegraph: headless Chromium renders it; each weight and a range give the known totals" {
+	cd "$BATS_TEST_DIRNAME"
+	"$LMT" -q -o "$T/f.bin" --stacks -- luajit -joff lua/flame.lua
+	"$LMT" report --flamegraph "$T/f.bin" > "$T/f.html"
+	page_data "$T/f.html" > "$T/d.json"
+	want() { node -e "const D = JSON.parse(require('fs').readFileSync('$T/d.json', 'utf8')); console.log($1)"; }
+	total() { chrome --dump-dom "file://$T/f.html$1" | grep -o '<body [^>]*>'; }
+	[ "$(total '')" = "<body data-weight=\"bytes\" data-total=\"$(want 'D.totals[0]')\">" ]
+	[ "$(total '?weight=allocs')" = "<body data-weight=\"allocs\" data-total=\"$(want 'D.totals[1]')\">" ]
+	[ "$(total '?weight=live')" = "<body data-weight=\"live\" data-total=\"$(want 'D.totals[2]')\">" ]
+	[ "$(total '?weight=peak')" = "<body data-weight=\"peak\" data-total=\"$(want 'D.peak.bytes')\">" ]
+	# a range over the whole stream: what it allocated and was held at its
+	# end is what was held at the end
+	[ "$(total "?range=0-$(want 'D.nb - 1')")" = "<body data-weight=\"range\" data-total=\"$(want 'D.totals[2]')\">" ]
+	# the frames are drawn, named as the report names them
+	chrome --dump-dom "file://$T/f.html?weight=peak" | grep -q '@lua/flame.lua:6'
+	# and a screenshot of it
+	chrome --window-size=1300,800 --screenshot="$T/f.png" "file://$T/f.html?weight=peak" > /dev/null
+	[ "$(head -c 8 "$T/f.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
+	[ "$(stat -c %s "$T/f.png")" -gt 20000 ]
+}
+
+@test "report --flamegraph: stdin or with another format says so in one line, exit 2" {
+	run "$LMT" report --flamegraph - < /dev/null
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	run "$LMT" report --flamegraph --pprof "$FIXTURES/alloc.bin"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+}
