@@ -208,7 +208,7 @@ compare_all() {
 }
 
 @test "report: usage errors exit 2 with one line on stderr" {
-	for args in "" "--bogus x.bin" "-x x.bin" "a.bin b.bin" "--weight=live x.bin" \
+	for args in "" "--bogus x.bin" "-x x.bin" "--pprof --folded x.bin" "--weight=live x.bin" \
 		    "--folded --weight=heavy x.bin" "--folded --leak-only x.bin" \
 		    "--folded --human-readable x.bin" "--folded --weight"; do
 		run --separate-stderr "$LMT" report $args

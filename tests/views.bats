@@ -17,6 +17,11 @@ page_data() {
 		process.stdout.write(m[1]);' "$1"
 }
 
+# samples: the values of go tool pprof -raw's samples, sorted.
+samples() {
+	awk '/^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+:/ { print $1, $2, $3, $4 }' | sort
+}
+
 # chrome ARGS...: headless Chromium with no network of its own.
 chrome() {
 	timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-quic \
@@ -86,4 +91,49 @@ chrome() {
 	run "$LMT" report --flamegraph --pprof "$FIXTURES/alloc.bin"
 	[ "$status" -eq 2 ]
 	[ "${#lines[@]}" -eq 1 ]
+}
+
+@test "several streams (files or a directory): --folded and --flamegraph give each its root frame, --pprof a process label, the text report one section each" {
+	cd "$BATS_TEST_DIRNAME"
+	mkdir "$T/d"
+	"$LMT" -q -o "$T/d/a.bin" --stacks -- luajit -joff lua/flame.lua
+	"$LMT" -q -o "$T/d/b.bin" --stacks -- luajit -joff lua/stacks.lua 100
+	# folded: each stream's stacks under its name, as alone
+	"$LMT" report --folded --weight=events "$T/d" > "$T/m.f"
+	for s in a b; do
+		"$LMT" report --folded --weight=events "$T/d/$s.bin" | sed "s/^/$s;/" > "$T/$s.f"
+	done
+	cat "$T/a.f" "$T/b.f" | diff - "$T/m.f"
+	grep -Eq '^a;[^ ]*;@lua/flame\.lua:8;@lua/flame\.lua:6 1000$' "$T/m.f"
+	grep -Eq '^b;[^ ]*;@lua/stacks\.lua:27;@lua/stacks\.lua:7;@lua/stacks\.lua:4 100$' "$T/m.f"
+	# pprof: a "process" label per stream, the values as alone
+	"$LMT" report --pprof "$T/d/a.bin" "$T/d/b.bin" > "$T/m.pb.gz"
+	HOME="$T" go tool pprof -tags -sample_index=alloc_objects "$T/m.pb.gz" > "$T/tags.txt"
+	grep -Eq '^ +[0-9.]+ \(.*\): a$' "$T/tags.txt"
+	grep -Eq '^ +[0-9.]+ \(.*\): b$' "$T/tags.txt"
+	for s in a b; do
+		"$LMT" report --pprof "$T/d/$s.bin" > "$T/$s.pb.gz"
+		HOME="$T" go tool pprof -raw "$T/$s.pb.gz" | samples > "$T/$s.raw"
+		HOME="$T" go tool pprof -raw -tagfocus=process=$s "$T/m.pb.gz" | samples > "$T/m$s.raw"
+		[ -s "$T/$s.raw" ]
+		diff "$T/$s.raw" "$T/m$s.raw"
+	done
+	# flame graph: two streams, each key under its stream's root frame
+	"$LMT" report --flamegraph "$T/d/" > "$T/m.html"
+	node -e '
+		const h = require("fs").readFileSync(process.argv[1], "utf8");
+		const D = JSON.parse(h.match(/<script id="lmt-data" type="application\/json">([\s\S]*?)<\/script>/)[1]);
+		if (D.streams !== 2) throw new Error("streams " + D.streams);
+		const k = D.keys.findIndex(s => /^a;[^;]*;@lua\/flame\.lua:8;@lua\/flame\.lua:6$/.test(s));
+		if (k < 0 || JSON.stringify(D.v[k]) !== "[88000,1000,0,0,88000,1000]") throw new Error("a: " + D.v[k]);
+		if (!D.keys.every(s => /^[ab];/.test(s))) throw new Error("a key without its stream");
+	' "$T/m.html"
+	# text: one section per stream, each its report alone
+	"$LMT" report --leak-only "$T/d/a.bin" "$T/d/b.bin" > "$T/m.txt"
+	{ echo "==> $T/d/a.bin <=="; "$LMT" report --leak-only "$T/d/a.bin"; echo; echo "==> $T/d/b.bin <=="; "$LMT" report --leak-only "$T/d/b.bin"; } | diff - "$T/m.txt"
+	# an empty directory says so
+	mkdir "$T/e"
+	run "$LMT" report --folded "$T/e"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"no streams (*.bin) in it"* ]]
 }

@@ -113,6 +113,8 @@ int report_temporal(struct report *rp, uint32_t nb, uint64_t n, uint32_t peak)
 	if (!nb || nb > 1024 || rp->nev || !(rp->bmax = calloc(nb, sizeof(*rp->bmax))) ||
 	    !(rp->bend = calloc(nb, sizeof(*rp->bend))))
 		return -1;
+	for (uint32_t b = 0; b < nb; b++)
+		rp->bmax[b] = UINT64_MAX; /* no event in it yet */
 	rp->nb = nb;
 	rp->tn = n;
 	rp->peak_seq = peak;

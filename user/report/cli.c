@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <unistd.h>
 #include "info.h"
@@ -19,10 +21,13 @@
 static const char usage_text[] =
 	"usage: luamemtrace report [--leak-only [--by-stack]] [--human-readable]\n"
 	"                          [--folded [--weight=bytes|events|live]] [--pprof]\n"
-	"                          [--flamegraph] FILE\n"
+	"                          [--flamegraph] FILE...\n"
 	"\n"
 	"Prints the report of a memprof stream (FILE, or - for stdin) like\n"
-	"luajit-parse-memprof does.\n"
+	"luajit-parse-memprof does. Several FILEs, or a directory of streams\n"
+	"(-o DIR/): --pprof and --flamegraph merge them (a process label, a\n"
+	"root frame per stream), --folded puts each under a root frame named\n"
+	"after it, the text reports come one per stream.\n"
 	"\n"
 	"  --leak-only        only HEAP SUMMARY (and ALIASES)\n"
 	"  --by-stack         with --leak-only: also what is still held, by the\n"
@@ -229,10 +234,169 @@ out:
 	return status;
 }
 
+/* The streams FILE... name: each file, and in a directory its streams
+ * (*.bin, in name order: COMM.PID.vmN.bin). 0, or -1 having said why. */
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int stream_paths(char **args, int n, char ***out, size_t *nout)
+{
+	char **v = NULL;
+	size_t nv = 0, cap = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		DIR *d;
+		struct dirent *e;
+		size_t first = nv;
+
+		if (strcmp(args[i], "-") && !stat(args[i], &st) && S_ISDIR(st.st_mode)) {
+			if (!(d = opendir(args[i]))) {
+				fprintf(stderr, "luamemtrace report: %s: %s\n", args[i], strerror(errno));
+				goto fail;
+			}
+			while ((e = readdir(d))) {
+				const size_t l = strlen(e->d_name);
+				if (l < 5 || strcmp(e->d_name + l - 4, ".bin"))
+					continue;
+				if (nv == cap && !(v = reallocarray(v, cap = cap ? cap * 2 : 16, sizeof(*v))))
+					break;
+				if (asprintf(&v[nv], "%s%s%s", args[i],
+					     args[i][strlen(args[i]) - 1] == '/' ? "" : "/",
+					     e->d_name) < 0)
+					break;
+				nv++;
+			}
+			closedir(d);
+			if (nv == first) {
+				fprintf(stderr, "luamemtrace report: %s: no streams (*.bin) in it\n", args[i]);
+				goto fail;
+			}
+			qsort(v + first, nv - first, sizeof(*v), cmp_str);
+			continue;
+		}
+		if (nv == cap && !(v = reallocarray(v, cap = cap ? cap * 2 : 16, sizeof(*v))))
+			goto oom;
+		if (!(v[nv] = strdup(args[i])))
+			goto oom;
+		nv++;
+	}
+	*out = v;
+	*nout = nv;
+	return 0;
+oom:
+	fprintf(stderr, "luamemtrace report: out of memory\n");
+fail:
+	while (nv)
+		free(v[--nv]);
+	free(v);
+	return -1;
+}
+
 /* --flamegraph: a first pass finds the peak and the events' count; the
  * report is made by the second, which knows them. NB buckets of events
  * over time. */
 enum { NB = 200 };
+
+static int temporal_pass(const char *path, struct report *rp);
+
+/* A stream's label in a merged view: its file name, less ".bin". */
+static char *label_of(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	char *l = strdup(b ? b + 1 : path);
+	size_t n = l ? strlen(l) : 0;
+
+	if (n > 4 && !strcmp(l + n - 4, ".bin"))
+		l[n - 4] = 0;
+	for (char *p = l; p && *p; p++)
+		if (*p == ';')
+			*p = ','; /* a folded frame holds none */
+	return l;
+}
+
+static int print_failed(void)
+{
+	fprintf(stderr, "luamemtrace report: %s\n",
+		ferror(stdout) ? "error writing the report" : "out of memory");
+	return LMT_ERR;
+}
+
+static int report_one(const char *path, struct report_opts *o)
+{
+	struct report *rp = report_new();
+	int status;
+
+	if (!rp) {
+		fprintf(stderr, "luamemtrace report: out of memory\n");
+		return LMT_ERR;
+	}
+	o->title = path;
+	if ((o->format != REPORT_FLAMEGRAPH || (status = temporal_pass(path, rp)) != LMT_ERR) &&
+	    (status = read_stream(path, o->by_stack, 0, rp)) != LMT_ERR &&
+	    (report_print(rp, stdout, o) || fflush(stdout)))
+		status = print_failed();
+	report_free(rp);
+	return status;
+}
+
+/* Several streams: --pprof and --flamegraph merge them (a process label,
+ * a root frame per stream), --folded puts each stream's stacks under a
+ * root frame of its label, the text reports come one per stream under a
+ * "==> FILE <==" line. The worst status of them. */
+static int report_many(char **paths, size_t n, struct report_opts *o, const char *title)
+{
+	struct pp *pp = o->format == REPORT_PPROF ? pprof_new() : NULL;
+	struct fl *fl = o->format == REPORT_FLAMEGRAPH ? flame_new() : NULL;
+	int status = LMT_OK, st = LMT_OK;
+
+	if ((o->format == REPORT_PPROF && !pp) || (o->format == REPORT_FLAMEGRAPH && !fl))
+		goto oom;
+	for (size_t i = 0; i < n && status != LMT_ERR; i++) {
+		struct report *rp = report_new();
+		char *label = label_of(paths[i]);
+
+		if (!rp || !label) {
+			report_free(rp);
+			free(label);
+			goto oom;
+		}
+		o->title = paths[i];
+		if ((fl && (st = temporal_pass(paths[i], rp)) == LMT_ERR) ||
+		    (st = read_stream(paths[i], o->by_stack, 0, rp)) == LMT_ERR) {
+			status = LMT_ERR;
+		} else if (pp || fl) {
+			report_sync(rp);
+			if (pp ? pprof_add(pp, rp, label) : flame_add(fl, rp, label))
+				status = print_failed();
+		} else {
+			if (o->format == REPORT_FOLDED)
+				rp->label = label;
+			else
+				printf("%s==> %s <==\n", i ? "\n" : "", paths[i]);
+			if (report_print(rp, stdout, o))
+				status = print_failed();
+		}
+		if (st == LMT_LOSSY && status == LMT_OK)
+			status = LMT_LOSSY;
+		report_free(rp);
+		free(label);
+	}
+	if (status != LMT_ERR &&
+	    ((pp && pprof_write(pp, stdout)) || (fl && flame_write(fl, stdout, title)) ||
+	     fflush(stdout)))
+		status = print_failed();
+	pprof_free(pp);
+	flame_free(fl);
+	return status;
+oom:
+	pprof_free(pp);
+	flame_free(fl);
+	fprintf(stderr, "luamemtrace report: out of memory\n");
+	return LMT_ERR;
+}
 
 static int temporal_pass(const char *path, struct report *rp)
 {
@@ -250,7 +414,7 @@ static int temporal_pass(const char *path, struct report *rp)
 	report_free(p1);
 	if (status == LMT_ERR)
 		return status;
-	if (report_temporal(rp, n < NB ? (n ? (uint32_t)n : 1) : NB, n, peak)) {
+	if (report_temporal(rp, NB, n, peak)) {
 		fprintf(stderr, "luamemtrace report: out of memory\n");
 		return LMT_ERR;
 	}
@@ -271,9 +435,9 @@ int report_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct report_opts o = { 0 };
-	int leak = 0, fold = 0, pp = 0, fg = 0, weight_set = 0, c, status = LMT_OK;
-	const char *path;
-	struct report *rp;
+	int leak = 0, fold = 0, pp = 0, fg = 0, weight_set = 0, c, status;
+	char **paths;
+	size_t npaths;
 
 	opterr = 0;
 	optind = 0; /* full re-initialisation (glibc): main may have parsed before */
@@ -323,8 +487,6 @@ int report_main(int argc, char **argv)
 	}
 	if (argc == optind)
 		return usage_error("missing FILE");
-	if (argc - optind > 1)
-		return usage_error("expected one FILE, got %d arguments", argc - optind);
 	if (fold && (leak || o.human))
 		return usage_error("--folded can't be combined with --leak-only or --human-readable");
 	if (pp + fg + fold + leak > 1 || ((pp || fg) && o.human))
@@ -338,23 +500,17 @@ int report_main(int argc, char **argv)
 	o.format = pp ? REPORT_PPROF : fg ? REPORT_FLAMEGRAPH : fold ? REPORT_FOLDED :
 		   leak ? REPORT_LEAK_ONLY : REPORT_STANDARD;
 
-	path = argv[optind];
-	if (fg && !strcmp(path, "-"))
-		return usage_error("--flamegraph reads FILE twice: not stdin");
-	o.title = path;
-	if (!(rp = report_new())) {
-		fprintf(stderr, "luamemtrace report: out of memory\n");
+	for (int i = optind; i < argc; i++)
+		if (fg && !strcmp(argv[i], "-"))
+			return usage_error("--flamegraph reads FILE twice: not stdin");
+	if (stream_paths(argv + optind, argc - optind, &paths, &npaths))
 		return LMT_ERR;
-	}
-	if ((fg && (status = temporal_pass(path, rp)) == LMT_ERR) ||
-	    (status = read_stream(path, o.by_stack, 0, rp)) == LMT_ERR)
-		goto out;
-	if (report_print(rp, stdout, &o) || fflush(stdout)) {
-		fprintf(stderr, "luamemtrace report: %s\n",
-			ferror(stdout) ? "error writing the report" : "out of memory");
-		status = LMT_ERR;
-	}
-out:
-	report_free(rp);
+	if (npaths > 1)
+		status = report_many(paths, npaths, &o, argv[optind]);
+	else
+		status = report_one(paths[0], &o);
+	for (size_t i = 0; i < npaths; i++)
+		free(paths[i]);
+	free(paths);
 	return status;
 }

@@ -52,75 +52,163 @@ static void html_text(FILE *out, const char *s)
 	}
 }
 
-/* Keys and their values. */
-struct fkeys {
-	struct kvmap idx; /* name -> index */
+/* The page's data, from one report or several (flame_add): keys in its
+ * own pool, a stream's under a root frame of its label; the held bytes per
+ * bucket summed over the streams (bucket b of each: the same fraction of
+ * its events), the peaks summed (each stream's own), cells by (key,
+ * bucket allocated, bucket freed). */
+struct fl {
+	struct strpool sp;
+	struct kvmap idx; /* key (pool id) -> index */
 	uint32_t *name;
 	uint64_t (*v)[NV];
 	uint32_t n, cap, vcap;
+	struct kvmap cidx; /* (index, born, dead) -> cell */
+	struct tcell *cv;
+	uint32_t nc, ccap;
+	uint64_t bmax[1024], bend[1024];
+	uint32_t nb, nstreams, peak_seq;
+	uint64_t nev, peak;
 	int oom;
 };
 
-static uint64_t *vals_of(struct fkeys *k, uint32_t name)
+/* The index of key (rp's pool) under label, or NONE. */
+static uint32_t key_of(struct fl *f, const struct report *rp, uint32_t key, const char *label)
 {
+	const char *k = str_ptr(&rp->sp, key);
+	const uint32_t klen = rp->sp.s[key].len;
+	struct sbuf b = { 0 };
+	uint32_t id;
 	uint64_t *i;
 	int isnew;
 
-	if (grow(&k->name, &k->cap, (size_t)k->n + 1, sizeof(*k->name)) ||
-	    grow(&k->v, &k->vcap, (size_t)k->n + 1, sizeof(*k->v)) ||
-	    !(i = kvmap_put(&k->idx, name, k->n, &isnew))) {
-		k->oom = 1;
-		return NULL;
+	if (label) {
+		sb_escaped(&b, label, strlen(label), 0);
+		sb_put(&b, ";", 1);
+	}
+	sb_put(&b, k, klen);
+	id = b.oom ? NONE : intern(&f->sp, b.p ? b.p : "", b.len);
+	free(b.p);
+	if (id == NONE || grow(&f->name, &f->cap, (size_t)f->n + 1, sizeof(*f->name)) ||
+	    grow(&f->v, &f->vcap, (size_t)f->n + 1, sizeof(*f->v)) ||
+	    !(i = kvmap_put(&f->idx, id, f->n, &isnew))) {
+		f->oom = 1;
+		return NONE;
 	}
 	if (isnew) {
-		k->name[k->n] = name;
-		memset(k->v[k->n], 0, sizeof(k->v[0]));
-		k->n++;
+		f->name[f->n] = id;
+		memset(f->v[f->n], 0, sizeof(f->v[0]));
+		f->n++;
 	}
-	return k->v[*i];
+	return (uint32_t)*i;
 }
 
-static void add_set(struct fkeys *k, const struct accset *s, int col)
+static void add_set(struct fl *f, const struct report *rp, const struct accset *s, int col,
+		    const char *label)
 {
-	uint64_t *v;
+	uint32_t k;
 
 	for (uint32_t i = 0; i < s->n; i++)
-		if ((v = vals_of(k, s->v[i].name))) {
-			v[col] += s->v[i].a;
-			v[col + 1] += s->v[i].b;
+		if ((k = key_of(f, rp, s->v[i].name, label)) != NONE) {
+			f->v[k][col] += s->v[i].a;
+			f->v[k][col + 1] += s->v[i].b;
 		}
 }
 
-int flamegraph(struct report *rp, FILE *out, const char *title)
+struct fl *flame_new(void)
 {
-	struct fkeys k = { 0 };
-	struct accset live = { 0 };
-	uint64_t tot[3] = { 0 }, *v;
-	int first = 1;
+	return calloc(1, sizeof(struct fl));
+}
 
+void flame_free(struct fl *f)
+{
+	if (!f)
+		return;
+	kvmap_free(&f->idx);
+	kvmap_free(&f->cidx);
+	free(f->name);
+	free(f->v);
+	free(f->cv);
+	free(f->sp.arena);
+	free(f->sp.s);
+	free(f->sp.tab);
+	free(f);
+}
+
+int flame_add(struct fl *f, struct report *rp, const char *label)
+{
+	struct accset live = { 0 };
+	uint64_t last = 0;
+	uint32_t k;
+
+	if (rp->nb > 1024 || (f->nstreams && rp->nb != f->nb))
+		return -1;
+	f->nb = rp->nb;
+	f->nstreams++;
 	/* What each key allocated, then held at the end and at the peak. */
 	if (rp->has_stacks) {
-		add_set(&k, &rp->fold, 0);
+		add_set(f, rp, &rp->fold, 0, label);
 	} else {
 		for (uint32_t g = 0; g < rp->ngrp; g++)
-			if (rp->grp[g].kind != MP_FREE && (v = vals_of(&k, rp->grp[g].name))) {
-				v[0] += rp->grp[g].alloc;
-				v[1] += rp->grp[g].num;
+			if (rp->grp[g].kind != MP_FREE &&
+			    (k = key_of(f, rp, rp->grp[g].name, label)) != NONE) {
+				f->v[k][0] += rp->grp[g].alloc;
+				f->v[k][1] += rp->grp[g].num;
 			}
 	}
 	live_by_key(rp, &live);
-	add_set(&k, &live, 2);
+	add_set(f, rp, &live, 2, label);
+	add_set(f, rp, &rp->peak, 4, label);
+	acc_free(&live);
+	/* Blocks by bucket allocated and freed (nb: still live). */
 	if (temporal_end(rp))
-		goto oom;
-	add_set(&k, &rp->peak, 4);
-	for (uint32_t i = 0; i < k.n; i++) {
-		tot[0] += k.v[i][0];
-		tot[1] += k.v[i][1];
-		tot[2] += k.v[i][2];
-	}
-	if (k.oom || live.oom || rp->peak.oom)
-		goto oom;
+		f->oom = 1;
+	for (uint32_t i = 0; i < rp->ntc && !f->oom; i++) {
+		const struct tcell *t = &rp->tcv[i];
+		uint64_t *c;
+		int isnew;
 
+		if ((k = key_of(f, rp, t->key, label)) == NONE ||
+		    grow(&f->cv, &f->ccap, (size_t)f->nc + 1, sizeof(*f->cv)) ||
+		    !(c = kvmap_put(&f->cidx, (uint64_t)k << 32 | (uint64_t)t->born << 16 | t->dead,
+				    f->nc, &isnew))) {
+			f->oom = 1;
+			break;
+		}
+		if (isnew)
+			f->cv[f->nc++] = (struct tcell){ .key = k, .born = t->born, .dead = t->dead };
+		f->cv[*c].bytes += t->bytes;
+		f->cv[*c].n += t->n;
+	}
+	/* Held bytes per bucket; one with no event holds what the last did. */
+	for (uint32_t b = 0; b < rp->nb; b++) {
+		const int none = rp->bmax[b] == UINT64_MAX;
+		f->bmax[b] += none ? last : rp->bmax[b];
+		last = none ? last : rp->bend[b];
+		f->bend[b] += last;
+	}
+	f->nev += rp->tn;
+	f->peak += rp->held_max;
+	f->peak_seq = rp->peak_seq;
+	f->oom |= live.oom || rp->peak.oom || rp->oom || rp->hoom;
+	return f->oom ? -1 : 0;
+}
+
+static void u64_list(FILE *out, const uint64_t *v, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(out, "%s%" PRIu64, i ? "," : "", v[i]);
+}
+
+int flame_write(struct fl *f, FILE *out, const char *title)
+{
+	uint64_t tot[3] = { 0 };
+
+	if (f->oom)
+		return -1;
+	for (uint32_t i = 0; i < f->n; i++)
+		for (int c = 0; c < 3; c++)
+			tot[c] += f->v[i][c];
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>", out);
 	html_text(out, title);
 	fputs(" - luamemtrace</title>\n<style>", out);
@@ -133,54 +221,46 @@ int flamegraph(struct report *rp, FILE *out, const char *title)
 	PUT(lmt_fg_tip, out);
 	fputs("</script>\n</head><body>\n", out);
 	PUT(lmt_fg_page, out);
-	/* The data. */
+	/* The data (user/report/flame/page.js). */
 	fputs("<script id=\"lmt-data\" type=\"application/json\">{\"title\":", out);
 	json_str(out, title, strlen(title));
-	fprintf(out, ",\"n\":%" PRIu64 ",\"nb\":%u,\"peak\":{\"seq\":%u,\"bytes\":%" PRIu64 "}",
-		rp->tn, rp->nb, rp->peak_seq, rp->held_max);
-	fprintf(out, ",\"totals\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", tot[0], tot[1], tot[2]);
-	fputs(",\"series\":{\"max\":[", out);
-	for (uint32_t b = 0; b < rp->nb; b++)
-		fprintf(out, "%s%" PRIu64, b ? "," : "", rp->bmax[b]);
+	fprintf(out, ",\"streams\":%u,\"n\":%" PRIu64 ",\"nb\":%u", f->nstreams, f->nev, f->nb);
+	fprintf(out, ",\"peak\":{\"seq\":%u,\"bytes\":%" PRIu64 "}", f->peak_seq, f->peak);
+	fputs(",\"totals\":[", out);
+	u64_list(out, tot, 3);
+	fputs("],\"series\":{\"max\":[", out);
+	u64_list(out, f->bmax, f->nb);
 	fputs("],\"end\":[", out);
-	for (uint32_t b = 0; b < rp->nb; b++)
-		fprintf(out, "%s%" PRIu64, b ? "," : "", rp->bend[b]);
+	u64_list(out, f->bend, f->nb);
 	fputs("]},\n\"keys\":[", out);
-	for (uint32_t i = 0; i < k.n; i++) {
+	for (uint32_t i = 0; i < f->n; i++) {
 		if (i)
 			fputc(',', out);
-		json_str(out, str_ptr(&rp->sp, k.name[i]), rp->sp.s[k.name[i]].len);
+		json_str(out, str_ptr(&f->sp, f->name[i]), f->sp.s[f->name[i]].len);
 	}
 	fputs("],\n\"v\":[", out);
-	for (uint32_t i = 0; i < k.n; i++) {
+	for (uint32_t i = 0; i < f->n; i++) {
 		fputs(i ? ",[" : "[", out);
-		for (int c = 0; c < NV; c++)
-			fprintf(out, "%s%" PRIu64, c ? "," : "", k.v[i][c]);
+		u64_list(out, f->v[i], NV);
 		fputc(']', out);
 	}
-	/* Blocks by bucket allocated and freed (nb: still live). */
 	fputs("],\n\"t\":[", out);
-	for (uint32_t i = 0; i < rp->ntc; i++) {
-		const struct tcell *t = &rp->tcv[i];
-		const uint64_t *ki = kvmap_get(&k.idx, t->key);
-		if (!ki)
-			continue;
-		fprintf(out, "%s[%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 "]", first ? "" : ",",
-			*ki, t->born, t->dead, t->bytes, t->n);
-		first = 0;
+	for (uint32_t i = 0; i < f->nc; i++) {
+		const struct tcell *t = &f->cv[i];
+		fprintf(out, "%s[%u,%u,%u,%" PRIu64 ",%" PRIu64 "]", i ? "," : "", t->key, t->born,
+			t->dead, t->bytes, t->n);
 	}
 	fputs("]}</script>\n<script>", out);
 	PUT(lmt_fg_js, out);
 	fputs("</script>\n</body></html>\n", out);
-	kvmap_free(&k.idx);
-	free(k.name);
-	free(k.v);
-	acc_free(&live);
 	return ferror(out) ? -1 : 0;
-oom:
-	kvmap_free(&k.idx);
-	free(k.name);
-	free(k.v);
-	acc_free(&live);
-	return -1;
+}
+
+int flamegraph(struct report *rp, FILE *out, const char *title)
+{
+	struct fl *f = flame_new();
+	int rc = !f || flame_add(f, rp, NULL) ? -1 : flame_write(f, out, title);
+
+	flame_free(f);
+	return rc;
 }

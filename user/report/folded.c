@@ -14,6 +14,8 @@
 static void folded_line(FILE *out, const struct report *rp, const uint32_t *frames, size_t n,
 			uint64_t w)
 {
+	if (rp->label)
+		fprintf(out, "%s;", rp->label);
 	for (size_t i = 0; i < n; i++) {
 		const char *p = str_ptr(&rp->sp, frames[i]);
 		const uint32_t len = rp->sp.s[frames[i]].len;

@@ -227,7 +227,7 @@ static void held_after(struct report *rp, const struct hev *e, uint32_t b)
 	}
 	if (!rp->nb)
 		return;
-	if (rp->held > rp->bmax[b])
+	if (rp->bmax[b] == UINT64_MAX || rp->held > rp->bmax[b])
 		rp->bmax[b] = rp->held;
 	rp->bend[b] = rp->held;
 	if (!rp->peak_done && e->seq >= rp->peak_seq) {

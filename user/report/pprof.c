@@ -18,6 +18,7 @@
 #include "profile.pb-c.h"
 #include "report_int.h"
 
+
 /* -- Frames -------------------------------------------------------------- */
 
 int pframe_add(struct report *rp, uint32_t name, uint64_t addr, uint64_t line)
@@ -64,13 +65,15 @@ typedef Perftools__Profiles__Location Location;
 typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Function Function;
 typedef Perftools__Profiles__Mapping Mapping;
+typedef Perftools__Profiles__Label Label;
 
 enum { NVAL = 4 };
 
-/* The profile being built: its tables, and the report names they came
- * from (string pool id -> string index, function and location ids). */
+/* The profile being built from one report or several (pprof_add): names
+ * in its own pool (sp), so reports can come and go; string table index,
+ * function and location ids by pool id; samples by (label, key). */
 struct pp {
-	struct report *rp;
+	struct strpool sp;
 	struct kvmap str, fn, loc, smp;
 	char **strs;
 	uint32_t nstr, str_cap;
@@ -80,12 +83,28 @@ struct pp {
 	Line *lines;
 	uint32_t nloc, loc_cap, line_cap;
 	Sample *smps;
+	Label *labels; /* one per sample, used when labelled */
 	uint64_t *ids; /* location ids of all samples, in one array */
 	uint32_t nids, ids_cap;
 	int64_t *vals; /* NVAL per sample */
-	uint32_t nsmp, smp_cap, vals_cap;
-	int oom;
+	uint32_t nsmp, smp_cap, vals_cap, lab_cap;
+	int labelled, oom;
 };
+
+/* Pool id of text s (n bytes) in p's own pool. */
+static uint32_t own(struct pp *p, const char *s, size_t n)
+{
+	const uint32_t id = intern(&p->sp, s, n);
+	if (id == NONE)
+		p->oom = 1;
+	return id;
+}
+
+static uint32_t own_of(struct pp *p, const struct report *rp, uint32_t id)
+{
+	return id == NONE ? (p->oom = 1, NONE) :
+			    own(p, str_ptr(&rp->sp, id), rp->sp.s[id].len);
+}
 
 static int64_t str_idx(struct pp *p, uint32_t id)
 {
@@ -97,7 +116,7 @@ static int64_t str_idx(struct pp *p, uint32_t id)
 	if ((v = kvmap_get(&p->str, id)))
 		return (int64_t)*v;
 	if (grow(&p->strs, &p->str_cap, (size_t)p->nstr + 1, sizeof(*p->strs)) ||
-	    !(p->strs[p->nstr] = strndup(str_ptr(&p->rp->sp, id), p->rp->sp.s[id].len)) ||
+	    !(p->strs[p->nstr] = strndup(str_ptr(&p->sp, id), p->sp.s[id].len)) ||
 	    !kvmap_put(&p->str, id, p->nstr, &isnew))
 		goto oom;
 	return p->nstr++;
@@ -108,7 +127,7 @@ oom:
 
 static int64_t lit_idx(struct pp *p, const char *s)
 {
-	return str_idx(p, intern(&p->rp->sp, s, strlen(s)));
+	return str_idx(p, own(p, s, strlen(s)));
 }
 
 static uint64_t fn_id(struct pp *p, uint32_t name, uint32_t file, uint64_t start)
@@ -116,6 +135,8 @@ static uint64_t fn_id(struct pp *p, uint32_t name, uint32_t file, uint64_t start
 	uint64_t *v;
 	int isnew;
 
+	if (name == NONE)
+		return p->oom = 1, 0;
 	if ((v = kvmap_get(&p->fn, name)))
 		return *v;
 	if (grow(&p->fns, &p->fn_cap, (size_t)p->nfn + 1, sizeof(*p->fns)) ||
@@ -132,77 +153,97 @@ static uint64_t fn_id(struct pp *p, uint32_t name, uint32_t file, uint64_t start
 	return ++p->nfn;
 }
 
-/* The location of frame name: a Lua line (struct pframe) or a name. */
-static uint64_t loc_id(struct pp *p, uint32_t name)
+/* The location of frame name (rp's pool): a Lua line (struct pframe) or
+ * a name. */
+static uint64_t loc_id(struct pp *p, const struct report *rp, uint32_t name)
 {
+	const uint32_t oname = own_of(p, rp, name);
 	const uint64_t *k;
-	uint64_t *v, fid;
+	uint64_t *v, fid, line = 0;
 	int isnew;
 
-	if ((v = kvmap_get(&p->loc, name)))
+	if (oname == NONE)
+		return 0;
+	if ((v = kvmap_get(&p->loc, oname)))
 		return *v;
-	if ((k = kvmap_get(&p->rp->pfr, name))) {
-		const struct pframe *f = &p->rp->pfv[*k];
-		fid = fn_id(p, f->fn, f->file, f->start);
-		k = &f->line;
+	if ((k = kvmap_get(&rp->pfr, name))) {
+		const struct pframe *f = &rp->pfv[*k];
+		fid = fn_id(p, own_of(p, rp, f->fn), own_of(p, rp, f->file), f->start);
+		line = f->line;
 	} else {
-		static const uint64_t zero;
-		fid = fn_id(p, name, NONE, 0);
-		k = &zero;
+		fid = fn_id(p, oname, NONE, 0);
 	}
 	if (p->oom || grow(&p->locs, &p->loc_cap, (size_t)p->nloc + 1, sizeof(*p->locs)) ||
 	    grow(&p->lines, &p->line_cap, (size_t)p->nloc + 1, sizeof(*p->lines)) ||
-	    !kvmap_put(&p->loc, name, p->nloc + 1, &isnew)) {
+	    !kvmap_put(&p->loc, oname, p->nloc + 1, &isnew)) {
 		p->oom = 1;
 		return 0;
 	}
 	perftools__profiles__line__init(&p->lines[p->nloc]);
 	p->lines[p->nloc].function_id = fid;
-	p->lines[p->nloc].line = (int64_t)*k;
+	p->lines[p->nloc].line = (int64_t)line;
 	perftools__profiles__location__init(&p->locs[p->nloc]);
 	p->locs[p->nloc].id = p->nloc + 1;
 	return ++p->nloc;
 }
 
-/* The sample of key (a folded stack, root first, or a location name):
- * its values, made with its locations (leaf first) the first time. */
-static int64_t *sample_of(struct pp *p, uint32_t key)
+/* The sample of key (rp's pool: a folded stack, root first, or a location
+ * name) under label (p's pool; NONE: none): its values, made with its
+ * locations (leaf first) the first time. */
+static int64_t *sample_of(struct pp *p, struct report *rp, uint32_t key, uint32_t label)
 {
-	const char *s = str_ptr(&p->rp->sp, key);
-	const uint32_t len = p->rp->sp.s[key].len;
-	const size_t first = p->nids;
+	const uint32_t okey = own_of(p, rp, key);
+	const uint64_t sk = (uint64_t)(label == NONE ? 0 : label + 1) << 32 | okey;
+	const uint32_t first = p->nids;
 	uint64_t *v;
-	uint32_t end = len, b;
+	uint32_t len, end, b;
+	char *s;
 	int isnew;
 
-	if ((v = kvmap_get(&p->smp, key)))
+	if (okey == NONE)
+		return NULL;
+	if ((v = kvmap_get(&p->smp, sk)))
 		return &p->vals[*v * NVAL];
+	/* A copy: pieces are interned in the pool the key lives in. */
+	len = rp->sp.s[key].len;
+	if (!(s = malloc(len + 1))) {
+		p->oom = 1;
+		return NULL;
+	}
+	memcpy(s, str_ptr(&rp->sp, key), len);
 	/* Without stacks a key is one frame, ';' and all. */
-	for (;;) {
+	for (end = len;;) {
 		uint32_t piece;
 
-		for (b = end; b > 0 && (!p->rp->has_stacks || s[b - 1] != ';'); b--)
+		for (b = end; b > 0 && (!rp->has_stacks || s[b - 1] != ';'); b--)
 			;
-		piece = b == 0 && end == len ? key : intern(&p->rp->sp, s + b, end - b);
+		piece = b == 0 && end == len ? key : intern(&rp->sp, s + b, end - b);
 		if (piece == NONE || grow(&p->ids, &p->ids_cap, p->nids + 1, sizeof(*p->ids))) {
 			p->oom = 1;
-			return NULL;
+			break;
 		}
-		p->ids[p->nids++] = loc_id(p, piece);
+		p->ids[p->nids++] = loc_id(p, rp, piece);
 		if (b == 0)
 			break;
 		end = b - 1;
 	}
+	free(s);
 	if (p->oom || grow(&p->smps, &p->smp_cap, (size_t)p->nsmp + 1, sizeof(*p->smps)) ||
+	    grow(&p->labels, &p->lab_cap, (size_t)p->nsmp + 1, sizeof(*p->labels)) ||
 	    grow(&p->vals, &p->vals_cap, ((size_t)p->nsmp + 1) * NVAL, sizeof(*p->vals)) ||
-	    !kvmap_put(&p->smp, key, p->nsmp, &isnew)) {
+	    !kvmap_put(&p->smp, sk, p->nsmp, &isnew)) {
 		p->oom = 1;
 		return NULL;
 	}
 	perftools__profiles__sample__init(&p->smps[p->nsmp]);
-	/* an offset into ids until ids stops moving (pp_write) */
+	/* an offset into ids until ids stops moving (pprof_write) */
 	p->smps[p->nsmp].n_location_id = p->nids - first;
 	p->smps[p->nsmp].location_id = (uint64_t *)(uintptr_t)first;
+	perftools__profiles__label__init(&p->labels[p->nsmp]);
+	if (label != NONE) {
+		p->labels[p->nsmp].key = lit_idx(p, "process");
+		p->labels[p->nsmp].str = str_idx(p, label);
+	}
 	memset(&p->vals[(size_t)p->nsmp * NVAL], 0, NVAL * sizeof(*p->vals));
 	return &p->vals[(size_t)p->nsmp++ * NVAL];
 }
@@ -233,8 +274,60 @@ static int gz_out(FILE *out, const uint8_t *data, size_t n)
 	return 0;
 }
 
-/* The profile of p's samples, packed and written. */
-static int pp_write(struct pp *p, FILE *out)
+struct pp *pprof_new(void)
+{
+	struct pp *p = calloc(1, sizeof(*p));
+
+	/* string_table[0] is "" */
+	if (p && lit_idx(p, "") != 0) {
+		pprof_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+int pprof_add(struct pp *p, struct report *rp, const char *label)
+{
+	const uint32_t lab = label ? own(p, label, strlen(label)) : NONE;
+	struct accset live = { 0 };
+	int64_t *v;
+
+	p->labelled |= label != NULL;
+	/* Locations without a stack (a stream without companion, an event
+	 * without its stack) are their group's: a Lua line is a frame. */
+	for (uint32_t g = 0; g < rp->ngrp; g++) {
+		const struct loc *l = &rp->loc[rp->grp[g].loc];
+		if (!l->trace && pframe_add(rp, rp->grp[g].name, l->addr, l->line))
+			p->oom = 1;
+	}
+	/* What each stack or location allocated... */
+	if (rp->has_stacks) {
+		for (uint32_t i = 0; i < rp->fold.n; i++)
+			if ((v = sample_of(p, rp, rp->fold.v[i].name, lab))) {
+				v[0] += (int64_t)rp->fold.v[i].b;
+				v[1] += (int64_t)rp->fold.v[i].a;
+			}
+	} else {
+		for (uint32_t g = 0; g < rp->ngrp; g++)
+			if (rp->grp[g].kind != MP_FREE &&
+			    (v = sample_of(p, rp, rp->grp[g].name, lab))) {
+				v[0] += (int64_t)rp->grp[g].num;
+				v[1] += (int64_t)rp->grp[g].alloc;
+			}
+	}
+	/* ...and what it still held at the end. */
+	live_by_key(rp, &live);
+	for (uint32_t i = 0; i < live.n; i++)
+		if ((v = sample_of(p, rp, live.v[i].name, lab))) {
+			v[2] += (int64_t)live.v[i].b;
+			v[3] += (int64_t)live.v[i].a;
+		}
+	p->oom |= live.oom || rp->oom;
+	acc_free(&live);
+	return p->oom ? -1 : 0;
+}
+
+int pprof_write(struct pp *p, FILE *out)
 {
 	static const char *const types[NVAL][2] = {
 		{ "alloc_objects", "count" }, { "alloc_space", "bytes" },
@@ -247,6 +340,7 @@ static int pp_write(struct pp *p, FILE *out)
 	Location **lp = NULL;
 	Line **linep = NULL;
 	Function **fp = NULL;
+	Label **labp = NULL;
 	uint8_t *buf = NULL;
 	size_t n;
 	int rc = -1;
@@ -268,12 +362,17 @@ static int pp_write(struct pp *p, FILE *out)
 	if (p->oom ||
 	    !(sp = calloc(p->nsmp + 1, sizeof(*sp))) || !(lp = calloc(p->nloc + 1, sizeof(*lp))) ||
 	    !(linep = calloc(p->nloc + 1, sizeof(*linep))) ||
-	    !(fp = calloc(p->nfn + 1, sizeof(*fp))))
+	    !(fp = calloc(p->nfn + 1, sizeof(*fp))) || !(labp = calloc(p->nsmp + 1, sizeof(*labp))))
 		goto out;
 	for (uint32_t i = 0; i < p->nsmp; i++) {
 		p->smps[i].location_id = p->ids + (uintptr_t)p->smps[i].location_id;
 		p->smps[i].n_value = NVAL;
 		p->smps[i].value = &p->vals[(size_t)i * NVAL];
+		if (p->labelled) {
+			labp[i] = &p->labels[i];
+			p->smps[i].n_label = 1;
+			p->smps[i].label = &labp[i];
+		}
 		sp[i] = &p->smps[i];
 	}
 	for (uint32_t i = 0; i < p->nloc; i++) {
@@ -304,17 +403,23 @@ static int pp_write(struct pp *p, FILE *out)
 	    perftools__profiles__profile__pack(&prof, buf) != n)
 		goto out;
 	rc = gz_out(out, buf, n);
+	/* ids may move again if the profile grows: offsets back */
+	for (uint32_t i = 0; i < p->nsmp; i++)
+		p->smps[i].location_id = (uint64_t *)(uintptr_t)(p->smps[i].location_id - p->ids);
 out:
 	free(buf);
 	free(sp);
 	free(lp);
 	free(linep);
 	free(fp);
+	free(labp);
 	return rc;
 }
 
-static void pp_free(struct pp *p)
+void pprof_free(struct pp *p)
 {
+	if (!p)
+		return;
 	for (uint32_t i = 0; i < p->nstr; i++)
 		free(p->strs[i]);
 	free(p->strs);
@@ -322,56 +427,24 @@ static void pp_free(struct pp *p)
 	free(p->locs);
 	free(p->lines);
 	free(p->smps);
+	free(p->labels);
 	free(p->ids);
 	free(p->vals);
 	kvmap_free(&p->str);
 	kvmap_free(&p->fn);
 	kvmap_free(&p->loc);
 	kvmap_free(&p->smp);
+	free(p->sp.arena);
+	free(p->sp.s);
+	free(p->sp.tab);
+	free(p);
 }
 
 int pprof(struct report *rp, FILE *out)
 {
-	struct pp p = { .rp = rp };
-	struct accset live = { 0 };
-	int64_t *v;
-	int rc = -1;
+	struct pp *p = pprof_new();
+	int rc = !p || pprof_add(p, rp, NULL) ? -1 : pprof_write(p, out);
 
-	/* string_table[0] is "" */
-	if (lit_idx(&p, "") != 0)
-		goto out;
-	/* Locations without a stack (a stream without companion, an event
-	 * without its stack) are their group's: a Lua line is a frame. */
-	for (uint32_t g = 0; g < rp->ngrp; g++) {
-		const struct loc *l = &rp->loc[rp->grp[g].loc];
-		if (!l->trace && pframe_add(rp, rp->grp[g].name, l->addr, l->line))
-			goto out;
-	}
-	/* What each stack or location allocated... */
-	if (rp->has_stacks) {
-		for (uint32_t i = 0; i < rp->fold.n; i++)
-			if ((v = sample_of(&p, rp->fold.v[i].name))) {
-				v[0] += (int64_t)rp->fold.v[i].b;
-				v[1] += (int64_t)rp->fold.v[i].a;
-			}
-	} else {
-		for (uint32_t g = 0; g < rp->ngrp; g++)
-			if (rp->grp[g].kind != MP_FREE && (v = sample_of(&p, rp->grp[g].name))) {
-				v[0] += (int64_t)rp->grp[g].num;
-				v[1] += (int64_t)rp->grp[g].alloc;
-			}
-	}
-	/* ...and what it still held at the end. */
-	live_by_key(rp, &live);
-	for (uint32_t i = 0; i < live.n; i++)
-		if ((v = sample_of(&p, live.v[i].name))) {
-			v[2] += (int64_t)live.v[i].b;
-			v[3] += (int64_t)live.v[i].a;
-		}
-	if (!live.oom && !p.oom && !rp->oom)
-		rc = pp_write(&p, out);
-out:
-	acc_free(&live);
-	pp_free(&p);
+	pprof_free(p);
 	return rc;
 }

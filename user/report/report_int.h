@@ -218,6 +218,9 @@ struct report {
 	uint32_t ntc, tc_cap;
 	struct accset peak;
 
+	/* --folded of several streams: this one's root frame. */
+	const char *label;
+
 	/* Lua frames by name, for pprof (pprof.c). */
 	struct kvmap pfr;   /* frame name -> index in pfv */
 	struct pframe *pfv;
@@ -276,15 +279,25 @@ int leak_by_stack(struct report *rp, FILE *out, int human);
 
 /* -- flame.c -- */
 
-/* The flame graph page (REPORT_FLAMEGRAPH), titled title. */
+/* The flame graph page (REPORT_FLAMEGRAPH), titled title; of several
+ * reports: flame_new, flame_add each (label: its root frame), flame_write. */
 int flamegraph(struct report *rp, FILE *out, const char *title);
+struct fl *flame_new(void);
+int flame_add(struct fl *f, struct report *rp, const char *label);
+int flame_write(struct fl *f, FILE *out, const char *title);
+void flame_free(struct fl *f);
 
 /* -- pprof.c -- */
 
 /* Frame name is a Lua line: prototype addr (if the stream named it), line.
  * 0, or -1 out of memory. */
 int pframe_add(struct report *rp, uint32_t name, uint64_t addr, uint64_t line);
-/* The gzipped pprof profile (REPORT_PPROF). */
+/* The gzipped pprof profile (REPORT_PPROF); of several reports:
+ * pprof_new, pprof_add each (label: its "process" label), pprof_write. */
 int pprof(struct report *rp, FILE *out);
+struct pp *pprof_new(void);
+int pprof_add(struct pp *p, struct report *rp, const char *label);
+int pprof_write(struct pp *p, FILE *out);
+void pprof_free(struct pp *p);
 
 #endif

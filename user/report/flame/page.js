@@ -5,6 +5,8 @@
 // end, bytes held at the peak, blocks held at the peak]; t = [k, bucket
 // allocated, bucket freed (nb: never), bytes, blocks]; series.max/end: held
 // bytes per bucket of events (largest, last); n events, peak {seq, bytes}.
+// Several streams (streams > 1): a root frame each, bucket b of each the
+// same fraction of its events, the series and peaks summed (each its own).
 (function () {
 	'use strict';
 	const D = JSON.parse(document.getElementById('lmt-data').textContent);
@@ -95,7 +97,9 @@
 		let data;
 		if (range) {
 			data = tree(rangeVals(range[0], range[1]), false);
-			rangeEl.textContent = 'allocated in events ' + range[2] + '-' + range[3] +
+			rangeEl.textContent = 'allocated in ' + (D.streams > 1 ?
+				Math.round(range[0] * 100 / D.nb) + '-' + Math.round((range[1] + 1) * 100 / D.nb) +
+				'% of each stream\'s events' : 'events ' + range[2] + '-' + range[3]) +
 				' and still held at its end: ' + fmtBytes(data.bytes) + ' in ' + data.count +
 				' blocks (clear the selection to go back)';
 		} else {
@@ -123,15 +127,17 @@
 		const pts = D.series.max.map((v, i) => [i, v]).concat([[nb, D.series.end[nb - 1]]]);
 		svg.append('path').attr('class', 'area')
 			.attr('d', d3.area().curve(d3.curveStepAfter).x(p => x(p[0])).y0(y(0)).y1(p => y(p[1]))(pts));
+		const multi = D.streams > 1;
 		svg.append('g').attr('transform', 'translate(0,' + (height - m.b) + ')')
-			.call(d3.axisBottom(d3.scaleLinear().domain([0, D.n]).range([m.l, width - m.r]))
-				.ticks(8).tickFormat(d3.format('~s')));
+			.call(d3.axisBottom(d3.scaleLinear().domain([0, multi ? 100 : D.n])
+				.range([m.l, width - m.r])).ticks(8)
+				.tickFormat(multi ? (v => v + '%') : d3.format('~s')));
 		svg.append('g').attr('transform', 'translate(' + m.l + ',0)')
 			.call(d3.axisLeft(y).ticks(4).tickFormat(fmtBytes));
 		const pb = D.n ? D.peak.seq * nb / D.n : 0;
-		svg.append('line').attr('class', 'peak').attr('x1', x(pb)).attr('x2', x(pb))
+		if (!multi) svg.append('line').attr('class', 'peak').attr('x1', x(pb)).attr('x2', x(pb))
 			.attr('y1', m.t).attr('y2', height - m.b);
-		svg.append('text').attr('class', 'peak-label')
+		if (!multi) svg.append('text').attr('class', 'peak-label')
 			.attr('x', x(pb) + (x(pb) > width / 2 ? -4 : 4)).attr('y', m.t + 10)
 			.attr('text-anchor', x(pb) > width / 2 ? 'end' : 'start')
 			.text('peak ' + fmtBytes(D.peak.bytes));
@@ -149,7 +155,12 @@
 	}
 
 	document.getElementById('title').textContent = D.title;
-	document.getElementById('summary').textContent = D.n + ' events; ' +
+	document.getElementById('summary').textContent = D.streams > 1 ?
+		D.streams + ' streams, ' + D.n + ' events; ' + fmtBytes(D.totals[0]) + ' allocated in ' +
+		D.totals[1] + ' allocations; held at the end: ' + fmtBytes(D.totals[2]) +
+		'; at each stream\'s own peak: ' + fmtBytes(D.peak.bytes) +
+		'. The x axis is the share of each stream\'s events (streams have no timestamps).' :
+		D.n + ' events; ' +
 		fmtBytes(D.totals[0]) + ' allocated in ' + D.totals[1] + ' allocations; held at the end: ' +
 		fmtBytes(D.totals[2]) + '; peak: ' + fmtBytes(D.peak.bytes) + ' after event ' + D.peak.seq +
 		'. Events are the x axis: the stream has no timestamps.';
