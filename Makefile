@@ -17,7 +17,7 @@ ARCH_DEFINE := -D__TARGET_ARCH_x86
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -I$(OUT) -Iuser -Ibpf $(SAN)
-LDLIBS  := -lbpf -lelf -lcapstone -lprotobuf-c -lz -lpthread
+LDLIBS  := -lbpf -lelf -lcapstone -lprotobuf-c -lncursesw -lz -lpthread
 ALL_LDFLAGS := $(LDFLAGS) $(SAN)
 
 BPF_SRC  := $(wildcard bpf/*.bpf.c)
@@ -48,7 +48,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))
 # Debian packages needed to build, run and test (one list: CI uses it too).
 DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcapstone-dev luajit libluajit-5.1-dev bats util-linux libclang-rt-14-dev \
-	protobuf-c-compiler libprotobuf-c-dev golang-go chromium \
+	protobuf-c-compiler libprotobuf-c-dev golang-go chromium libncurses-dev tmux \
 	nginx-core curl procps wrk sysbench knot-resolver dnsperf iproute2
 
 .PHONY: all clean test unit bats bench fuzz asan demo deps

@@ -137,3 +137,56 @@ chrome() {
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"no streams (*.bin) in it"* ]]
 }
+
+# screen: what the tmux session lmt-$$ shows now.
+screen() {
+	tmux -L "lmt$$" capture-pane -p -t lmt
+}
+
+# screen_has RE: waits up to 10 s for a line of the screen matching RE.
+screen_has() {
+	local i
+	for i in $(seq 1 100); do
+		screen | grep -Eq -- "$1" && return 0
+		sleep 0.1
+	done
+	echo "no line matching '$1' on the screen:"
+	screen
+	return 1
+}
+
+@test "luamemtrace top -p PID in a real terminal (tmux): the known site and its stack live, sorting keys, q detaches and leaves the process running, no probe left" {
+	cd "$BATS_TEST_DIRNAME"
+	luajit -joff lua/top.lua 3>&- &
+	local pid=$!
+	tmux -L "lmt$$" new-session -d -s lmt -x 160 -y 30 -c "$PWD" \
+		"$LMT top --stacks -p $pid; echo EXIT=\$? > $T/exit; sleep 60"
+	# the site of line 6, allocating all the time, 2 blocks of it each turn
+	screen_has "^ +[0-9.]+[KMG]?i?B +[1-9][0-9]* +[0-9.]+[KMG]?i?B +[0-9]+  @lua/top\.lua:6$"
+	screen_has "^events/s: [1-9][0-9]* .*lost: 0$"
+	# by held bytes, then the stacks view: make's line, its caller's
+	tmux -L "lmt$$" send-keys -t lmt h
+	screen_has "view: sites, by held bytes"
+	tmux -L "lmt$$" send-keys -t lmt s
+	screen_has "  @lua/top\.lua:6 < @lua/top\.lua:10 < "
+	tmux -L "lmt$$" send-keys -t lmt q
+	for i in $(seq 1 100); do [ -s "$T/exit" ] && break; sleep 0.1; done
+	[ "$(cat "$T/exit")" = EXIT=0 ]
+	screen_has "luamemtrace top: detached from PID $pid"
+	# the workload runs on, not stopped, and nothing of the tracer is left
+	kill -0 "$pid"
+	[ "$(awk '{ print $3 }' "/proc/$pid/stat")" != T ]
+	no_probes_of "$LMT top"
+	tmux -L "lmt$$" kill-server
+	kill "$pid"
+}
+
+@test "luamemtrace top: without a terminal, or without -p, one line and exit 2" {
+	run "$LMT" top -p 1 < /dev/null
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"needs a terminal"* ]]
+	run "$LMT" top
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"give -p PID"* ]]
+}

@@ -14,6 +14,7 @@
 #include "lines.h"
 #include "luanames.h"
 #include "proc.h"
+#include "report.h"
 #include "stacks.h"
 #include "traces.h"
 
@@ -128,6 +129,13 @@ void stk_def_rec(struct tvm *v, const struct lmt_stack *r, size_t sz)
 
 /* -- A stream's numbering ------------------------------------------------ */
 
+/* The live report ran out of memory: its views are incomplete, the stream
+ * is not. */
+static void v_oom(struct tout *o)
+{
+	o->rep_oom = 1;
+}
+
 static uint32_t frame_id(struct tout *o, const struct cframe *f)
 {
 	uint64_t h = mix(mix(mix(0x6672616d65ULL, f->src), f->addr), f->line);
@@ -144,8 +152,10 @@ static uint32_t frame_id(struct tout *o, const struct cframe *f)
 	h |= 1; /* u64map: no key 0 */
 	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->skframes, h)))
 		return id;
-	id = skw_frame(o->sk, &sf);
+	id = o->sk ? skw_frame(o->sk, &sf) : ++o->nskf;
 	u64map_put(&o->skframes, h, (void *)(uintptr_t)id, &err);
+	if (report_frame(o->rep, id, &sf))
+		v_oom(o);
 	return id;
 }
 
@@ -163,8 +173,10 @@ static uint32_t stack_id(struct tout *o, const struct cframe *fr, uint32_t n,
 	h = mix(h, n) | 1;
 	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->skstacks, h)))
 		return id;
-	id = skw_stack(o->sk, ids, n, flags);
+	id = o->sk ? skw_stack(o->sk, ids, n, flags) : ++o->nsks;
 	u64map_put(&o->skstacks, h, (void *)(uintptr_t)id, &err);
+	if (report_stack(o->rep, id, ids, n, flags))
+		v_oom(o);
 	return id;
 }
 
@@ -180,7 +192,7 @@ uint32_t stk_event(struct tvm *v, const struct lmt_ev *r, const struct mp_event 
 	const struct cdef *d;
 	unsigned n = 0, flags = 0;
 
-	if (!o || !o->sk || !r->stk)
+	if (!o || !o->stk || !r->stk)
 		return 0;
 	if (!(d = u64map_get(&v->stacks, r->stk))) {
 		v->p->stk_unknown++;

@@ -17,7 +17,9 @@ static const char usage[] =
 	"Usage: luamemtrace -p PID[,PID...] -o FILE|DIR [options]\n"
 	"       luamemtrace --all [--exe NAME] -o DIR [options]\n"
 	"       luamemtrace -o FILE|DIR [options] -- COMMAND [ARG...]\n"
-	"       luamemtrace report [--leak-only] [--human-readable] [--folded [--weight=W]] FILE\n"
+	"       luamemtrace report [--leak-only] [--human-readable] [--folded [--weight=W]]\n"
+	"                          [--pprof] [--flamegraph] FILE|DIR...\n"
+	"       luamemtrace top -p PID [--stacks] [-d SECS]\n"
 	"\n"
 	"Traces every allocation, reallocation and free of the LuaJIT VMs of a\n"
 	"running process (or of COMMAND, from its first VM on) and writes them as\n"
@@ -200,6 +202,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "report"))
 		return report_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "top"))
+		return top_main(argc - 1, argv + 1);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+p:o:fd:b:t:qvhV", opts, NULL)) != -1) {
 		switch (c) {

@@ -115,7 +115,10 @@ void out_event(struct tout *o, const struct mp_event *e, uint32_t sid)
 		mpw_event(&o->w, e);
 	if (o->sk)
 		skw_event(o->sk, sid);
-	report_event(o->rep, e);
+	if (o->stk)
+		report_events_stk(o->rep, e, &sid, 1);
+	else
+		report_event(o->rep, e);
 	o->n[e->kind & 3]++;
 	if (e->kind & MP_ALLOC)
 		o->bytes_alloc += e->nsize;
@@ -216,6 +219,10 @@ static struct tout *out_open(struct tr *t, const char *path, struct tproc *p,
 		snprintf(out->info, sizeof(out->info), "%s" INFO_SUFFIX, path);
 	if (reg && o->stacks && stacks_open(t, out, path))
 		return out;
+	/* Stacks go to the companion beside a file, and to the live report
+	 * (luamemtrace top) whatever the output. */
+	if ((out->stk = o->stacks != 0))
+		report_stacks_on(out->rep);
 	out_info(t, out, NULL, 0);
 	mpw_init(&out->w, out->fd);
 	if (p)

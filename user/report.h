@@ -69,6 +69,17 @@ void report_print_top(struct report *rp, FILE *out, int n, int human);
  * event: nb buckets (at most 1024) of its n events, and what was live
  * after event peak. 0, or -1 out of memory. */
 void report_peak(struct report *rp, uint64_t *n, uint32_t *peak, uint64_t *bytes);
+/* The live view's rows (luamemtrace top): by location, or (stacks) by
+ * full stack, folded root first; what each allocated so far (ALLOC and
+ * REALLOC: bytes, events) and holds now (bytes, blocks). A malloc'd array,
+ * its length in *n; names point into rp, valid until its next record.
+ * NULL: out of memory. */
+struct report_site {
+	const char *name;
+	size_t name_len;
+	uint64_t alloc, nalloc, held, nheld;
+};
+struct report_site *report_sites(struct report *rp, int stacks, size_t *n);
 int report_temporal(struct report *rp, uint32_t nb, uint64_t n, uint32_t peak);
 void report_free(struct report *rp);
 

@@ -227,6 +227,8 @@ static void run_loop(struct tr *t)
 		if (t->unbatch_req)
 			unbatch(t);
 		settle_stops(t, 0);
+		if (t->o->live)
+			t->o->live(t);
 		for (unsigned i = 0; i < t->nouts; i++)
 			if (t->outs[i]->w.err && !t->outs[i]->finished) {
 				if (!t->dir) {

@@ -15,6 +15,8 @@ enum probe_mode {
 };
 
 
+struct tr;
+
 struct topts {
 	pid_t *pids;       /* -p PID[,PID...] */
 	unsigned npids;
@@ -39,8 +41,13 @@ struct topts {
 			* the in-VM profiler does */
 	int strict;  /* -- COMMAND: loss is exit 3, a tracer error exit 1,
 		      * rather than the command's status */
+	/* luamemtrace top: called every turn of the tracer's loop, once
+	 * attached (its live view; it may set stop_req) */
+	void (*live)(struct tr *t);
 };
 
 int trace_run(const struct topts *o);
+/* `luamemtrace top ...`; argv[0] is "top". */
+int top_main(int argc, char **argv);
 
 #endif

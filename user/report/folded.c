@@ -117,3 +117,50 @@ int leak_by_stack(struct report *rp, FILE *out, int human)
 	acc_free(&s);
 	return rc;
 }
+
+/* -- The live view (report.h: report_sites) ------------------------------- */
+
+struct report_site *report_sites(struct report *rp, int stacks, size_t *n)
+{
+	struct accset s = { 0 };
+	struct report_site *v = NULL;
+	struct acc *x;
+
+	report_sync(rp);
+	stacks = stacks && rp->has_stacks;
+	if (stacks) {
+		for (uint32_t i = 0; i < rp->fold.n; i++)
+			if ((x = acc_of(&s, rp->fold.v[i].name))) {
+				x->a += rp->fold.v[i].a;
+				x->b += rp->fold.v[i].b;
+			}
+	} else {
+		for (uint32_t g = 0; g < rp->ngrp; g++)
+			if (rp->grp[g].kind != MP_FREE && (x = acc_of(&s, rp->grp[g].name))) {
+				x->a += rp->grp[g].alloc;
+				x->b += rp->grp[g].num;
+			}
+	}
+	/* Held now: c bytes; the blocks are counted apart. */
+	for (uint64_t i = 0; rp->heap && i <= rp->hmask; i++)
+		if (rp->heap[i].loc1 &&
+		    (x = acc_of(&s, stacks ? rp->heap[i].key : rp->heap[i].name)))
+			x->c += rp->heap[i].size;
+	if (!s.oom && (v = calloc(s.n + 1, sizeof(*v)))) {
+		for (uint32_t i = 0; i < s.n; i++)
+			v[i] = (struct report_site){ .name = str_ptr(&rp->sp, s.v[i].name),
+						     .name_len = rp->sp.s[s.v[i].name].len,
+						     .alloc = s.v[i].a, .nalloc = s.v[i].b,
+						     .held = s.v[i].c };
+		for (uint64_t i = 0; rp->heap && i <= rp->hmask; i++) {
+			const uint64_t *k;
+			if (rp->heap[i].loc1 &&
+			    (k = kvmap_get(&s.idx, (uint64_t)(stacks ? rp->heap[i].key :
+								    rp->heap[i].name) + 1)))
+				v[*k].nheld++;
+		}
+		*n = s.n;
+	}
+	acc_free(&s);
+	return v;
+}
