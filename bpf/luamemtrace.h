@@ -400,6 +400,7 @@ struct lmt_stats {
 			   * full: not traced, or C names missing */
 	__u64 stacks;     /* stack records sent (--stacks) */
 	__u64 lost_stk;   /* events whose stack could not be told or sent */
+	__u64 paused;     /* --no-loss: stops for a ring over half full */
 };
 
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space

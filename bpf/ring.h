@@ -193,9 +193,36 @@ map:
 	}
 }
 
+/* --no-loss: processes stopped for the ring's sake, until user space has
+ * drained it and continued them (it deletes their entry then). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} paused SEC(".maps");
+
+/* --no-loss: the ring over half full stops the producing process, once
+ * until it is continued (stop.h: the stops map, the guardian). Its other
+ * threads may add a few events meanwhile: half the ring is left for them. */
+static __always_inline void pressure(struct ctx *c)
+{
+	__u32 one = 1;
+
+	if (!no_loss ||
+	    bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) * 2 < bpf_ringbuf_query(&rb, BPF_RB_RING_SIZE) ||
+	    bpf_map_update_elem(&paused, &c->tgid, &one, BPF_NOEXIST))
+		return;
+	if (stop_process(c->tgid))
+		c->st->paused++;
+	else
+		bpf_map_delete_elem(&paused, &c->tgid);
+}
+
 /* Into the VM's batch, or a record of its own. */
 static __always_inline void send(struct ctx *c, const struct lmt_ev *ev)
 {
+	pressure(c);
 	if (c->sl && !append(c, ev))
 		return;
 	if (c->sl)

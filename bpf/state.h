@@ -30,6 +30,9 @@ const volatile __u8 all_procs = 0;
 const volatile __u8 jit_trace = 0;
 /* --stacks: frames per stack at most (bpf/stack.h); 0: no stacks. */
 const volatile __u32 stack_depth = 0;
+/* --no-loss: a process whose events find the ring over half full waits,
+ * stopped, until user space has drained it (bpf/ring.h: pressure). */
+const volatile __u8 no_loss = 0;
 
 __u64 pcgen; /* bumped by every announced prototype's free */
 __u32 multi; /* VMs share a stream: no batching (struct lmt_slot) */

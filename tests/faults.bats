@@ -624,6 +624,34 @@ exec_stream_ends() {
 
 # ---------------------------------------------------------------- fuzzing
 
+# flood_paused OPT...: lua/flood.lua (3M tables at line 5) traced with a
+# 1 MiB ring and OPT, its tracer stopped for a second meanwhile (a consumer
+# far behind): summary in $T/sum, report in $T/rep.
+flood_paused() {
+	"$LMT" -f -o "$T/f.bin" -b 1 "$@" -- luajit -joff lua/flood.lua 3000000 > "$T/sum" 2>&1 3>&- &
+	local tp=$!
+	sleep 1.5
+	kill -STOP "$tp"
+	sleep 1
+	kill -CONT "$tp"
+	wait "$tp" || true
+	"$LMT" report "$T/f.bin" > "$T/rep" 2>/dev/null || true
+}
+
+@test "--no-loss: a consumer stopped for a second behind a 1 MiB ring loses nothing (the target waits, stopped, and goes on); without it events are lost and said so" {
+	cd "$BATS_TEST_DIRNAME"
+	flood_paused
+	grep -Eq '^  lost: +[1-9][0-9]* events' "$T/sum"
+	flood_paused --no-loss
+	no_lost "$T/sum"
+	grep -Eq '^  paused: +[1-9][0-9]* times?, the ring over half full' "$T/sum"
+	# every table of line 5 and keep's array part, and the stream says
+	# nothing was lost
+	count_is ALLOCATIONS @lua/flood.lua:5 "$T/rep" 3000001
+	grep -qx 'lost: 0' "$T/f.bin.info"
+	no_probes_of "$T/f.bin"
+}
+
 @test "decoder fuzz: a bounded libFuzzer run (20 s) exits 0" {
 	cd "$BATS_TEST_DIRNAME/.."
 	local st=0

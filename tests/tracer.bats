@@ -265,7 +265,7 @@ setup() {
 @test "a lossy trace says so: summary and exit status 3" {
 	lossy_trace "$T/l.bin"
 	[ "$ST" -eq 3 ]
-	grep -Eq 'lost:    [1-9][0-9]* events, [0-9]+ symbol records \(ring buffer full: the stream is INCOMPLETE; raise -b\)' "$T/err"
+	grep -Eq 'lost:    [1-9][0-9]* events, [0-9]+ symbol records \(ring buffer full: the stream is INCOMPLETE; raise -b or use --no-loss\)' "$T/err"
 	# still a well-formed stream
 	"$BATS_TEST_DIRNAME/../build/mpdump" "$T/l.bin" > /dev/null
 }

@@ -181,6 +181,7 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->all_procs = (uint8_t)o->all;
 	t->skel->rodata->jit_trace = (uint8_t)o->jit_trace;
 	t->skel->rodata->stack_depth = o->stacks;
+	t->skel->rodata->no_loss = (uint8_t)o->no_loss;
 	/* Children are followed only into streams of their own (with -o
 	 * FILE they are counted). */
 	if (!luamemtrace_bpf__load(t->skel)) {

@@ -548,5 +548,8 @@ void settle_stops(struct tr *t, int block)
 		memset(&t->rescan, 0, sizeof(t->rescan));
 	}
 	guard_release(t->stops_fd, v, n);
+	/* --no-loss: drained, they may pause again */
+	for (size_t i = 0; t->o->no_loss && i < n; i++)
+		bpf_map__delete_elem(t->skel->maps.paused, &v[i].tgid, sizeof(v[i].tgid), 0);
 	free(v);
 }

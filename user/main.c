@@ -43,6 +43,9 @@ static const char usage[] =
 	"  -d, --duration SECS    stop after SECS seconds (default: Ctrl-C,\n"
 	"                         SIGTERM, or the end of the target)\n"
 	"  -b, --buffer-size MIB  ring buffer size in MiB, a power of 2 (default 16)\n"
+	"      --no-loss          never drop events: a process whose events find the\n"
+	"                         ring over half full waits, stopped, until it is\n"
+	"                         drained (default: drop, count, exit 3)\n"
 	"  -t, --top N            allocation sites in the summary (default 10, 0: none)\n"
 	"      --jit MODE         what compiled code's allocations are charged to:\n"
 	"                         line (default: the Lua line, through the trace's\n"
@@ -171,13 +174,14 @@ static int add_exes(struct topts *o, const char *arg)
 int main(int argc, char **argv)
 {
 	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB,
-	       OPT_STRICT, OPT_ALL, OPT_EXE, OPT_JIT, OPT_STACKS, OPT_DEPTH };
+	       OPT_STRICT, OPT_ALL, OPT_EXE, OPT_JIT, OPT_STACKS, OPT_DEPTH, OPT_NOLOSS };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "all", no_argument, NULL, OPT_ALL },
 		{ "exe", required_argument, NULL, OPT_EXE },
 		{ "jit", required_argument, NULL, OPT_JIT },
 		{ "stacks", no_argument, NULL, OPT_STACKS },
+		{ "no-loss", no_argument, NULL, OPT_NOLOSS },
 		{ "stack-depth", required_argument, NULL, OPT_DEPTH },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
@@ -221,6 +225,9 @@ int main(int argc, char **argv)
 				o.jit_trace = 0;
 			else
 				return bad_usage("bad --jit '%s' (line, trace)", optarg);
+			break;
+		case OPT_NOLOSS:
+			o.no_loss = 1;
 			break;
 		case OPT_STACKS:
 			if (!o.stacks)

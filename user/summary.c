@@ -46,6 +46,7 @@ void sum_stats(struct tr *t, struct lmt_stats *s)
 			s->lost_vm += a->lost_vm;
 			s->stacks += a->stacks;
 			s->lost_stk += a->lost_stk;
+			s->paused += a->paused;
 		}
 	}
 	free(v);
@@ -157,7 +158,7 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 	fprintf(stderr, "  lost:    %" PRIu64 " events, %" PRIu64
 		" symbol records%s\n", (uint64_t)s->lost, (uint64_t)s->lost_sym,
 		s->lost + s->lost_sym ?
-			" (ring buffer full: the stream is INCOMPLETE; raise -b)" :
+			" (ring buffer full: the stream is INCOMPLETE; raise -b or use --no-loss)" :
 			"");
 	if (s->missed)
 		fprintf(stderr, "  lost:    %" PRIu64 " allocations whose return "
@@ -178,6 +179,9 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 		fprintf(stderr, "  stacks:  %" PRIu64 " events without their stack (the "
 			"ring was full, or a frame could not be read)\n",
 			(uint64_t)s->lost_stk + stk_unknown(t));
+	if (s->paused)
+		fprintf(stderr, "  paused:  %" PRIu64 " time%s, the ring over half full "
+			"(--no-loss)\n", (uint64_t)s->paused, s->paused == 1 ? "" : "s");
 	if (t->closed)
 		fprintf(stderr, "  closed:  %u VM%s ran lua_close (its teardown frees "
 			"are not recorded)\n", t->closed, t->closed == 1 ? "" : "s");
@@ -187,7 +191,7 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 			t->lost_vm == 1 ? "" : "es");
 	if (s->lost_vm)
 		fprintf(stderr, "  lost:    %" PRIu64 " new VMs, forks or dlopens "
-			"(ring buffer full: the stream is INCOMPLETE; raise -b)\n",
+			"(ring buffer full: the stream is INCOMPLETE; raise -b or use --no-loss)\n",
 			(uint64_t)s->lost_vm);
 	if (t->forks_skipped)
 		fprintf(stderr, "  not followed: %u child%s of traced processes "

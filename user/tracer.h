@@ -41,6 +41,7 @@ struct topts {
 			* the in-VM profiler does */
 	int strict;  /* -- COMMAND: loss is exit 3, a tracer error exit 1,
 		      * rather than the command's status */
+	int no_loss; /* --no-loss: a full ring pauses its producer */
 	/* luamemtrace top: called every turn of the tracer's loop, once
 	 * attached (its live view; it may set stop_req) */
 	void (*live)(struct tr *t);

@@ -1,0 +1,6 @@
+-- A flood of allocations (tests/faults.bats, --no-loss): N tables at
+-- line 5, as fast as the VM makes them.
+local keep = {}
+for i = 1, tonumber(arg[1]) do
+  keep[i % 100] = { i }
+end
