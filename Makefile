@@ -123,6 +123,10 @@ deps:
 		printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; \
 		chmod +x /usr/sbin/policy-rc.d; touch /tmp/.lmt-policy-rc; fi
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEPS)
+	@# npm fetches the flame graph's d3 (user/report/flame): Debian's, unless
+	@# the machine has its own Node.js (whose npm Debian's would conflict with).
+	@command -v npm > /dev/null || DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends npm
 	@if [ -e /tmp/.lmt-policy-rc ]; then \
 		rm -f /usr/sbin/policy-rc.d /tmp/.lmt-policy-rc; fi
 
