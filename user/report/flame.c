@@ -72,8 +72,10 @@ struct fl {
 	int oom;
 };
 
-/* The index of key (rp's pool) under label, or NONE. */
-static uint32_t key_of(struct fl *f, const struct report *rp, uint32_t key, const char *label)
+/* The index of key (rp's pool) under label, or NONE; memo: rp's key ->
+ * index + 1, for the report being added. */
+static uint32_t key_of(struct fl *f, const struct report *rp, uint32_t key, const char *label,
+		       struct kvmap *memo)
 {
 	const char *k = str_ptr(&rp->sp, key);
 	const uint32_t klen = rp->sp.s[key].len;
@@ -82,6 +84,8 @@ static uint32_t key_of(struct fl *f, const struct report *rp, uint32_t key, cons
 	uint64_t *i;
 	int isnew;
 
+	if ((i = kvmap_get(memo, key)))
+		return (uint32_t)*i - 1;
 	if (label) {
 		sb_escaped(&b, label, strlen(label), 0);
 		sb_put(&b, ";", 1);
@@ -100,16 +104,19 @@ static uint32_t key_of(struct fl *f, const struct report *rp, uint32_t key, cons
 		memset(f->v[f->n], 0, sizeof(f->v[0]));
 		f->n++;
 	}
-	return (uint32_t)*i;
+	id = (uint32_t)*i;
+	if (!kvmap_put(memo, key, (uint64_t)id + 1, &isnew))
+		f->oom = 1;
+	return id;
 }
 
 static void add_set(struct fl *f, const struct report *rp, const struct accset *s, int col,
-		    const char *label)
+		    const char *label, struct kvmap *memo)
 {
 	uint32_t k;
 
 	for (uint32_t i = 0; i < s->n; i++)
-		if ((k = key_of(f, rp, s->v[i].name, label)) != NONE) {
+		if ((k = key_of(f, rp, s->v[i].name, label, memo)) != NONE) {
 			f->v[k][col] += s->v[i].a;
 			f->v[k][col + 1] += s->v[i].b;
 		}
@@ -137,7 +144,8 @@ void flame_free(struct fl *f)
 
 int flame_add(struct fl *f, struct report *rp, const char *label)
 {
-	struct accset live = { 0 };
+	struct accset alloc = { 0 }, live = { 0 };
+	struct kvmap memo = { 0 };
 	uint64_t last = 0;
 	uint32_t k;
 
@@ -146,19 +154,13 @@ int flame_add(struct fl *f, struct report *rp, const char *label)
 	f->nb = rp->nb;
 	f->nstreams++;
 	/* What each key allocated, then held at the end and at the peak. */
-	if (rp->has_stacks) {
-		add_set(f, rp, &rp->fold, 0, label);
-	} else {
-		for (uint32_t g = 0; g < rp->ngrp; g++)
-			if (rp->grp[g].kind != MP_FREE &&
-			    (k = key_of(f, rp, rp->grp[g].name, label)) != NONE) {
-				f->v[k][0] += rp->grp[g].alloc;
-				f->v[k][1] += rp->grp[g].num;
-			}
-	}
+	alloc_by_key(rp, 1, &alloc);
+	add_set(f, rp, &alloc, 0, label, &memo);
 	live_by_key(rp, &live);
-	add_set(f, rp, &live, 2, label);
-	add_set(f, rp, &rp->peak, 4, label);
+	add_set(f, rp, &live, 2, label, &memo);
+	add_set(f, rp, &rp->peak, 4, label, &memo);
+	f->oom |= alloc.oom;
+	acc_free(&alloc);
 	acc_free(&live);
 	/* Blocks by bucket allocated and freed (nb: still live). */
 	if (temporal_end(rp))
@@ -168,7 +170,7 @@ int flame_add(struct fl *f, struct report *rp, const char *label)
 		uint64_t *c;
 		int isnew;
 
-		if ((k = key_of(f, rp, t->key, label)) == NONE ||
+		if ((k = key_of(f, rp, t->key, label, &memo)) == NONE ||
 		    grow(&f->cv, &f->ccap, (size_t)f->nc + 1, sizeof(*f->cv)) ||
 		    !(c = kvmap_put(&f->cidx, (uint64_t)k << 32 | (uint64_t)t->born << 16 | t->dead,
 				    f->nc, &isnew))) {
@@ -191,6 +193,7 @@ int flame_add(struct fl *f, struct report *rp, const char *label)
 	f->peak += rp->held_max;
 	f->peak_seq = rp->peak_seq;
 	f->oom |= live.oom || rp->peak.oom || rp->oom || rp->hoom;
+	kvmap_free(&memo);
 	return f->oom ? -1 : 0;
 }
 

@@ -45,27 +45,38 @@ void live_by_key(struct report *rp, struct accset *s)
 		}
 }
 
+void alloc_by_key(struct report *rp, int stacks, struct accset *s)
+{
+	struct acc *x;
+
+	if (stacks && rp->has_stacks) {
+		for (uint32_t i = 0; i < rp->fold.n; i++)
+			if ((x = acc_of(s, rp->fold.v[i].name))) {
+				x->a += rp->fold.v[i].a;
+				x->b += rp->fold.v[i].b;
+			}
+		return;
+	}
+	for (uint32_t g = 0; g < rp->ngrp; g++)
+		if (rp->grp[g].kind != MP_FREE && (x = acc_of(s, rp->grp[g].name))) {
+			x->a += rp->grp[g].alloc;
+			x->b += rp->grp[g].num;
+		}
+}
+
 /* Without a companion a stack is one frame, the event's location; with
  * one, each event's folded stack (report/stacks.c), and an event without
  * a stack its location alone. */
 int folded(struct report *rp, FILE *out, enum report_weight w)
 {
 	struct accset s = { 0 };
-	struct acc *x;
 	int rc;
 	if (w == REPORT_W_LIVE) {
 		live_by_key(rp, &s);
-	} else if (rp->has_stacks) {
-		for (uint32_t i = 0; i < rp->fold.n; i++)
-			if ((x = acc_of(&s, rp->fold.v[i].name)))
-				x->a += w == REPORT_W_EVENTS ? rp->fold.v[i].b : rp->fold.v[i].a;
 	} else {
-		for (uint32_t g = 0; g < rp->ngrp; g++) {
-			const struct group *gp = &rp->grp[g];
-			if (gp->kind == MP_FREE || !(x = acc_of(&s, gp->name)))
-				continue;
-			x->a += w == REPORT_W_EVENTS ? gp->num : gp->alloc;
-		}
+		alloc_by_key(rp, 1, &s);
+		for (uint32_t i = 0; w == REPORT_W_EVENTS && i < s.n; i++)
+			s.v[i].a = s.v[i].b;
 	}
 	if (s.n)
 		qsort_r(s.v, s.n, sizeof(*s.v), cmp_acc_name, rp);
@@ -128,19 +139,7 @@ struct report_site *report_sites(struct report *rp, int stacks, size_t *n)
 
 	report_sync(rp);
 	stacks = stacks && rp->has_stacks;
-	if (stacks) {
-		for (uint32_t i = 0; i < rp->fold.n; i++)
-			if ((x = acc_of(&s, rp->fold.v[i].name))) {
-				x->a += rp->fold.v[i].a;
-				x->b += rp->fold.v[i].b;
-			}
-	} else {
-		for (uint32_t g = 0; g < rp->ngrp; g++)
-			if (rp->grp[g].kind != MP_FREE && (x = acc_of(&s, rp->grp[g].name))) {
-				x->a += rp->grp[g].alloc;
-				x->b += rp->grp[g].num;
-			}
-	}
+	alloc_by_key(rp, stacks, &s);
 	/* Held now: c bytes; the blocks are counted apart. */
 	for (uint64_t i = 0; rp->heap && i <= rp->hmask; i++)
 		if (rp->heap[i].loc1 &&

@@ -289,7 +289,7 @@ struct pp *pprof_new(void)
 int pprof_add(struct pp *p, struct report *rp, const char *label)
 {
 	const uint32_t lab = label ? own(p, label, strlen(label)) : NONE;
-	struct accset live = { 0 };
+	struct accset alloc = { 0 }, live = { 0 };
 	int64_t *v;
 
 	p->labelled |= label != NULL;
@@ -301,20 +301,12 @@ int pprof_add(struct pp *p, struct report *rp, const char *label)
 			p->oom = 1;
 	}
 	/* What each stack or location allocated... */
-	if (rp->has_stacks) {
-		for (uint32_t i = 0; i < rp->fold.n; i++)
-			if ((v = sample_of(p, rp, rp->fold.v[i].name, lab))) {
-				v[0] += (int64_t)rp->fold.v[i].b;
-				v[1] += (int64_t)rp->fold.v[i].a;
-			}
-	} else {
-		for (uint32_t g = 0; g < rp->ngrp; g++)
-			if (rp->grp[g].kind != MP_FREE &&
-			    (v = sample_of(p, rp, rp->grp[g].name, lab))) {
-				v[0] += (int64_t)rp->grp[g].num;
-				v[1] += (int64_t)rp->grp[g].alloc;
-			}
-	}
+	alloc_by_key(rp, 1, &alloc);
+	for (uint32_t i = 0; i < alloc.n; i++)
+		if ((v = sample_of(p, rp, alloc.v[i].name, lab))) {
+			v[0] += (int64_t)alloc.v[i].b;
+			v[1] += (int64_t)alloc.v[i].a;
+		}
 	/* ...and what it still held at the end. */
 	live_by_key(rp, &live);
 	for (uint32_t i = 0; i < live.n; i++)
@@ -322,7 +314,8 @@ int pprof_add(struct pp *p, struct report *rp, const char *label)
 			v[2] += (int64_t)live.v[i].b;
 			v[3] += (int64_t)live.v[i].a;
 		}
-	p->oom |= live.oom || rp->oom;
+	p->oom |= alloc.oom || live.oom || rp->oom;
+	acc_free(&alloc);
 	acc_free(&live);
 	return p->oom ? -1 : 0;
 }

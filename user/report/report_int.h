@@ -274,6 +274,9 @@ uint32_t name_of(struct report *rp, uint64_t addr, uint64_t line, uint64_t trace
 int folded(struct report *rp, FILE *out, enum report_weight w);
 /* Live blocks by key (struct hslot): a bytes, b blocks. */
 void live_by_key(struct report *rp, struct accset *s);
+/* What each key allocated (ALLOC and REALLOC): a bytes, b events; by
+ * folded stack if stacks and the report has them, else by location. */
+void alloc_by_key(struct report *rp, int stacks, struct accset *s);
 /* HEAP SUMMARY BY STACK: live blocks by their allocating stack. */
 int leak_by_stack(struct report *rp, FILE *out, int human);
 
