@@ -129,12 +129,6 @@ void stk_def_rec(struct tvm *v, const struct lmt_stack *r, size_t sz)
 
 /* -- A stream's numbering ------------------------------------------------ */
 
-/* The live report ran out of memory: its views are incomplete, the stream
- * is not. */
-static void v_oom(struct tout *o)
-{
-	o->rep_oom = 1;
-}
 
 static uint32_t frame_id(struct tout *o, const struct cframe *f)
 {
@@ -154,8 +148,8 @@ static uint32_t frame_id(struct tout *o, const struct cframe *f)
 		return id;
 	id = o->sk ? skw_frame(o->sk, &sf) : ++o->nskf;
 	u64map_put(&o->skframes, h, (void *)(uintptr_t)id, &err);
-	if (report_frame(o->rep, id, &sf))
-		v_oom(o);
+	/* the live report (summary, top); a failure marks it incomplete */
+	report_frame(o->rep, id, &sf);
 	return id;
 }
 
@@ -175,8 +169,7 @@ static uint32_t stack_id(struct tout *o, const struct cframe *fr, uint32_t n,
 		return id;
 	id = o->sk ? skw_stack(o->sk, ids, n, flags) : ++o->nsks;
 	u64map_put(&o->skstacks, h, (void *)(uintptr_t)id, &err);
-	if (report_stack(o->rep, id, ids, n, flags))
-		v_oom(o);
+	report_stack(o->rep, id, ids, n, flags);
 	return id;
 }
 

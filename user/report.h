@@ -47,7 +47,7 @@ void report_events(struct report *rp, const struct mp_event *ev, size_t n);
 /* Stacks from the stream's companion (stacks.h), defined in its order:
  * frame number id, named as the report names locations now; stack number
  * id of n frames (innermost first). 0, or -1 out of memory or a bad
- * number. */
+ * number: the report is then incomplete (report_print returns -1). */
 void report_stacks_on(struct report *rp); /* before any event */
 int report_frame(struct report *rp, uint32_t id, const struct sk_frame *f);
 int report_stack(struct report *rp, uint32_t id, const uint32_t *frames, uint32_t n,

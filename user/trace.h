@@ -62,7 +62,6 @@ struct tout {
 	struct u64map skframes, skstacks; /* hash -> number */
 	uint32_t nskf, nsks; /* numbers given (without a companion) */
 	int stk;             /* stacks recorded: the companion, the live report */
-	int rep_oom;         /* the live report's numbering failed */
 };
 
 /* A VM of a traced process. */

@@ -15,7 +15,7 @@ void report_stacks_on(struct report *rp)
 	rp->has_stacks = 1;
 }
 
-int report_frame(struct report *rp, uint32_t id, const struct sk_frame *f)
+static int frame_def(struct report *rp, uint32_t id, const struct sk_frame *f)
 {
 	uint32_t name;
 
@@ -49,8 +49,8 @@ int report_frame(struct report *rp, uint32_t id, const struct sk_frame *f)
 	return 0;
 }
 
-int report_stack(struct report *rp, uint32_t id, const uint32_t *frames, uint32_t n,
-		 unsigned flags)
+static int stack_def(struct report *rp, uint32_t id, const uint32_t *frames, uint32_t n,
+		     unsigned flags)
 {
 	uint32_t key;
 
@@ -78,5 +78,26 @@ int report_stack(struct report *rp, uint32_t id, const uint32_t *frames, uint32_
 	    (key = intern(&rp->sp, rp->sb.p ? rp->sb.p : "", rp->sb.len)) == NONE)
 		return -1;
 	rp->stkey[rp->nstk++] = key;
+	return 0;
+}
+
+/* A stack or frame the report could not take leaves it incomplete, as out
+ * of memory does: what it prints says so (report_print's -1). */
+int report_frame(struct report *rp, uint32_t id, const struct sk_frame *f)
+{
+	if (frame_def(rp, id, f)) {
+		rp->oom = 1;
+		return -1;
+	}
+	return 0;
+}
+
+int report_stack(struct report *rp, uint32_t id, const uint32_t *frames, uint32_t n,
+		 unsigned flags)
+{
+	if (stack_def(rp, id, frames, n, flags)) {
+		rp->oom = 1;
+		return -1;
+	}
 	return 0;
 }
