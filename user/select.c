@@ -20,6 +20,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "trace.h"
@@ -138,6 +139,7 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 {
 	const struct topts *o = t->o;
 	char why[PATH_MAX + 8];
+	struct timespec t0, t1;
 	struct pmaps m;
 	int r = pmaps_load(p->pid, &m);
 
@@ -146,7 +148,14 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 			err1("cannot read /proc/%d/maps: %s", (int)p->pid, strerror(-r));
 		return -1;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = vm_scan(p->pid, &m, o->variant, scan);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (o->verbose && !r)
+		err1("PID %d: %zu VM%s found in %.0f ms (%.1f MiB read)",
+		     (int)p->pid, scan->n, scan->n == 1 ? "" : "s",
+		     (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+		     (double)scan->scanned / (1 << 20));
 	if (r) {
 		if (!quiet)
 			err1("cannot scan PID %d: %s", (int)p->pid, strerror(-r));

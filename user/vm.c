@@ -118,15 +118,51 @@ static int scannable(const struct pmap *p)
 	       strcmp(p->path, "[stack]") && strncmp(p->path, "[vvar", 5);
 }
 
-int vm_scan(pid_t pid, const struct pmaps *m, const char *variant,
-	    struct vmscan *s)
+/* The variants' idea of a main lua_State whose L->glref is at word address
+ * at and holds w: pushed if it validates. */
+static int consider(pid_t pid, const struct pmaps *m, const char *variant,
+		    struct vmscan *s, uint64_t at, uint64_t w)
+{
+	for (unsigned k = 0; k < lj_nvariants; k++) {
+		const struct lj_variant *v = &lj_variants[k];
+		const struct lj_layout *lay = &v->lay;
+		struct vminfo vi;
+		char why[160];
+
+		/* w would be L->glref == L + gg_g. */
+		if (w != at - lay->L_glref + lay->gg_g || !want(v, variant))
+			continue;
+		s->candidates++;
+		if (validate(pid, m, v, at - lay->L_glref, &vi, why, sizeof(why))) {
+			if (!s->first_reject[0])
+				snprintf(s->first_reject, sizeof(s->first_reject),
+					 "%.60s: %.160s", v->name, why);
+			continue;
+		}
+		int err = push(s, &vi);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Every word of the writable private memory. */
+static int scan_all(pid_t pid, const struct pmaps *m, const char *variant,
+		    struct vmscan *s)
 {
 	uint8_t *buf = malloc(CHUNK);
+	uint64_t dmin = UINT64_MAX, dmax = 0, dspan;
 	int err = 0;
 
-	memset(s, 0, sizeof(*s));
 	if (!buf)
 		return -ENOMEM;
+	/* L->glref - &L->glref, per variant: their range. */
+	for (unsigned k = 0; k < lj_nvariants; k++) {
+		uint64_t d = lj_variants[k].lay.gg_g - lj_variants[k].lay.L_glref;
+		dmin = d < dmin ? d : dmin;
+		dmax = d > dmax ? d : dmax;
+	}
+	dspan = dmax - dmin;
 	for (size_t i = 0; i < m->n && !err; i++) {
 		const struct pmap *p = &m->v[i];
 		if (!scannable(p))
@@ -139,35 +175,24 @@ int vm_scan(pid_t pid, const struct pmaps *m, const char *variant,
 			next = got > 0 ? a + (uint64_t)got : a + 4096;
 			if (got <= 0)
 				continue;
-			len = (size_t)got;
-			for (size_t o = 0; o + 8 <= len; o += 8) {
-				uint64_t w = rd64(buf, o), at = a + o;
-				for (unsigned k = 0; k < lj_nvariants; k++) {
-					const struct lj_variant *v = &lj_variants[k];
-					const struct lj_layout *lay = &v->lay;
-					struct vminfo vi;
-					char why[160];
-
-					/* w would be L->glref == L + gg_g. */
-					if (w != at - lay->L_glref + lay->gg_g ||
-					    !want(v, variant))
-						continue;
-					s->candidates++;
-					if (validate(pid, m, v, at - lay->L_glref,
-						     &vi, why, sizeof(why))) {
-						if (!s->first_reject[0])
-							snprintf(s->first_reject,
-								 sizeof(s->first_reject),
-								 "%.60s: %.160s", v->name, why);
-						continue;
-					}
-					err = push(s, &vi);
-				}
+			s->scanned += (uint64_t)got;
+			for (size_t o = 0; o + 8 <= (size_t)got && !err; o += 8) {
+				uint64_t d = rd64(buf, o) - (a + o);
+				/* Most words are no self-reference at all. */
+				if (d - dmin <= dspan)
+					err = consider(pid, m, variant, s, a + o, d + a + o);
 			}
 		}
 	}
 	free(buf);
 	return err;
+}
+
+int vm_scan(pid_t pid, const struct pmaps *m, const char *variant,
+	    struct vmscan *s)
+{
+	memset(s, 0, sizeof(*s));
+	return scan_all(pid, m, variant, s);
 }
 
 void vm_scan_free(struct vmscan *s)

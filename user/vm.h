@@ -20,6 +20,7 @@ struct vminfo {
 struct vmscan {
 	struct vminfo *v;
 	size_t n;
+	uint64_t scanned; /* bytes read */
 	/* What was seen when nothing validated, for the error message. */
 	size_t candidates; /* glref self-references found */
 	char first_reject[256];
