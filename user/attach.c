@@ -203,7 +203,7 @@ int open_load(struct tr *t, int kst)
 
 /* -- Allocators and VMs -------------------------------------------------- */
 
-static int attach_at(struct tr *t, struct tproc *p, const char *path,
+static int attach_at(struct tr *t, struct links *ls, struct tproc *p, const char *path,
 		     uint64_t off, int ret)
 {
 	struct bpf_program *pe = t->o->floor ? t->skel->progs.floor_enter :
@@ -213,13 +213,58 @@ static int attach_at(struct tr *t, struct tproc *p, const char *path,
 	/* The return probe first, and gone last (links are destroyed in
 	 * reverse): no allocation is seen entering without its return being
 	 * caught, or it would count as missed. */
-	int r = ret ? link_add(&p->links, bpf_program__attach_uprobe(pr, true,
+	int r = ret ? link_add(ls, bpf_program__attach_uprobe(pr, true,
 				p->pid, path, (size_t)off)) : 0;
 
 	if (r)
 		return r;
-	return link_add(&p->links, bpf_program__attach_uprobe(pe, false, p->pid,
-							       path, (size_t)off));
+	return link_add(ls, bpf_program__attach_uprobe(pe, false, p->pid,
+						       path, (size_t)off));
+}
+
+/* Allocator a's probes, by its plan. */
+static int allocf_on(struct tr *t, struct tproc *p, struct allocf *a)
+{
+	int r;
+
+	if (a->plan.split && t->o->probes == PROBES_AUTO) {
+		r = attach_at(t, &a->links, p, a->path, a->plan.free_site.off, 0);
+		if (!r)
+			r = attach_at(t, &a->links, p, a->path, a->plan.alloc_site.off, 1);
+	} else {
+		r = attach_at(t, &a->links, p, a->path, a->plan.all.off, 1);
+	}
+	return r;
+}
+
+void alloc_probes_on(struct tr *t)
+{
+	for (struct tproc *p = t->procs; p; p = p->next)
+		for (unsigned i = 0; i < p->naf; i++) {
+			struct allocf *a = &p->af[i];
+			if (p->attached && !p->ended && !a->links.n && allocf_on(t, p, a))
+				links_free(&a->links); /* gone meanwhile */
+		}
+}
+
+void alloc_probes_take(struct tr *t, struct links *out)
+{
+	for (struct tproc *p = t->procs; p; p = p->next)
+		for (unsigned i = 0; i < p->naf; i++) {
+			struct links *ls = &p->af[i].links;
+			/* Newest first: the allocation path goes before the
+			 * free path, the entry before its return. */
+			while (ls->n && !link_add(out, ls->v[ls->n - 1]))
+				ls->n--;
+			links_free(ls); /* what could not be moved */
+		}
+}
+
+void proc_links_free(struct tproc *p, int later)
+{
+	for (unsigned i = 0; i < p->naf; i++)
+		(later ? links_free_later : links_free)(&p->af[i].links);
+	(later ? links_free_later : links_free)(&p->links);
 }
 
 static void describe(const char *what, const struct probe_site *s, int verbose)
@@ -259,8 +304,10 @@ static int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 		return -1;
 	}
 	a = &p->af[p->naf];
+	memset(a, 0, sizeof(*a));
 	a->addr = addr;
 	pmap_file_path(p->pid, mp, path, sizeof(path));
+	snprintf(a->path, sizeof(a->path), "%s", path);
 	r = probe_plan(path, addr, addr - mp->lo + mp->off, &a->plan, err,
 		       sizeof(err));
 	if (r) {
@@ -282,16 +329,19 @@ static int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 	if (a->plan.split && t->o->probes == PROBES_AUTO) {
 		describe("free path", &a->plan.free_site, t->o->verbose);
 		describe("allocation path", &a->plan.alloc_site, t->o->verbose);
-		r = attach_at(t, p, path, a->plan.free_site.off, 0);
-		if (!r)
-			r = attach_at(t, p, path, a->plan.alloc_site.off, 1);
 	} else {
 		/* Said once, not for every process that has it. */
 		if (a->plan.warning[0] && !t->o->quiet && !t->warned++)
 			err1("warning: %s", a->plan.warning);
 		describe("allocator", &a->plan.all, t->o->verbose);
-		r = attach_at(t, p, path, a->plan.all.off, 1);
 	}
+	/* --duty: probes go on now while the processes are set up (a
+	 * window of its own), later only in windows (duty.c). */
+	if (t->o->duty && !t->duty.period && !t->duty.on) {
+		t->duty.on = 1;
+		t->duty.opened = now();
+	}
+	r = !t->o->duty || t->duty.on ? allocf_on(t, p, a) : 0;
 	pmaps_free(&m);
 	if (r) {
 		err1("cannot attach uprobes to %s: %s", path, strerror(-r));

@@ -63,6 +63,9 @@ size_t info_format(const struct info *in, char *buf, size_t len)
 		     in->start, when,
 		     in->duration, state, end, in->events, in->lost, in->lost_sym,
 		     in->lost_vm, in->in_flight);
+	if (n >= 0 && in->duty > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, "duty: %g\nsampled: %.6f\n", in->duty,
+			      in->sampled);
 	return n < 0 ? 0 : (size_t)n;
 }
 
@@ -131,6 +134,11 @@ int info_parse(const char *text, size_t n, struct info *out)
 					if (u64_of(v, &x) || x > UINT32_MAX)
 						return -1;
 					out->vms = (unsigned)x;
+				} else if (!strcmp(line, "duty") || !strcmp(line, "sampled")) {
+					double d = strtod(v, NULL);
+					if (!(d >= 0 && d < 1e12))
+						return -1;
+					*(line[0] == 'd' ? &out->duty : &out->sampled) = d;
 				} else if (!strcmp(line, "start") ||
 					   !strcmp(line, "duration")) {
 					/* !(in range): NaN compares false. */

@@ -33,7 +33,18 @@ struct info {
 	uint64_t lost_sym; /* symbol records lost */
 	uint64_t lost_vm;  /* new VMs or dlopens whose record was lost */
 	uint64_t in_flight; /* allocations in flight when tracing stopped */
+	/* --duty: the percent asked, and the seconds the allocator was
+	 * probed: the stream is a sample of the run (0: not sampled) */
+	double duty, sampled;
 };
+
+/* A sampled stream's counts and bytes, to estimates for its whole run:
+ * duration / sampled seconds, 1 if not sampled. */
+static inline double info_scale(const struct info *in)
+{
+	return in->duty > 0 && in->sampled > 0 && in->duration > in->sampled ?
+		       in->duration / in->sampled : 1;
+}
 
 /* The sidecar's text: bytes written to buf (NUL-terminated), or the length
  * it needs if len is too small. */

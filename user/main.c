@@ -43,6 +43,10 @@ static const char usage[] =
 	"  -d, --duration SECS    stop after SECS seconds (default: Ctrl-C,\n"
 	"                         SIGTERM, or the end of the target)\n"
 	"  -b, --buffer-size MIB  ring buffer size in MiB, a power of 2 (default 16)\n"
+	"      --duty PERCENT     sample: the allocator probed only in windows\n"
+	"                         covering PERCENT% of the time, one at a random\n"
+	"                         place in each 10 s; the summary and reports\n"
+	"                         scale what they saw to estimates\n"
 	"      --no-loss          never drop events: a process whose events find the\n"
 	"                         ring over half full waits, stopped, until it is\n"
 	"                         drained (default: drop, count, exit 3)\n"
@@ -174,7 +178,8 @@ static int add_exes(struct topts *o, const char *arg)
 int main(int argc, char **argv)
 {
 	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB,
-	       OPT_STRICT, OPT_ALL, OPT_EXE, OPT_JIT, OPT_STACKS, OPT_DEPTH, OPT_NOLOSS };
+	       OPT_STRICT, OPT_ALL, OPT_EXE, OPT_JIT, OPT_STACKS, OPT_DEPTH, OPT_NOLOSS,
+	       OPT_DUTY };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "all", no_argument, NULL, OPT_ALL },
@@ -182,6 +187,7 @@ int main(int argc, char **argv)
 		{ "jit", required_argument, NULL, OPT_JIT },
 		{ "stacks", no_argument, NULL, OPT_STACKS },
 		{ "no-loss", no_argument, NULL, OPT_NOLOSS },
+		{ "duty", required_argument, NULL, OPT_DUTY },
 		{ "stack-depth", required_argument, NULL, OPT_DEPTH },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
@@ -228,6 +234,10 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NOLOSS:
 			o.no_loss = 1;
+			break;
+		case OPT_DUTY:
+			if (parse_num(optarg, 1, 99, &o.duty))
+				return bad_usage("bad --duty '%s' (a percent, 1 to 99)", optarg);
 			break;
 		case OPT_STACKS:
 			if (!o.stacks)

@@ -342,6 +342,8 @@ void out_info(struct tr *t, struct tout *o, const struct lmt_stats *st, int done
 		losses(t, st, &in);
 		in.in_flight = st->parked;
 	}
+	if ((in.duty = t->o->duty) > 0)
+		in.sampled = duty_sampled(t);
 	info_format(&in, buf, sizeof(buf));
 	if (!o->info_made) {
 		int reg, fd = outfile_create(o->info, t->o->force, 0, &reg, err,
@@ -412,7 +414,7 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 		for (unsigned i = 0; i < t->nouts; i++)
 			if (t->outs[i]->p == p)
 				out_finish(t, t->outs[i], end);
-	links_free_later(&p->links);
+	proc_links_free(p, 1);
 	forget_proc(t, (uint32_t)p->pid);
 	u64map_del(&t->pmap, (uint64_t)p->pid | 1ULL << 32);
 	for (unsigned i = 0; i < p->nvm; i++) {

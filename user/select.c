@@ -97,7 +97,7 @@ void proc_drop(struct tr *t, struct tproc *p)
 	proc_unlock(p);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
-	links_free(&p->links);
+	proc_links_free(p, 0);
 	u64set_free(&p->hooked);
 	syms_free(&p->syms);
 	free(p->vms);

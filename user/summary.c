@@ -153,6 +153,19 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 	fprintf(stderr, "  events:  %" PRIu64 " (%" PRIu64 " alloc, %" PRIu64
 		" realloc, %" PRIu64 " free), %s allocated, %s freed\n",
 		evs, n[1], n[3], n[2], a, f);
+	if (t->o->duty > 0) {
+		/* A sample: what it saw, then the estimate of the whole run. */
+		const double on = duty_sampled(t), k = on > 0 && secs > on ? secs / on : 1;
+		char ea[32], ef[32];
+
+		human(ea, sizeof(ea), (uint64_t)((double)ba * k));
+		human(ef, sizeof(ef), (uint64_t)((double)bf * k));
+		fprintf(stderr, "  duty:    %g%% asked; the allocator probed %.2f of %.2f s "
+			"(%.1f%%): the counts above are that sample's\n",
+			t->o->duty, on, secs, secs > 0 ? on * 100 / secs : 0);
+		fprintf(stderr, "  estimate for the whole run (x%.2f): %.0f events, %s allocated, "
+			"%s freed\n", k, (double)evs * k, ea, ef);
+	}
 	fprintf(stderr, "  symbols: %" PRIu64 " prototypes, %" PRIu64
 		" traces, %lu C functions\n", protos, traces, csyms);
 	fprintf(stderr, "  lost:    %" PRIu64 " events, %" PRIu64

@@ -214,9 +214,10 @@ static void run_loop(struct tr *t)
 	double next_scan = 0;
 	int r;
 
+	duty_start(t);
 	while (!stop_req) {
-		/* Waiting for a process to stop: back soon. */
-		r = ring_buffer__poll(t->rb, t->settling ? 1 : 50);
+		/* Waiting for a process to stop, or a window due: back soon. */
+		r = ring_buffer__poll(t->rb, duty_wait_ms(t, t->settling ? 1 : 50));
 		if (r < 0 && r != -EINTR) {
 			err1("ring buffer: %s", strerror(-r));
 			t->end = "ring buffer error";
@@ -227,6 +228,7 @@ static void run_loop(struct tr *t)
 		if (t->unbatch_req)
 			unbatch(t);
 		settle_stops(t, 0);
+		duty_turn(t);
 		if (t->o->live)
 			t->o->live(t);
 		for (unsigned i = 0; i < t->nouts; i++)
@@ -443,10 +445,11 @@ static int finish(struct tr *t)
 	int err = 0;
 
 	forward_signal(t);
+	duty_end(t);
 	__atomic_store_n(&t->skel->bss->stop, 1, __ATOMIC_SEQ_CST);
 	t->stopping = 1; /* a new VM's record still queued: not attached */
 	for (struct tproc *p = t->procs; p; p = p->next)
-		links_free(&p->links);
+		proc_links_free(p, 0);
 	links_free(&t->links);
 	links_join();
 	settle_stops(t, 1);
@@ -471,9 +474,10 @@ static int finish(struct tr *t)
 
 static void cleanup(struct tr *t)
 {
+	duty_end(t);
 	t->stopping = 1;
 	for (struct tproc *p = t->procs; p; p = p->next)
-		links_free(&p->links);
+		proc_links_free(p, 0);
 	links_free(&t->links);
 	links_join();
 	/* An error after the output was made: the stream still ends with its

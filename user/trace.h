@@ -27,15 +27,20 @@
 #include "layout.h"
 #include "info.h"
 
-struct allocf {
-	uint64_t addr;
-	struct probe_plan plan;
-};
-
 /* A set of probe links. */
 struct links {
 	struct bpf_link **v;
 	unsigned n, cap;
+};
+
+/* A probed allocator: its probes, kept apart from the process's other
+ * links so that --duty can take them off and put them back (path: the
+ * file they are in). */
+struct allocf {
+	uint64_t addr;
+	struct probe_plan plan;
+	char path[128];
+	struct links links;
 };
 
 /* A stream and its sidecar. */
@@ -116,8 +121,27 @@ struct tproc {
 	struct tproc *next;
 };
 
+/* --duty's windows (duty.c). */
+struct duty_closer;
+struct duty {
+	double period;  /* seconds; a window is duty% of it */
+	double pstart;  /* the current period began */
+	double next;    /* when the next change is due */
+	double opened;  /* the open window's probes began to attach */
+	double sampled; /* seconds probed, closed windows */
+	double closing; /* the closing window's detach began */
+	double tail;    /* the last detach took this long */
+	unsigned windows;
+	int on;         /* a window is open */
+	/* A closing window's links, each destroyed on a thread of its own */
+	struct duty_closer *cl;
+	unsigned ncl;
+	int left;       /* closers still running (atomic) */
+};
+
 struct tr {
 	const struct topts *o;
+	struct duty duty; /* --duty (duty.c) */
 	/* what is traced */
 	struct tproc *procs;  /* every process seen, ended ones included */
 	struct u64map pmap;   /* tgid -> live struct tproc */
@@ -197,6 +221,20 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 void proc_lock(struct tr *t, struct tproc *p);
 void proc_unlock(struct tproc *p);
 
+/* -- duty.c: --duty ------------------------------------------------------ */
+
+/* Before the loop: the first window's place. */
+void duty_start(struct tr *t);
+/* Each turn of the loop: opens or closes a window when due. */
+void duty_turn(struct tr *t);
+/* A poll's timeout (ms), cut so the next change is on time. */
+int duty_wait_ms(const struct tr *t, int ms);
+/* Tracing ends: an open window is closed (finish destroys its probes),
+ * a closing one waited for. */
+void duty_end(struct tr *t);
+/* Seconds the allocator was probed so far. */
+double duty_sampled(const struct tr *t);
+
 /* -- attach.c ------------------------------------------------------------- */
 
 int link_add(struct links *ls, struct bpf_link *l);
@@ -204,6 +242,12 @@ void links_free(struct links *ls);
 /* The same, on a thread of its own (an ended process's probes); links_join
  * waits until all are gone. */
 void links_free_later(struct links *ls);
+/* --duty: every traced process's allocator probes back on; or their
+ * links moved to out (which destroys them). */
+void alloc_probes_on(struct tr *t);
+void alloc_probes_take(struct tr *t, struct links *out);
+/* A process's links, its allocators' too (later: on the reaper thread). */
+void proc_links_free(struct tproc *p, int later);
 void links_join(void);
 /* Does the kernel have task works (6.18+)? Then alloc_enter's reads can
  * land on its stack (struct gq in bpf/read.h). */

@@ -42,6 +42,7 @@ struct topts {
 	int strict;  /* -- COMMAND: loss is exit 3, a tracer error exit 1,
 		      * rather than the command's status */
 	int no_loss; /* --no-loss: a full ring pauses its producer */
+	double duty; /* --duty: percent of the time the allocator is probed */
 	/* luamemtrace top: called every turn of the tracer's loop, once
 	 * attached (its live view; it may set stop_req) */
 	void (*live)(struct tr *t);

@@ -1,0 +1,194 @@
+/* --duty PERCENT: the allocator probed in windows that cover PERCENT of
+ * the time, one at a random place in each period; off, it costs the
+ * target nothing (a probe with no program attached still traps, so the
+ * probes themselves come and go).
+ *
+ * What was probed is measured, not assumed: a window runs from the start
+ * of its probes' attach to the end of their detach, and the seconds of
+ * all windows scale the sample to the whole run (summary, sidecar,
+ * reports: info_scale). A uprobe's detach waits for the kernel's grace
+ * periods (docs/costs.md): each link goes on a thread of its own so they
+ * wait together, off the consumer's thread, and no window opens before
+ * the last one's probes are gone.
+ */
+#define _GNU_SOURCE
+#include <bpf/libbpf.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "trace.h"
+
+/* A window per period; shorter runs (-d) have one period. */
+#define DUTY_PERIOD 10.0
+
+struct duty_closer {
+	struct bpf_link *l;
+	pthread_t th;
+	int started;
+	double done;
+	int *left;
+};
+
+static void *close_one(void *arg)
+{
+	struct duty_closer *c = arg;
+
+	bpf_link__destroy(c->l);
+	c->done = now();
+	__atomic_sub_fetch(c->left, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static double window(const struct tr *t)
+{
+	return t->o->duty / 100 * t->duty.period;
+}
+
+/* The next window's start: at a random place in the next period that
+ * has room for it after now. */
+static void plan_next(struct tr *t, double tn)
+{
+	struct duty *d = &t->duty;
+	const double w = window(t);
+
+	do
+		d->pstart += d->period;
+	while (d->pstart + d->period - w < tn);
+	d->next = d->pstart + drand48() * (d->period - w);
+	if (d->next < tn)
+		d->next = tn;
+}
+
+/* Destroys the allocator probes, each on a thread of its own. */
+static void close_window(struct tr *t)
+{
+	struct duty *d = &t->duty;
+	struct links ls = { 0 };
+
+	alloc_probes_take(t, &ls);
+	d->on = 0;
+	d->closing = now();
+	d->cl = calloc(ls.n ? ls.n : 1, sizeof(*d->cl));
+	if (!d->cl) {
+		links_free(&ls); /* here, then: slower, not wrong */
+		d->sampled += now() - d->opened;
+		return;
+	}
+	d->ncl = ls.n;
+	__atomic_store_n(&d->left, (int)ls.n, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < ls.n; i++) {
+		struct duty_closer *c = &d->cl[i];
+
+		c->l = ls.v[i];
+		c->left = &d->left;
+		c->started = !pthread_create(&c->th, NULL, close_one, c);
+		if (!c->started)
+			close_one(c);
+	}
+	free(ls.v);
+}
+
+/* The closing window's probes are all gone: its seconds counted. */
+static int closed(struct tr *t, int wait)
+{
+	struct duty *d = &t->duty;
+	double last = d->opened;
+
+	if (!d->cl)
+		return 1;
+	if (!wait && __atomic_load_n(&d->left, __ATOMIC_ACQUIRE))
+		return 0;
+	for (unsigned i = 0; i < d->ncl; i++) {
+		if (d->cl[i].started)
+			pthread_join(d->cl[i].th, NULL);
+		if (d->cl[i].done > last)
+			last = d->cl[i].done;
+	}
+	if (t->o->verbose)
+		err1("--duty: window %u probed %.3f s", d->windows, last - d->opened);
+	d->sampled += last - d->opened;
+	/* Windows close that much earlier from now on: the detach's time,
+	 * measured, is part of the window. */
+	if (d->windows)
+		d->tail = last - d->closing;
+	free(d->cl);
+	d->cl = NULL;
+	d->ncl = 0;
+	return 1;
+}
+
+void duty_start(struct tr *t)
+{
+	struct duty *d = &t->duty;
+	const double tn = now();
+
+	if (!t->o->duty)
+		return;
+	srand48((long)(wall_now() * 1e6) ^ (long)getpid());
+	d->period = DUTY_PERIOD;
+	if (t->deadline && t->deadline - tn < d->period && t->deadline > tn)
+		d->period = t->deadline - tn;
+	d->pstart = tn - d->period;
+	/* Probes attached while the processes were set up (attach_allocf)
+	 * make a window of their own, closed now. */
+	if (d->on)
+		close_window(t);
+	plan_next(t, tn);
+}
+
+void duty_turn(struct tr *t)
+{
+	struct duty *d = &t->duty;
+	const double tn = now();
+
+	if (!t->o->duty || (d->cl && !closed(t, 0)) || tn < d->next)
+		return;
+	if (d->on) {
+		close_window(t);
+		plan_next(t, tn);
+		return;
+	}
+	d->opened = tn;
+	d->on = 1;
+	d->windows++;
+	d->next = tn + window(t) - d->tail;
+	if (d->next < tn + 0.05 * window(t))
+		d->next = tn + 0.05 * window(t);
+	alloc_probes_on(t);
+	if (t->o->verbose)
+		err1("--duty: window %u opened at %.2f s, probes on in %.3f s", d->windows,
+		     tn - t->t0, now() - tn);
+}
+
+int duty_wait_ms(const struct tr *t, int ms)
+{
+	const struct duty *d = &t->duty;
+	double left;
+
+	if (!t->o->duty)
+		return ms;
+	if (d->cl)
+		return ms < 10 ? ms : 10;
+	left = (d->next - now()) * 1000;
+	return left < 0 ? 0 : left + 1 < ms ? (int)left + 1 : ms;
+}
+
+void duty_end(struct tr *t)
+{
+	struct duty *d = &t->duty;
+
+	if (!t->o->duty)
+		return;
+	closed(t, 1);
+	if (d->on)
+		d->sampled += now() - d->opened;
+	d->on = 0;
+}
+
+double duty_sampled(const struct tr *t)
+{
+	const struct duty *d = &t->duty;
+
+	return d->sampled + (d->on ? now() - d->opened : 0);
+}
