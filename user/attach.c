@@ -203,23 +203,22 @@ int open_load(struct tr *t, int kst)
 
 /* -- Allocators and VMs -------------------------------------------------- */
 
-static int attach_at(struct tr *t, struct links *ls, struct tproc *p, const char *path,
-		     uint64_t off, int ret)
+static int attach_at(struct tr *t, struct allocf *a, struct tproc *p, uint64_t off, int ret)
 {
 	struct bpf_program *pe = t->o->floor ? t->skel->progs.floor_enter :
 					       t->enter;
 	struct bpf_program *pr = t->o->floor ? t->skel->progs.floor_return :
 					       t->skel->progs.alloc_return;
-	/* The return probe first, and gone last (links are destroyed in
-	 * reverse): no allocation is seen entering without its return being
-	 * caught, or it would count as missed. */
-	int r = ret ? link_add(ls, bpf_program__attach_uprobe(pr, true,
-				p->pid, path, (size_t)off)) : 0;
+	/* The return probe first, and gone last (a->rets): no allocation
+	 * is seen entering without its return being caught, or it would
+	 * count as missed. */
+	int r = ret ? link_add(&a->rets, bpf_program__attach_uprobe(pr, true,
+				p->pid, a->path, (size_t)off)) : 0;
 
 	if (r)
 		return r;
-	return link_add(ls, bpf_program__attach_uprobe(pe, false, p->pid,
-						       path, (size_t)off));
+	return link_add(&a->links, bpf_program__attach_uprobe(pe, false, p->pid,
+							      a->path, (size_t)off));
 }
 
 /* Allocator a's probes, by its plan. */
@@ -228,11 +227,11 @@ static int allocf_on(struct tr *t, struct tproc *p, struct allocf *a)
 	int r;
 
 	if (a->plan.split && t->o->probes == PROBES_AUTO) {
-		r = attach_at(t, &a->links, p, a->path, a->plan.free_site.off, 0);
+		r = attach_at(t, a, p, a->plan.free_site.off, 0);
 		if (!r)
-			r = attach_at(t, &a->links, p, a->path, a->plan.alloc_site.off, 1);
+			r = attach_at(t, a, p, a->plan.alloc_site.off, 1);
 	} else {
-		r = attach_at(t, &a->links, p, a->path, a->plan.all.off, 1);
+		r = attach_at(t, a, p, a->plan.all.off, 1);
 	}
 	return r;
 }
@@ -242,28 +241,43 @@ void alloc_probes_on(struct tr *t)
 	for (struct tproc *p = t->procs; p; p = p->next)
 		for (unsigned i = 0; i < p->naf; i++) {
 			struct allocf *a = &p->af[i];
-			if (p->attached && !p->ended && !a->links.n && allocf_on(t, p, a))
-				links_free(&a->links); /* gone meanwhile */
+			if (p->attached && !p->ended && !a->links.n && !a->rets.n &&
+			    allocf_on(t, p, a)) { /* gone meanwhile */
+				links_free(&a->links);
+				links_free(&a->rets);
+			}
 		}
 }
 
-void alloc_probes_take(struct tr *t, struct links *out)
+static void links_move(struct links *from, struct links *to)
+{
+	while (from->n && !link_add(to, from->v[from->n - 1]))
+		from->n--;
+	links_free(from); /* what could not be moved */
+}
+
+void alloc_probes_take(struct tr *t, struct links *entries, struct links *rets)
 {
 	for (struct tproc *p = t->procs; p; p = p->next)
 		for (unsigned i = 0; i < p->naf; i++) {
-			struct links *ls = &p->af[i].links;
-			/* Newest first: the allocation path goes before the
-			 * free path, the entry before its return. */
-			while (ls->n && !link_add(out, ls->v[ls->n - 1]))
-				ls->n--;
-			links_free(ls); /* what could not be moved */
+			links_move(&p->af[i].links, entries);
+			links_move(&p->af[i].rets, rets);
 		}
 }
 
 void proc_links_free(struct tproc *p, int later)
 {
-	for (unsigned i = 0; i < p->naf; i++)
-		(later ? links_free_later : links_free)(&p->af[i].links);
+	for (unsigned i = 0; i < p->naf; i++) {
+		struct allocf *a = &p->af[i];
+
+		if (later) { /* the reaper takes the newest first */
+			links_free_later(&a->rets);
+			links_free_later(&a->links);
+		} else {
+			links_free(&a->links);
+			links_free(&a->rets);
+		}
+	}
 	(later ? links_free_later : links_free)(&p->links);
 }
 

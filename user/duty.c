@@ -60,61 +60,73 @@ static void plan_next(struct tr *t, double tn)
 		d->next = tn;
 }
 
-/* Destroys the allocator probes, each on a thread of its own. */
-static void close_window(struct tr *t)
+/* Destroys ls's links, each on a thread of its own (d->cl). */
+static void close_links(struct duty *d, struct links *ls)
 {
-	struct duty *d = &t->duty;
-	struct links ls = { 0 };
-
-	alloc_probes_take(t, &ls);
-	d->on = 0;
-	d->closing = now();
-	d->cl = calloc(ls.n ? ls.n : 1, sizeof(*d->cl));
+	d->cl = calloc(ls->n ? ls->n : 1, sizeof(*d->cl));
 	if (!d->cl) {
-		links_free(&ls); /* here, then: slower, not wrong */
-		d->sampled += now() - d->opened;
+		links_free(ls); /* here, then: slower, not wrong */
 		return;
 	}
-	d->ncl = ls.n;
-	__atomic_store_n(&d->left, (int)ls.n, __ATOMIC_RELEASE);
-	for (unsigned i = 0; i < ls.n; i++) {
+	d->ncl = ls->n;
+	__atomic_store_n(&d->left, (int)ls->n, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < ls->n; i++) {
 		struct duty_closer *c = &d->cl[i];
 
-		c->l = ls.v[i];
+		c->l = ls->v[i];
 		c->left = &d->left;
 		c->started = !pthread_create(&c->th, NULL, close_one, c);
 		if (!c->started)
 			close_one(c);
 	}
-	free(ls.v);
+	free(ls->v);
+	ls->v = NULL;
+	ls->n = ls->cap = 0;
 }
 
-/* The closing window's probes are all gone: its seconds counted. */
+/* The window's probes off: the entries, then (closed) the returns. */
+static void close_window(struct tr *t)
+{
+	struct duty *d = &t->duty;
+	struct links entries = { 0 };
+
+	alloc_probes_take(t, &entries, &d->rets);
+	d->on = 0;
+	d->closing = now();
+	d->last = d->closing;
+	close_links(d, &entries);
+}
+
+/* The closing window's probes are all gone (wait: waits for them): its
+ * seconds counted. */
 static int closed(struct tr *t, int wait)
 {
 	struct duty *d = &t->duty;
-	double last = d->opened;
 
-	if (!d->cl)
-		return 1;
-	if (!wait && __atomic_load_n(&d->left, __ATOMIC_ACQUIRE))
-		return 0;
-	for (unsigned i = 0; i < d->ncl; i++) {
-		if (d->cl[i].started)
-			pthread_join(d->cl[i].th, NULL);
-		if (d->cl[i].done > last)
-			last = d->cl[i].done;
+	while (d->cl) {
+		if (!wait && __atomic_load_n(&d->left, __ATOMIC_ACQUIRE))
+			return 0;
+		for (unsigned i = 0; i < d->ncl; i++) {
+			if (d->cl[i].started)
+				pthread_join(d->cl[i].th, NULL);
+			if (d->cl[i].done > d->last)
+				d->last = d->cl[i].done;
+		}
+		free(d->cl);
+		d->cl = NULL;
+		d->ncl = 0;
+		if (d->rets.n) /* the second phase */
+			close_links(d, &d->rets);
 	}
+	if (!d->closing)
+		return 1;
 	if (t->o->verbose)
-		err1("--duty: window %u probed %.3f s", d->windows, last - d->opened);
-	d->sampled += last - d->opened;
+		err1("--duty: window %u probed %.3f s", d->windows, d->last - d->opened);
+	d->sampled += d->last - d->opened;
 	/* Windows close that much earlier from now on: the detach's time,
 	 * measured, is part of the window. */
-	if (d->windows)
-		d->tail = last - d->closing;
-	free(d->cl);
-	d->cl = NULL;
-	d->ncl = 0;
+	d->tail = d->last - d->closing;
+	d->closing = 0;
 	return 1;
 }
 
@@ -142,7 +154,7 @@ void duty_turn(struct tr *t)
 	struct duty *d = &t->duty;
 	const double tn = now();
 
-	if (!t->o->duty || (d->cl && !closed(t, 0)) || tn < d->next)
+	if (!t->o->duty || !closed(t, 0) || tn < d->next)
 		return;
 	if (d->on) {
 		close_window(t);
@@ -168,7 +180,7 @@ int duty_wait_ms(const struct tr *t, int ms)
 
 	if (!t->o->duty)
 		return ms;
-	if (d->cl)
+	if (d->closing)
 		return ms < 10 ? ms : 10;
 	left = (d->next - now()) * 1000;
 	return left < 0 ? 0 : left + 1 < ms ? (int)left + 1 : ms;

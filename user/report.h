@@ -55,6 +55,12 @@ int report_stack(struct report *rp, uint32_t id, const uint32_t *frames, uint32_
 /* report_events with each event's stack number (0: none). */
 void report_events_stk(struct report *rp, const struct mp_event *ev, const uint32_t *sid,
 		       size_t n);
+/* A --duty sample (info_scale): what was allocated (ALLOCATIONS,
+ * REALLOCATIONS, DEALLOCATIONS; the allocation weights of --folded,
+ * --pprof and the flame graph) is multiplied by k > 1, estimates for the
+ * whole run, and the outputs say so. What is held is the sample's own:
+ * blocks allocated in a window whose free no window saw. */
+void report_scale(struct report *rp, double k);
 /* Returns 0, or -1 if out of memory was hit while aggregating (the output
  * would be incomplete) or the stream FILE reports an error. */
 int report_print(struct report *rp, FILE *out, const struct report_opts *o);

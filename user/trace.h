@@ -35,12 +35,12 @@ struct links {
 
 /* A probed allocator: its probes, kept apart from the process's other
  * links so that --duty can take them off and put them back (path: the
- * file they are in). */
+ * file they are in); return probes apart, to go after the entries. */
 struct allocf {
 	uint64_t addr;
 	struct probe_plan plan;
 	char path[128];
-	struct links links;
+	struct links links, rets;
 };
 
 /* A stream and its sidecar. */
@@ -129,13 +129,16 @@ struct duty {
 	double next;    /* when the next change is due */
 	double opened;  /* the open window's probes began to attach */
 	double sampled; /* seconds probed, closed windows */
-	double closing; /* the closing window's detach began */
+	double closing; /* the closing window's detach began; 0: none */
+	double last;    /* its last probe went */
 	double tail;    /* the last detach took this long */
 	unsigned windows;
 	int on;         /* a window is open */
-	/* A closing window's links, each destroyed on a thread of its own */
+	/* A closing window's links, each destroyed on a thread of its own:
+	 * the entries, then its return probes (rets) */
 	struct duty_closer *cl;
 	unsigned ncl;
+	struct links rets;
 	int left;       /* closers still running (atomic) */
 };
 
@@ -243,9 +246,10 @@ void links_free(struct links *ls);
  * waits until all are gone. */
 void links_free_later(struct links *ls);
 /* --duty: every traced process's allocator probes back on; or their
- * links moved to out (which destroys them). */
+ * links moved to entries and rets (return probes: to be destroyed after
+ * the entries, or an allocation would be seen without its return). */
 void alloc_probes_on(struct tr *t);
-void alloc_probes_take(struct tr *t, struct links *out);
+void alloc_probes_take(struct tr *t, struct links *entries, struct links *rets);
 /* A process's links, its allocators' too (later: on the reaper thread). */
 void proc_links_free(struct tproc *p, int later);
 void links_join(void);

@@ -47,6 +47,11 @@
 
 #include "report_int.h"
 
+void report_scale(struct report *rp, double k)
+{
+	rp->scale = k > 1 ? k : 0;
+}
+
 struct report *report_new(void)
 {
 	struct report *rp = calloc(1, sizeof(*rp));

@@ -94,6 +94,32 @@ static int sidecar_warns(const char *path)
 	return 0;
 }
 
+/* A --duty sample (its sidecar says so): rp scaled to estimates of the
+ * whole run, said on stderr. The factor; 1 if not a sample. */
+static double duty_scale(const char *path, struct report *rp)
+{
+	struct info in;
+	double k;
+
+	if (!strcmp(path, "-") || info_load(path, &in) <= 0 || (k = info_scale(&in)) <= 1)
+		return 1;
+	report_scale(rp, k);
+	fprintf(stderr, "luamemtrace report: %s is a --duty sample (%g%% asked; the allocator "
+		"probed %.2f of %.2f s): what was allocated is reported as estimates, x%.3f\n",
+		path, in.duty, in.sampled, in.duration, k);
+	return k;
+}
+
+/* The flame graph's title: the stream's name, and whether it estimates. */
+static const char *title_of(const char *path, double k, char *buf, size_t len)
+{
+	if (k <= 1)
+		return path;
+	snprintf(buf, len, "%s (estimates: a --duty sample, allocations x%.2f; held: "
+		 "the sample's own)", path, k);
+	return buf;
+}
+
 /* FILE.stacks, if there: its descriptor; -1 if absent (an error with
  * need), -2 having said why. */
 static int stacks_open(const char *path, int need)
@@ -327,16 +353,17 @@ static int print_failed(void)
 static int report_one(const char *path, struct report_opts *o)
 {
 	struct report *rp = report_new();
+	char title[4200];
 	int status;
 
 	if (!rp) {
 		fprintf(stderr, "luamemtrace report: out of memory\n");
 		return LMT_ERR;
 	}
-	o->title = path;
 	if ((o->format != REPORT_FLAMEGRAPH || (status = temporal_pass(path, rp)) != LMT_ERR) &&
 	    (status = read_stream(path, o->by_stack, 0, rp)) != LMT_ERR &&
-	    (report_print(rp, stdout, o) || fflush(stdout)))
+	    (o->title = title_of(path, duty_scale(path, rp), title, sizeof(title)),
+	     report_print(rp, stdout, o) || fflush(stdout)))
 		status = print_failed();
 	report_free(rp);
 	return status;
@@ -351,6 +378,8 @@ static int report_many(char **paths, size_t n, struct report_opts *o, const char
 	struct pp *pp = o->format == REPORT_PPROF ? pprof_new() : NULL;
 	struct fl *fl = o->format == REPORT_FLAMEGRAPH ? flame_new() : NULL;
 	int status = LMT_OK, st = LMT_OK;
+	double kmax = 1, k;
+	char tbuf[4200];
 
 	if ((o->format == REPORT_PPROF && !pp) || (o->format == REPORT_FLAMEGRAPH && !fl))
 		goto oom;
@@ -367,7 +396,7 @@ static int report_many(char **paths, size_t n, struct report_opts *o, const char
 		if ((fl && (st = temporal_pass(paths[i], rp)) == LMT_ERR) ||
 		    (st = read_stream(paths[i], o->by_stack, 0, rp)) == LMT_ERR) {
 			status = LMT_ERR;
-		} else if (pp || fl) {
+		} else if ((k = duty_scale(paths[i], rp)), kmax = k > kmax ? k : kmax, pp || fl) {
 			report_sync(rp);
 			if (pp ? pprof_add(pp, rp, label) : flame_add(fl, rp, label))
 				status = print_failed();
@@ -385,7 +414,8 @@ static int report_many(char **paths, size_t n, struct report_opts *o, const char
 		free(label);
 	}
 	if (status != LMT_ERR &&
-	    ((pp && pprof_write(pp, stdout)) || (fl && flame_write(fl, stdout, title)) ||
+	    ((pp && pprof_write(pp, stdout)) ||
+	     (fl && flame_write(fl, stdout, title_of(title, kmax, tbuf, sizeof(tbuf)))) ||
 	     fflush(stdout)))
 		status = print_failed();
 	pprof_free(pp);

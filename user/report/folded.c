@@ -45,6 +45,14 @@ void live_by_key(struct report *rp, struct accset *s)
 		}
 }
 
+static void scale_acc(const struct report *rp, struct accset *s)
+{
+	for (uint32_t i = 0; rp->scale > 1 && i < s->n; i++) {
+		s->v[i].a = scaled(rp, s->v[i].a);
+		s->v[i].b = scaled(rp, s->v[i].b);
+	}
+}
+
 void alloc_by_key(struct report *rp, int stacks, struct accset *s)
 {
 	struct acc *x;
@@ -55,6 +63,7 @@ void alloc_by_key(struct report *rp, int stacks, struct accset *s)
 				x->a += rp->fold.v[i].a;
 				x->b += rp->fold.v[i].b;
 			}
+		scale_acc(rp, s);
 		return;
 	}
 	for (uint32_t g = 0; g < rp->ngrp; g++)
@@ -62,6 +71,7 @@ void alloc_by_key(struct report *rp, int stacks, struct accset *s)
 			x->a += rp->grp[g].alloc;
 			x->b += rp->grp[g].num;
 		}
+	scale_acc(rp, s);
 }
 
 /* Without a companion a stack is one frame, the event's location; with

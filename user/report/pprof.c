@@ -89,6 +89,7 @@ struct pp {
 	int64_t *vals; /* NVAL per sample */
 	uint32_t nsmp, smp_cap, vals_cap, lab_cap;
 	int labelled, oom;
+	double scale; /* the largest report_scale of a stream added */
 };
 
 /* Pool id of text s (n bytes) in p's own pool. */
@@ -290,6 +291,9 @@ int pprof_add(struct pp *p, struct report *rp, const char *label)
 {
 	const uint32_t lab = label ? own(p, label, strlen(label)) : NONE;
 	struct accset alloc = { 0 }, live = { 0 };
+
+	if (rp->scale > p->scale)
+		p->scale = rp->scale;
 	int64_t *v;
 
 	p->labelled |= label != NULL;
@@ -328,6 +332,7 @@ int pprof_write(struct pp *p, FILE *out)
 	};
 	Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
 	ValueType vt[NVAL], period, *vtp[NVAL];
+	int64_t comment;
 	Mapping map, *mapp = &map;
 	Sample **sp = NULL;
 	Location **lp = NULL;
@@ -352,6 +357,15 @@ int pprof_write(struct pp *p, FILE *out)
 	perftools__profiles__value_type__init(&period);
 	period.type = lit_idx(p, "space");
 	period.unit = lit_idx(p, "bytes");
+	if (p->scale > 1) {
+		char c[200];
+
+		snprintf(c, sizeof(c), "estimates: a --duty sample, alloc_* scaled up to x%.3f to "
+			 "the whole run; inuse_* is the sample's own", p->scale);
+		comment = lit_idx(p, c);
+		prof.n_comment = 1;
+		prof.comment = &comment;
+	}
 	if (p->oom ||
 	    !(sp = calloc(p->nsmp + 1, sizeof(*sp))) || !(lp = calloc(p->nloc + 1, sizeof(*lp))) ||
 	    !(linep = calloc(p->nloc + 1, sizeof(*linep))) ||

@@ -15,6 +15,9 @@
 
 #define NONE UINT32_MAX
 
+/* An allocation figure as reported: report_scale's estimate. */
+static inline uint64_t scaled(const struct report *rp, uint64_t v);
+
 static inline uint64_t mix64(uint64_t x)
 {
 	x ^= x >> 31;
@@ -68,6 +71,7 @@ struct accset {
 };
 
 /* ---- The aggregator ---- */
+
 
 struct loc {
 	uint64_t addr, line, trace; /* the parser's group key */
@@ -151,6 +155,7 @@ struct pframe {
 
 struct report {
 	struct strpool sp;
+	double scale; /* report_scale: > 1, a --duty sample's estimates */
 	uint32_t s_internal;
 	int oom;
 
@@ -226,6 +231,11 @@ struct report {
 	struct pframe *pfv;
 	uint32_t npf, pf_cap;
 };
+
+static inline uint64_t scaled(const struct report *rp, uint64_t v)
+{
+	return rp->scale > 1 ? (uint64_t)((double)v * rp->scale + 0.5) : v;
+}
 
 /* -- tables.c -- */
 

@@ -74,9 +74,9 @@ static int render(struct report *rp, FILE *out, uint8_t kind, int human, const c
 		const struct group *gp = &rp->grp[ids[i]];
 		char num[32], a[40], f[40];
 		const uint32_t nn = nowners(rp, ids[i]);
-		lua_d(num, gp->num);
-		fmt_bytes(a, gp->alloc, human);
-		fmt_bytes(f, gp->free, human);
+		lua_d(num, scaled(rp, gp->num));
+		fmt_bytes(a, scaled(rp, gp->alloc), human);
+		fmt_bytes(f, scaled(rp, gp->free), human);
 		fputs(indent, out);
 		put_name(out, rp, gp->name);
 		fprintf(out, ": %s events\t+%s\t-%s\n", num, a, f);
@@ -225,6 +225,11 @@ int report_print(struct report *rp, FILE *out, const struct report_opts *o)
 	} else if (o->format == REPORT_FLAMEGRAPH) {
 		rc = flamegraph(rp, out, o->title ? o->title : "");
 	} else {
+		if (rp->scale > 1)
+			fprintf(out, "ESTIMATES: a --duty sample; what was allocated and freed is "
+				     "scaled x%.3f to the whole run, HEAP SUMMARY is the sample's own "
+				     "(blocks allocated in a window whose free no window saw)\n\n",
+				rp->scale);
 		if (o->format != REPORT_LEAK_ONLY) {
 			static const char *const title[] = { "ALLOCATIONS", "REALLOCATIONS",
 							     "DEALLOCATIONS" };
