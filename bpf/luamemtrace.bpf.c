@@ -91,7 +91,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 	const struct lmt_vm *vm;
 	struct gq q;
 
-	if (ab_skip(nsize) || ctx_open(&c, ctx) || !(vm = vm_of(&c, ud)))
+	if (duty_off || ab_skip(nsize) || ctx_open(&c, ctx) || !(vm = vm_of(&c, ud)))
 		return 0;
 	ev.osize = ev.kind == LMT_ALLOC ? 0 : osize;
 	q.got = 0;

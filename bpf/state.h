@@ -41,6 +41,11 @@ __u32 multi; /* VMs share a stream: no batching (struct lmt_slot) */
  * the trace is one instant. An allocation that entered before it and
  * returns after is in flight (struct pend). */
 __u32 stop;
+/* --duty, set by user space as a window closes, cleared as one opens:
+ * the entry programs record nothing, returns complete what entered
+ * before, so a window ends at one instant however long its probes take
+ * to go (user/duty.c). */
+__u32 duty_off;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

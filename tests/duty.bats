@@ -28,11 +28,11 @@ share() {
 	kill "$pid"
 	grep -q '^  duty:    20% asked; the allocator probed ' "$T/sum"
 	grep -q '^  estimate for the whole run (x' "$T/sum"
-	# the setup's window, closed at once, then one window in the run's
-	# one period (4 s, -d)
-	grep -q 'window 0 probed' "$T/sum"
+	# one window in the run's one period (4 s, -d), none while the
+	# process was set up
 	grep -q 'window 1 opened' "$T/sum"
-	! grep -q 'window 2 opened' "$T/sum"
+	grep -q 'window 1 recorded' "$T/sum"
+	! grep -q 'window [02]' "$T/sum"
 	no_lost "$T/sum"
 	# the sidecar: what was asked and what was probed, less than the run
 	[ "$(info_val "$T/d.bin.info" duty)" = 20 ]
@@ -50,7 +50,7 @@ share() {
 	b=$(share 8 "$T/raw")
 	c=$(share 9 "$T/raw")
 	[ "$a" -gt 10000 ]
-	# shares exact but for the turns the windows cut (2 windows)
+	# shares exact but for the turns the window cuts
 	awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN {
 		d1 = 3 * a - 5 * b; d2 = 2 * a - 5 * c
 		exit !(d1 >= -30 && d1 <= 30 && d2 >= -30 && d2 <= 30) }'

@@ -349,12 +349,7 @@ static int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 			err1("warning: %s", a->plan.warning);
 		describe("allocator", &a->plan.all, t->o->verbose);
 	}
-	/* --duty: probes go on now while the processes are set up (a
-	 * window of its own), later only in windows (duty.c). */
-	if (t->o->duty && !t->duty.period && !t->duty.on) {
-		t->duty.on = 1;
-		t->duty.opened = now();
-	}
+	/* --duty: on in windows only (duty.c) */
 	r = !t->o->duty || t->duty.on ? allocf_on(t, p, a) : 0;
 	pmaps_free(&m);
 	if (r) {

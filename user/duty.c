@@ -3,13 +3,14 @@
  * target nothing (a probe with no program attached still traps, so the
  * probes themselves come and go).
  *
- * What was probed is measured, not assumed: a window runs from the start
- * of its probes' attach to the end of their detach, and the seconds of
- * all windows scale the sample to the whole run (summary, sidecar,
- * reports: info_scale). A uprobe's detach waits for the kernel's grace
- * periods (docs/costs.md): each link goes on a thread of its own so they
- * wait together, off the consumer's thread, and no window opens before
- * the last one's probes are gone.
+ * What was recorded is measured, not assumed: a window runs from the
+ * start of its probes' attach to the instant it closes (duty_off), and
+ * the seconds of all windows scale the sample to the whole run (summary,
+ * sidecar, reports: info_scale). A uprobe's detach waits for the kernel's
+ * grace periods (docs/costs.md): each link goes on a thread of its own so
+ * they wait together, off the consumer's thread, and no window opens
+ * before the last one's probes are gone. Allocator probes are put on in
+ * windows only, new processes' too (attach_allocf).
  */
 #define _GNU_SOURCE
 #include <bpf/libbpf.h>
@@ -19,7 +20,8 @@
 
 #include "trace.h"
 
-/* A window per period; shorter runs (-d) have one period. */
+/* A window per period; shorter runs (-d) have one period, and a slow
+ * detach makes them longer (closed). */
 #define DUTY_PERIOD 10.0
 
 struct duty_closer {
@@ -84,26 +86,33 @@ static void close_links(struct duty *d, struct links *ls)
 	ls->n = ls->cap = 0;
 }
 
-/* The window's probes off: the entries, then (closed) the returns. */
+/* The window ends now (duty_off: nothing more is recorded), its probes
+ * go on the closers' threads. */
 static void close_window(struct tr *t)
 {
 	struct duty *d = &t->duty;
-	struct links entries = { 0 };
+	struct links ls = { 0 };
 
-	alloc_probes_take(t, &entries, &d->rets);
+	__atomic_store_n(&t->skel->bss->duty_off, 1, __ATOMIC_SEQ_CST);
 	d->on = 0;
 	d->closing = now();
+	d->sampled += d->closing - d->opened;
 	d->last = d->closing;
-	close_links(d, &entries);
+	/* All at once: what entered before duty_off returns in microseconds,
+	 * long before its return probe can be gone. */
+	alloc_probes_take(t, &ls, &ls);
+	close_links(d, &ls);
 }
 
-/* The closing window's probes are all gone (wait: waits for them): its
- * seconds counted. */
+/* The closing window's probes are all gone (wait: waits for them); the
+ * next window planned. */
 static int closed(struct tr *t, int wait)
 {
 	struct duty *d = &t->duty;
 
-	while (d->cl) {
+	if (!d->closing)
+		return 1;
+	if (d->cl) {
 		if (!wait && __atomic_load_n(&d->left, __ATOMIC_ACQUIRE))
 			return 0;
 		for (unsigned i = 0; i < d->ncl; i++) {
@@ -115,18 +124,18 @@ static int closed(struct tr *t, int wait)
 		free(d->cl);
 		d->cl = NULL;
 		d->ncl = 0;
-		if (d->rets.n) /* the second phase */
-			close_links(d, &d->rets);
 	}
-	if (!d->closing)
-		return 1;
-	if (t->o->verbose)
-		err1("--duty: window %u probed %.3f s", d->windows, d->last - d->opened);
-	d->sampled += d->last - d->opened;
-	/* Windows close that much earlier from now on: the detach's time,
-	 * measured, is part of the window. */
+	/* The detach's time, measured: the target still traps meanwhile.
+	 * Windows are made at least twice that long (longer periods), or
+	 * it would be most of their cost. */
 	d->tail = d->last - d->closing;
+	if (t->o->verbose)
+		err1("--duty: window %u recorded %.3f s, its probes went in %.3f s", d->windows,
+		     d->closing - d->opened, d->tail);
+	if (2 * d->tail * 100 / t->o->duty > d->period)
+		d->period = 2 * d->tail * 100 / t->o->duty;
 	d->closing = 0;
+	plan_next(t, now());
 	return 1;
 }
 
@@ -142,10 +151,6 @@ void duty_start(struct tr *t)
 	if (t->deadline && t->deadline - tn < d->period && t->deadline > tn)
 		d->period = t->deadline - tn;
 	d->pstart = tn - d->period;
-	/* Probes attached while the processes were set up (attach_allocf)
-	 * make a window of their own, closed now. */
-	if (d->on)
-		close_window(t);
 	plan_next(t, tn);
 }
 
@@ -157,16 +162,14 @@ void duty_turn(struct tr *t)
 	if (!t->o->duty || !closed(t, 0) || tn < d->next)
 		return;
 	if (d->on) {
-		close_window(t);
-		plan_next(t, tn);
+		close_window(t); /* the next is planned once it is closed */
 		return;
 	}
 	d->opened = tn;
 	d->on = 1;
 	d->windows++;
-	d->next = tn + window(t) - d->tail;
-	if (d->next < tn + 0.05 * window(t))
-		d->next = tn + 0.05 * window(t);
+	d->next = tn + window(t);
+	__atomic_store_n(&t->skel->bss->duty_off, 0, __ATOMIC_SEQ_CST);
 	alloc_probes_on(t);
 	if (t->o->verbose)
 		err1("--duty: window %u opened at %.2f s, probes on in %.3f s", d->windows,

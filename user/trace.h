@@ -128,17 +128,15 @@ struct duty {
 	double pstart;  /* the current period began */
 	double next;    /* when the next change is due */
 	double opened;  /* the open window's probes began to attach */
-	double sampled; /* seconds probed, closed windows */
-	double closing; /* the closing window's detach began; 0: none */
+	double sampled; /* seconds recorded, closed windows */
+	double closing; /* the closing window ended; 0: none closing */
 	double last;    /* its last probe went */
 	double tail;    /* the last detach took this long */
 	unsigned windows;
 	int on;         /* a window is open */
-	/* A closing window's links, each destroyed on a thread of its own:
-	 * the entries, then its return probes (rets) */
+	/* A closing window's links, each destroyed on a thread of its own */
 	struct duty_closer *cl;
 	unsigned ncl;
-	struct links rets;
 	int left;       /* closers still running (atomic) */
 };
 

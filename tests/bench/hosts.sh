@@ -39,6 +39,7 @@ tracer() {
 	untraced) return 0 ;;
 	floor) "$LMT" --floor -p "$2" -o "$TMP/f$RANDOM/" 2> "$TMP/terr" & ;;
 	traced) rm -rf "$TMP/d"; "$LMT" -t 0 -p "$2" -o "$TMP/d/" 2> "$TMP/terr" & ;;
+	duty) rm -rf "$TMP/du"; "$LMT" -t 0 --duty 5 -p "$2" -o "$TMP/du/" 2> "$TMP/terr" & ;;
 	esac
 	TPID=$!
 	wait_for "$TMP/terr" "tracing " && return 0
@@ -76,7 +77,6 @@ for r in $(seq 1 "$REPS"); do
 		echo "$rps $UT" >> "$TMP/ngx.$m"
 	done
 done
-ngx_stop "$TMP/ngx" && NGX_MASTER=
 
 # ratio A B: per round A's rate over B's, median
 ratio() { paste "$1" "$2" | awk -v n="$(awk 'END {print NF}' "$1")" '{ if ($(n + 1) > 0) print $1 / $(n + 1) }' | median; }
@@ -91,6 +91,45 @@ report() { # name unit
 	echo "$1: untraced/traced $(ratio "$TMP/$1.untraced" "$TMP/$1.traced")x, floor/traced $(ratio "$TMP/$1.floor" "$TMP/$1.traced")x, untraced/floor $(ratio "$TMP/$1.untraced" "$TMP/$1.floor")x"
 }
 report ngx req/s
+
+# -- nginx, --duty 5 ----------------------------------------------------------
+# Windows of 0.5 s at a random place in each 10 s: runs long enough for a
+# few, untraced and --duty interleaved. Then the shares of bytes of the
+# five largest allocation sites, against the last full trace's.
+DSECS=${BENCH_DUTY_SECS:-30}
+DREPS=${BENCH_DUTY_REPS:-3}
+echo
+echo "== nginx, --duty 5 against untraced, wrk -t2 -c32 -d${DSECS}s, $DREPS rounds"
+MODES=(untraced duty)
+for r in $(seq 1 "$DREPS"); do
+	for k in 0 1; do
+		m=${MODES[$(((k + r) % 2))]}
+		tracer "$m" "$PIDS" || exit 1
+		rps=$(wrk -t2 -c32 -d"${DSECS}s" "http://127.0.0.1:$NGX_PORT/t" | awk '/^Requests\/sec:/ {print $2}')
+		untracer
+		[ "$m" = duty ] && grep '^  duty: ' "$TMP/terr" | tail -1 >> "$TMP/duty.windows"
+		echo "$rps $UT" >> "$TMP/ngxd.$m"
+	done
+done
+ngx_stop "$TMP/ngx" && NGX_MASTER=
+for m in untraced duty; do
+	printf '%-9s %12.0f req/s\n' "$m" "$(awk '{print $1}' "$TMP/ngxd.$m" | median)"
+done
+sed 's/^ */  last: /' "$TMP/duty.windows" | tail -1
+u_d=$(ratio "$TMP/ngxd.untraced" "$TMP/ngxd.duty")
+echo "ngx --duty 5: untraced/duty ${u_d}x: keeps $(awk -v r="$u_d" 'BEGIN { printf "%.1f", 100 / r }')% of the untraced rate (goal: at least 90%)"
+# shares DIR: the five largest sites by bytes, over every stream of DIR
+shares() {
+	"$LMT" report --folded --weight=bytes "$1" 2> /dev/null |
+		awk '{ w = $NF; sub(/ [0-9]+$/, ""); sub(/^[^;]*;/, ""); s[$0] += w; t += w }
+		     END { for (k in s) printf "%s\t%.2f\n", k, 100 * s[k] / t }' | sort -t"$(printf '\t')" -k2,2gr
+}
+shares "$TMP/d" | head -5 > "$TMP/sh.full"
+shares "$TMP/du" > "$TMP/sh.duty"
+printf '%-60s %8s %8s %6s\n' "site (top 5 of the last full trace)" full duty diff
+awk -F'\t' 'NR == FNR { d[$1] = $2; next } { x = ($1 in d) ? d[$1] : 0; printf "%-60s %7.2f%% %7.2f%% %6.2f\n", $1, $2, x, x - $2
+	m = (x - $2 > m) ? x - $2 : (($2 - x > m) ? $2 - x : m) } END { printf "ngx --duty 5: the five largest sites'"'"' shares within %.2f percentage points of a full trace'"'"'s (goal: 3)\n", m }' \
+	"$TMP/sh.duty" "$TMP/sh.full"
 
 # -- sysbench -----------------------------------------------------------------
 echo
@@ -127,3 +166,26 @@ done
 sed -i 's/ *$//; s/^\([0-9.]*\)$/\1 - -/' "$TMP/sb.untraced" "$TMP/sb.left-out"
 report sb events/s
 echo "a process --all --exe leaves out: untraced/left-out $(ratio "$TMP/sb.untraced" "$TMP/sb.left-out")x"
+
+# -- sysbench, --duty 5 -------------------------------------------------------
+echo
+echo "== sysbench, --duty 5 against untraced, --time=${DSECS}, $DREPS rounds"
+MODES=(untraced duty)
+for r in $(seq 1 "$DREPS"); do
+	for k in 0 1; do
+		m=${MODES[$(((k + r) % 2))]}
+		case $m in
+		untraced) pre=() ;;
+		duty) rm -rf "$TMP/sdu"; pre=("$LMT" -t 0 --duty 5 -o "$TMP/sdu/" --) ;;
+		esac
+		eps=$(SB_COUNT_DIR=$TMP/sb "${pre[@]}" sysbench "$TMP/sb/alloc.lua" --threads=2 \
+			--time="$DSECS" run 2> "$TMP/terr" |
+			awk '/total number of events:/ {e = $5} /total time:/ {t = $3 + 0} END {if (t > 0) printf "%.0f", e / t}')
+		echo "$eps" >> "$TMP/sbd.$m"
+	done
+done
+for m in untraced duty; do
+	printf '%-9s %12.0f events/s\n' "$m" "$(median < "$TMP/sbd.$m")"
+done
+u_d=$(ratio "$TMP/sbd.untraced" "$TMP/sbd.duty")
+echo "sb --duty 5: untraced/duty ${u_d}x: keeps $(awk -v r="$u_d" 'BEGIN { printf "%.1f", 100 / r }')% of the untraced rate"

@@ -3,7 +3,8 @@
 # workload untraced and against the floor (the same probes running BPF
 # programs that do nothing, sleepable like luamemtrace's: the cheapest kind).
 # Allocation-bound LuaJIT workloads, JIT on and off, modes interleaved and
-# repeated; medians. Then real hosts (tests/bench/hosts.sh), then the
+# repeated; medians. Then real hosts (tests/bench/hosts.sh), attach time
+# against heap size (tests/bench/attach.sh), then the
 # decoder's speed.
 #
 # Per workload and mode: us per allocator call (the workload's own loop CPU
@@ -171,6 +172,9 @@ echo "lossless: $((lost + lost_ab)) events lost in $runs traced runs (default se
 
 echo
 bash tests/bench/hosts.sh
+
+echo
+bash tests/bench/attach.sh
 
 echo
 [ -x tests/bench/decode.sh ] && bash tests/bench/decode.sh
