@@ -36,13 +36,17 @@ ngx_conf() {
 		NGX_PORT=$((20000 + RANDOM % 20000))
 		ss -ltn | grep -q "127.0.0.1:$NGX_PORT " || break
 	done
-	cat > "$t/handler.lua" <<'LUA'
+	if [ -n "${NGX_HANDLER:-}" ]; then
+		printf '%s\n' "$NGX_HANDLER" > "$t/handler.lua"
+	else
+		cat > "$t/handler.lua" <<'LUA'
 local keep = {}
 for i = 1, 10 do
   keep[i] = { i }
 end
 ngx.say("ok ", #keep)
 LUA
+	fi
 	cat > "$t/nginx.conf" <<CONF
 load_module $HOSTS/root/usr/lib/nginx/modules/ndk_http_module.so;
 load_module $HOSTS/root/usr/lib/nginx/modules/ngx_http_lua_module.so;

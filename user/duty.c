@@ -7,10 +7,10 @@
  * start of its probes' attach to the instant it closes (duty_off), and
  * the seconds of all windows scale the sample to the whole run (summary,
  * sidecar, reports: info_scale). A uprobe's detach waits for the kernel's
- * grace periods (docs/costs.md): each link goes on a thread of its own so
- * they wait together, off the consumer's thread, and no window opens
- * before the last one's probes are gone. Allocator probes are put on in
- * windows only, new processes' too (attach_allocf).
+ * grace periods, one link at a time (docs/costs.md): they go on a thread
+ * of their own, off the consumer's, and no window opens before the last
+ * one's probes are gone. Allocator probes are put on in windows only, new
+ * processes' too (attach_allocf).
  */
 #define _GNU_SOURCE
 #include <bpf/libbpf.h>
@@ -24,21 +24,17 @@
  * detach makes them longer (closed). */
 #define DUTY_PERIOD 10.0
 
-struct duty_closer {
-	struct bpf_link *l;
-	pthread_t th;
-	int started;
-	double done;
-	int *left;
-};
-
-static void *close_one(void *arg)
+/* The closing window's links, destroyed in order (entries first) on a
+ * thread of their own: the kernel takes them one at a time anyway. */
+static void *close_all(void *arg)
 {
-	struct duty_closer *c = arg;
+	struct duty *d = arg;
 
-	bpf_link__destroy(c->l);
-	c->done = now();
-	__atomic_sub_fetch(c->left, 1, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < d->dying.n; i++)
+		bpf_link__destroy(d->dying.v[i]);
+	d->dying.n = 0;
+	d->last = now();
+	__atomic_store_n(&d->busy, 0, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -62,46 +58,24 @@ static void plan_next(struct tr *t, double tn)
 		d->next = tn;
 }
 
-/* Destroys ls's links, each on a thread of its own (d->cl). */
-static void close_links(struct duty *d, struct links *ls)
-{
-	d->cl = calloc(ls->n ? ls->n : 1, sizeof(*d->cl));
-	if (!d->cl) {
-		links_free(ls); /* here, then: slower, not wrong */
-		return;
-	}
-	d->ncl = ls->n;
-	__atomic_store_n(&d->left, (int)ls->n, __ATOMIC_RELEASE);
-	for (unsigned i = 0; i < ls->n; i++) {
-		struct duty_closer *c = &d->cl[i];
-
-		c->l = ls->v[i];
-		c->left = &d->left;
-		c->started = !pthread_create(&c->th, NULL, close_one, c);
-		if (!c->started)
-			close_one(c);
-	}
-	free(ls->v);
-	ls->v = NULL;
-	ls->n = ls->cap = 0;
-}
-
 /* The window ends now (duty_off: nothing more is recorded), its probes
  * go on the closers' threads. */
 static void close_window(struct tr *t)
 {
 	struct duty *d = &t->duty;
-	struct links ls = { 0 };
 
 	__atomic_store_n(&t->skel->bss->duty_off, 1, __ATOMIC_SEQ_CST);
 	d->on = 0;
 	d->closing = now();
 	d->sampled += d->closing - d->opened;
 	d->last = d->closing;
-	/* All at once: what entered before duty_off returns in microseconds,
-	 * long before its return probe can be gone. */
-	alloc_probes_take(t, &ls, &ls);
-	close_links(d, &ls);
+	/* What entered before duty_off returns in microseconds, long before
+	 * its return probe can be gone. */
+	alloc_probes_take(t, &d->dying, &d->dying);
+	__atomic_store_n(&d->busy, 1, __ATOMIC_RELEASE);
+	d->closer = !pthread_create(&d->th, NULL, close_all, d);
+	if (!d->closer)
+		close_all(d); /* here, then: the loop waits */
 }
 
 /* The closing window's probes are all gone (wait: waits for them); the
@@ -112,19 +86,11 @@ static int closed(struct tr *t, int wait)
 
 	if (!d->closing)
 		return 1;
-	if (d->cl) {
-		if (!wait && __atomic_load_n(&d->left, __ATOMIC_ACQUIRE))
-			return 0;
-		for (unsigned i = 0; i < d->ncl; i++) {
-			if (d->cl[i].started)
-				pthread_join(d->cl[i].th, NULL);
-			if (d->cl[i].done > d->last)
-				d->last = d->cl[i].done;
-		}
-		free(d->cl);
-		d->cl = NULL;
-		d->ncl = 0;
-	}
+	if (!wait && __atomic_load_n(&d->busy, __ATOMIC_ACQUIRE))
+		return 0;
+	if (d->closer)
+		pthread_join(d->th, NULL);
+	d->closer = 0;
 	/* The detach's time, measured: the target still traps meanwhile.
 	 * Windows are made at least twice that long (longer periods), or
 	 * it would be most of their cost. */
@@ -199,6 +165,9 @@ void duty_end(struct tr *t)
 	if (d->on)
 		d->sampled += now() - d->opened;
 	d->on = 0;
+	free(d->dying.v);
+	d->dying.v = NULL;
+	d->dying.cap = 0;
 }
 
 double duty_sampled(const struct tr *t)

@@ -10,6 +10,7 @@
 #ifndef LMT_TRACE_H
 #define LMT_TRACE_H
 
+#include <pthread.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
@@ -122,7 +123,6 @@ struct tproc {
 };
 
 /* --duty's windows (duty.c). */
-struct duty_closer;
 struct duty {
 	double period;  /* seconds; a window is duty% of it */
 	double pstart;  /* the current period began */
@@ -134,10 +134,11 @@ struct duty {
 	double tail;    /* the last detach took this long */
 	unsigned windows;
 	int on;         /* a window is open */
-	/* A closing window's links, each destroyed on a thread of its own */
-	struct duty_closer *cl;
-	unsigned ncl;
-	int left;       /* closers still running (atomic) */
+	/* A closing window's links, destroyed on a thread of its own */
+	struct links dying;
+	pthread_t th;
+	int closer;     /* th runs */
+	int busy;       /* until the last link is gone (atomic) */
 };
 
 struct tr {

@@ -17,11 +17,12 @@ now() { date +%s.%N; }
 
 echo "== attach time against heap size: luajit with N million tables, allocating (tests/bench/bigheap.lua)"
 printf '%-10s %10s %10s %12s %12s\n' tables rss-MiB read-MiB find-VMs-ms to-tracing-ms
-for m in ${BENCH_ATTACH_SIZES:-0 2 8 32}; do
+for m in ${BENCH_ATTACH_SIZES:-0 2 9 32}; do
 	luajit tests/bench/bigheap.lua "${m}e6" > "$TMP/out" &
 	PID=$!
 	until grep -q ready "$TMP/out" 2>/dev/null; do sleep 0.1; done
 	rss=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$PID/status")
+	rm -f "$TMP/err" # not the last size's "tracing"
 	t0=$(now)
 	"$LMT" -v -p "$PID" -o /dev/null 2> "$TMP/err" &
 	T=$!
