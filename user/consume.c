@@ -67,33 +67,54 @@ static void keep_lines(struct tvm *v, const struct lmt_proto *p, size_t sz)
 		free(l);
 }
 
-static void on_proto(struct tr *t, const struct lmt_proto *p, size_t sz)
+/* The prototype's chunk name into s: what BPF copied, completed from the
+ * target if longer (load(string) without a name: the whole source; if
+ * the string is gone, the prefix is what we have). If BPF could read none
+ * of it (a page it could not touch), the name an earlier record gave the
+ * prototype. *full: to free. */
+static void proto_name(struct tvm *v, const struct lmt_proto *p, struct mp_sym *s, char **full)
 {
-	struct mp_sym s = { .kind = MP_SYM_LFUNC, .addr = p->addr };
-	struct tvm *v = vm_of(t, p->tgid, p->vm);
-	char *full = NULL;
-	uint32_t n = p->copied <= LMT_NAME_MAX ? p->copied : LMT_NAME_MAX;
+	const uint32_t n = p->copied <= LMT_NAME_MAX ? p->copied : LMT_NAME_MAX;
+	const char *known = u64map_get(&v->pnames, p->addr);
+	char *c;
+	int err = 0;
 
-	if (!v) {
-		t->bad_recs++;
+	s->name = p->name;
+	s->name_len = n;
+	if (!n && known) {
+		s->name = known;
+		s->name_len = strlen(known);
 		return;
 	}
-	s.name = p->name;
-	s.name_len = n;
-	/* Long chunk names (load(string) without a name: the whole source)
-	 * are completed from the target; if the string is gone, the prefix
-	 * BPF copied is what we have. */
-	if (p->len > n && p->len < (64u << 20) && (full = malloc(p->len))) {
-		if (!proc_read((pid_t)p->tgid, p->str, full, p->len) &&
-		    !memcmp(full, p->name, n)) {
-			s.name = full;
-			s.name_len = p->len;
+	if (n && !memchr(p->name, 0, n) && (c = strndup(p->name, n))) {
+		free(u64map_put(&v->pnames, p->addr, c, &err));
+		if (err)
+			free(c);
+	}
+	if (p->len > n && p->len < (64u << 20) && (*full = malloc(p->len))) {
+		if (!proc_read((pid_t)p->tgid, p->str, *full, p->len) &&
+		    !memcmp(*full, p->name, n)) {
+			s->name = *full;
+			s->name_len = p->len;
 		} else {
 			v->p->names_cut++;
 		}
 	} else if (p->len > n) {
 		v->p->names_cut++;
 	}
+}
+
+static void on_proto(struct tr *t, const struct lmt_proto *p, size_t sz)
+{
+	struct mp_sym s = { .kind = MP_SYM_LFUNC, .addr = p->addr };
+	struct tvm *v = vm_of(t, p->tgid, p->vm);
+	char *full = NULL;
+
+	if (!v) {
+		t->bad_recs++;
+		return;
+	}
+	proto_name(v, p, &s, &full);
 	/* Built-ins in bytecode have firstline -1: sign-extend, as LuaJIT. */
 	s.line = (uint64_t)(int64_t)p->firstline;
 	out_sym(v->out, &s);
@@ -338,8 +359,10 @@ int on_rec(void *ctx, void *data, size_t sz)
 		if (sz >= sizeof(struct lmt_forget)) {
 			const struct lmt_forget *f = data;
 			struct tvm *v = vm_get(t, f->tgid, f->vm);
-			if (v)
+			if (v) {
 				free(u64map_del(&v->lines, f->addr));
+				free(u64map_del(&v->pnames, f->addr));
+			}
 		}
 		break;
 	case LMT_REC_STACK:

@@ -506,6 +506,7 @@ static void cleanup(struct tr *t)
 		t->procs = p->next;
 		for (unsigned i = 0; i < p->nvm; i++) {
 			u64map_free(&p->vms[i]->lines, free);
+			u64map_free(&p->vms[i]->pnames, free);
 			traces_free(p->vms[i]);
 			stk_forget_vm(p->vms[i]);
 			u64map_free(&p->vms[i]->cnames, free);

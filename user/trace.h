@@ -78,6 +78,9 @@ struct tvm {
 	uint64_t L, g, ud;
 	struct tout *out;
 	struct u64map lines; /* prototype -> struct pline */
+	struct u64map pnames; /* prototype -> its chunk name (malloc'd, up to
+			       * LMT_NAME_MAX), for an announcement whose
+			       * name BPF could not read */
 	struct u64map traces; /* trace number | 1 << 32 -> its snapshots
 			       * (user/traces.c) */
 	const struct lj_variant *var;
