@@ -26,7 +26,7 @@ share() {
 	! grep -q '^State:.*stopped' "/proc/$pid/status"
 	no_probes_of "$T/d.bin"
 	kill "$pid"
-	grep -q '^  duty:    20% asked; the allocator probed ' "$T/sum"
+	grep -q '^  duty:    20% asked; windows recorded ' "$T/sum"
 	grep -q '^  estimate for the whole run (x' "$T/sum"
 	# one window in the run's one period (4 s, -d), none while the
 	# process was set up

@@ -33,8 +33,8 @@ struct info {
 	uint64_t lost_sym; /* symbol records lost */
 	uint64_t lost_vm;  /* new VMs or dlopens whose record was lost */
 	uint64_t in_flight; /* allocations in flight when tracing stopped */
-	/* --duty: the percent asked, and the seconds the allocator was
-	 * probed: the stream is a sample of the run (0: not sampled) */
+	/* --duty: the percent asked, and the seconds its windows recorded
+	 * while the stream was written: it is a sample (0: not sampled) */
 	double duty, sampled;
 };
 

@@ -203,6 +203,7 @@ static struct tout *out_open(struct tr *t, const char *path, struct tproc *p,
 	out->fd = -1;
 	out->wall0 = wall_now();
 	out->t0 = now();
+	out->duty0 = duty_sampled(t);
 	if (o->floor) { /* writes nothing */
 		out->finished = 0;
 		mpw_init(&out->w, -1);
@@ -342,8 +343,9 @@ void out_info(struct tr *t, struct tout *o, const struct lmt_stats *st, int done
 		losses(t, st, &in);
 		in.in_flight = st->parked;
 	}
+	/* What the windows recorded while this stream was written. */
 	if ((in.duty = t->o->duty) > 0)
-		in.sampled = duty_sampled(t);
+		in.sampled = duty_sampled(t) - o->duty0;
 	info_format(&in, buf, sizeof(buf));
 	if (!o->info_made) {
 		int reg, fd = outfile_create(o->info, t->o->force, 0, &reg, err,

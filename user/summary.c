@@ -160,7 +160,7 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 
 		human(ea, sizeof(ea), (uint64_t)((double)ba * k));
 		human(ef, sizeof(ef), (uint64_t)((double)bf * k));
-		fprintf(stderr, "  duty:    %g%% asked; the allocator probed %.2f of %.2f s "
+		fprintf(stderr, "  duty:    %g%% asked; windows recorded %.2f of %.2f s "
 			"(%.1f%%): the counts above are that sample's\n",
 			t->o->duty, on, secs, secs > 0 ? on * 100 / secs : 0);
 		fprintf(stderr, "  estimate for the whole run (x%.2f): %.0f events, %s allocated, "

@@ -54,6 +54,7 @@ struct tout {
 	int failed;        /* incomplete: an error, or written in part */
 	const char *end;   /* why it ended */
 	double wall0, t0;  /* when it began: epoch, monotonic */
+	double duty0;      /* --duty: seconds recorded before it began */
 	double secs;       /* how long it ran, once finished */
 	struct tproc *p;   /* its process */
 	int vm;            /* its VM's number, -1 if several share it */

@@ -104,8 +104,8 @@ static double duty_scale(const char *path, struct report *rp)
 	if (!strcmp(path, "-") || info_load(path, &in) <= 0 || (k = info_scale(&in)) <= 1)
 		return 1;
 	report_scale(rp, k);
-	fprintf(stderr, "luamemtrace report: %s is a --duty sample (%g%% asked; the allocator "
-		"probed %.2f of %.2f s): what was allocated is reported as estimates, x%.3f\n",
+	fprintf(stderr, "luamemtrace report: %s is a --duty sample (%g%% asked; windows "
+		"recorded %.2f of %.2f s): what was allocated is reported as estimates, x%.3f\n",
 		path, in.duty, in.sampled, in.duration, k);
 	return k;
 }
