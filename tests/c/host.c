@@ -1,7 +1,8 @@
 /* A host program embedding libluajit, as applications do:
  *   host FILE.lua         one VM with the host's own allocator (lua_newstate)
  *   host -t N FILE.lua    N threads, one VM each (luaL_newstate, LuaJIT's
- *                         allocator), like sysbench
+ *                         allocator), like sysbench: every VM lives until
+ *                         all have run FILE (no VM gets another's memory)
  *   host -s FILE.lua...   one VM per file, one after another, each closed
  *                         before the next starts (its memory gets reused)
  *   host -2 A.lua B.lua N two VMs with the host's allocator (one malloc heap,
@@ -138,10 +139,22 @@ static int run(lua_State *L, const char *file)
 	return r;
 }
 
+static pthread_barrier_t alive;
+
 static void *thread_main(void *file)
 {
 	lua_State *L = luaL_newstate();
-	return (void *)(long)(L ? run(L, file) : 1);
+	int r = 1;
+
+	if (L) {
+		luaL_openlibs(L);
+		if ((r = luaL_dofile(L, file)))
+			fprintf(stderr, "host: %s\n", lua_tostring(L, -1));
+	}
+	pthread_barrier_wait(&alive);
+	if (L)
+		lua_close(L);
+	return (void *)(long)r;
 }
 
 int main(int argc, char **argv)
@@ -153,8 +166,10 @@ int main(int argc, char **argv)
 		pthread_t th[64];
 		if (n < 1 || n > 64)
 			return 2;
+		pthread_barrier_init(&alive, NULL, (unsigned)n);
 		for (int i = 0; i < n; i++)
-			pthread_create(&th[i], NULL, thread_main, argv[3]);
+			if (pthread_create(&th[i], NULL, thread_main, argv[3]))
+				return 1;
 		for (int i = 0; i < n; i++) {
 			void *r;
 			pthread_join(th[i], &r);
