@@ -256,12 +256,12 @@ static void links_move(struct links *from, struct links *to)
 	links_free(from); /* what could not be moved */
 }
 
-void alloc_probes_take(struct tr *t, struct links *entries, struct links *rets)
+void alloc_probes_take(struct tr *t, struct links *out)
 {
 	for (struct tproc *p = t->procs; p; p = p->next)
 		for (unsigned i = 0; i < p->naf; i++) {
-			links_move(&p->af[i].links, entries);
-			links_move(&p->af[i].rets, rets);
+			links_move(&p->af[i].links, out);
+			links_move(&p->af[i].rets, out);
 		}
 }
 

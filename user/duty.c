@@ -71,7 +71,7 @@ static void close_window(struct tr *t)
 	d->last = d->closing;
 	/* What entered before duty_off returns in microseconds, long before
 	 * its return probe can be gone. */
-	alloc_probes_take(t, &d->dying, &d->dying);
+	alloc_probes_take(t, &d->dying);
 	__atomic_store_n(&d->busy, 1, __ATOMIC_RELEASE);
 	d->closer = !pthread_create(&d->th, NULL, close_all, d);
 	if (!d->closer)

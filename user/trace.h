@@ -249,10 +249,9 @@ void links_free(struct links *ls);
  * waits until all are gone. */
 void links_free_later(struct links *ls);
 /* --duty: every traced process's allocator probes back on; or their
- * links moved to entries and rets (return probes: to be destroyed after
- * the entries, or an allocation would be seen without its return). */
+ * links moved to out, each allocator's entries before its returns. */
 void alloc_probes_on(struct tr *t);
-void alloc_probes_take(struct tr *t, struct links *entries, struct links *rets);
+void alloc_probes_take(struct tr *t, struct links *out);
 /* A process's links, its allocators' too (later: on the reaper thread). */
 void proc_links_free(struct tproc *p, int later);
 void links_join(void);

@@ -360,11 +360,13 @@ static int report_one(const char *path, struct report_opts *o)
 		fprintf(stderr, "luamemtrace report: out of memory\n");
 		return LMT_ERR;
 	}
-	if ((o->format != REPORT_FLAMEGRAPH || (status = temporal_pass(path, rp)) != LMT_ERR) &&
-	    (status = read_stream(path, o->by_stack, 0, rp)) != LMT_ERR &&
-	    (o->title = title_of(path, duty_scale(path, rp), title, sizeof(title)),
-	     report_print(rp, stdout, o) || fflush(stdout)))
+	if ((o->format == REPORT_FLAMEGRAPH && (status = temporal_pass(path, rp)) == LMT_ERR) ||
+	    (status = read_stream(path, o->by_stack, 0, rp)) == LMT_ERR)
+		goto out;
+	o->title = title_of(path, duty_scale(path, rp), title, sizeof(title));
+	if (report_print(rp, stdout, o) || fflush(stdout))
 		status = print_failed();
+out:
 	report_free(rp);
 	return status;
 }
@@ -396,7 +398,11 @@ static int report_many(char **paths, size_t n, struct report_opts *o, const char
 		if ((fl && (st = temporal_pass(paths[i], rp)) == LMT_ERR) ||
 		    (st = read_stream(paths[i], o->by_stack, 0, rp)) == LMT_ERR) {
 			status = LMT_ERR;
-		} else if ((k = duty_scale(paths[i], rp)), kmax = k > kmax ? k : kmax, pp || fl) {
+			goto next;
+		}
+		if ((k = duty_scale(paths[i], rp)) > kmax)
+			kmax = k;
+		if (pp || fl) {
 			report_sync(rp);
 			if (pp ? pprof_add(pp, rp, label) : flame_add(fl, rp, label))
 				status = print_failed();
@@ -408,6 +414,7 @@ static int report_many(char **paths, size_t n, struct report_opts *o, const char
 			if (report_print(rp, stdout, o))
 				status = print_failed();
 		}
+next:
 		if (st == LMT_LOSSY && status == LMT_OK)
 			status = LMT_LOSSY;
 		report_free(rp);
