@@ -146,14 +146,14 @@ static int consider(pid_t pid, const struct pmaps *m, const char *variant,
 	return 0;
 }
 
-/* Every word of the writable private memory. */
-static int scan_all(pid_t pid, const struct pmaps *m, const char *variant,
-		    struct vmscan *s)
+int vm_scan(pid_t pid, const struct pmaps *m, const char *variant,
+	    struct vmscan *s)
 {
 	uint8_t *buf = malloc(CHUNK);
 	uint64_t dmin = UINT64_MAX, dmax = 0, dspan;
 	int err = 0;
 
+	memset(s, 0, sizeof(*s));
 	if (!buf)
 		return -ENOMEM;
 	/* L->glref - &L->glref, per variant: their range. */
@@ -186,13 +186,6 @@ static int scan_all(pid_t pid, const struct pmaps *m, const char *variant,
 	}
 	free(buf);
 	return err;
-}
-
-int vm_scan(pid_t pid, const struct pmaps *m, const char *variant,
-	    struct vmscan *s)
-{
-	memset(s, 0, sizeof(*s));
-	return scan_all(pid, m, variant, s);
 }
 
 void vm_scan_free(struct vmscan *s)
