@@ -83,6 +83,46 @@ sb_lines() {
 	done
 }
 
+@test "nginx, --duty 20 over master and 2 workers (-p, -o DIR): a window across the three, each worker's sample exact per request but at its edges, its report estimates, nginx unharmed" {
+	ngx_conf "$T"
+	ngx_start "$T"
+	local m=$NGX_MASTER w1 w2 w f l1 l3 n=0 st=0
+	read -r w1 w2 <<< "$NGX_WORKERS"
+	"$LMT" -v --duty 20 -d 5 -p "$m,$w1,$w2" -o "$T/d/" 2> "$T/err" 3>&- &
+	local tpid=$!
+	wait_for "$T/err" "tracing 3 processes"
+	ngx_load 6
+	wait "$tpid" || st=$?
+	[ "$st" -eq 0 ]
+	grep -q 'window 1 opened' "$T/err"
+	grep -q '^  duty:    20% asked; windows recorded ' "$T/err"
+	no_lost "$T/err"
+	no_probes_left
+	[ "$(curl -sf "http://127.0.0.1:$NGX_PORT/t")" = "ok 10" ]
+	for w in "$w1" "$w2"; do
+		for f in "$T"/d/nginx."$w".vm*.bin; do
+			[ "$(info_val "$f.info" duty)" = 20 ]
+			"$LMT" report "$f" 2> /dev/null | grep -q '^ESTIMATES: a --duty sample'
+			# the sample itself: the stream without its sidecar
+			cp "$f" "$T/raw.bin"
+			l1=$(line_of "$T/raw.bin" "@$T/handler.lua:1")
+			l3=$(line_of "$T/raw.bin" "@$T/handler.lua:3")
+			echo "worker $w: line 1 $l1, line 3 $l3"
+			n=$((n + l1))
+			# 1 and 11 a request; a worker runs one at a time, so the
+			# window's two edges cut one request each at most
+			[ $((l3 - 11 * l1)) -le 22 ] && [ $((11 * l1 - l3)) -le 22 ]
+		done
+	done
+	[ "$n" -gt 100 ]
+	# the master ran no handler
+	for f in "$T"/d/nginx."$m".vm*.bin; do
+		cp "$f" "$T/raw.bin"
+		[ "$(line_of "$T/raw.bin" "@$T/handler.lua:3")" -eq 0 ]
+	done
+	ngx_stop "$T"
+}
+
 @test "sysbench, 2 threads, from its start (-- COMMAND, -o DIR): a stream per VM of the one process, exact per-thread counts" {
 	sb_script "$T"
 	cd "$T"
