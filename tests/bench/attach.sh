@@ -37,5 +37,5 @@ for m in ${BENCH_ATTACH_SIZES:-0 2 9 32}; do
 	wait "$PID" 2>/dev/null
 	PID=
 	read -r found mib <<< "$(sed -n 's/.* found in \([0-9]*\) ms (\([0-9.]*\) MiB read).*/\1 \2/p' "$TMP/err" | head -1)"
-	printf '%-10s %10s %10s %12s %12.0f\n' "${m}M" "$rss" "$mib" "$found" "$(echo "($t1 - $t0) * 1000" | bc -l)"
+	printf '%-10s %10s %10s %12s %12.0f\n' "${m}M" "$rss" "$mib" "$found" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print (b - a) * 1000 }')"
 done
