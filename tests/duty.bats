@@ -15,7 +15,8 @@ share() {
 	counts ALLOCATIONS "@lua/duty.lua:$1" "$2"
 }
 
-@test "--duty 20 over 4 s: windows, the summary's estimate, the sidecar; every report scaled by duration/sampled and labelled; shares exact; no probe left" {
+# duty_run: lua/duty.lua traced with --duty 20 -d 4, checked throughout.
+duty_run() {
 	cd "$BATS_TEST_DIRNAME"
 	luajit -joff lua/duty.lua > "$T/out" 3>&- &
 	local pid=$!
@@ -25,6 +26,8 @@ share() {
 	kill -0 "$pid"
 	! grep -q '^State:.*stopped' "/proc/$pid/status"
 	no_probes_of "$T/d.bin"
+	# nor a uprobe_multi link (bpftool names them, or gives their type)
+	! bpftool link show 2>/dev/null | grep -Eq '(uprobe_multi|type 12) '
 	kill "$pid"
 	grep -q '^  duty:    20% asked; windows recorded ' "$T/sum"
 	grep -q '^  estimate for the whole run (x' "$T/sum"
@@ -72,6 +75,16 @@ share() {
 	# pprof says so in its comment, the flame graph in its title
 	"$LMT" report --pprof "$T/d.bin" 2>/dev/null | gzip -dc | grep -aq 'estimates: a --duty sample'
 	"$LMT" report --flamegraph "$T/d.bin" 2>/dev/null | grep -q '<title>.*estimates: a --duty sample'
+}
+
+@test "--duty 20 over 4 s (uprobe_multi links): windows, the summary's estimate, the sidecar; every report scaled by duration/sampled and labelled; shares exact; no probe left" {
+	duty_run
+	grep -q 'allocator probes as uprobe_multi links' "$T/sum"
+}
+
+@test "--duty 20 over 4 s, perf links (LMT_NO_UPROBE_MULTI, as on kernels without uprobe_multi): the same" {
+	LMT_NO_UPROBE_MULTI=1 duty_run
+	! grep -q 'uprobe_multi' "$T/sum"
 }
 
 @test "--duty: a percent from 1 to 99, or one line and exit 2" {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "trace.h"
 
@@ -140,6 +141,68 @@ int kernel_keeps_callbacks_on_stack(void)
 	return r;
 }
 
+/* -- uprobe_multi links (--duty) ---------------------------------------- */
+
+/* Kernels since 6.6 have them; libbpf 1.1.2 has no API for them, nor
+ * Debian's kernel headers the fields: bpf_attr.link_create's head, then
+ * its uprobe_multi member. One link covers a process's offsets of a
+ * program, and removing it waits for one grace period outside the perf
+ * events' global mutex: ~10x faster than perf links (docs/costs.md), which
+ * is what --duty pays at every window's close. */
+#define LMT_TRACE_UPROBE_MULTI 48
+#define LMT_F_UPROBE_MULTI_RETURN 1
+
+struct lmt_um_attr {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, um_flags, pid;
+};
+
+/* A link of prog at path's offs in pid: its fd, or -errno. */
+static int um_link(int prog_fd, const char *path, const uint64_t *offs, unsigned n, int ret,
+		   pid_t pid)
+{
+	struct lmt_um_attr l = { .prog_fd = (uint32_t)prog_fd,
+				 .attach_type = LMT_TRACE_UPROBE_MULTI,
+				 .path = (uint64_t)(uintptr_t)path,
+				 .offsets = (uint64_t)(uintptr_t)offs,
+				 .cnt = n,
+				 .um_flags = ret ? LMT_F_UPROBE_MULTI_RETURN : 0,
+				 .pid = (uint32_t)pid };
+	union bpf_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	memcpy(&a, &l, sizeof(l));
+	fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	return fd < 0 ? -errno : fd;
+}
+
+/* Does the kernel take a sleepable uprobe_multi program? */
+static int um_supported(void)
+{
+	struct bpf_insn prog[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts,
+		    .expected_attach_type = (enum bpf_attach_type)LMT_TRACE_UPROBE_MULTI,
+		    .prog_flags = BPF_F_SLEEPABLE);
+	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", prog, 2, &opts);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+static void mfd_close(int *mfd)
+{
+	if (*mfd)
+		close(*mfd - 1);
+	*mfd = 0;
+}
+
 /* Open and load the BPF object with one of the two entry programs: kst,
  * the one whose reads land on the kernel stack (tried first where the
  * kernel should take it), or the compatible one. */
@@ -182,6 +245,17 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->jit_trace = (uint8_t)o->jit_trace;
 	t->skel->rodata->stack_depth = o->stacks;
 	t->skel->rodata->no_loss = (uint8_t)o->no_loss;
+	/* --duty closes its windows faster with uprobe_multi links, whose
+	 * programs are loaded for them. */
+	t->multi = o->duty && !o->floor && !getenv("LMT_NO_UPROBE_MULTI") && um_supported();
+	if (t->multi) {
+		if (o->verbose)
+			err1("--duty: allocator probes as uprobe_multi links");
+		bpf_program__set_expected_attach_type(t->enter,
+			(enum bpf_attach_type)LMT_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(t->skel->progs.alloc_return,
+			(enum bpf_attach_type)LMT_TRACE_UPROBE_MULTI);
+	}
 	/* Children are followed only into streams of their own (with -o
 	 * FILE they are counted). */
 	if (!luamemtrace_bpf__load(t->skel)) {
@@ -221,11 +295,33 @@ static int attach_at(struct tr *t, struct allocf *a, struct tproc *p, uint64_t o
 							      a->path, (size_t)off));
 }
 
+/* Allocator a's probes as two uprobe_multi links: the return first, as
+ * attach_at's. 0 or -errno. */
+static int allocf_on_multi(struct tr *t, struct tproc *p, struct allocf *a)
+{
+	const int split = a->plan.split && t->o->probes == PROBES_AUTO;
+	const uint64_t ret = split ? a->plan.alloc_site.off : a->plan.all.off;
+	const uint64_t ent[2] = { ret, a->plan.free_site.off };
+	int fd = um_link(bpf_program__fd(t->skel->progs.alloc_return), a->path, &ret, 1, 1,
+			 p->pid);
+
+	if (fd < 0)
+		return fd;
+	a->mfd[1] = fd + 1;
+	fd = um_link(bpf_program__fd(t->enter), a->path, ent, split ? 2 : 1, 0, p->pid);
+	if (fd < 0)
+		return fd;
+	a->mfd[0] = fd + 1;
+	return 0;
+}
+
 /* Allocator a's probes, by its plan. */
 static int allocf_on(struct tr *t, struct tproc *p, struct allocf *a)
 {
 	int r;
 
+	if (t->multi)
+		return allocf_on_multi(t, p, a);
 	if (a->plan.split && t->o->probes == PROBES_AUTO) {
 		r = attach_at(t, a, p, a->plan.free_site.off, 0);
 		if (!r)
@@ -242,9 +338,11 @@ void alloc_probes_on(struct tr *t)
 		for (unsigned i = 0; i < p->naf; i++) {
 			struct allocf *a = &p->af[i];
 			if (p->attached && !p->ended && !a->links.n && !a->rets.n &&
-			    allocf_on(t, p, a)) { /* gone meanwhile */
+			    !a->mfd[0] && !a->mfd[1] && allocf_on(t, p, a)) { /* gone meanwhile */
 				links_free(&a->links);
 				links_free(&a->rets);
+				mfd_close(&a->mfd[0]);
+				mfd_close(&a->mfd[1]);
 			}
 		}
 }
@@ -256,12 +354,35 @@ static void links_move(struct links *from, struct links *to)
 	links_free(from); /* what could not be moved */
 }
 
+/* fd + 1 of a uprobe_multi link to the closing window's (closed here if
+ * there is no room). */
+static void mfd_move(struct duty *d, int *mfd)
+{
+	int *v;
+
+	if (!*mfd)
+		return;
+	if (d->ndfd == d->capfd) {
+		v = realloc(d->dfd, (d->capfd ? 2 * d->capfd : 16) * sizeof(*v));
+		if (!v) {
+			mfd_close(mfd);
+			return;
+		}
+		d->dfd = v;
+		d->capfd = d->capfd ? 2 * d->capfd : 16;
+	}
+	d->dfd[d->ndfd++] = *mfd - 1;
+	*mfd = 0;
+}
+
 void alloc_probes_take(struct tr *t, struct links *out)
 {
 	for (struct tproc *p = t->procs; p; p = p->next)
 		for (unsigned i = 0; i < p->naf; i++) {
 			links_move(&p->af[i].links, out);
 			links_move(&p->af[i].rets, out);
+			mfd_move(&t->duty, &p->af[i].mfd[0]);
+			mfd_move(&t->duty, &p->af[i].mfd[1]);
 		}
 }
 
@@ -277,6 +398,8 @@ void proc_links_free(struct tproc *p, int later)
 			links_free(&a->links);
 			links_free(&a->rets);
 		}
+		mfd_close(&a->mfd[0]);
+		mfd_close(&a->mfd[1]);
 	}
 	(later ? links_free_later : links_free)(&p->links);
 }

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <bpf/libbpf.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -24,12 +25,30 @@
  * detach makes them longer (closed). */
 #define DUTY_PERIOD 10.0
 
-/* The closing window's links, destroyed in order (entries first) on a
- * thread of their own: the kernel takes them one at a time anyway. */
+static void *close_fd(void *arg)
+{
+	close((int)(intptr_t)arg);
+	return NULL;
+}
+
+/* The closing window's links, on a thread of their own: uprobe_multi
+ * links on a thread each, as each waits for its own grace period (the
+ * window's flag makes their order moot); perf links in order (entries
+ * first), as the kernel takes them one at a time anyway. */
 static void *close_all(void *arg)
 {
 	struct duty *d = arg;
+	pthread_t th[64];
+	unsigned n = 0;
 
+	for (unsigned i = 0; i < d->ndfd; i++)
+		if (n == 64 || pthread_create(&th[n], NULL, close_fd, (void *)(intptr_t)d->dfd[i]))
+			close(d->dfd[i]);
+		else
+			n++;
+	while (n)
+		pthread_join(th[--n], NULL);
+	d->ndfd = 0;
 	for (unsigned i = 0; i < d->dying.n; i++)
 		bpf_link__destroy(d->dying.v[i]);
 	d->dying.n = 0;
@@ -168,6 +187,9 @@ void duty_end(struct tr *t)
 	free(d->dying.v);
 	d->dying.v = NULL;
 	d->dying.cap = 0;
+	free(d->dfd);
+	d->dfd = NULL;
+	d->capfd = 0;
 }
 
 double duty_sampled(const struct tr *t)

@@ -42,6 +42,9 @@ struct allocf {
 	struct probe_plan plan;
 	char path[128];
 	struct links links, rets;
+	/* --duty where the kernel has uprobe_multi links (attach.c): the
+	 * entries' link and the return's, as fd + 1 (0: none) */
+	int mfd[2];
 };
 
 /* A stream and its sidecar. */
@@ -138,8 +141,11 @@ struct duty {
 	double tail;    /* the last detach took this long */
 	unsigned windows;
 	int on;         /* a window is open */
-	/* A closing window's links, destroyed on a thread of its own */
+	/* A closing window's links, destroyed on a thread of its own (and
+	 * its uprobe_multi links' fds, closed) */
 	struct links dying;
+	int *dfd;
+	unsigned ndfd, capfd;
 	pthread_t th;
 	int closer;     /* th runs */
 	int busy;       /* until the last link is gone (atomic) */
@@ -148,6 +154,7 @@ struct duty {
 struct tr {
 	const struct topts *o;
 	struct duty duty; /* --duty (duty.c) */
+	int multi;        /* --duty: allocator probes as uprobe_multi links */
 	/* what is traced */
 	struct tproc *procs;  /* every process seen, ended ones included */
 	struct u64map pmap;   /* tgid -> live struct tproc */
@@ -249,7 +256,8 @@ void links_free(struct links *ls);
  * waits until all are gone. */
 void links_free_later(struct links *ls);
 /* --duty: every traced process's allocator probes back on; or their
- * links moved to out, each allocator's entries before its returns. */
+ * links moved to out (uprobe_multi links' fds to t->duty.dfd), each
+ * allocator's entries before its returns. */
 void alloc_probes_on(struct tr *t);
 void alloc_probes_take(struct tr *t, struct links *out);
 /* A process's links, its allocators' too (later: on the reaper thread). */
