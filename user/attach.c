@@ -332,18 +332,23 @@ static int allocf_on(struct tr *t, struct tproc *p, struct allocf *a)
 	return r;
 }
 
+/* Allocator a's probes gone, here and now: entries, then returns. */
+static void allocf_off(struct allocf *a)
+{
+	links_free(&a->links);
+	mfd_close(&a->mfd[0]);
+	links_free(&a->rets);
+	mfd_close(&a->mfd[1]);
+}
+
 void alloc_probes_on(struct tr *t)
 {
 	for (struct tproc *p = t->procs; p; p = p->next)
 		for (unsigned i = 0; i < p->naf; i++) {
 			struct allocf *a = &p->af[i];
 			if (p->attached && !p->ended && !a->links.n && !a->rets.n &&
-			    !a->mfd[0] && !a->mfd[1] && allocf_on(t, p, a)) { /* gone meanwhile */
-				links_free(&a->links);
-				links_free(&a->rets);
-				mfd_close(&a->mfd[0]);
-				mfd_close(&a->mfd[1]);
-			}
+			    !a->mfd[0] && !a->mfd[1] && allocf_on(t, p, a))
+				allocf_off(a); /* gone meanwhile */
 		}
 }
 
@@ -394,12 +399,11 @@ void proc_links_free(struct tproc *p, int later)
 		if (later) { /* the reaper takes the newest first */
 			links_free_later(&a->rets);
 			links_free_later(&a->links);
+			mfd_close(&a->mfd[0]);
+			mfd_close(&a->mfd[1]);
 		} else {
-			links_free(&a->links);
-			links_free(&a->rets);
+			allocf_off(a);
 		}
-		mfd_close(&a->mfd[0]);
-		mfd_close(&a->mfd[1]);
 	}
 	(later ? links_free_later : links_free)(&p->links);
 }
@@ -477,6 +481,7 @@ static int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 	pmaps_free(&m);
 	if (r) {
 		err1("cannot attach uprobes to %s: %s", path, strerror(-r));
+		allocf_off(a); /* what did attach (a is not counted) */
 		return -1;
 	}
 	p->naf++;
