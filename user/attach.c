@@ -247,7 +247,8 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->no_loss = (uint8_t)o->no_loss;
 	/* --duty closes its windows faster with uprobe_multi links, whose
 	 * programs are loaded for them. */
-	t->multi = o->duty && !o->floor && !getenv("LMT_NO_UPROBE_MULTI") && um_supported();
+	t->multi = o->duty && !o->floor && !t->multi_refused && !getenv("LMT_NO_UPROBE_MULTI") &&
+		   um_supported();
 	if (t->multi) {
 		if (o->verbose)
 			err1("--duty: allocator probes as uprobe_multi links");
@@ -263,6 +264,14 @@ int open_load(struct tr *t, int kst)
 			fprintf(stderr, "luamemtrace: reads land on the %s\n",
 				kst ? "kernel stack" : "per-CPU scratch");
 		return 0;
+	}
+	if (t->multi) {
+		/* The kernel takes such programs but not these: perf links. */
+		if (o->verbose)
+			err1("--duty: the programs did not load for uprobe_multi links (%s); "
+			     "perf links", strerror(errno));
+		t->multi_refused = 1;
+		return open_load(t, kst);
 	}
 	if (kst) {
 		if (o->verbose)

@@ -155,6 +155,7 @@ struct tr {
 	const struct topts *o;
 	struct duty duty; /* --duty (duty.c) */
 	int multi;        /* --duty: allocator probes as uprobe_multi links */
+	int multi_refused; /* the programs did not load for them */
 	/* what is traced */
 	struct tproc *procs;  /* every process seen, ended ones included */
 	struct u64map pmap;   /* tgid -> live struct tproc */
