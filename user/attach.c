@@ -304,11 +304,17 @@ static int attach_at(struct tr *t, struct allocf *a, struct tproc *p, uint64_t o
 							      a->path, (size_t)off));
 }
 
+/* Allocator a probed on its two paths (probe.c's split plan). */
+static int split_of(const struct tr *t, const struct allocf *a)
+{
+	return a->plan.split && t->o->probes == PROBES_AUTO;
+}
+
 /* Allocator a's probes as two uprobe_multi links: the return first, as
  * attach_at's. 0 or -errno. */
 static int allocf_on_multi(struct tr *t, struct tproc *p, struct allocf *a)
 {
-	const int split = a->plan.split && t->o->probes == PROBES_AUTO;
+	const int split = split_of(t, a);
 	const uint64_t ret = split ? a->plan.alloc_site.off : a->plan.all.off;
 	const uint64_t ent[2] = { ret, a->plan.free_site.off };
 	int fd = um_link(bpf_program__fd(t->skel->progs.alloc_return), a->path, &ret, 1, 1,
@@ -331,7 +337,7 @@ static int allocf_on(struct tr *t, struct tproc *p, struct allocf *a)
 
 	if (t->multi)
 		return allocf_on_multi(t, p, a);
-	if (a->plan.split && t->o->probes == PROBES_AUTO) {
+	if (split_of(t, a)) {
 		r = attach_at(t, a, p, a->plan.free_site.off, 0);
 		if (!r)
 			r = attach_at(t, a, p, a->plan.alloc_site.off, 1);
@@ -476,7 +482,7 @@ static int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 		snprintf(a->plan.all.text, sizeof(a->plan.all.text), "entry");
 		a->plan.warning[0] = 0;
 	}
-	if (a->plan.split && t->o->probes == PROBES_AUTO) {
+	if (split_of(t, a)) {
 		describe("free path", &a->plan.free_site, t->o->verbose);
 		describe("allocation path", &a->plan.alloc_site, t->o->verbose);
 	} else {
