@@ -155,7 +155,9 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 		evs, n[1], n[3], n[2], a, f);
 	if (t->o->duty > 0) {
 		/* A sample: what it saw, then the estimate of the whole run. */
-		const double on = duty_sampled(t), k = on > 0 && secs > on ? secs / on : 1;
+		const struct info in = { .duty = t->o->duty, .sampled = duty_sampled(t),
+					 .duration = secs };
+		const double on = in.sampled, k = info_scale(&in);
 		char ea[32], ef[32];
 
 		human(ea, sizeof(ea), (uint64_t)((double)ba * k));
