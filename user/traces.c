@@ -700,8 +700,19 @@ static void keep_chain(struct tvm *v, struct ttrace *tr, struct tsnap *sn, int k
 }
 
 /* Resolves snapshot i of trace tr: the prototype and line its stretch is
- * charged to. */
+ * charged to. Once: every later event of the stretch finds it done, and
+ * the walk's state (kilobytes, zeroed) is set up only the first time. */
+static int resolve_walk(struct tvm *v, struct ttrace *tr, uint32_t i);
+
 static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
+{
+	const uint32_t r = tr->s[i].resolved;
+
+	return r ? (r == 1 ? 0 : -1) : resolve_walk(v, tr, i);
+}
+
+static __attribute__((noinline)) int resolve_walk(struct tvm *v, struct ttrace *tr,
+						  uint32_t i)
 {
 	struct tsnap *sn = &tr->s[i];
 	struct tproto *tp;
@@ -711,8 +722,6 @@ static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
 	uint32_t pos;
 	int64_t line;
 
-	if (sn->resolved)
-		return sn->resolved == 1 ? 0 : -1;
 	sn->resolved = 2;
 	if (!at_pc(v, tr, sn->pc, &sn->pt, &pos))
 		return -1;
