@@ -40,7 +40,7 @@ FG_OBJ   := $(OUT)/flame_assets.o
 USER_OBJ := $(patsubst user/%.c,$(OUT)/%.o,$(USER_SRC)) $(OUT)/profile.pb-c.o $(FG_OBJ)
 USER_H   := $(wildcard user/*.h user/report/*.h) $(PB_H)
 # Objects that need neither BPF nor libbpf: shared with unit tests and fuzzers.
-LIB_SRC  := user/memprof_write.c user/memprof_read.c user/stacks_write.c user/stacks_read.c $(REPORT_SRC) user/esc.c user/info.c
+LIB_SRC  := user/merge.c user/memprof_write.c user/memprof_read.c user/stacks_write.c user/stacks_read.c $(REPORT_SRC) user/esc.c user/info.c
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))

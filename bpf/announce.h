@@ -186,6 +186,9 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 		n = (__u32)sz;
 	}
 	flush(c);
+	/* Numbered before its record is in the ring: it may come late,
+	 * never ahead of an event that names it (user/merge.c). */
+	p->seq = seq_next();
 	if (bpf_ringbuf_output(&rb, p, offsetof(struct lmt_proto, lineinfo) + n,
 			       wake_flags(c, offsetof(struct lmt_proto, lineinfo) + n))) {
 		c->st->lost_sym++;
@@ -303,6 +306,7 @@ static __always_inline int see_trace(struct ctx *c, const struct lmt_vm *vm,
 	t->T = T;
 	t->mcode = ti->mcode;
 	t->szmcode = (__u32)ti->szmcode;
+	t->seq = seq_next();
 	/* User space reads its snapshots: the process must not be gone by
 	 * then (a short program's traces would stay unread). */
 	t->stopped = !jit_trace && stop_process(c->tgid);

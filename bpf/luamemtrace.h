@@ -113,15 +113,20 @@ struct lmt_vm {
  * when tracing stops user space reads from the slot.
  *
  * Batches keep the order of one VM's events, which is all a stream of one
- * VM needs. Only VMs written to one stream together (-o FILE with a
- * process of several VMs, or VMs sharing a ud) need the order across VMs:
- * then nothing is batched (the multi flag), and a slot's batch is flushed
- * by its next event. busy is a lock taken by compare-and-swap around every
- * use of the batch: two threads in one slot at once (VMs sharing a ud,
- * before the second is known) do not wait; the one that finds it taken
- * sends its event on its own. */
+ * VM needs. VMs written to one stream together (-o FILE with a process of
+ * several VMs) need the order across VMs: then every event and symbol
+ * record carries the process's sequence number (lmt_ev.seq; the multi
+ * flag), taken under the slot's lock as it is appended, or after its
+ * ring buffer record is reserved, and user space merges the VMs' batches
+ * by it (user/merge.c). busy is a lock taken by compare-and-swap around
+ * every use of the batch: two threads in one slot at once (VMs sharing a
+ * ud, whose events cannot be told apart) do not wait; the one that finds
+ * it taken sends its event on its own, and batching ends (the nobatch
+ * flag): a slot's batch is flushed by its next event. */
 #define LMT_NSLOT 256
 #define LMT_SBUF 4096
+#define LMT_BUSY_BPF 1  /* lmt_slot.busy: a program holds it */
+#define LMT_BUSY_USER 2 /* user space holds it */
 
 /* The one record of events: a header, then events. An event sent on its
  * own is a batch of one. */
@@ -144,6 +149,7 @@ struct lmt_ev {
 	__u64 loc;  /* prototype, C function or trace number */
 	__u64 oaddr, osize, naddr, nsize;
 	__u64 stk;  /* --stacks: its Lua stack (struct lmt_stack id); 0 none */
+	__u64 seq;  /* the process's sequence (struct lmt_slot); 0 none */
 };
 
 struct lmt_slot {
@@ -287,6 +293,7 @@ struct lmt_proto {
 	__u32 vm; /* the VM whose event named it */
 	__u32 pad2;
 	__u64 addr;
+	__u64 seq; /* the process's sequence (struct lmt_slot); 0 none */
 	__s32 firstline;
 	__u32 len;    /* full length of the chunk name */
 	__u64 str;    /* address of the name's bytes in the target */
@@ -310,6 +317,7 @@ struct lmt_trace {
 	__u64 line;
 	__u64 T;     /* its GCtrace: user space reads the snapshots there */
 	__u64 mcode; /* its machine code */
+	__u64 seq;   /* the process's sequence (struct lmt_slot); 0 none */
 };
 
 /* Key of the stops map (bpf/newvm.h): one entry per stop. */
@@ -401,6 +409,7 @@ struct lmt_stats {
 	__u64 stacks;     /* stack records sent (--stacks) */
 	__u64 lost_stk;   /* events whose stack could not be told or sent */
 	__u64 paused;     /* --no-loss: stops for a ring over half full */
+	__u64 ev_recs;    /* ring buffer records the events went in */
 };
 
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space

@@ -179,7 +179,6 @@ static __always_inline int register_vm(__u32 tgid, struct lmt_proc *pr,
 		struct lmt_allocf_key ak = { .tgid = tgid, .allocf = gw[0] };
 		struct lmt_vm_key vk = { .tgid = tgid, .ud = gw[1] };
 		struct main_key mk = { .tgid = tgid, .L = L };
-		struct ctx c = { .pc = bpf_map_lookup_elem(&stats, &zero) };
 
 		/* The layout value lives in a per-CPU slot: too big for the
 		 * stack. */
@@ -190,11 +189,10 @@ static __always_inline int register_vm(__u32 tgid, struct lmt_proc *pr,
 		vm->id = pr->next_id++; /* a label only: races are harmless */
 		vm->lay = pr->lay;
 		/* The process's first VM was registered by user space: this
-		 * one is at least its second, and shares its stream. */
-		if (one_stream && c.pc) {
-			c.st = &c.pc->st;
-			unbatch(&c);
-		}
+		 * one is at least its second, and shares its stream: events
+		 * are numbered from now on, before it has any. */
+		if (one_stream)
+			multi = 1;
 		if (bpf_map_lookup_elem(&vms, &vk) ||
 		    bpf_map_update_elem(&vms, &vk, vm, BPF_NOEXIST) ||
 		    bpf_map_update_elem(&mains, &mk, &vk, BPF_ANY))

@@ -34,10 +34,12 @@ static __always_inline __u64 wake_flags(struct ctx *c, __u64 bytes)
 }
 
 /* The slot's lock (struct lmt_slot), held for a few stores or one
- * ring buffer output. Who finds it taken does not wait: sends on its own. */
-static __always_inline int slot_lock(struct lmt_slot *sl)
+ * ring buffer output: LMT_BUSY_BPF by a program, LMT_BUSY_USER by user
+ * space taking the batch. Who finds it taken does not wait: sends on its
+ * own. 0, or the holder. */
+static __always_inline __u32 slot_lock(struct lmt_slot *sl)
 {
-	return __sync_val_compare_and_swap(&sl->busy, 0, 1) ? -1 : 0;
+	return __sync_val_compare_and_swap(&sl->busy, 0, LMT_BUSY_BPF);
 }
 
 static __always_inline void slot_unlock(struct lmt_slot *sl)
@@ -55,10 +57,12 @@ static __always_inline void flush_locked(struct ctx *c, struct lmt_slot *sl)
 		return;
 	BOUND(len, 0xfff); /* LMT_SBUF - 1 */
 	n = (len - sizeof(struct lmt_batch)) / sizeof(struct lmt_ev);
-	if (bpf_ringbuf_output(&rb, sl->buf, len, wake_flags(c, len)))
+	if (bpf_ringbuf_output(&rb, sl->buf, len, wake_flags(c, len))) {
 		c->st->lost += n;
-	else
+	} else {
 		c->st->events += n;
+		c->st->ev_recs++;
+	}
 	sl->len = sizeof(struct lmt_batch);
 }
 
@@ -78,8 +82,8 @@ static __always_inline void flush(struct ctx *c)
 		flush_slot(c, c->sl);
 }
 
-/* Batching ends (a second VM): every batch goes now, ahead of any event
- * the new VM sends on its own. */
+/* Batching ends (VMs share a ud): every batch goes now, ahead of any
+ * event sent on its own. */
 static long unbatch_one(__u32 i, void *arg)
 {
 	struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &i);
@@ -91,24 +95,28 @@ static long unbatch_one(__u32 i, void *arg)
 
 static __always_inline void unbatch(struct ctx *c)
 {
-	multi = 1;
+	nobatch = 1;
 	bpf_loop(LMT_NSLOT, unbatch_one, c, 0);
 }
 
-/* Append the event to the slot's batch; -1 if the slot is busy. */
-static __always_inline int append(struct ctx *c, const struct lmt_ev *ev)
+/* Append the event to the slot's batch; 0, or who holds the slot. */
+static __always_inline __u32 append(struct ctx *c, const struct lmt_ev *ev)
 {
 	struct lmt_slot *sl = c->sl;
-	__u32 off;
+	__u32 off, holder;
 
-	if (!sl || slot_lock(sl))
-		return -1;
+	if (!sl)
+		return LMT_BUSY_BPF;
+	if ((holder = slot_lock(sl)))
+		return holder;
 	if (sl->len > LMT_SBUF - 1 - sizeof(*ev))
 		flush_locked(c, sl);
-	/* Offsets are multiples of 8 (the header, then 48-byte events):
-	 * stored by words, not bytes. */
+	/* Offsets are multiples of 8 (the header, then 64-byte events):
+	 * stored by words, not bytes. Numbered under the lock, so a
+	 * batch's numbers rise, and a number taken is in the batch. */
 	off = sl->len & (LMT_SBUF - 8);
 	*(struct lmt_ev *)(sl->buf + off) = *ev;
+	((struct lmt_ev *)(sl->buf + off))->seq = seq_next();
 	sl->len = off + sizeof(*ev);
 	slot_unlock(sl);
 	return 0;
@@ -130,8 +138,12 @@ static __always_inline void emit(struct ctx *c, const struct lmt_ev *ev)
 	b->h.tgid = c->tgid;
 	b->h.vm = c->vmid;
 	b->e = *ev;
+	/* Numbered once its record is reserved: a number taken is in the
+	 * ring by then (user/merge.c). */
+	b->e.seq = seq_next();
 	bpf_ringbuf_submit(b, wake_flags(c, 8 + sizeof(*b)));
 	c->st->events++;
+	c->st->ev_recs++;
 }
 
 /* The slot of (tgid, ud), if it has one (struct lmt_slot). */
@@ -171,7 +183,7 @@ static __always_inline const struct lmt_vm *vm_of(struct ctx *c, __u64 ud)
 					goto map;
 			}
 		}
-		if (!multi)
+		if (!nobatch)
 			c->sl = sl;
 		else /* No batching: what is batched goes first. */
 			flush_slot(c, sl);
@@ -222,11 +234,17 @@ static __always_inline void pressure(struct ctx *c)
 /* Into the VM's batch, or a record of its own. */
 static __always_inline void send(struct ctx *c, const struct lmt_ev *ev)
 {
+	__u32 holder;
+
 	pressure(c);
-	if (c->sl && !append(c, ev))
-		return;
-	if (c->sl)
-		unbatch(c); /* two threads in one slot: VMs share this ud */
+	if (c->sl) {
+		holder = append(c, ev);
+		if (!holder)
+			return;
+		/* Two threads in one slot: VMs share this ud. */
+		if (holder == LMT_BUSY_BPF)
+			unbatch(c);
+	}
 	emit(c, ev);
 }
 

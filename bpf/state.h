@@ -35,7 +35,18 @@ const volatile __u32 stack_depth = 0;
 const volatile __u8 no_loss = 0;
 
 __u64 pcgen; /* bumped by every announced prototype's free */
-__u32 multi; /* VMs share a stream: no batching (struct lmt_slot) */
+__u32 multi;   /* VMs share a stream: events are numbered (struct lmt_slot) */
+__u32 nobatch; /* VMs share a ud: no batching (struct lmt_slot) */
+/* The sequence's last number given. A section of its own: it is written
+ * by every event while numbered, and must not share a cache line with
+ * the flags every event reads. */
+__u64 seqn SEC(".data.seq") = 0;
+
+/* The next number of the sequence while events are numbered, else 0. */
+static __always_inline __u64 seq_next(void)
+{
+	return multi ? __sync_fetch_and_add(&seqn, 1) + 1 : 0;
+}
 /* Set by user space when tracing ends, before it detaches (which takes a
  * while): the allocator's programs do nothing from then on, so the end of
  * the trace is one instant. An allocation that entered before it and

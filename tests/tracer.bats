@@ -305,6 +305,19 @@ setup() {
 	run "$LMT" -o "$T/two.bin" -- "$BATS_TEST_DIRNAME/../build/host" -2 two_churn.lua two_keep.lua 3000
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"2 VMs (LuaJIT 2.1 GC64)"* ]]
+	# batched all the same (merged by the process's sequence): a ring
+	# record holds up to 63 events
+	epr=$(sed -n 's/.* \([0-9.]*\) events per ring buffer record$/\1/p' <<< "$output")
+	awk -v e="$epr" 'BEGIN { exit !(e >= 40) }'
+	# each chunk's allocations, then step() of A and of B in turn 3000
+	# times: 6002 runs of Lua allocations from one file, in that order
+	"$BATS_TEST_DIRNAME/../build/mpdump" "$T/two.bin" |
+		awk '/^sym lfunc/ { name[$3] = $5 }
+		     /^alloc lfunc/ { f = name[$3]; if (f != last) { runs++; print f } last = f }
+		     END { print runs }' > "$T/runs"
+	[ "$(tail -1 "$T/runs")" = 6002 ]
+	head -4 "$T/runs" | tr '\n' ' ' | grep -qx '@two_churn.lua @two_keep.lua @two_churn.lua @two_keep.lua '
+	[ "$(sed '$d' "$T/runs" | sort | uniq -c | awk '{ print $1 }' | tr '\n' ' ')" = "3001 3001 " ]
 	"$LMT" report --leak-only "$T/two.bin" > "$T/two.txt"
 	# 3000 tables of 64 bytes kept, and K's array part grown 12 times
 	grep -qx '@two_keep.lua:4 holds 224776B: 3012 allocs, 11 frees' "$T/two.txt"

@@ -605,7 +605,7 @@ int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v)
 		 * cannot be told apart, share a stream, and must not be
 		 * batched. */
 		if (known.g != v->g) {
-			if (!t->skel->bss->multi)
+			if (!t->skel->bss->nobatch)
 				unbatch(t);
 			if (!t->o->quiet)
 				err1("warning: PID %d: VMs 0x%" PRIx64 " and 0x%" PRIx64
@@ -616,9 +616,10 @@ int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v)
 	}
 	p->var = v->var;
 	struct { uint32_t tgid, pad; uint64_t L; } mk = { tgid, 0, v->L };
-	/* A second VM in one stream ends batching (struct lmt_slot). */
-	if (!t->dir && p->nvm && !t->skel->bss->multi)
-		unbatch(t);
+	/* A second VM in one stream: events are numbered from now on
+	 * (struct lmt_slot), before it has any. */
+	if (!t->dir && p->nvm)
+		t->skel->bss->multi = 1;
 	tv = vm_new(t, p, val.id, v->L, v->g, v->allocd, val.id);
 	if (!tv)
 		return -1;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <sched.h>
 #include <fcntl.h>
 
 #include "trace.h"
@@ -117,7 +118,9 @@ static void on_proto(struct tr *t, const struct lmt_proto *p, size_t sz)
 	proto_name(v, p, &s, &full);
 	/* Built-ins in bytecode have firstline -1: sign-extend, as LuaJIT. */
 	s.line = (uint64_t)(int64_t)p->firstline;
+	out_at(v->out, v, 2 * p->seq);
 	out_sym(v->out, &s);
+	out_at(v->out, NULL, 0);
 	keep_lines(v, p, sz);
 	free(full);
 	v->p->protos++;
@@ -133,8 +136,10 @@ static void on_trace(struct tr *t, const struct lmt_trace *r)
 		t->bad_recs++;
 		return;
 	}
+	out_at(v->out, v, 2 * r->seq);
 	out_sym(v->out, &s);
 	traces_add(v, r);
+	out_at(v->out, NULL, 0);
 	v->p->traces++;
 }
 
@@ -215,6 +220,8 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 			t->bad_recs++;
 			continue;
 		}
+		/* It, and the symbols it needs first, in its number's turn. */
+		out_at(v->out, v, 2 * r.seq);
 		m = (struct mp_event){ .kind = r.kind, .src = r.src, .loc = r.loc,
 				       .line = r.line, .oaddr = r.oaddr,
 				       .osize = r.osize, .naddr = r.naddr,
@@ -239,6 +246,7 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 		}
 		out_event(v->out, &m, stk_event(v, &r, &m, at.chain == -2 ? NULL : &at));
 	}
+	out_at(v->out, NULL, 0);
 }
 
 /* lua_newstate returned in a process whose new VM user space must
@@ -370,8 +378,11 @@ int on_rec(void *ctx, void *data, size_t sz)
 			const struct lmt_stack *k = data;
 			struct tvm *v = vm_of(t, k->tgid, k->vm);
 
-			if (v)
+			if (v) {
+				out_at(v->out, v, 0); /* its symbols: behind v's events */
 				stk_def_rec(v, k, sz);
+				out_at(v->out, NULL, 0);
+			}
 		}
 		break;
 	case LMT_REC_TRACE:
@@ -420,41 +431,78 @@ void drain(struct tr *t)
 		;
 }
 
-/* Batching ends: the process has a second VM (struct lmt_slot). What the
- * ring holds goes first, then each slot's batch, taken under its lock.
- * Inside a ring buffer callback (a new VM stopped its process) that waits
- * for the main loop, which runs it before the process continues. */
+/* A slot's batch, taken under its lock; -1 if a program holds it (a
+ * sleepable one may be preempted there): try again later. */
+static int slot_take(struct tr *t, struct lmt_slot *s)
+{
+	uint32_t free_ = 0;
+
+	for (int tries = 0; !__atomic_compare_exchange_n(&s->busy, &free_, LMT_BUSY_USER, 0,
+							 __ATOMIC_ACQUIRE,
+							 __ATOMIC_RELAXED);
+	     tries++) {
+		free_ = 0;
+		if (tries == 1000)
+			return -1;
+		sched_yield();
+	}
+	if (s->len > sizeof(struct lmt_batch) && s->len < LMT_SBUF)
+		on_batch(t, s->buf, s->len);
+	s->len = sizeof(struct lmt_batch);
+	__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Batching ends: VMs share a ud, and their events cannot be told apart
+ * (struct lmt_slot). What the ring holds goes first, then each slot's
+ * batch. Inside a ring buffer callback that waits for the main loop. */
 void unbatch(struct tr *t)
 {
 	if (t->in_cb) {
-		t->skel->bss->multi = 1;
+		t->skel->bss->nobatch = 1;
 		t->unbatch_req = 1;
 		return;
 	}
 	t->unbatch_req = 0;
-	t->skel->bss->multi = 1;
+	t->skel->bss->nobatch = 1;
 	drain(t);
 	for (unsigned i = 0; t->slots && i < LMT_NSLOT; i++) {
 		struct lmt_slot *s = &t->slots[i];
-		uint32_t free_ = 0;
-		int tries = 0;
 
-		if (!__atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE))
-			continue;
-		while (!__atomic_compare_exchange_n(&s->busy, &free_, 1, 0,
-						    __ATOMIC_ACQUIRE,
-						    __ATOMIC_RELAXED)) {
-			free_ = 0;
-			if (++tries == 1000000)
-				break; /* a program died holding it: cannot be */
-		}
-		if (tries == 1000000)
-			continue;
-		if (s->len > sizeof(struct lmt_batch) && s->len < LMT_SBUF)
-			on_batch(t, s->buf, s->len);
-		s->len = sizeof(struct lmt_batch);
-		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+		/* Each is taken, the next event of its VM at the latest. */
+		if (__atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE))
+			(void)slot_take(t, s);
 	}
+}
+
+/* -o FILE with several VMs (merge.h): the point up to which every number
+ * the process gave is in. Numbers up to n were given when n is read; one
+ * given to an event appended to a batch is in that batch or a ring record
+ * by the time its slot's lock is free, one given to a record is in the
+ * ring. So: n, then each slot of the process taken, then the ring read up
+ * to where its producer was then. What is held up to n goes. Tried after
+ * each poll; a slot or record still being written puts it off. */
+void merge_round(struct tr *t)
+{
+	struct tout *o = t->one;
+	const size_t pg = t->rb_pos_len / 2;
+	uint64_t n, prod;
+
+	if (!o || !o->mg || !merge_held(o->mg) || !o->p || !t->rb_pos)
+		return;
+	n = __atomic_load_n(&t->skel->data_seq->seqn, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; t->slots && i < LMT_NSLOT; i++) {
+		struct lmt_slot *s = &t->slots[i];
+
+		if (__atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE) == (uint32_t)o->p->pid &&
+		    slot_take(t, s))
+			return;
+	}
+	prod = __atomic_load_n((const uint64_t *)((const char *)t->rb_pos + pg), __ATOMIC_ACQUIRE);
+	while (__atomic_load_n((const uint64_t *)t->rb_pos, __ATOMIC_ACQUIRE) < prod)
+		if (ring_buffer__consume(t->rb) <= 0)
+			return;
+	merge_release(o->mg, 2 * n + 1);
 }
 
 void slots_left(struct tr *t, uint32_t tgid, int release)

@@ -98,8 +98,10 @@ int check_output(struct tr *t)
 
 /* -- Streams --------------------------------------------------------------- */
 
-void out_sym(struct tout *o, const struct mp_sym *s)
+static void sym_now(void *ctx, const struct mp_sym *s)
 {
+	struct tout *o = ctx;
+
 	if (!o->finished) {
 		if (o->fd >= 0)
 			mpw_sym(&o->w, s);
@@ -107,8 +109,10 @@ void out_sym(struct tout *o, const struct mp_sym *s)
 	}
 }
 
-void out_event(struct tout *o, const struct mp_event *e, uint32_t sid)
+static void event_now(void *ctx, const struct mp_event *e, uint32_t sid)
 {
+	struct tout *o = ctx;
+
 	if (o->finished)
 		return;
 	if (o->fd >= 0)
@@ -126,20 +130,66 @@ void out_event(struct tout *o, const struct mp_event *e, uint32_t sid)
 		o->bytes_free += e->osize;
 }
 
-static void replay_one(void *ctx, const struct mp_sym *s)
+/* A record held out of order for want of memory: said once. */
+static void merge_oom(struct tout *o)
 {
-	out_sym(ctx, s);
+	if (!o->merge_oom++)
+		err1("out of memory: %s may have events out of order", o->path);
 }
 
-/* A process's C symbols go to each of its streams. */
+void out_sym(struct tout *o, const struct mp_sym *s)
+{
+	const int r = merge_sym(o->mg, o->at_src, o->at_key, s);
+
+	if (r < 0)
+		merge_oom(o);
+	if (r <= 0)
+		sym_now(o, s);
+}
+
+void out_event(struct tout *o, const struct mp_event *e, uint32_t sid)
+{
+	const int r = merge_event(o->mg, o->at_src, o->at_key, e, sid);
+
+	if (r < 0)
+		merge_oom(o);
+	if (r <= 0)
+		event_now(o, e, sid);
+}
+
+void out_at(struct tout *o, const void *src, uint64_t key)
+{
+	o->at_src = src;
+	o->at_key = key;
+}
+
+int out_merge(struct tout *o)
+{
+	if (!o->mg)
+		o->mg = merge_new(&(struct merge_out){ .event = event_now,
+						      .sym = sym_now, .ctx = o });
+	return o->mg ? 0 : -1;
+}
+
+static void replay_one(void *ctx, const struct mp_sym *s)
+{
+	sym_now(ctx, s);
+}
+
+/* A process's C symbols go to each of its streams; into one of several
+ * VMs after the events numbered so far (merge.h). */
 void proc_sym(void *ctx, const struct mp_sym *s)
 {
 	struct tproc *p = ctx;
 	struct tr *t = p->t;
+	const uint64_t key = 2 * __atomic_load_n(&t->skel->data_seq->seqn, __ATOMIC_ACQUIRE) + 1;
 
 	for (unsigned i = 0; i < t->nouts; i++)
-		if (t->outs[i]->p == p)
+		if (t->outs[i]->p == p) {
+			out_at(t->outs[i], NULL, t->outs[i]->mg ? key : 0);
 			out_sym(t->outs[i], s);
+			out_at(t->outs[i], NULL, 0);
+		}
 }
 
 static int out_add(struct tr *t, struct tout *o)
@@ -280,6 +330,10 @@ struct tout *out_for(struct tr *t, struct tvm *v)
 			syms_replay(&v->p->syms, replay_one, t->one);
 		}
 		t->one->nvms++;
+		/* A second VM: their records are numbered (bpf/newvm.h,
+		 * attach.c), and merged in that order. */
+		if (t->one->nvms == 2 && out_merge(t->one))
+			err1("out of memory: %s may have events out of order", t->o->out);
 		if (t->one->nvms == 2)
 			err1("PID %d has several VMs: they share the one stream %s "
 			     "(-o DIR/ writes a stream per VM)", (int)v->p->pid,
@@ -376,6 +430,8 @@ void out_finish(struct tr *t, struct tout *o, const char *end)
 
 	if (o->finished)
 		return;
+	merge_free(o->mg); /* what it holds, in order */
+	o->mg = NULL;
 	o->finished = 1;
 	o->end = end;
 	o->secs = now() - o->t0;

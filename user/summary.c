@@ -47,6 +47,7 @@ void sum_stats(struct tr *t, struct lmt_stats *s)
 			s->stacks += a->stacks;
 			s->lost_stk += a->lost_stk;
 			s->paused += a->paused;
+			s->ev_recs += a->ev_recs;
 		}
 	}
 	free(v);
@@ -221,8 +222,10 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 			(unsigned long long)s->read_errs, (unsigned long long)s->protos,
 			(unsigned long long)s->unknown_vm);
 	if (evs)
-		fprintf(stderr, "  cost:    %.1f target memory reads per event\n",
-			(double)s->reads / (double)(evs ? evs : 1));
+		fprintf(stderr, "  cost:    %.1f target memory reads per event; "
+			"%.1f events per ring buffer record\n",
+			(double)s->reads / (double)(evs ? evs : 1),
+			(double)s->events / (double)(s->ev_recs ? s->ev_recs : 1));
 	if (evs)
 		fprintf(stderr, "  consumer: %.0f ns CPU per event\n",
 			(cpu_ns() - t->cpu0) / (double)evs);

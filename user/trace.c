@@ -182,6 +182,15 @@ static int map_slots(struct tr *t)
 	}
 	t->slots = mp;
 	t->slots_len = len;
+	/* The ring's positions, read only: its consumer's page, then its
+	 * producer's (merge_round). */
+	mp = mmap(NULL, 2 * pg, PROT_READ, MAP_SHARED, bpf_map__fd(t->skel->maps.rb), 0);
+	if (mp == MAP_FAILED) {
+		err1("cannot map the ring buffer's positions: %s", strerror(errno));
+		return -1;
+	}
+	t->rb_pos = mp;
+	t->rb_pos_len = 2 * pg;
 	return 0;
 }
 
@@ -228,6 +237,7 @@ static void run_loop(struct tr *t)
 		if (t->unbatch_req)
 			unbatch(t);
 		settle_stops(t, 0);
+		merge_round(t);
 		duty_turn(t);
 		if (t->o->live)
 			t->o->live(t);
@@ -496,6 +506,8 @@ static void cleanup(struct tr *t)
 	ring_buffer__free(t->rb);
 	if (t->slots)
 		munmap(t->slots, t->slots_len);
+	if (t->rb_pos)
+		munmap(t->rb_pos, t->rb_pos_len);
 	luamemtrace_bpf__destroy(t->skel);
 	for (unsigned i = 0; t->sel && i < t->o->npids; i++)
 		if (t->sel[i])

@@ -27,6 +27,7 @@
 #include "vm.h"
 #include "layout.h"
 #include "info.h"
+#include "merge.h"
 
 /* A set of probe links. */
 struct links {
@@ -72,6 +73,12 @@ struct tout {
 	struct u64map skframes, skstacks; /* hash -> number */
 	uint32_t nskf, nsks; /* numbers given (without a companion) */
 	int stk;             /* stacks recorded: the companion, the live report */
+	/* Several VMs: their records merged in the process's order
+	 * (merge.h), each under the key and source out_at set. */
+	struct merge *mg;
+	const void *at_src;
+	uint64_t at_key;
+	unsigned merge_oom;
 };
 
 /* A VM of a traced process. */
@@ -175,6 +182,8 @@ struct tr {
 	int warned;           /* the probe plan's warning, said once */
 	struct lmt_slot *slots; /* the slots map, mmapped */
 	size_t slots_len;
+	void *rb_pos;           /* the ring's position pages, mmapped */
+	size_t rb_pos_len;
 	int stops_fd;         /* the stops map (bpf/newvm.h) */
 	/* consume */
 	struct ring_buffer *rb;
@@ -298,7 +307,11 @@ int proc_attach(struct tr *t, struct tproc *p, const struct vminfo *vms,
 
 int on_rec(void *ctx, void *data, size_t sz);
 void drain(struct tr *t);
+/* VMs share a ud: batching ends. */
 void unbatch(struct tr *t);
+/* -o FILE with several VMs: what is held goes, as far as it can
+ * (merge.h). */
+void merge_round(struct tr *t);
 /* What the slots of tgid (0: all) held; with release, they are freed. */
 void slots_left(struct tr *t, uint32_t tgid, int release);
 void settle_stops(struct tr *t, int block);
@@ -317,6 +330,11 @@ struct tout *out_for(struct tr *t, struct tvm *v);
 /* -o FILE: the one stream (p: the process whose symbols lead it). */
 int out_one(struct tr *t, struct tproc *p);
 void out_sym(struct tout *o, const struct mp_sym *s);
+/* What out_sym and out_event write next comes from VM src (NULL: the
+ * process) under key (merge.h; 0: in order as it comes). */
+void out_at(struct tout *o, const void *src, uint64_t key);
+/* The stream has a second VM: merge from now on. -1 out of memory. */
+int out_merge(struct tout *o);
 /* A process's C symbols into each of its streams (struct syms' emit). */
 void proc_sym(void *ctx, const struct mp_sym *s);
 /* An event, and its stack's number in the companion (0: none). */

@@ -154,11 +154,12 @@ echo
 echo "== sysbench, 2 threads (a VM each, and the main VM), JIT on, event(): 10 tables kept a while, --time=${SECS}"
 SB_JIT=on sb_script "$TMP/sb"
 # left-out: untraced while `luamemtrace --all --exe` traces other programs
-# (what a process a filter leaves out pays)
-MODES=(untraced floor traced left-out)
+# (what a process a filter leaves out pays); one-file: traced into one
+# stream (-o FILE), the VMs' batches merged in the process's order
+MODES=(untraced floor traced left-out one-file)
 for r in $(seq 1 "$REPS"); do
-	for k in 0 1 2 3; do
-		m=${MODES[$(((k + r) % 4))]}
+	for k in 0 1 2 3 4; do
+		m=${MODES[$(((k + r) % 5))]}
 		TPID=
 		case $m in
 		untraced) pre=() ;;
@@ -169,6 +170,7 @@ for r in $(seq 1 "$REPS"); do
 			wait_for "$TMP/lerr" "tracing " ;;
 		floor) pre=("$LMT" --floor -o "$TMP/f$RANDOM/" --) ;;
 		traced) rm -rf "$TMP/d"; pre=("$LMT" -t 0 -o "$TMP/d/" --) ;;
+		one-file) pre=("$LMT" -t 0 -f -o "$TMP/one.bin" --) ;;
 		esac
 		eps=$(SB_COUNT_DIR=$TMP/sb "${pre[@]}" sysbench "$TMP/sb/alloc.lua" --threads=2 \
 			--time="$SECS" run 2> "$TMP/terr" |
@@ -184,6 +186,7 @@ done
 sed -i 's/ *$//; s/^\([0-9.]*\)$/\1 - -/' "$TMP/sb.untraced" "$TMP/sb.left-out"
 report sb events/s
 echo "a process --all --exe leaves out: untraced/left-out $(ratio "$TMP/sb.untraced" "$TMP/sb.left-out")x"
+echo "sb, one stream for its VMs (-o FILE): floor/one-file $(ratio "$TMP/sb.floor" "$TMP/sb.one-file")x, traced/one-file $(ratio "$TMP/sb.traced" "$TMP/sb.one-file")x"
 
 # -- sysbench, --duty 5 -------------------------------------------------------
 echo
