@@ -247,6 +247,10 @@ static struct tout *out_open(struct tr *t, const char *path, struct tproc *p,
 		err1("out of memory");
 		return NULL;
 	}
+	/* The summary's top sites need no heap stage; a live view (luamemtrace
+	 * top) shows what is held. */
+	if (!o->live)
+		report_no_heap(out->rep);
 	snprintf(out->path, sizeof(out->path), "%s", path);
 	out->p = p;
 	out->vm = vm;

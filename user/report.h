@@ -40,6 +40,11 @@ struct report;
 
 struct report *report_new(void);
 void report_sym(struct report *rp, const struct mp_sym *s);
+/* Before any event: no heap stage (live blocks, owners, what is held),
+ * only what ALLOCATIONS, REALLOCATIONS and DEALLOCATIONS count, which is
+ * all report_print_top needs; the heap stage is most of the cost of an
+ * event (the tracer's summary without a live view). */
+void report_no_heap(struct report *rp);
 void report_event(struct report *rp, const struct mp_event *e);
 /* Same as report_event on each, but faster: the heap map's work runs in
  * prefetching batches, on a second thread where there is a CPU for it. */

@@ -490,13 +490,20 @@ static int ev_key(struct report *rp, const struct mp_event *e, struct hev *h,
 	return 0;
 }
 
+void report_no_heap(struct report *rp)
+{
+	rp->no_heap = 1;
+	rp->pipe_tried = 1; /* and no thread for it */
+}
+
 /* The heap map and owner links: parse_alloc/realloc/free in parse.lua. */
 void report_event(struct report *rp, const struct mp_event *e)
 {
 	struct hev h = { .oaddr = e->oaddr, .naddr = e->naddr, .nsize = e->nsize,
 			 .kind = e->kind, .seq = rp->nev++ };
 	report_sync(rp);
-	if ((h.g = ev_group(rp, e, &h.li, &h.name)) != NONE && !ev_key(rp, e, &h, 0))
+	if ((h.g = ev_group(rp, e, &h.li, &h.name)) != NONE && !ev_key(rp, e, &h, 0) &&
+	    !rp->no_heap)
 		ev_heap(rp, &h);
 }
 
@@ -530,7 +537,7 @@ void report_events_stk(struct report *rp, const struct mp_event *ev, const uint3
 		h->naddr = ev[i].naddr;
 		h->nsize = ev[i].nsize;
 		h->kind = ev[i].kind;
-		if (++fill < cap)
+		if (rp->no_heap || ++fill < cap)
 			continue;
 		if (hp) {
 			hp->fill = fill;

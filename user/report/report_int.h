@@ -186,6 +186,7 @@ struct report {
 	/* Heap stage: only it touches these until report_sync. */
 	struct hpipe *pipe;
 	int pipe_tried, hoom;
+	int no_heap; /* report_no_heap: groups and counts only */
 	struct gown *gown;
 	uint32_t gown_cap;
 	struct oslot *otab;
