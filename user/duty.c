@@ -154,7 +154,10 @@ void duty_turn(struct tr *t)
 	d->opened = tn;
 	d->on = 1;
 	d->windows++;
-	d->next = tn + window(t);
+	/* The probes stay on for the last detach's time after the window
+	 * closes: it is taken off the window, so that they are on for
+	 * PERCENT of the time (periods keep a window at least twice it). */
+	d->next = tn + window(t) - (d->tail < window(t) / 2 ? d->tail : window(t) / 2);
 	__atomic_store_n(&t->skel->bss->duty_off, 0, __ATOMIC_SEQ_CST);
 	alloc_probes_on(t);
 	if (t->o->verbose)
