@@ -359,6 +359,7 @@ static __always_inline void forget(struct ctx *c, __u64 addr)
 			f->tgid = c->tgid;
 			f->vm = (__u32)v->vm;
 			f->addr = addr;
+			f->seq = seq_next();
 			bpf_ringbuf_submit(f, BPF_RB_NO_WAKEUP);
 		} else {
 			c->st->lost_sym++;

@@ -263,6 +263,7 @@ struct lmt_stack {
 			* (it shows a C function or builtin first) */
 	__u8 pad[2];
 	__u64 id;
+	__u64 seq; /* the process's sequence (struct lmt_slot); 0 none */
 	struct lmt_sframe f[LMT_STK_MAX];
 };
 
@@ -274,6 +275,7 @@ struct lmt_forget {
 	__u32 vm;
 	__u32 pad2;
 	__u64 addr;
+	__u64 seq; /* the process's sequence (struct lmt_slot); 0 none */
 };
 
 /* Chunk names longer than this are sent as a prefix plus the GCstr's

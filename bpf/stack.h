@@ -366,6 +366,7 @@ static __always_inline __u64 stack_of(struct ctx *c, const struct lmt_vm *vm,
 	s->rec.vm = vm->id;
 	s->rec.intrace = s->intrace;
 	s->rec.id = id;
+	s->rec.seq = seq_next(); /* before its record is in the ring, as a prototype's */
 	sz = s->n;
 	BOUND(sz, 0x1ff);
 	if (sz > LMT_STK_MAX)

@@ -87,6 +87,21 @@ all_chains() {
 	count_is ALLOCATIONS @lua/stacks.lua:4 "$T/s.txt" "7800"
 }
 
+@test "stacks, two VMs in one stream (-o FILE, merged in order): every chain's exact stack, from both" {
+	# host -t 2: two threads, a VM each, running stacks.lua at once (N =
+	# 100, JIT on); the main chunk is each stack's root
+	cd "$BATS_TEST_DIRNAME"
+	run "$LMT" --stacks -o "$T/t2.bin" -- "$BATS_TEST_DIRNAME/../build/host" -t 2 lua/stacks.lua
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"2 VMs (LuaJIT 2.1 GC64)"* ]]
+	[[ "$output" != *"without their stack"* ]]
+	folded "$T/t2.bin" > "$T/t2.f"
+	chains | sed 's/^HOST;//; s/ 100$/ 200/' | grep -v '^L33;L4 ' > "$T/want"
+	while IFS= read -r l; do has "$T/t2.f" "$l"; done < "$T/want"
+	has "$T/t2.f" "$(rec_line 0 | sed 's/^HOST;//') 200"
+	has "$T/t2.f" "$(rec_line 40 | sed 's/^HOST;//') 200"
+}
+
 @test "stacks, JIT on: a tail call the trace makes from the frame it entered replaces that frame; a process gone before its events are read keeps its stacks" {
 	cd "$BATS_TEST_DIRNAME"
 	run "$LMT" -o "$T/t.bin" --stacks -- luajit -jon lua/stacks_tail.lua

@@ -173,6 +173,80 @@ static uint32_t stack_id(struct tout *o, const struct cframe *fr, uint32_t n,
 	return id;
 }
 
+/* -- Held stacks (a stream of several VMs) -------------------------------- */
+
+/* While a stream's records wait for their turn (merge.h), an event's stack
+ * is kept by content, not numbered: its frames are numbered, written and
+ * named (by the live report, and by report from the companion) as the
+ * event is written, in step with the stream's symbols. The number of a
+ * held stack has STK_HELD set; stk_number gives the real one. */
+#define STK_HELD 0x80000000u
+
+static uint32_t stack_held(struct tout *o, const struct cframe *fr, uint32_t n,
+			   unsigned flags)
+{
+	uint64_t h = mix(0x68656c64ULL, flags);
+	struct cdef *d, **nv;
+	uint32_t id;
+	int err;
+
+	for (uint32_t i = 0; i < n; i++) {
+		h = mix(mix(mix(h, fr[i].src), fr[i].addr), fr[i].line);
+		if (fr[i].src == SK_NAMED)
+			for (const char *c = fr[i].name; *c; c++)
+				h = mix(h, (unsigned char)*c);
+	}
+	h = mix(h, n) | 1;
+	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->skheld, h)))
+		return id | STK_HELD;
+	if (o->nskheld >= STK_HELD - 1 || !(d = malloc(sizeof(*d) + n * sizeof(d->f[0]))))
+		return 0;
+	if (o->nskheld == o->skheld_cap) {
+		const uint32_t cap = o->skheld_cap ? 2 * o->skheld_cap : 64;
+		if (!(nv = realloc(o->skheld_v, cap * sizeof(*nv)))) {
+			free(d);
+			return 0;
+		}
+		o->skheld_v = (void **)nv;
+		o->skheld_cap = cap;
+	}
+	d->n = n;
+	d->truncated = (uint8_t)flags;
+	d->intrace = 0;
+	memcpy(d->f, fr, n * sizeof(d->f[0]));
+	id = o->nskheld + 1;
+	u64map_put(&o->skheld, h, (void *)(uintptr_t)id, &err);
+	if (err) {
+		free(d);
+		return 0;
+	}
+	o->skheld_v[o->nskheld++] = d;
+	return id | STK_HELD;
+}
+
+uint32_t stk_number(struct tout *o, uint32_t sid)
+{
+	const struct cdef *d;
+
+	if (!(sid & STK_HELD))
+		return sid;
+	sid &= ~STK_HELD;
+	if (!sid || sid > o->nskheld)
+		return 0;
+	d = o->skheld_v[sid - 1];
+	return stack_id(o, d->f, d->n, d->truncated);
+}
+
+void stk_free_held(struct tout *o)
+{
+	for (uint32_t i = 0; i < o->nskheld; i++)
+		free(o->skheld_v[i]);
+	free(o->skheld_v);
+	o->skheld_v = NULL;
+	o->nskheld = o->skheld_cap = 0;
+	u64map_free(&o->skheld, NULL);
+}
+
 /* -- Events -------------------------------------------------------------- */
 
 uint32_t stk_event(struct tvm *v, const struct lmt_ev *r, const struct mp_event *m,
@@ -223,7 +297,7 @@ uint32_t stk_event(struct tvm *v, const struct lmt_ev *r, const struct mp_event 
 		if (d->truncated || k + d->n > depth)
 			flags |= SK_TRUNCATED;
 	}
-	return stack_id(o, fr, n, flags);
+	return o->mg ? stack_held(o, fr, n, flags) : stack_id(o, fr, n, flags);
 }
 
 void stk_forget_vm(struct tvm *v)

@@ -350,11 +350,115 @@ static void on_exec(struct tr *t, uint32_t tgid)
 	proc_end(t, p, "exec");
 }
 
+/* -- Takes --------------------------------------------------------------- */
+
+/* merge_round takes a slot's batch as it is, and converts it once the
+ * records its VM sent before it are in: a VM's records are in the order it
+ * sent them (one thread; a symbol record flushes the VM's batch first), but
+ * a record can still be in the ring when a batch sent after it is taken
+ * from the slot. So a take waits for the first record of its VM numbered
+ * after it, or for the ring to be read up to where it was when taken, or
+ * for the VM's next batch read from its slot. */
+static void take_add(struct tvm *v, const uint8_t *b, size_t sz)
+{
+	const size_t h = sizeof(struct lmt_batch);
+	struct lmt_ev last;
+	uint8_t *nb;
+	size_t add = v->take_len ? sz - h : sz;
+
+	if (sz <= h || !(nb = realloc(v->take, v->take_len + add))) {
+		v->p->t->bad_recs += sz > h ? (sz - h) / sizeof(struct lmt_ev) : 0;
+		return;
+	}
+	memcpy(nb + v->take_len, v->take_len ? b + h : b, add);
+	v->take = nb;
+	v->take_len += add;
+	memcpy(&last, b + sz - sizeof(last), sizeof(last));
+	v->take_max = last.seq;
+}
+
+/* The VM's take, converted now (its records before it are in). */
+static void take_done(struct tr *t, struct tvm *v)
+{
+	uint8_t *b = v->take;
+	const size_t len = v->take_len;
+
+	if (!len)
+		return;
+	v->take = NULL;
+	v->take_len = 0;
+	on_batch(t, b, len);
+	free(b);
+}
+
+/* A record of VM (tgid, id) numbered seq (0: none, or the end of what it
+ * sent) is about to be read: a take it follows goes first. */
+static void take_before(struct tr *t, uint32_t tgid, uint32_t id, uint64_t seq)
+{
+	struct tvm *v = vm_get(t, tgid, id);
+
+	if (v && v->take_len && (!seq || seq > v->take_max))
+		take_done(t, v);
+}
+
+/* Every take of process tgid (0: all), converted. */
+static void takes_done(struct tr *t, uint32_t tgid)
+{
+	for (struct tproc *p = t->procs; p; p = p->next)
+		for (unsigned i = 0; (!tgid || (uint32_t)p->pid == tgid) && i < p->nvm; i++)
+			take_done(t, p->vms[i]);
+}
+
+/* The number of a record that has one (0: none, or not one of a VM's). */
+static uint64_t rec_seq(const void *data, size_t sz, uint32_t *tgid, uint32_t *vm)
+{
+	const uint8_t rec = *(const uint8_t *)data;
+
+#define SEQ_OF(type, s) do { const type *r_ = data; if (sz < (s)) return 0; \
+		*tgid = r_->tgid; *vm = r_->vm; return r_->seq; } while (0)
+	switch (rec) {
+	case LMT_REC_PROTO: SEQ_OF(struct lmt_proto, offsetof(struct lmt_proto, lineinfo));
+	case LMT_REC_TRACE: SEQ_OF(struct lmt_trace, sizeof(struct lmt_trace));
+	case LMT_REC_FORGET: SEQ_OF(struct lmt_forget, sizeof(struct lmt_forget));
+	case LMT_REC_STACK: SEQ_OF(struct lmt_stack, offsetof(struct lmt_stack, f));
+	case LMT_REC_BATCH: {
+		const struct lmt_batch *b = data;
+		struct lmt_ev e;
+
+		if (sz < sizeof(*b) + sizeof(e))
+			return 0;
+		memcpy(&e, (const uint8_t *)data + sizeof(*b), sizeof(e));
+		*tgid = b->tgid;
+		*vm = b->vm;
+		return e.seq;
+	}
+	case LMT_REC_CLOSE: { /* after all its VM sent */
+		const struct lmt_close *c = data;
+
+		if (sz < sizeof(*c))
+			return 0;
+		*tgid = c->tgid;
+		*vm = c->vm;
+		return 0;
+	}
+	}
+#undef SEQ_OF
+	*tgid = 0;
+	return 0;
+}
+
 int on_rec(void *ctx, void *data, size_t sz)
 {
 	struct tr *t = ctx;
 	const uint8_t rec = *(const uint8_t *)data;
 
+	if (t->takes) {
+		uint32_t tgid = 0, vm = 0;
+		const uint64_t seq = rec_seq(data, sz, &tgid, &vm);
+
+		if (tgid)
+			take_before(t, tgid, vm, seq);
+	}
 	switch (rec) {
 	case LMT_REC_PROTO:
 		if (sz >= offsetof(struct lmt_proto, lineinfo))
@@ -431,9 +535,10 @@ void drain(struct tr *t)
 		;
 }
 
-/* A slot's batch, taken under its lock; -1 if a program holds it (a
- * sleepable one may be preempted there): try again later. */
-static int slot_take(struct tr *t, struct lmt_slot *s)
+/* A slot's batch, taken under its lock (keep: as a take, converted
+ * later); -1 if a program holds it (a sleepable one may be preempted
+ * there): try again later. */
+static int slot_take(struct tr *t, struct lmt_slot *s, int keep)
 {
 	uint32_t free_ = 0;
 
@@ -446,8 +551,19 @@ static int slot_take(struct tr *t, struct lmt_slot *s)
 			return -1;
 		sched_yield();
 	}
-	if (s->len > sizeof(struct lmt_batch) && s->len < LMT_SBUF)
-		on_batch(t, s->buf, s->len);
+	if (s->len > sizeof(struct lmt_batch) && s->len < LMT_SBUF) {
+		struct lmt_batch hd;
+		struct tvm *v;
+
+		memcpy(&hd, s->buf, sizeof(hd));
+		if (keep && (v = vm_get(t, hd.tgid, hd.vm))) {
+			take_add(v, s->buf, s->len);
+			t->takes = 1;
+		} else {
+			take_before(t, hd.tgid, hd.vm, 0);
+			on_batch(t, s->buf, s->len);
+		}
+	}
 	s->len = sizeof(struct lmt_batch);
 	__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
 	return 0;
@@ -471,7 +587,7 @@ void unbatch(struct tr *t)
 
 		/* Each is taken, the next event of its VM at the latest. */
 		if (__atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE))
-			(void)slot_take(t, s);
+			(void)slot_take(t, s, 0);
 	}
 }
 
@@ -480,8 +596,9 @@ void unbatch(struct tr *t)
  * given to an event appended to a batch is in that batch or a ring record
  * by the time its slot's lock is free, one given to a record is in the
  * ring. So: n, then each slot of the process taken, then the ring read up
- * to where its producer was then. What is held up to n goes. Tried after
- * each poll; a slot or record still being written puts it off. */
+ * to where its producer was then (the takes converted on the way, or at
+ * the end: see take_add). What is held up to n goes. Tried after each
+ * poll; a slot or record still being written puts it off. */
 void merge_round(struct tr *t)
 {
 	struct tout *o = t->one;
@@ -495,18 +612,21 @@ void merge_round(struct tr *t)
 		struct lmt_slot *s = &t->slots[i];
 
 		if (__atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE) == (uint32_t)o->p->pid &&
-		    slot_take(t, s))
+		    slot_take(t, s, 1))
 			return;
 	}
 	prod = __atomic_load_n((const uint64_t *)((const char *)t->rb_pos + pg), __ATOMIC_ACQUIRE);
 	while (__atomic_load_n((const uint64_t *)t->rb_pos, __ATOMIC_ACQUIRE) < prod)
 		if (ring_buffer__consume(t->rb) <= 0)
 			return;
+	takes_done(t, (uint32_t)o->p->pid);
+	t->takes = 0;
 	merge_release(o->mg, 2 * n + 1);
 }
 
 void slots_left(struct tr *t, uint32_t tgid, int release)
 {
+	takes_done(t, tgid); /* older than what the slots hold */
 	for (unsigned i = 0; t->slots && i < LMT_NSLOT; i++) {
 		struct lmt_slot *s = &t->slots[i];
 		const uint32_t owner = __atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE);

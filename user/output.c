@@ -115,6 +115,7 @@ static void event_now(void *ctx, const struct mp_event *e, uint32_t sid)
 
 	if (o->finished)
 		return;
+	sid = stk_number(o, sid); /* a held stack's, numbered now */
 	if (o->fd >= 0)
 		mpw_event(&o->w, e);
 	if (o->sk)
@@ -436,6 +437,7 @@ void out_finish(struct tr *t, struct tout *o, const char *end)
 		return;
 	merge_free(o->mg); /* what it holds, in order */
 	o->mg = NULL;
+	stk_free_held(o);
 	o->finished = 1;
 	o->end = end;
 	o->secs = now() - o->t0;
@@ -485,6 +487,9 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 		u64map_free(&p->vms[i]->pnames, free);
 		traces_free(p->vms[i]);
 		stk_forget_vm(p->vms[i]);
+		free(p->vms[i]->take);
+		p->vms[i]->take = NULL;
+		p->vms[i]->take_len = 0;
 		u64map_free(&p->vms[i]->cnames, free);
 		u64set_free(&p->vms[i]->cnamed);
 		u64set_free(&p->vms[i]->cmissed);

@@ -71,6 +71,9 @@ struct tout {
 	int skfd;
 	char skpath[PATH_MAX + 8];
 	struct u64map skframes, skstacks; /* hash -> number */
+	struct u64map skheld; /* several VMs: hash -> held stack (callstacks.c) */
+	void **skheld_v;
+	uint32_t nskheld, skheld_cap;
 	uint32_t nskf, nsks; /* numbers given (without a companion) */
 	int stk;             /* stacks recorded: the companion, the live report */
 	/* Several VMs: their records merged in the process's order
@@ -101,6 +104,11 @@ struct tvm {
 	double cnames_at;     /* when cnames was read */
 	struct u64map stacks; /* --stacks: BPF's stack id -> its frames */
 	int closed;
+	/* a batch merge_round took from its slot, not yet converted
+	 * (consume.c: take_add); take_max: its last event's number */
+	uint8_t *take;
+	size_t take_len;
+	uint64_t take_max;
 };
 
 /* A traced process. */
@@ -191,6 +199,7 @@ struct tr {
 	unsigned closed;      /* VMs that ran lua_close while traced */
 	unsigned forks_skipped; /* -o FILE: children not followed */
 	int in_cb;            /* inside a ring buffer callback: no drain() */
+	int takes;            /* a VM has a take (consume.c) */
 	double settling;      /* waiting since then for stopped processes */
 	int unbatch_req;      /* unbatch() once out of it */
 	struct u64set rescan; /* tgids whose objects changed: syms_scan() */
