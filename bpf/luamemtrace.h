@@ -117,8 +117,11 @@ struct lmt_vm {
  * several VMs) need the order across VMs: then every event and symbol
  * record carries the process's sequence number (lmt_ev.seq; the multi
  * flag), taken under the slot's lock as it is appended, or after its
- * ring buffer record is reserved, and user space merges the VMs' batches
- * by it (user/merge.c). busy is a lock taken by compare-and-swap around
+ * ring buffer record is reserved (a prototype's or a stack's, copied in
+ * by bpf_ringbuf_output: just before it is sent, so it may come after
+ * user space has passed its number; it never comes after an event that
+ * names it), and user space merges the VMs' batches by it
+ * (user/merge.c). busy is a lock taken by compare-and-swap around
  * every use of the batch: two threads in one slot at once (VMs sharing a
  * ud, whose events cannot be told apart) do not wait; the one that finds
  * it taken sends its event on its own, and batching ends (the nobatch

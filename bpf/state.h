@@ -20,7 +20,8 @@ const volatile __u8 ab = 0;
 __u8 ab_floor;
 
 /* Set by user space before load. one_stream: several VMs of the process
- * write one stream (-o FILE): a second VM ends batching (struct lmt_slot).
+ * write one stream (-o FILE): a second VM turns numbering on (multi,
+ * struct lmt_slot).
  * follow: forked children are traced (-o DIR). all_procs: a new VM in any
  * process that maps a probed LuaJIT is reported (--all). */
 const volatile __u8 one_stream = 1;

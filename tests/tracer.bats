@@ -170,6 +170,26 @@ setup() {
 	count_is ALLOCATIONS "$loc" "$T/c.txt" 100
 }
 
+@test "two VMs in one stream: a C function named on one VM's first call precedes every event that names it, either VM's" {
+	# host -t 2: two threads, a VM each, both calling lmtmod.make(100)
+	# and LuaJIT's own C functions; whichever VM's event is read first
+	# names a function, the other's may be numbered earlier (3 runs: the
+	# race showed in about half of them)
+	cd "$LUA_DIR"
+	for i in 1 2 3; do
+		LMT_MODDIR="$BATS_TEST_DIRNAME/../build" run "$LMT" -q -f -o "$T/c2.bin" -- \
+			"$BATS_TEST_DIRNAME/../build/host" -t 2 cnames.lua
+		[ "$status" -eq 0 ]
+		"$BATS_TEST_DIRNAME/../build/mpdump" "$T/c2.bin" > "$T/c2.txt"
+		awk '/^sym cfunc/ { named[$3] = 1 }
+		     /^(alloc|free|realloc) cfunc/ && !named[$3] { print; bad++ }
+		     END { exit bad > 0 }' "$T/c2.txt"
+		"$LMT" report "$T/c2.bin" > "$T/c2r.txt"
+		loc=$(grep -Eo '^lmtmod\.make \(lmtmod_make\):0x[0-9a-f]+' "$T/c2r.txt" | head -1)
+		count_is ALLOCATIONS "$loc" "$T/c2r.txt" 200
+	done
+}
+
 @test "the stream follows the format: prologues, epilogue, strict decode" {
 	cd "$LUA_DIR"
 	"$LMT" -q -o "$T/g.bin" -- luajit jit.lua

@@ -118,7 +118,7 @@ static void on_proto(struct tr *t, const struct lmt_proto *p, size_t sz)
 	proto_name(v, p, &s, &full);
 	/* Built-ins in bytecode have firstline -1: sign-extend, as LuaJIT. */
 	s.line = (uint64_t)(int64_t)p->firstline;
-	out_at(v->out, v, 2 * p->seq);
+	out_at(v->out, v, p->seq);
 	out_sym(v->out, &s);
 	out_at(v->out, NULL, 0);
 	keep_lines(v, p, sz);
@@ -136,7 +136,7 @@ static void on_trace(struct tr *t, const struct lmt_trace *r)
 		t->bad_recs++;
 		return;
 	}
-	out_at(v->out, v, 2 * r->seq);
+	out_at(v->out, v, r->seq);
 	out_sym(v->out, &s);
 	traces_add(v, r);
 	out_at(v->out, NULL, 0);
@@ -221,7 +221,7 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 			continue;
 		}
 		/* It, and the symbols it needs first, in its number's turn. */
-		out_at(v->out, v, 2 * r.seq);
+		out_at(v->out, v, r.seq);
 		m = (struct mp_event){ .kind = r.kind, .src = r.src, .loc = r.loc,
 				       .line = r.line, .oaddr = r.oaddr,
 				       .osize = r.osize, .naddr = r.naddr,
@@ -357,48 +357,61 @@ static void on_exec(struct tr *t, uint32_t tgid)
  * sent them (one thread; a symbol record flushes the VM's batch first), but
  * a record can still be in the ring when a batch sent after it is taken
  * from the slot. So a take waits for the first record of its VM numbered
- * after it, or for the ring to be read up to where it was when taken, or
- * for the VM's next batch read from its slot. */
+ * after it (or its lua_close), for the ring to be read up to where it was
+ * when taken, or for the VM's batch to be read from its slot again; a
+ * record without a number (sent before numbering began) precedes it. */
 static void take_add(struct tvm *v, const uint8_t *b, size_t sz)
 {
-	const size_t h = sizeof(struct lmt_batch);
 	struct lmt_ev last;
-	uint8_t *nb;
-	size_t add = v->take_len ? sz - h : sz;
+	struct take *nt;
 
-	if (sz <= h || !(nb = realloc(v->take, v->take_len + add))) {
-		v->p->t->bad_recs += sz > h ? (sz - h) / sizeof(struct lmt_ev) : 0;
+	if (sz <= sizeof(struct lmt_batch))
 		return;
+	if (v->ntakes == v->takes_cap) {
+		const unsigned cap = v->takes_cap ? 2 * v->takes_cap : 4;
+		if (!(nt = realloc(v->takes, cap * sizeof(*nt))))
+			goto oom;
+		v->takes = nt;
+		v->takes_cap = cap;
 	}
-	memcpy(nb + v->take_len, v->take_len ? b + h : b, add);
-	v->take = nb;
-	v->take_len += add;
+	nt = &v->takes[v->ntakes];
+	if (!(nt->b = malloc(sz)))
+		goto oom;
+	memcpy(nt->b, b, sz);
+	nt->len = sz;
 	memcpy(&last, b + sz - sizeof(last), sizeof(last));
-	v->take_max = last.seq;
+	nt->max = last.seq;
+	v->ntakes++;
+	return;
+oom: /* counted and said, as a record that cannot be read */
+	v->p->t->bad_recs += (sz - sizeof(struct lmt_batch)) / sizeof(struct lmt_ev);
 }
 
-/* The VM's take, converted now (its records before it are in). */
-static void take_done(struct tr *t, struct tvm *v)
+/* The VM's takes numbered below seq (all: UINT64_MAX), converted now, in
+ * order: the records its VM sent before them are in. */
+static void takes_below(struct tr *t, struct tvm *v, uint64_t seq)
 {
-	uint8_t *b = v->take;
-	const size_t len = v->take_len;
+	unsigned k = 0;
 
-	if (!len)
+	for (; k < v->ntakes && v->takes[k].max < seq; k++) {
+		on_batch(t, v->takes[k].b, v->takes[k].len);
+		free(v->takes[k].b);
+	}
+	if (!k)
 		return;
-	v->take = NULL;
-	v->take_len = 0;
-	on_batch(t, b, len);
-	free(b);
+	memmove(v->takes, v->takes + k, (v->ntakes - k) * sizeof(*v->takes));
+	v->ntakes -= k;
 }
 
-/* A record of VM (tgid, id) numbered seq (0: none, or the end of what it
- * sent) is about to be read: a take it follows goes first. */
+/* A record of VM (tgid, id) numbered seq is about to be read (0: sent
+ * before numbering began; UINT64_MAX: its lua_close): the takes it
+ * follows go first. */
 static void take_before(struct tr *t, uint32_t tgid, uint32_t id, uint64_t seq)
 {
-	struct tvm *v = vm_get(t, tgid, id);
+	struct tvm *v;
 
-	if (v && v->take_len && (!seq || seq > v->take_max))
-		take_done(t, v);
+	if (seq && (v = vm_get(t, tgid, id)) && v->ntakes)
+		takes_below(t, v, seq);
 }
 
 /* Every take of process tgid (0: all), converted. */
@@ -406,7 +419,8 @@ static void takes_done(struct tr *t, uint32_t tgid)
 {
 	for (struct tproc *p = t->procs; p; p = p->next)
 		for (unsigned i = 0; (!tgid || (uint32_t)p->pid == tgid) && i < p->nvm; i++)
-			take_done(t, p->vms[i]);
+			if (p->vms[i]->ntakes)
+				takes_below(t, p->vms[i], UINT64_MAX);
 }
 
 /* The number of a record that has one (0: none, or not one of a VM's). */
@@ -439,7 +453,7 @@ static uint64_t rec_seq(const void *data, size_t sz, uint32_t *tgid, uint32_t *v
 			return 0;
 		*tgid = c->tgid;
 		*vm = c->vm;
-		return 0;
+		return UINT64_MAX;
 	}
 	}
 #undef SEQ_OF
@@ -560,7 +574,7 @@ static int slot_take(struct tr *t, struct lmt_slot *s, int keep)
 			take_add(v, s->buf, s->len);
 			t->takes = 1;
 		} else {
-			take_before(t, hd.tgid, hd.vm, 0);
+			take_before(t, hd.tgid, hd.vm, UINT64_MAX);
 			on_batch(t, s->buf, s->len);
 		}
 	}
@@ -621,7 +635,7 @@ void merge_round(struct tr *t)
 			return;
 	takes_done(t, (uint32_t)o->p->pid);
 	t->takes = 0;
-	merge_release(o->mg, 2 * n + 1);
+	merge_release(o->mg, n);
 }
 
 void slots_left(struct tr *t, uint32_t tgid, int release)

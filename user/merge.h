@@ -6,14 +6,13 @@
  * and written in key order once every key up to it is known to be in
  * (merge_release: user/consume.c's merge_round finds that point).
  *
- * Keys: a numbered record's seq * 2; a process's own symbols (a module
- * mapped) come after the events numbered so far: that number * 2 + 1.
- * A record of key 0 (not numbered: sent before the stream had a second
- * VM, or made by a record without a number) stays behind what its source
- * holds, if anything, else it is written at once, as are keys already
- * passed (a symbol record is numbered before it is in the ring, so it may
- * come late; it never comes after an event that names it). Memory: what
- * arrives between two releases.
+ * Keys: a record's number. A record of key 0 (not numbered: sent before
+ * the stream had a second VM, or made by a record without a number)
+ * stays behind what its source holds, if anything, else it is written at
+ * once, as are keys already passed (a symbol record is numbered before it
+ * is in the ring, so it may come late; it never comes after an event that
+ * names it). A process's C symbols are written at once (output.c:
+ * proc_sym). Memory: what arrives between two releases.
  */
 #ifndef LMT_MERGE_H
 #define LMT_MERGE_H

@@ -177,20 +177,27 @@ static void replay_one(void *ctx, const struct mp_sym *s)
 	sym_now(ctx, s);
 }
 
-/* A process's C symbols go to each of its streams; into one of several
- * VMs after the events numbered so far (merge.h). */
+/* A process's C symbols go to each of its streams, at once: into one of
+ * several VMs (merge.h), ahead of every event held, since a C function
+ * one VM names first may be named by another VM's earlier event, still
+ * held or not read yet. (An address's meaning changes only if a module is
+ * unloaded and another mapped there.) */
 void proc_sym(void *ctx, const struct mp_sym *s)
 {
 	struct tproc *p = ctx;
 	struct tr *t = p->t;
-	const uint64_t key = 2 * __atomic_load_n(&t->skel->data_seq->seqn, __ATOMIC_ACQUIRE) + 1;
 
-	for (unsigned i = 0; i < t->nouts; i++)
-		if (t->outs[i]->p == p) {
-			out_at(t->outs[i], NULL, t->outs[i]->mg ? key : 0);
-			out_sym(t->outs[i], s);
-			out_at(t->outs[i], NULL, 0);
-		}
+	for (unsigned i = 0; i < t->nouts; i++) {
+		struct tout *o = t->outs[i];
+		const void *src = o->at_src;
+		const uint64_t at = o->at_key;
+
+		if (o->p != p)
+			continue;
+		out_at(o, NULL, 0);
+		out_sym(o, s);
+		out_at(o, src, at);
+	}
 }
 
 static int out_add(struct tr *t, struct tout *o)
@@ -487,9 +494,11 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 		u64map_free(&p->vms[i]->pnames, free);
 		traces_free(p->vms[i]);
 		stk_forget_vm(p->vms[i]);
-		free(p->vms[i]->take);
-		p->vms[i]->take = NULL;
-		p->vms[i]->take_len = 0;
+		for (unsigned k = 0; k < p->vms[i]->ntakes; k++)
+			free(p->vms[i]->takes[k].b);
+		free(p->vms[i]->takes);
+		p->vms[i]->takes = NULL;
+		p->vms[i]->ntakes = p->vms[i]->takes_cap = 0;
 		u64map_free(&p->vms[i]->cnames, free);
 		u64set_free(&p->vms[i]->cnamed);
 		u64set_free(&p->vms[i]->cmissed);

@@ -104,11 +104,17 @@ struct tvm {
 	double cnames_at;     /* when cnames was read */
 	struct u64map stacks; /* --stacks: BPF's stack id -> its frames */
 	int closed;
-	/* a batch merge_round took from its slot, not yet converted
-	 * (consume.c: take_add); take_max: its last event's number */
-	uint8_t *take;
-	size_t take_len;
-	uint64_t take_max;
+	/* batches merge_round took from its slot, not yet converted, in
+	 * order (consume.c: take_add) */
+	struct take *takes;
+	unsigned ntakes, takes_cap;
+};
+
+/* A batch taken from a slot: its bytes, its last event's number. */
+struct take {
+	uint8_t *b;
+	size_t len;
+	uint64_t max;
 };
 
 /* A traced process. */

@@ -77,7 +77,7 @@ int main(void)
 	out[0] = 0;
 	CHECK("a passed key: at once", event(m, &a, 8, 13) == 0);
 	CHECK("key 0 of a source holding none: at once", event(m, &c, 0, 14) == 0);
-	CHECK("a process's symbol after the events numbered so far",
+	CHECK("a symbol of another source, held between two keys",
 	      symbol(m, NULL, 2 * 5 + 1, 200, "mod") == 1);
 	merge_release(m, 2 * 5 + 1);
 	CHECK("written: the passed ones, then up to 11",
