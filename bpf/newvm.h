@@ -186,7 +186,9 @@ static __always_inline int register_vm(__u32 tgid, struct lmt_proc *pr,
 		if (!vm || !bpf_map_lookup_elem(&allocfs, &ak))
 			return 0;
 		vm->g = g;
-		vm->id = pr->next_id++; /* a label only: races are harmless */
+		/* Two threads may make VMs at once: ids stay apart (a
+		 * stream's merge keeps each VM's records by it). */
+		vm->id = __sync_fetch_and_add(&pr->next_id, 1);
 		vm->lay = pr->lay;
 		/* The process's first VM was registered by user space: this
 		 * one is at least its second, and shares its stream: events

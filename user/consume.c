@@ -354,12 +354,14 @@ static void on_exec(struct tr *t, uint32_t tgid)
 
 /* merge_round takes a slot's batch as it is, and converts it once the
  * records its VM sent before it are in: a VM's records are in the order it
- * sent them (one thread; a symbol record flushes the VM's batch first), but
- * a record can still be in the ring when a batch sent after it is taken
- * from the slot. So a take waits for the first record of its VM numbered
- * after it (or its lua_close), for the ring to be read up to where it was
- * when taken, or for the VM's batch to be read from its slot again; a
- * record without a number (sent before numbering began) precedes it. */
+ * sent them (one thread; a symbol record flushes the VM's batch first, a
+ * stack record does not and may be numbered inside a take's range: it
+ * only adds), but a record can still be in the ring when a batch sent
+ * after it is taken from the slot. So a take waits for the first record
+ * of its VM numbered after it (or its lua_close), for the ring to be read
+ * up to where it was when taken (the end of a round), or for its slot to
+ * be read by unbatch or slots_left; a record without a number (sent
+ * before numbering began) precedes it. */
 static void take_add(struct tvm *v, const uint8_t *b, size_t sz)
 {
 	struct lmt_ev last;
@@ -401,6 +403,17 @@ static void takes_below(struct tr *t, struct tvm *v, uint64_t seq)
 		return;
 	memmove(v->takes, v->takes + k, (v->ntakes - k) * sizeof(*v->takes));
 	v->ntakes -= k;
+	if (!v->ntakes)
+		takes_free(v);
+}
+
+void takes_free(struct tvm *v)
+{
+	for (unsigned k = 0; k < v->ntakes; k++)
+		free(v->takes[k].b);
+	free(v->takes);
+	v->takes = NULL;
+	v->ntakes = v->takes_cap = 0;
 }
 
 /* A record of VM (tgid, id) numbered seq is about to be read (0: sent
@@ -423,7 +436,8 @@ static void takes_done(struct tr *t, uint32_t tgid)
 				takes_below(t, p->vms[i], UINT64_MAX);
 }
 
-/* The number of a record that has one (0: none, or not one of a VM's). */
+/* The number of a record that has one (0: none, or not one of a VM's;
+ * a lua_close: UINT64_MAX, after all its VM sent). */
 static uint64_t rec_seq(const void *data, size_t sz, uint32_t *tgid, uint32_t *vm)
 {
 	const uint8_t rec = *(const uint8_t *)data;
@@ -608,11 +622,13 @@ void unbatch(struct tr *t)
 /* -o FILE with several VMs (merge.h): the point up to which every number
  * the process gave is in. Numbers up to n were given when n is read; one
  * given to an event appended to a batch is in that batch or a ring record
- * by the time its slot's lock is free, one given to a record is in the
- * ring. So: n, then each slot of the process taken, then the ring read up
- * to where its producer was then (the takes converted on the way, or at
- * the end: see take_add). What is held up to n goes. Tried after each
- * poll; a slot or record still being written puts it off. */
+ * by the time its slot's lock is free, one given to a record after its
+ * reserve is in the ring (a prototype's or stack's, numbered just before
+ * it is sent, may come late: merge.h). So: n, then each slot of the
+ * process taken, then the ring read up to where its producer was then
+ * (the takes converted on the way, or at the end: see take_add). What is
+ * held up to n goes. Tried after each poll; a slot or record still being
+ * written puts it off. */
 void merge_round(struct tr *t)
 {
 	struct tout *o = t->one;

@@ -7,12 +7,13 @@
  * (merge_release: user/consume.c's merge_round finds that point).
  *
  * Keys: a record's number. A record of key 0 (not numbered: sent before
- * the stream had a second VM, or made by a record without a number)
- * stays behind what its source holds, if anything, else it is written at
- * once, as are keys already passed (a symbol record is numbered before it
- * is in the ring, so it may come late; it never comes after an event that
- * names it). A process's C symbols are written at once (output.c:
- * proc_sym). Memory: what arrives between two releases.
+ * the stream had a second VM, or made while reading a record kept at key
+ * 0, as a stack record is) stays behind what its source holds, if
+ * anything, else it is written at once, as are keys already passed (a
+ * prototype's or stack's record is numbered just before it is sent, so it
+ * may come late; it never comes after an event that names it). A
+ * process's C symbols are written at once (output.c: proc_sym). Memory:
+ * what arrives between two releases.
  */
 #ifndef LMT_MERGE_H
 #define LMT_MERGE_H

@@ -494,11 +494,7 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 		u64map_free(&p->vms[i]->pnames, free);
 		traces_free(p->vms[i]);
 		stk_forget_vm(p->vms[i]);
-		for (unsigned k = 0; k < p->vms[i]->ntakes; k++)
-			free(p->vms[i]->takes[k].b);
-		free(p->vms[i]->takes);
-		p->vms[i]->takes = NULL;
-		p->vms[i]->ntakes = p->vms[i]->takes_cap = 0;
+		takes_free(p->vms[i]);
 		u64map_free(&p->vms[i]->cnames, free);
 		u64set_free(&p->vms[i]->cnamed);
 		u64set_free(&p->vms[i]->cmissed);

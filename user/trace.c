@@ -521,6 +521,7 @@ static void cleanup(struct tr *t)
 			u64map_free(&p->vms[i]->pnames, free);
 			traces_free(p->vms[i]);
 			stk_forget_vm(p->vms[i]);
+			takes_free(p->vms[i]);
 			u64map_free(&p->vms[i]->cnames, free);
 			u64set_free(&p->vms[i]->cnamed);
 			u64set_free(&p->vms[i]->cmissed);

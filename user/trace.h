@@ -327,6 +327,8 @@ void unbatch(struct tr *t);
 /* -o FILE with several VMs: what is held goes, as far as it can
  * (merge.h). */
 void merge_round(struct tr *t);
+/* A VM's takes (merge_round's), unread: gone. */
+void takes_free(struct tvm *v);
 /* What the slots of tgid (0: all) held; with release, they are freed. */
 void slots_left(struct tr *t, uint32_t tgid, int release);
 void settle_stops(struct tr *t, int block);
