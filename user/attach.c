@@ -23,6 +23,8 @@
 #include "elfsym.h"
 #include "proc.h"
 #include "symbols.h"
+#include "traces.h"
+#include "callstacks.h"
 
 /* -- Links --------------------------------------------------------------- */
 
@@ -541,6 +543,18 @@ static void slot_put(struct tr *t, const struct lmt_vm_key *k, const struct lmt_
 }
 
 /* A VM of p as user space knows it, and its stream. */
+void vm_state_free(struct tvm *v)
+{
+	u64map_free(&v->lines, free);
+	u64map_free(&v->pnames, free);
+	traces_free(v);
+	stk_forget_vm(v);
+	takes_free(v);
+	u64map_free(&v->cnames, free);
+	u64set_free(&v->cnamed);
+	u64set_free(&v->cmissed);
+}
+
 static struct tvm *vm_new(struct tr *t, struct tproc *p, uint32_t id,
 			  uint64_t L, uint64_t g, uint64_t ud, unsigned num)
 {

@@ -490,14 +490,7 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 	u64map_del(&t->pmap, (uint64_t)p->pid | 1ULL << 32);
 	for (unsigned i = 0; i < p->nvm; i++) {
 		u64map_del(&t->vmap, (uint64_t)p->pid << 32 | p->vms[i]->id);
-		u64map_free(&p->vms[i]->lines, free);
-		u64map_free(&p->vms[i]->pnames, free);
-		traces_free(p->vms[i]);
-		stk_forget_vm(p->vms[i]);
-		takes_free(p->vms[i]);
-		u64map_free(&p->vms[i]->cnames, free);
-		u64set_free(&p->vms[i]->cnamed);
-		u64set_free(&p->vms[i]->cmissed);
+		vm_state_free(p->vms[i]);
 	}
 	if (!p->ignored && t->nlive)
 		t->nlive--;

@@ -517,14 +517,7 @@ static void cleanup(struct tr *t)
 		struct tproc *p = t->procs;
 		t->procs = p->next;
 		for (unsigned i = 0; i < p->nvm; i++) {
-			u64map_free(&p->vms[i]->lines, free);
-			u64map_free(&p->vms[i]->pnames, free);
-			traces_free(p->vms[i]);
-			stk_forget_vm(p->vms[i]);
-			takes_free(p->vms[i]);
-			u64map_free(&p->vms[i]->cnames, free);
-			u64set_free(&p->vms[i]->cnamed);
-			u64set_free(&p->vms[i]->cmissed);
+			vm_state_free(p->vms[i]);
 			free(p->vms[i]);
 		}
 		proc_drop(t, p);

@@ -296,6 +296,9 @@ int open_load(struct tr *t, int kst);
  * said why. */
 int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v);
 struct tvm *vm_get(struct tr *t, uint32_t tgid, uint32_t id);
+/* What user space keeps of VM v (line tables, names, traces, stacks,
+ * takes): gone; v itself stays. */
+void vm_state_free(struct tvm *v);
 /* A VM BPF registered itself: its user-space side, made if new. */
 struct tvm *vm_known(struct tr *t, struct tproc *p, uint32_t id, uint64_t L,
 		     uint64_t g, uint64_t ud, unsigned num);
