@@ -99,14 +99,12 @@ static __always_inline void unbatch(struct ctx *c)
 	bpf_loop(LMT_NSLOT, unbatch_one, c, 0);
 }
 
-/* Append the event to the slot's batch; 0, or who holds the slot. */
-static __always_inline __u32 append(struct ctx *c, const struct lmt_ev *ev)
+/* Append the event to slot sl's batch; 0, or who holds the slot. */
+static __always_inline __u32 append(struct ctx *c, struct lmt_slot *sl,
+				    const struct lmt_ev *ev)
 {
-	struct lmt_slot *sl = c->sl;
 	__u32 off, holder;
 
-	if (!sl)
-		return LMT_BUSY_BPF;
 	if ((holder = slot_lock(sl)))
 		return holder;
 	if (sl->len > LMT_SBUF - 1 - sizeof(*ev))
@@ -238,7 +236,7 @@ static __always_inline void send(struct ctx *c, const struct lmt_ev *ev)
 
 	pressure(c);
 	if (c->sl) {
-		holder = append(c, ev);
+		holder = append(c, c->sl, ev);
 		if (!holder)
 			return;
 		/* Two threads in one slot: VMs share this ud. */

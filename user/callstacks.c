@@ -130,9 +130,20 @@ void stk_def_rec(struct tvm *v, const struct lmt_stack *r, size_t sz)
 /* -- A stream's numbering ------------------------------------------------ */
 
 
-static uint32_t frame_id(struct tout *o, const struct cframe *f)
+/* A frame by what names it: kind, address, line, a builtin's name. */
+static uint64_t frame_hash(const struct cframe *f)
 {
 	uint64_t h = mix(mix(mix(0x6672616d65ULL, f->src), f->addr), f->line);
+
+	if (f->src == SK_NAMED)
+		for (const char *c = f->name; *c; c++)
+			h = mix(h, (unsigned char)*c);
+	return h;
+}
+
+static uint32_t frame_id(struct tout *o, const struct cframe *f)
+{
+	const uint64_t h = frame_hash(f) | 1; /* u64map: no key 0 */
 	struct sk_frame sf = { .src = f->src, .addr = f->addr, .line = f->line };
 	uint32_t id;
 	int err;
@@ -140,10 +151,7 @@ static uint32_t frame_id(struct tout *o, const struct cframe *f)
 	if (f->src == SK_NAMED) {
 		sf.name = f->name;
 		sf.name_len = strlen(f->name);
-		for (size_t i = 0; i < sf.name_len; i++)
-			h = mix(h, (unsigned char)f->name[i]);
 	}
-	h |= 1; /* u64map: no key 0 */
 	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->skframes, h)))
 		return id;
 	id = o->sk ? skw_frame(o->sk, &sf) : ++o->nskf;
@@ -190,12 +198,8 @@ static uint32_t stack_held(struct tout *o, const struct cframe *fr, uint32_t n,
 	uint32_t id;
 	int err;
 
-	for (uint32_t i = 0; i < n; i++) {
-		h = mix(mix(mix(h, fr[i].src), fr[i].addr), fr[i].line);
-		if (fr[i].src == SK_NAMED)
-			for (const char *c = fr[i].name; *c; c++)
-				h = mix(h, (unsigned char)*c);
-	}
+	for (uint32_t i = 0; i < n; i++)
+		h = mix(h, frame_hash(&fr[i]));
 	h = mix(h, n) | 1;
 	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->skheld, h)))
 		return id | STK_HELD;

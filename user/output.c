@@ -172,11 +172,6 @@ int out_merge(struct tout *o)
 	return o->mg ? 0 : -1;
 }
 
-static void replay_one(void *ctx, const struct mp_sym *s)
-{
-	sym_now(ctx, s);
-}
-
 /* A process's C symbols go to each of its streams, at once: into one of
  * several VMs (merge.h), ahead of every event held, since a C function
  * one VM names first may be named by another VM's earlier event, still
@@ -187,17 +182,9 @@ void proc_sym(void *ctx, const struct mp_sym *s)
 	struct tproc *p = ctx;
 	struct tr *t = p->t;
 
-	for (unsigned i = 0; i < t->nouts; i++) {
-		struct tout *o = t->outs[i];
-		const void *src = o->at_src;
-		const uint64_t at = o->at_key;
-
-		if (o->p != p)
-			continue;
-		out_at(o, NULL, 0);
-		out_sym(o, s);
-		out_at(o, src, at);
-	}
+	for (unsigned i = 0; i < t->nouts; i++)
+		if (t->outs[i]->p == p)
+			sym_now(t->outs[i], s);
 }
 
 static int out_add(struct tr *t, struct tout *o)
@@ -289,7 +276,7 @@ static struct tout *out_open(struct tr *t, const char *path, struct tproc *p,
 	out_info(t, out, NULL, 0);
 	mpw_init(&out->w, out->fd);
 	if (p)
-		syms_replay(&p->syms, replay_one, out);
+		syms_replay(&p->syms, sym_now, out);
 	mpw_begin_events(&out->w);
 	return out;
 }
@@ -339,7 +326,7 @@ struct tout *out_for(struct tr *t, struct tvm *v)
 			/* The one stream's process: its symbols, as
 			 * event-symtab records if it began without them. */
 			t->one->p = v->p;
-			syms_replay(&v->p->syms, replay_one, t->one);
+			syms_replay(&v->p->syms, sym_now, t->one);
 		}
 		t->one->nvms++;
 		/* A second VM: their records are numbered (bpf/newvm.h,
