@@ -17,6 +17,9 @@ static __always_inline __u64 dm_hash(__u64 x, __u64 y)
 
 /* Entry of hash h in a cache of 2^bits entries: its top bits. */
 #define dm_slot(h, bits) ((__u32)((h) >> (64 - (bits))))
+/* A second entry of hash h, from the next bits: two hashes whose first
+ * entries collide rarely share their second (a two-way cache). */
+#define dm_slot2(h, bits) ((__u32)((h) >> (64 - 2 * (bits))) & ((1u << (bits)) - 1))
 
 /* The check word of n words: their xor, the last one spread by a multiply
  * (the caches' cost before they shared this: one multiply). strong: each

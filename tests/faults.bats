@@ -458,6 +458,24 @@ ffi.C.kill(ffi.C.getpid(), SIG)'
 
 # ------------------------------------------------------- no silent loss
 
+# Every thread's first pend entry made one (a test knob), so that any two
+# allocations in flight at once collide there: each must find its second
+# (bpf/pend.h). With one way, this loses hundreds of allocations a run.
+@test "allocations in flight in several threads at once, their first entries crowded into one (host -c 4, 2 runs): lost 0" {
+	cd "$LUA_DIR"
+	local i want got
+	for i in 1 2; do
+		run env LMT_TEST_PEND_CROWD=1 "$LMT" -o "$T/p$i.bin" -- "$HOST" -c 4 vmcount.lua
+		printf '%s\n' "$output" > "$T/p$i.err"
+		[ "$status" -eq 0 ]
+		want=$(sed -n 's/^calls: \([0-9]*\) alloc \([0-9]*\) realloc \([0-9]*\) free$/\1 \2 \3/p' "$T/p$i.err")
+		no_lost "$T/p$i.err"
+		"$LMT" report "$T/p$i.bin" > "$T/p$i.txt"
+		got=$(totals "$T/p$i.txt")
+		[ -n "$want" ] && [ "$got" = "$want" ]
+	done
+}
+
 @test "threads creating VMs at the same moment (host -c 8, 5 runs): every allocator call in the stream, lost 0" {
 	cd "$LUA_DIR"
 	local i want got

@@ -65,6 +65,25 @@ int main(void)
 			      dm_chk(a, 3, 9, 0) == dm_chk(b, 3, 9, 0) &&
 			      dm_chk(a, 3, 9, 1) != dm_chk(b, 3, 9, 1));
 		}
+		/* Two-way (struct pend): of hashes that share a first entry,
+		 * the second entries are spread like any others'. */
+		{
+			__u64 x, h0 = dm_hash(0x7f00000000ULL, 0);
+			__u32 n = 0, seen[64], d = 0;
+
+			for (x = 0x7f00000001ULL; n < 64; x++) {
+				__u64 h = dm_hash(x, 0);
+				if (dm_slot(h, 12) != dm_slot(h0, 12))
+					continue;
+				seen[n] = dm_slot2(h, 12);
+				d += seen[n] < 4096;
+				for (__u32 j = 0; j < n; j++)
+					d -= seen[j] == seen[n];
+				n++;
+			}
+			CHECK("dm_slot2: 64 hashes in one first entry, in range, "
+			      "at most one pair sharing a second", d >= 63 && d <= 64);
+		}
 		CHECK("dm_slot: in range", dm_slot(dm_hash(~0ULL, 0), 12) < 4096 &&
 		      dm_slot(dm_hash(0x7f00000001ULL, 42ULL << 40), 10) < 1024);
 	}
