@@ -12,8 +12,8 @@
  * its kernel stack, so their address names the thread (read as a number
  * through a map slot). pends is two-way: a thread's entry is one of two,
  * from two parts of one hash, so two threads whose first entries collide
- * (8 threads in 4096 entries: ~0.7% of runs; then most of the allocations
- * of one of them were lost) each have one. An entry also holds the stack
+ * (for 8 threads in 4096 entries, ~0.7% of runs; then most of the
+ * allocations of one of them were lost) each have one. An entry also holds the stack
  * pointer after the return (at the probe site rsp is the function's entry
  * rsp, probe.c; the return pops 8). chk covers the other words and is 0
  * for a free entry, PEND_BUSY while one is written. An entry is taken by
@@ -46,11 +46,19 @@ struct {
 	__type(value, struct pend);
 } pends SEC(".maps");
 
+/* How many entries may be in use in way 1: while none, a park in way 0
+ * need not look for its thread's stale entry there (pend_unstale). A hint
+ * that may count too many (an entry another thread took in its way 0),
+ * never too few. A section of its own: written only as way 1 is taken and
+ * left, read by every park. */
+__u64 pend_w1 SEC(".data.pend") = 0;
+
 /* A thread's entry of way 0 or 1 (see struct pend). */
 static __always_inline struct pend *pend_of(__u64 thr, const int way)
 {
 	__u64 h = dm_hash(thr >> 8, 0);
-	__u32 k = way ? dm_slot2(h, PEND_BITS) : pend_crowd ? 0 : dm_slot(h, PEND_BITS);
+	__u32 k = way ? dm_slot2(h, PEND_BITS) | pend_crowd : pend_crowd ? 0 :
+			dm_slot(h, PEND_BITS);
 
 	return bpf_map_lookup_elem(&pends, &k);
 }
@@ -67,6 +75,21 @@ static __always_inline int pend_take(struct pend *p, __u64 thr, __u64 *old)
 		return 0;
 	*old = __sync_lock_test_and_set(&p->chk, PEND_BUSY);
 	return *old != PEND_BUSY;
+}
+
+/* Entry q, if it holds thread thr's allocation whose return never came,
+ * freed and counted missed: a park in the thread's other way would
+ * otherwise leave it for a later return at the same sp to take. */
+static __always_inline void pend_unstale(struct ctx *c, struct pend *q, __u64 thr)
+{
+	__u64 w[PEND_W], chk;
+
+	if (q && dm_load(q, w, PEND_W, PEND_SALT, 1, &chk) && w[0] == thr &&
+	    __sync_val_compare_and_swap(&q->chk, chk, 0) == chk) {
+		c->st->missed++;
+		c->st->parked--;
+		__sync_fetch_and_add(&pend_w1, -1);
+	}
 }
 
 /* The address of the probe's pt_regs as a number (see struct pend). */
@@ -101,6 +124,8 @@ static __always_inline void park(struct ctx *c, __u64 ud, const struct lmt_ev *e
 
 		if (q && pend_take(q, w[0], &old)) {
 			p = q;
+			if (!old)
+				__sync_fetch_and_add(&pend_w1, 1);
 		} else {
 			/* Both held: way 0's holder loses its allocation. */
 			old = __sync_lock_test_and_set(&p->chk, PEND_BUSY);
@@ -109,6 +134,8 @@ static __always_inline void park(struct ctx *c, __u64 ud, const struct lmt_ev *e
 				return;
 			}
 		}
+	} else if (*(volatile __u64 *)&pend_w1) {
+		pend_unstale(c, pend_of(w[0], 1), w[0]);
 	}
 	if (old)
 		c->st->missed++; /* that allocation never came back */
@@ -125,6 +152,7 @@ static __always_inline int unpark(struct ctx *c, __u64 ret, struct lmt_ev *ev,
 {
 	__u64 w[PEND_W], thr = thr_of(c->regs, c->pc), chk;
 	struct pend *p = pend_of(thr, 0);
+	int way1 = 0;
 
 	if (!p)
 		return -1;
@@ -132,11 +160,14 @@ static __always_inline int unpark(struct ctx *c, __u64 ret, struct lmt_ev *ev,
 		p = pend_of(thr, 1);
 		if (!p || !dm_load(p, w, PEND_W, PEND_SALT, 1, &chk) || w[0] != thr)
 			return -1;
+		way1 = 1;
 	}
 	if (w[1] != PT_REGS_SP((struct pt_regs *)c->regs) ||
 	    __sync_val_compare_and_swap(&p->chk, chk, 0) != chk)
 		return -1;
 	c->st->parked--; /* summed over CPUs, what is left is in flight */
+	if (way1)
+		__sync_fetch_and_add(&pend_w1, -1);
 	*(__u64 *)ev = w[3];
 	ev->loc = w[4];
 	ev->oaddr = w[5];

@@ -247,7 +247,11 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->jit_trace = (uint8_t)o->jit_trace;
 	t->skel->rodata->stack_depth = o->stacks;
 	t->skel->rodata->no_loss = (uint8_t)o->no_loss;
-	t->skel->rodata->pend_crowd = getenv("LMT_TEST_PEND_CROWD") != NULL;
+	{
+		const char *crowd = getenv("LMT_TEST_PEND_CROWD");
+
+		t->skel->rodata->pend_crowd = crowd && !strcmp(crowd, "1");
+	}
 	/* --duty closes its windows faster with uprobe_multi links, whose
 	 * programs are loaded for them. */
 	t->multi = o->duty && !o->floor && !t->multi_refused && !getenv("LMT_NO_UPROBE_MULTI") &&
