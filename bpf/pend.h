@@ -13,10 +13,11 @@
  * through a map slot). pends is two-way: a thread's entry is one of two,
  * from two parts of one hash, so two threads whose first entries collide
  * (for 8 threads in 4096 entries, ~0.7% of runs; then most of the
- * allocations of one of them were lost) each have one. An entry also holds the stack
- * pointer after the return (at the probe site rsp is the function's entry
- * rsp, probe.c; the return pops 8). chk covers the other words and is 0
- * for a free entry, PEND_BUSY while one is written. An entry is taken by
+ * allocations of one of them were lost) each have one. An entry also
+ * holds the stack pointer after the return (at the probe site rsp is the
+ * function's entry rsp, probe.c; the return pops 8). chk covers the other
+ * words and is 0 for a free entry, PEND_BUSY while one is written. An
+ * entry is taken by
  * a compare-and-swap of chk from 0, or an exchange of it when it is the
  * thread's own or both are held, and consumed by a compare-and-swap of it,
  * so an allocation whose entry another thread took (both of that thread's
@@ -77,6 +78,14 @@ static __always_inline int pend_take(struct pend *p, __u64 thr, __u64 *old)
 	return *old != PEND_BUSY;
 }
 
+/* Does entry p hold an allocation of thread thr? Its words into w, its
+ * check word into *chk. */
+static __always_inline int pend_mine(const struct pend *p, __u64 thr, __u64 *w,
+				     __u64 *chk)
+{
+	return p && dm_load(p, w, PEND_W, PEND_SALT, 1, chk) && w[0] == thr;
+}
+
 /* Entry q, if it holds thread thr's allocation whose return never came,
  * freed and counted missed: a park in the thread's other way would
  * otherwise leave it for a later return at the same sp to take. */
@@ -84,7 +93,7 @@ static __always_inline void pend_unstale(struct ctx *c, struct pend *q, __u64 th
 {
 	__u64 w[PEND_W], chk;
 
-	if (q && dm_load(q, w, PEND_W, PEND_SALT, 1, &chk) && w[0] == thr &&
+	if (pend_mine(q, thr, w, &chk) &&
 	    __sync_val_compare_and_swap(&q->chk, chk, 0) == chk) {
 		c->st->missed++;
 		c->st->parked--;
@@ -154,11 +163,9 @@ static __always_inline int unpark(struct ctx *c, __u64 ret, struct lmt_ev *ev,
 	struct pend *p = pend_of(thr, 0);
 	int way1 = 0;
 
-	if (!p)
-		return -1;
-	if (!dm_load(p, w, PEND_W, PEND_SALT, 1, &chk) || w[0] != thr) {
+	if (!pend_mine(p, thr, w, &chk)) {
 		p = pend_of(thr, 1);
-		if (!p || !dm_load(p, w, PEND_W, PEND_SALT, 1, &chk) || w[0] != thr)
+		if (!pend_mine(p, thr, w, &chk))
 			return -1;
 		way1 = 1;
 	}
