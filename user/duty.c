@@ -151,6 +151,9 @@ void duty_turn(struct tr *t)
 		close_window(t); /* the next is planned once it is closed */
 		return;
 	}
+	/* A window due at -d's end is not opened: the loop ends the run. */
+	if (t->deadline && tn >= t->deadline)
+		return;
 	d->opened = tn;
 	d->on = 1;
 	d->windows++;
