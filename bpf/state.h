@@ -35,8 +35,9 @@ const volatile __u32 stack_depth = 0;
  * stopped, until user space has drained it (bpf/ring.h: pressure). */
 const volatile __u8 no_loss = 0;
 /* For tests (LMT_TEST_PEND_CROWD=1): every thread's first pend entry is
- * entry 0, its second never is, so that two threads' allocations in
- * flight at once always collide in the first. */
+ * entry 0, its second one by its thread id, so that two threads'
+ * allocations in flight at once always collide in the first, and the
+ * threads of one test (consecutive ids) never in the second. */
 const volatile __u8 pend_crowd = 0;
 
 __u64 pcgen; /* bumped by every announced prototype's free */
