@@ -28,9 +28,8 @@ one_line() {
 }
 
 @test "an unrecognised LuaJIT layout says what was found" {
-	luajit -e 'while true do end' 3>&- &
-	local pid=$!
-	sleep 0.3
+	spin 'while true do end'
+	local pid=$SPIN
 	run "$LMT" -p "$pid" --variant "OpenResty LuaJIT 2.1 GC64" -o "$T/x.bin"
 	kill "$pid"
 	[ "$status" -eq 1 ]

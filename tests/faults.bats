@@ -340,9 +340,9 @@ ffi.C.kill(ffi.C.getpid(), SIG)'
 	[ "$status" -eq 143 ]
 }
 
-@test "-- COMMAND with -d 0.3, command runs 2 s: tracing stops at 0.3 s, luamemtrace returns after the command, with its status" {
+@test "-- COMMAND with -d 1, command runs 2 s: tracing stops at 1 s, luamemtrace returns after the command, with its status" {
 	cd "$LUA_DIR"
-	run "$LMT" -d 0.3 -o "$T/d.bin" -- luajit sleep_exit.lua 2 5 "$T/cmd"
+	run "$LMT" -d 1 -o "$T/d.bin" -- luajit sleep_exit.lua 2 5 "$T/cmd"
 	local pid
 	pid=$(cat "$T/cmd")
 	echo "$pid" >> "$T/pids"
@@ -352,7 +352,7 @@ ffi.C.kill(ffi.C.getpid(), SIG)'
 	s=$(pstate "$pid")
 	[ -z "$s" ] || [ "$s" = Z ]
 	[ "$status" -eq 5 ]
-	# the stream ended at 0.3 s, complete: the 300 tables before the
+	# the stream ended at 1 s, complete: the 300 tables before the
 	# command's 2 s sleep, none of the 300 after
 	"$LMT" report "$T/d.bin" > "$T/d.txt"
 	count_is ALLOCATIONS @sleep_exit.lua:14 "$T/d.txt" 300
@@ -616,10 +616,9 @@ exec_stream_ends() {
 @test "disk full (256 KiB tmpfs): one line about the write error, non-zero exit, decodable prefix (report exit 3), target unharmed" {
 	mkdir "$T/full"
 	mount -t tmpfs -o size=256k tmpfs "$T/full"
-	luajit -e 'jit.off() local t while true do t = {} end' 3>&- &
-	local pid=$!
+	spin 'jit.off() local t while true do t = {} end'
+	local pid=$SPIN
 	echo "$pid" >> "$T/pids"
-	sleep 0.2
 	run "$LMT" -p "$pid" -d 20 -o "$T/full/x.bin"
 	[ "$status" -ne 0 ]
 	# one line besides the banner ("tracing PID ..."), and it says why
@@ -643,12 +642,12 @@ exec_stream_ends() {
 # ---------------------------------------------------------------- fuzzing
 
 # flood_paused OPT...: lua/flood.lua (3M tables at line 5) traced with a
-# 1 MiB ring and OPT, its tracer stopped for a second meanwhile (a consumer
-# far behind): summary in $T/sum, report in $T/rep.
+# 1 MiB ring and OPT, its tracer stopped for a second once the flood runs
+# (a consumer far behind): summary in $T/sum, report in $T/rep.
 flood_paused() {
 	"$LMT" -f -o "$T/f.bin" -b 1 "$@" -- luajit -joff lua/flood.lua 3000000 > "$T/sum" 2>&1 3>&- &
 	local tp=$!
-	sleep 1.5
+	wait_for "$T/sum" ready
 	kill -STOP "$tp"
 	sleep 1
 	kill -CONT "$tp"

@@ -39,6 +39,16 @@ wait_for() {
 	return 1
 }
 
+# spin CODE: luajit running CODE (a loop that never ends) in the
+# background; returns once its VM runs (it says so in a file first), its
+# PID in SPIN.
+spin() {
+	luajit -e "local f = io.open('$T/spin.ready', 'w') f:write('ready') f:close() $1" 3>&- &
+	SPIN=$!
+	wait_for "$T/spin.ready" ready
+	rm -f "$T/spin.ready"
+}
+
 # Background jobs close bats' fd 3 (3>&-): one left running by a failed
 # test would otherwise hold the suite open forever. Every suite's teardown
 # kills what a test left running.
@@ -129,9 +139,8 @@ totals() {
 lossy_trace() {
 	local out=$1 pid tpid
 	shift
-	luajit -e 'jit.off() local t while true do t = {} end' 3>&- &
-	pid=$!
-	sleep 0.2
+	spin 'jit.off() local t while true do t = {} end'
+	pid=$SPIN
 	"$LMT" -p "$pid" -b 1 -o "$out" "$@" 2> "$T/err" 3>&- &
 	tpid=$!
 	wait_for "$T/err" "tracing PID $pid"

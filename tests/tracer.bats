@@ -79,9 +79,8 @@ setup() {
 }
 
 @test "-p with -d: stops after the duration, target unharmed" {
-	luajit -e 'jit.off() local t = 0 while true do t = {} end' 3>&- &
-	local pid=$!
-	sleep 0.3
+	spin 'jit.off() local t = 0 while true do t = {} end'
+	local pid=$SPIN
 	run "$LMT" -p "$pid" -d 0.5 -o "$T/d.bin"
 	kill -0 "$pid"
 	kill "$pid"
