@@ -458,42 +458,40 @@ ffi.C.kill(ffi.C.getpid(), SIG)'
 
 # ------------------------------------------------------- no silent loss
 
+# every_call NAME THREADS RUNS [VAR=VALUE...]: host -c THREADS vmcount.lua
+# traced RUNS times (with the environment given): each run exits 0, loses
+# nothing, and its stream has every allocator call the host counted.
+every_call() {
+	local name=$1 threads=$2 runs=$3 i want got
+	shift 3
+	for i in $(seq 1 "$runs"); do
+		run env "$@" "$LMT" -o "$T/$name$i.bin" -- "$HOST" -c "$threads" vmcount.lua
+		printf '%s\n' "$output" > "$T/$name$i.err"
+		[ "$status" -eq 0 ]
+		want=$(sed -n 's/^calls: \([0-9]*\) alloc \([0-9]*\) realloc \([0-9]*\) free$/\1 \2 \3/p' "$T/$name$i.err")
+		[ -n "$want" ]
+		no_lost "$T/$name$i.err"
+		"$LMT" report "$T/$name$i.bin" > "$T/$name$i.txt"
+		got=$(totals "$T/$name$i.txt")
+		if [ "$got" != "$want" ]; then
+			echo "run $i: host counted $want (alloc realloc free), stream has $got"
+			grep -E 'VM|lost|missed' "$T/$name$i.err"
+			return 1
+		fi
+	done
+}
+
 # Every thread's first pend entry made one (a test knob), so that any two
 # allocations in flight at once collide there: each must find its second
 # (bpf/pend.h). With one way, this loses hundreds of allocations a run.
 @test "allocations in flight in several threads at once, their first entries crowded into one (host -c 4, 2 runs): lost 0" {
 	cd "$LUA_DIR"
-	local i want got
-	for i in 1 2; do
-		run env LMT_TEST_PEND_CROWD=1 "$LMT" -o "$T/p$i.bin" -- "$HOST" -c 4 vmcount.lua
-		printf '%s\n' "$output" > "$T/p$i.err"
-		[ "$status" -eq 0 ]
-		want=$(sed -n 's/^calls: \([0-9]*\) alloc \([0-9]*\) realloc \([0-9]*\) free$/\1 \2 \3/p' "$T/p$i.err")
-		no_lost "$T/p$i.err"
-		"$LMT" report "$T/p$i.bin" > "$T/p$i.txt"
-		got=$(totals "$T/p$i.txt")
-		[ -n "$want" ] && [ "$got" = "$want" ]
-	done
+	every_call p 4 2 LMT_TEST_PEND_CROWD=1
 }
 
 @test "threads creating VMs at the same moment (host -c 8, 5 runs): every allocator call in the stream, lost 0" {
 	cd "$LUA_DIR"
-	local i want got
-	for i in 1 2 3 4 5; do
-		run "$LMT" -o "$T/c$i.bin" -- "$HOST" -c 8 vmcount.lua
-		printf '%s\n' "$output" > "$T/c$i.err"
-		[ "$status" -eq 0 ]
-		want=$(sed -n 's/^calls: \([0-9]*\) alloc \([0-9]*\) realloc \([0-9]*\) free$/\1 \2 \3/p' "$T/c$i.err")
-		[ -n "$want" ]
-		no_lost "$T/c$i.err"
-		"$LMT" report "$T/c$i.bin" > "$T/c$i.txt"
-		got=$(totals "$T/c$i.txt")
-		if [ "$got" != "$want" ]; then
-			echo "run $i: host counted $want (alloc realloc free), stream has $got"
-			grep -E 'VM|lost|missed' "$T/c$i.err"
-			return 1
-		fi
-	done
+	every_call c 8 5
 }
 
 # ------------------------------------------------------------ exec in place

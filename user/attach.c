@@ -547,7 +547,6 @@ static void slot_put(struct tr *t, const struct lmt_vm_key *k, const struct lmt_
 	slot_take(&t->slots[lmt_slot2_of(k->tgid, k->ud)], k, vm);
 }
 
-/* A VM of p as user space knows it, and its stream. */
 void vm_state_free(struct tvm *v)
 {
 	u64map_free(&v->lines, free);
@@ -560,6 +559,7 @@ void vm_state_free(struct tvm *v)
 	u64set_free(&v->cmissed);
 }
 
+/* A VM of p as user space knows it, and its stream. */
 static struct tvm *vm_new(struct tr *t, struct tproc *p, uint32_t id,
 			  uint64_t L, uint64_t g, uint64_t ud, unsigned num)
 {
