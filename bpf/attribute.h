@@ -356,7 +356,7 @@ static __always_inline __u8 charge_frame(struct ctx *c, const struct lmt_vm *vm,
 			return charge_lua(c, vm, &fi, spc, e);
 	}
 	f = frame_of_base(q->base);
-	if (rd(c, fr, 16, frame_func(f)))
+	if (rdd(c, fr, 16, frame_func(f)))
 		return charge_internal(e);
 	fn = tv_gc(fr[0], vm->lay.tfunc);
 	if (!fn)
@@ -369,7 +369,7 @@ static __always_inline __u8 charge_frame(struct ctx *c, const struct lmt_vm *vm,
 		return charge_ffunc(c, vm, &fi, f, fr[1], e);
 	/* Lua on top: the PC saved in the innermost C frame. */
 	if (!interp) {
-		if (!q->cfa || rd(c, &spc, 8, q->cfa + vm->lay.cf_pc))
+		if (!q->cfa || rdd(c, &spc, 8, q->cfa + vm->lay.cf_pc))
 			return charge_internal(e);
 		if (spc == q->L)
 			spc = 0;

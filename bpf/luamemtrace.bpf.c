@@ -20,10 +20,12 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 #include "luamemtrace.h"
 #include "state.h"
 #include "lj.h"
+#include "direct.h"
 #include "read.h"
 #include "cache.h"
 #include "stop.h"
@@ -58,6 +60,7 @@ static __always_inline void deliver(struct ctx *c, __u64 ud, const struct lmt_ev
 	else
 		park(c, ud, ev);
 	c->st->reads += c->reads;
+	c->st->direct += c->direct;
 }
 
 /* --stacks: the event left in struct stk gets its stack (bpf/stack.h),
@@ -73,6 +76,7 @@ __noinline int stack_send(struct pt_regs *ctx)
 	    !(vm = vm_of(&c, s->ud)))
 		return 0;
 	c.reads = s->reads;
+	c.direct = s->direct;
 	s->ev.stk = stack_of(&c, vm, s);
 	if (!s->ev.stk)
 		c.st->lost_stk++;
@@ -106,6 +110,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 			s->ev = ev;
 			s->ud = ud;
 			s->reads = c.reads;
+			s->direct = c.direct;
 			s->have = (q.got & GQ_L) != 0;
 			s->L = q.L;
 			s->base = q.base;
@@ -340,4 +345,84 @@ SEC("uretprobe.s")
 int floor_return(struct pt_regs *ctx)
 {
 	return 0;
+}
+
+/* -- Start ------------------------------------------------------------------ */
+
+/* find_po: the direct map's base for bpf/direct.h, run once by user space
+ * (BPF_PROG_TEST_RUN) on its own page tables, which map the kernel as
+ * every process's do. pgd, an address in the direct map, is base + its
+ * frame's physical address, and the base is 1 GiB-aligned (KASLR's unit),
+ * so the base is pgd's GiB or one below it: the one under which the
+ * kernel's tables, read with the checked helper, translate pgd to itself.
+ * Then a direct read of a value user space chose must give it. */
+static __u64 po_rd(__u64 a)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_kernel(&v, 8, (void *)a))
+		return 0;
+	return v;
+}
+
+/* pgd's address translated through the kernel's tables with base po,
+ * every entry read through the helper; 0 if none. */
+static __u64 po_walk(__u64 pgd, __u64 po)
+{
+	__u64 va = pgd, e = po_rd(pgd + ((va >> 39) & 511) * 8);
+
+	if (!(e & DR_P))
+		return 0;
+	e = po_rd(DR_NEXT(po, e, va, 30));
+	if (!(e & DR_P))
+		return 0;
+	if (e & DR_PSE)
+		return po + (e & dr_mask & ~((1ULL << 30) - 1)) + (va & ((1ULL << 30) - 1));
+	e = po_rd(DR_NEXT(po, e, va, 21));
+	if (!(e & DR_P))
+		return 0;
+	if (e & DR_PSE)
+		return po + (e & dr_mask & ~((1ULL << 21) - 1)) + (va & ((1ULL << 21) - 1));
+	e = po_rd(DR_NEXT(po, e, va, 12));
+	if (!(e & DR_P))
+		return 0;
+	return po + (e & dr_mask) + (va & 4095);
+}
+
+static long po_try(__u64 k, struct lmt_po *a)
+{
+	__u64 po = (a->pgd & ~((1ULL << 30) - 1)) - (k << 30);
+
+	if (po_walk(a->pgd, po) != a->pgd)
+		return 0;
+	a->po = po;
+	return 1;
+}
+
+SEC("syscall")
+int find_po(struct lmt_po *a)
+{
+	struct lmt_po l = { .gib = a->gib, .probe = a->probe, .want = a->want };
+	struct ctx c = {};
+	__u64 got = 0;
+	int r = 0;
+
+	dr_po = 0;
+	l.pgd = dr_pgd(&c);
+	if (!l.pgd || l.gib > (1U << 23))
+		r = 1;
+	else if (bpf_loop(l.gib, po_try, &l, 0), !l.po)
+		r = 2;
+	if (!r) {
+		dr_po = l.po;
+		c.pc = bpf_map_lookup_elem(&stats, &(__u32){ 0 });
+		if (dr_read(&c, &got, 8, l.probe) || got != l.want) {
+			dr_po = 0;
+			r = 3;
+		}
+	}
+	/* The context's fields by constant offsets: it is written back. */
+	a->pgd = l.pgd;
+	a->po = l.po;
+	return r;
 }

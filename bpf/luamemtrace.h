@@ -395,12 +395,21 @@ struct lmt_close {
 	__u32 pad2;
 };
 
+/* find_po's argument (bpf/direct.h): in, the GiBs of physical address
+ * space to search and a word of the caller's memory with the value it
+ * holds; out, the PGD and the direct map's base found. */
+struct lmt_po {
+	__u64 gib;
+	__u64 probe, want;
+	__u64 pgd, po;
+};
+
 /* Counters, per CPU; user space sums them. */
 struct lmt_stats {
 	__u64 events;     /* alloc/free/realloc records submitted */
 	__u64 lost;       /* records that found the ring buffer full */
 	__u64 lost_sym;   /* symbol records that found it full */
-	__u64 reads;      /* bpf_probe_read_user calls, all paths */
+	__u64 reads;      /* reads of target memory, all paths */
 	__u64 read_errs;  /* reads that faulted */
 	__u64 protos;     /* prototype records */
 	__u64 traces;     /* trace records */
@@ -415,6 +424,8 @@ struct lmt_stats {
 	__u64 lost_stk;   /* events whose stack could not be told or sent */
 	__u64 paused;     /* --no-loss: stops for a ring over half full */
 	__u64 ev_recs;    /* ring buffer records the events went in */
+	__u64 direct;     /* of the reads, those done through the page
+			   * tables (bpf/direct.h) */
 };
 
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space
@@ -430,6 +441,9 @@ struct lmt_percpu {
 	struct lmt_stats st;
 	__u64 unwoken; /* bytes this CPU submitted since it last woke the consumer */
 	__u64 spill;   /* a pointer stored and read back as a number */
+	/* bpf/direct.h: the last page walked, for page tables tpgd: its
+	 * number, its kernel address, its entry's address and value */
+	__u64 tpgd, tv, tk, tea, tev;
 	__u8 wide[4];  /* per event kind: its last one needed a frame */
 	__u8 pad[4];
 	__u8 gw[LMT_GWIN]; /* GG_State: main lua_State and global_State */

@@ -76,6 +76,18 @@ static __always_inline int rd(struct ctx *c, void *dst, __u32 sz, __u64 src)
 	return 0;
 }
 
+/* rd on an event's common path: directly where it can (bpf/direct.h).
+ * Only there: each direct read is a few loads more of code, and the
+ * verifier's limits bound how many. */
+static __always_inline int rdd(struct ctx *c, void *dst, __u32 sz, __u64 src)
+{
+	if (!dr_read(c, dst, sz, src)) {
+		c->reads++;
+		return 0;
+	}
+	return rd(c, dst, sz, src);
+}
+
 /* A word read through the string helper: as a program's first read it
  * costs less (docs/costs.md). It stops at a zero byte and zeroes the bytes
  * after it, so the word is whole only where the caller knows the bytes it
@@ -91,11 +103,18 @@ static __always_inline long rds(struct ctx *c, __u64 *dst, __u64 src)
 	return n;
 }
 
-/* g->vmstate, through the string helper when that gives it whole. */
+/* g->vmstate: directly, else through the string helper when that gives
+ * it whole. */
 static __always_inline int rd_vmstate(struct ctx *c, __s32 *vs, __u64 src)
 {
 	__u64 b;
-	long n = rds(c, &b, src);
+	long n;
+
+	if (!dr_read(c, vs, 4, src)) {
+		c->reads++;
+		return 0;
+	}
+	n = rds(c, &b, src);
 
 	if (n < 0)
 		return -1;
@@ -234,10 +253,57 @@ static __noinline long gread_k(struct bpf_map *map, void *key, struct gq *q)
 	return gread_body(q, b);
 }
 
+/* gread_body's reads, directly (bpf/direct.h): the fields alone, no
+ * window. -1 if one could not be read so; the caller then does them all
+ * through the helper. */
+static __always_inline long gread_direct(struct ctx *c, struct gq *q)
+{
+	__u64 w, L, win = q->gg + q->off, cfa;
+	__u32 vs;
+	__u8 kind;
+
+	q->got = 0;
+	if (!dr_po || dr_read(c, &vs, 4, win + (q->vms & ~3U)))
+		return -1;
+	c->reads++;
+	q->vmstate = (__s32)vs;
+	kind = vmst_of(q->vmstate, q->nvmst, q->vmst);
+	if (kind == LMT_VMST_INTERNAL || kind == LMT_VMST_EXIT)
+		return 0;
+	if (dr_read(c, &w, 8, win + (q->curl & ~7U)))
+		return -1;
+	c->reads++;
+	L = ref_gc64(q->gc64, w);
+	if (!L)
+		return 0;
+	if (dr_read(c, &q->base, 8, L + q->off) ||
+	    dr_read(c, &w, 8, L + q->off + (q->stk & 56)) ||
+	    dr_read(c, &cfa, 8, L + q->off + (q->cf & 56)))
+		return -1;
+	c->reads += 3;
+	q->L = L;
+	q->stack = ref_gc64(q->gc64, w);
+	cfa &= ~3ULL;
+	q->cfa = cfa;
+	q->got = GQ_L;
+	if ((kind != LMT_VMST_INTERP && kind != LMT_VMST_RECORD) || !cfa ||
+	    (q->ptr && q->ptr == q->stack))
+		return 0;
+	if (dr_read(c, &q->spc, 8, cfa + q->cfpc)) {
+		q->got = 0;
+		return -1;
+	}
+	c->reads++;
+	q->got |= GQ_PC;
+	return 0;
+}
+
 static __always_inline long gread(struct ctx *c, struct gq *q, const int kst)
 {
 	long r;
 
+	if (!gread_direct(c, q))
+		return 0;
 	if (kst) {
 		/* Never true: makes gread_k an async callback (see struct gq). */
 		if (never == 0x6e657665) {

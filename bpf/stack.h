@@ -31,9 +31,9 @@ struct stk {
 	struct lmt_ev ev;
 	__u64 ud;
 	__u64 L, base, stack, pc; /* the frame, if attribution found it */
-	__u32 reads;
+	__u32 reads, direct;
 	__u8 have; /* L, base, stack are set */
-	__u8 pad[3];
+	__u8 pad[7];
 	/* the walk */
 	__u64 f, bot, lo, wlo, whi, cur, h;
 	__u32 n;

@@ -80,6 +80,8 @@ struct ctx {
 	__u32 tgid;
 	__u32 vmid;          /* the VM's id (struct lmt_vm) */
 	__u32 reads;
+	__u32 direct;        /* of them, read directly (bpf/direct.h) */
+	__u64 pgd;           /* the task's page tables (bpf/direct.h) */
 };
 
 /* The run's context: the per-CPU value; -1 when tracing is off. */

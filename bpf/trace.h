@@ -16,9 +16,39 @@ static __always_inline int trace_ret(struct ctx *c, __u64 mc, __u64 sz,
 				     __u32 *ofs)
 {
 	struct pt_regs *regs = c->regs;
-	__u64 *w = c->pc->stk;
+	struct lmt_percpu *t = c->pc;
+	__u64 *w = t->stk, sp = PT_REGS_SP(regs), n, k, v;
 
-	if (!mc || !sz || rd(c, w, LMT_STKW * 8, PT_REGS_SP(regs)))
+	if (!mc || !sz)
+		return -1;
+	/* Directly, the words up to the end of sp's page (bpf/direct.h);
+	 * through the helper, all of them if the address is not there. */
+	n = (4096 - (sp & 4095)) / 8;
+	if (n > LMT_STKW)
+		n = LMT_STKW;
+	k = dr_addr(t, dr_pgd(c), sp, n * 8);
+	if (k) {
+#pragma clang loop unroll(disable)
+		for (int i = 0; i < LMT_STKW; i++) {
+			if (i >= n)
+				break;
+			v = kld(k + i * 8);
+			if (v - mc < sz) {
+				if (kld(t->tea) != t->tev)
+					break;
+				c->reads++;
+				c->direct++;
+				*ofs = (__u32)(v - mc);
+				return 0;
+			}
+		}
+		if (n == LMT_STKW && kld(t->tea) == t->tev) {
+			c->reads++;
+			c->direct++;
+			return -1;
+		}
+	}
+	if (rd(c, w, LMT_STKW * 8, sp))
 		return -1;
 #pragma clang loop unroll(disable)
 	for (int i = 0; i < LMT_STKW; i++) {

@@ -143,6 +143,79 @@ int kernel_keeps_callbacks_on_stack(void)
 	return r;
 }
 
+/* -- Direct reads (bpf/direct.h) ----------------------------------------- */
+
+/* The CPU's physical address bits, from /proc/cpuinfo; 0 where the
+ * direct reads do not apply (5-level page tables: la57). */
+static unsigned phys_bits(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[4096];
+	unsigned bits = 0;
+	int la57 = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "flags", 5) && strstr(line, " la57"))
+			la57 = 1;
+		if (!bits && !strncmp(line, "address sizes", 13)) {
+			const char *c = strchr(line, ':');
+
+			if (c)
+				bits = (unsigned)strtoul(c + 1, NULL, 10);
+		}
+	}
+	fclose(f);
+	return la57 || bits < 32 || bits > 52 ? 0 : bits;
+}
+
+/* Before load: a table entry's frame bits. */
+static void direct_config(struct tr *t)
+{
+	const unsigned bits = phys_bits();
+
+	if (bits)
+		t->skel->rodata->dr_mask = ((1ULL << bits) - 1) & ~4095ULL;
+}
+
+/* After load: find_po finds the direct map and checks it by reading a
+ * word of ours. Off (every read through the helper) where it cannot,
+ * or with LMT_NO_DIRECT=1 (tests, benchmarks). */
+static void direct_start(struct tr *t)
+{
+	const unsigned bits = phys_bits();
+	const char *no = getenv("LMT_NO_DIRECT");
+	volatile uint64_t word = 0x6c6d7464ULL << 32 | (uint64_t)getpid() << 1 | 1;
+	struct lmt_po a = { .probe = (uint64_t)(uintptr_t)&word };
+	LIBBPF_OPTS(bpf_test_run_opts, ro, .ctx_in = &a, .ctx_size_in = sizeof(a));
+	const char *why = NULL;
+
+	t->direct_po = 0;
+	a.want = word;
+	if (no && !strcmp(no, "1"))
+		why = "LMT_NO_DIRECT=1";
+	else if (!bits)
+		why = "5-level page tables, or no address sizes in /proc/cpuinfo";
+	else {
+		a.gib = bits > 30 ? 1ULL << (bits - 30) : 1;
+		if (bpf_prog_test_run_opts(bpf_program__fd(t->skel->progs.find_po), &ro))
+			why = strerror(errno);
+		else if (ro.retval)
+			why = ro.retval == 2 ? "direct map not found" :
+			      ro.retval == 3 ? "check read failed" : "no page tables";
+		else
+			t->direct_po = a.po;
+	}
+	if (t->o->verbose) {
+		if (why)
+			fprintf(stderr, "luamemtrace: reads through the helper (%s)\n", why);
+		else
+			fprintf(stderr, "luamemtrace: reads through the page tables "
+				"(direct map at %#" PRIx64 ")\n", t->direct_po);
+	}
+}
+
 /* -- uprobe_multi links (--duty) ---------------------------------------- */
 
 /* Kernels since 6.6 have them; libbpf 1.1.2 has no API for them, nor
@@ -247,6 +320,7 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->jit_trace = (uint8_t)o->jit_trace;
 	t->skel->rodata->stack_depth = o->stacks;
 	t->skel->rodata->no_loss = (uint8_t)o->no_loss;
+	direct_config(t);
 	{
 		const char *crowd = getenv("LMT_TEST_PEND_CROWD");
 
@@ -270,6 +344,7 @@ int open_load(struct tr *t, int kst)
 		if (o->verbose)
 			fprintf(stderr, "luamemtrace: reads land on the %s\n",
 				kst ? "kernel stack" : "per-CPU scratch");
+		direct_start(t);
 		return 0;
 	}
 	if (t->multi) {

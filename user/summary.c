@@ -37,6 +37,7 @@ void sum_stats(struct tr *t, struct lmt_stats *s)
 			s->lost += a->lost;
 			s->lost_sym += a->lost_sym;
 			s->reads += a->reads;
+			s->direct += a->direct;
 			s->read_errs += a->read_errs;
 			s->protos += a->protos;
 			s->traces += a->traces;
@@ -222,9 +223,10 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 			(unsigned long long)s->read_errs, (unsigned long long)s->protos,
 			(unsigned long long)s->unknown_vm);
 	if (evs)
-		fprintf(stderr, "  cost:    %.1f target memory reads per event; "
-			"%.1f events per ring buffer record\n",
+		fprintf(stderr, "  cost:    %.1f target memory reads per event (%.0f%% "
+			"through the page tables); %.1f events per ring buffer record\n",
 			(double)s->reads / (double)(evs ? evs : 1),
+			100.0 * (double)s->direct / (double)(s->reads ? s->reads : 1),
 			(double)s->events / (double)(s->ev_recs ? s->ev_recs : 1));
 	if (evs)
 		fprintf(stderr, "  consumer: %.0f ns CPU per event\n",

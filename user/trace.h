@@ -177,6 +177,8 @@ struct tr {
 	struct duty duty; /* --duty (duty.c) */
 	int multi;        /* --duty: allocator probes as uprobe_multi links */
 	int multi_refused; /* the programs did not load for them */
+	uint64_t direct_po; /* reads through the page tables: the direct
+			     * map's base (bpf/direct.h); 0: off */
 	/* what is traced */
 	struct tproc *procs;  /* every process seen, ended ones included */
 	struct u64map pmap;   /* tgid -> live struct tproc */

@@ -1,0 +1,194 @@
+/* Direct reads: target memory through the target's page tables, by plain
+ * loads from the kernel's direct map.
+ *
+ * bpf_probe_read_user costs ~65 ns a call here (docs/costs.md): the user
+ * access itself, its checks, and returns under the SRSO mitigation. A walk
+ * of the four levels of the page tables that the MMU walked a moment ago
+ * is five loads from cache, and the data one more: no call at all. A
+ * load goes through bpf_rdonly_cast, which the verifier turns into a
+ * move, as a load the JIT guards with an exception-table entry, so an
+ * address that is not mapped in the kernel reads 0 and never faults.
+ *
+ * What is read is what the target sees at that instant, or nothing (the
+ * caller then reads through the helper): only user addresses, only
+ * entries present and user-accessible at every level, no special
+ * mappings (VM_PFNMAP: device memory). A page that moves (migration,
+ * compaction, KSM) changes its entry before its frame is freed, so the
+ * entry is read again after the data (x86 keeps loads in order): a change
+ * means the data may be stale, and the read falls back. Page-table pages
+ * are freed only when their range is unmapped, which the running VM does
+ * not do to its own heap and stack.
+ *
+ * The direct map's base (page_offset_base, randomized at boot and not in
+ * kallsyms) is found once, at start, by find_po (a syscall program run by
+ * user space on its own page tables): the one 1 GiB-aligned base under
+ * which the kernel's own tables translate the address of the tracer's
+ * PGD to itself, then checked by reading a value user space chose. 0
+ * until then, and on x86 with 5-level tables: every read falls back. */
+#ifndef LMT_BPF_DIRECT_H
+#define LMT_BPF_DIRECT_H
+
+extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id__k) __ksym;
+
+__u64 dr_po; /* the direct map's base; 0: direct reads off */
+/* A table entry's frame bits: 12 up to the CPU's physical address width
+ * (above it: NX, and memory encryption's C-bit). Set before load. */
+const volatile __u64 dr_mask = 0x000ffffffffff000ULL;
+
+#define DR_P    (1ULL << 0) /* _PAGE_PRESENT */
+#define DR_U    (1ULL << 2) /* _PAGE_USER */
+#define DR_PSE  (1ULL << 7) /* _PAGE_PSE: a 1 GiB or 2 MiB leaf */
+#define DR_SPEC (1ULL << 9) /* _PAGE_SPECIAL */
+#define DR_USER_END (1ULL << 47) /* 4-level tables: user addresses below */
+#define DR_MAX 512 /* bytes a read may have (bpf/trace.h's stack words) */
+
+/* A load of the kernel word at a: 0 where nothing is mapped. pt_regs is
+ * any kernel struct whose first member is a 64-bit scalar. */
+static __always_inline __u64 kld(__u64 a)
+{
+	struct pt_regs *p = bpf_rdonly_cast((void *)a,
+					   bpf_core_type_id_kernel(struct pt_regs));
+
+	return p->r15;
+}
+
+/* The current task's PGD, once per program run (struct ctx). The last
+ * page walked is kept per CPU for the PGD it was walked in (struct
+ * lmt_percpu: tpgd...): an event's reads come in runs on a page, and
+ * its VM's next event reads the same pages. */
+static __always_inline __u64 dr_pgd(struct ctx *c)
+{
+	__u64 mm;
+
+	if (!c->pgd) {
+		mm = kld(bpf_get_current_task() +
+			 bpf_core_field_offset(struct task_struct, mm));
+		if (mm)
+			c->pgd = kld(mm + bpf_core_field_offset(struct mm_struct, pgd));
+	}
+	return c->pgd;
+}
+
+/* The next level's entry for va, from entry e (po: the direct map). */
+#define DR_NEXT(po, e, va, shift) \
+	((po) + ((e) & dr_mask) + (((va) >> (shift)) & 511) * 8)
+#define DR_OK(e) (((e) & (DR_P | DR_U)) == (DR_P | DR_U))
+
+/* The kernel address of va's page, 0 if it has none a read may use; *ea
+ * and *ev are its leaf entry's address and value, to check after. */
+static __always_inline __u64 dr_walk(__u64 po, __u64 pgd, __u64 va,
+				     __u64 *ea, __u64 *ev)
+{
+	__u64 a, e;
+
+	e = kld(pgd + ((va >> 39) & 511) * 8);
+	if (!DR_OK(e) || (e & DR_PSE))
+		return 0;
+	a = DR_NEXT(po, e, va, 30);
+	e = kld(a);
+	if (!DR_OK(e))
+		return 0;
+	if (!(e & DR_PSE)) {
+		a = DR_NEXT(po, e, va, 21);
+		e = kld(a);
+		if (!DR_OK(e))
+			return 0;
+		if (!(e & DR_PSE)) {
+			a = DR_NEXT(po, e, va, 12);
+			e = kld(a);
+			if (!DR_OK(e) || (e & DR_SPEC))
+				return 0;
+			*ea = a;
+			*ev = e;
+			return po + (e & dr_mask);
+		}
+		*ea = a;
+		*ev = e;
+		return po + (e & dr_mask & ~((1ULL << 21) - 1)) +
+		       (va & ((1ULL << 21) - 1) & ~4095ULL);
+	}
+	*ea = a;
+	*ev = e;
+	return po + (e & dr_mask & ~((1ULL << 30) - 1)) +
+	       (va & ((1ULL << 30) - 1) & ~4095ULL);
+}
+
+/* The kernel address of [va, va + sz), 0 if the read must go through
+ * the helper: va 8-aligned, all of it in one page. The page's leaf entry
+ * is left in t (tea, tev) for the check after the loads (dr_read). A
+ * global function, verified once: inlined at every read, the walk's
+ * branches multiply the verifier's paths past its limit. */
+__noinline __u64 dr_addr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
+{
+	__u64 po = dr_po, k, ea = 0, ev = 0;
+
+	if (!t || !po || !pgd || (va & 7) || va >= DR_USER_END ||
+	    (va & 4095) + sz > 4096)
+		return 0;
+	if (va >> 12 == t->tv && pgd == t->tpgd)
+		return t->tk + (va & 4095);
+	k = dr_walk(po, pgd, va, &ea, &ev);
+	if (!k)
+		return 0;
+	t->tpgd = pgd;
+	t->tv = va >> 12;
+	t->tk = k;
+	t->tea = ea;
+	t->tev = ev;
+	return k + (va & 4095);
+}
+
+/* sz bytes at src into dst, sz a constant multiple of 8 up to DR_MAX:
+ * 0 if read directly, -1 if the caller must read through the helper. */
+static __always_inline int dr_words(struct ctx *c, __u64 *dst, __u32 sz,
+				    __u64 src)
+{
+	struct lmt_percpu *t = c->pc;
+	__u64 k;
+
+	if (sz > DR_MAX || (sz & 7) || !t)
+		return -1;
+	k = dr_addr(t, dr_pgd(c), src, sz);
+	if (!k)
+		return -1;
+	for (__u32 i = 0; i < sz / 8; i++)
+		dst[i] = kld(k + i * 8);
+	if (kld(t->tea) != t->tev)
+		return -1;
+	c->direct++;
+	return 0;
+}
+
+/* The 8-aligned word holding [src, src + sz), sz up to 8. */
+static __always_inline int dr_word(struct ctx *c, __u64 *w, __u32 sz,
+				   __u64 src)
+{
+	if ((src & 7) + sz > 8)
+		return -1;
+	return dr_words(c, w, 8, src & ~7ULL);
+}
+
+/* A read of any constant size: directly where it can be (whole words, or
+ * a part of one), else -1. */
+static __always_inline int dr_read(struct ctx *c, void *dst, __u32 sz, __u64 src)
+{
+	__u64 w;
+
+	if (sz < 8) {
+		if (dr_word(c, &w, sz, src))
+			return -1;
+		w >>= (src & 7) * 8;
+		if (sz == 1)
+			*(__u8 *)dst = (__u8)w;
+		else if (sz == 2)
+			*(__u16 *)dst = (__u16)w;
+		else if (sz == 4)
+			*(__u32 *)dst = (__u32)w;
+		else
+			return -1;
+		return 0;
+	}
+	return dr_words(c, dst, sz, src);
+}
+
+#endif
