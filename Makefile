@@ -98,7 +98,7 @@ bats: luamemtrace
 	bats tests/*.bats
 
 # The README's test command.
-test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host $(OUT)/lmtmod.so
+test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host $(OUT)/lmtmod.so $(OUT)/collapse
 	@bash tests/run-all.sh $(UNIT_BIN)
 
 asan:
@@ -142,6 +142,9 @@ $(OUT)/mpdump: tests/tools/mpdump.c user/memprof_read.c user/memprof_write.c use
 
 $(OUT)/host: tests/c/host.c | $(OUT)
 	$(CC) $(ALL_CFLAGS) -I/usr/include/luajit-2.1 -o $@ $< -lluajit-5.1 -lpthread
+
+$(OUT)/collapse: tests/tools/collapse.c | $(OUT)
+	$(CC) $(ALL_CFLAGS) -o $@ $<
 
 # A Lua C module (tests/faults.bats: a module loaded just before the exit).
 $(OUT)/lmtmod.so: tests/c/lmtmod.c | $(OUT)

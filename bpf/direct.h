@@ -28,7 +28,19 @@
 #ifndef LMT_BPF_DIRECT_H
 #define LMT_BPF_DIRECT_H
 
+#ifndef LMT_DR_HOST
 extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id__k) __ksym;
+
+/* A load of the kernel word at a: 0 where nothing is mapped. pt_regs is
+ * any kernel struct whose first member is a 64-bit scalar. */
+static __always_inline __u64 kld(__u64 a)
+{
+	struct pt_regs *p = bpf_rdonly_cast((void *)a,
+					   bpf_core_type_id_kernel(struct pt_regs));
+
+	return p->r15;
+}
+#endif /* the host's tests bring a kld of their own (tests/unit/test_direct.c) */
 
 __u64 dr_po; /* the direct map's base; 0: direct reads off */
 /* A table entry's frame bits: 12 up to the CPU's physical address width
@@ -41,33 +53,6 @@ const volatile __u64 dr_mask = 0x000ffffffffff000ULL;
 #define DR_SPEC (1ULL << 9) /* _PAGE_SPECIAL */
 #define DR_USER_END (1ULL << 47) /* 4-level tables: user addresses below */
 #define DR_MAX 512 /* bytes a read may have (bpf/trace.h's stack words) */
-
-/* A load of the kernel word at a: 0 where nothing is mapped. pt_regs is
- * any kernel struct whose first member is a 64-bit scalar. */
-static __always_inline __u64 kld(__u64 a)
-{
-	struct pt_regs *p = bpf_rdonly_cast((void *)a,
-					   bpf_core_type_id_kernel(struct pt_regs));
-
-	return p->r15;
-}
-
-/* The current task's PGD, once per program run (struct ctx). The last
- * page walked is kept per CPU for the PGD it was walked in (struct
- * lmt_percpu: tpgd...): an event's reads come in runs on a page, and
- * its VM's next event reads the same pages. */
-static __always_inline __u64 dr_pgd(struct ctx *c)
-{
-	__u64 mm;
-
-	if (!c->pgd) {
-		mm = kld(bpf_get_current_task() +
-			 bpf_core_field_offset(struct task_struct, mm));
-		if (mm)
-			c->pgd = kld(mm + bpf_core_field_offset(struct mm_struct, pgd));
-	}
-	return c->pgd;
-}
 
 /* The next level's entry for va, from entry e (po: the direct map). */
 #define DR_NEXT(po, e, va, shift) \
@@ -115,8 +100,15 @@ static __always_inline __u64 dr_walk(__u64 po, __u64 pgd, __u64 va,
 
 /* The kernel address of [va, va + sz), 0 if the read must go through
  * the helper: va 8-aligned, all of it in one page. The page's leaf entry
- * is left in t (tea, tev) for the check after the loads (dr_read). A
- * global function, verified once: inlined at every read, the walk's
+ * is left in t (tea, tev) for the check after the loads (dr_read).
+ *
+ * The last page walked is kept in t for the PGD it was walked in, and
+ * for one program run only (ctx_open clears tpgd): an event's reads come
+ * in runs on a page (the GG_State's fields), and a walk kept longer could
+ * outlive its page table (a range unmapped, or collapsed into a huge
+ * page, frees it: its stale entries would still match).
+ *
+ * A global function, verified once: inlined at every read, the walk's
  * branches multiply the verifier's paths past its limit. */
 __noinline __u64 dr_addr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
 {
@@ -136,6 +128,21 @@ __noinline __u64 dr_addr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
 	t->tea = ea;
 	t->tev = ev;
 	return k + (va & 4095);
+}
+
+#ifndef LMT_DR_HOST
+/* The current task's PGD, once per program run (struct ctx). */
+static __always_inline __u64 dr_pgd(struct ctx *c)
+{
+	__u64 mm;
+
+	if (!c->pgd) {
+		mm = kld(bpf_get_current_task() +
+			 bpf_core_field_offset(struct task_struct, mm));
+		if (mm)
+			c->pgd = kld(mm + bpf_core_field_offset(struct mm_struct, pgd));
+	}
+	return c->pgd;
 }
 
 /* sz bytes at src into dst, sz a constant multiple of 8 up to DR_MAX:
@@ -190,5 +197,6 @@ static __always_inline int dr_read(struct ctx *c, void *dst, __u32 sz, __u64 src
 	}
 	return dr_words(c, dst, sz, src);
 }
+#endif /* LMT_DR_HOST */
 
 #endif

@@ -26,6 +26,23 @@ setup() {
 	count_is REALLOCATIONS @alloc.lua:5 "$T/a.txt" "9"
 }
 
+@test "reads through the page tables (-v says where the direct map is), the same report as through the helper (LMT_NO_DIRECT=1)" {
+	cd "$LUA_DIR"
+	"$LMT" -v -o "$T/d.bin" -- luajit alloc.lua > /dev/null 2> "$T/d.err"
+	LMT_NO_DIRECT=1 "$LMT" -v -o "$T/h.bin" -- luajit alloc.lua > /dev/null 2> "$T/h.err"
+	grep -q "reads through the page tables (direct map at 0xffff" "$T/d.err"
+	grep -q "reads through the helper (LMT_NO_DIRECT=1)" "$T/h.err"
+	pct=$(sed -n 's/.*per event (\([0-9]*\)% through the page tables).*/\1/p' "$T/d.err")
+	[ "$pct" -ge 90 ] || { cat "$T/d.err"; false; }
+	grep -q "per event (0% through the page tables)" "$T/h.err"
+	"$LMT" report "$T/d.bin" > "$T/d.txt"
+	"$LMT" report "$T/h.bin" > "$T/h.txt"
+	count_is ALLOCATIONS @alloc.lua:4 "$T/d.txt" "1,1000"
+	count_is ALLOCATIONS @alloc.lua:8 "$T/h.txt" "600"
+	# the same report but for the addresses of C functions (ASLR)
+	diff <(sed 's/0x[0-9a-f]*//g' "$T/d.txt") <(sed 's/0x[0-9a-f]*//g' "$T/h.txt")
+}
+
 @test "-- CMD: chunk names, C function names, INTERNAL frees" {
 	cd "$LUA_DIR"
 	"$LMT" -q -o "$T/a.bin" -- luajit alloc.lua

@@ -1,0 +1,113 @@
+/* Direct reads (bpf/direct.h) on the host: the page walk and dr_addr
+ * against page tables laid out as x86-64's four levels, in a buffer that
+ * stands for physical memory (the direct map's base is its address). */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <linux/types.h>
+
+#include "luamemtrace.h"
+
+#ifndef __noinline
+#define __noinline __attribute__((noinline))
+#endif
+#define LMT_DR_HOST
+static int loads;
+static __u64 kld(__u64 a)
+{
+	loads++;
+	return *(const __u64 *)(uintptr_t)a;
+}
+#include "direct.h"
+
+#include "check.h"
+
+#define PG 4096ULL
+#define NPG 8
+#define E_PU (DR_P | DR_U | 2ULL) /* present, user, writable */
+#define NX (1ULL << 63)
+
+static _Alignas(4096) __u64 mem[NPG][512]; /* "physical" pages 0..7 */
+
+static __u64 va_of(__u64 i4, __u64 i3, __u64 i2, __u64 i1, __u64 off)
+{
+	return i4 << 39 | i3 << 30 | i2 << 21 | i1 << 12 | off;
+}
+
+int main(void)
+{
+	const __u64 po = (__u64)(uintptr_t)mem, pgd = po; /* page 0: the PGD */
+	const __u64 va = va_of(0xfe, 3, 7, 9, 0x128);
+	__u64 ea = 0, ev = 0, k;
+	struct lmt_percpu t;
+
+	/* pgd -> page 1 (PUD) -> page 2 (PMD) -> page 3 (PTE) -> frame 5 */
+	mem[0][0xfe] = 1 * PG | E_PU;
+	mem[1][3] = 2 * PG | E_PU;
+	mem[2][7] = 3 * PG | E_PU;
+	mem[3][9] = 5 * PG | E_PU | NX;
+	k = dr_walk(po, pgd, va, &ea, &ev);
+	CHECK("walk: a 4 KiB page's frame, NX not taken for an address bit",
+	      k == po + 5 * PG);
+	CHECK("walk: the leaf entry's address and value for the check",
+	      ea == (__u64)(uintptr_t)&mem[3][9] && ev == mem[3][9]);
+
+	/* Each level not present, or not user-accessible: no address. */
+	{
+		__u64 *lv[4] = { &mem[0][0xfe], &mem[1][3], &mem[2][7], &mem[3][9] };
+		int none = 0;
+
+		for (int i = 0; i < 4; i++) {
+			const __u64 keep = *lv[i];
+
+			*lv[i] = keep & ~DR_P;
+			none += !dr_walk(po, pgd, va, &ea, &ev);
+			*lv[i] = keep & ~DR_U;
+			none += !dr_walk(po, pgd, va, &ea, &ev);
+			*lv[i] = keep;
+		}
+		CHECK("walk: not present or kernel-only at any level: none", none == 8);
+	}
+	mem[3][9] |= DR_SPEC;
+	CHECK("walk: a special mapping (device memory): none",
+	      !dr_walk(po, pgd, va, &ea, &ev));
+	mem[3][9] &= ~DR_SPEC;
+	mem[0][0xfe] |= DR_PSE;
+	CHECK("walk: a leaf at the PGD (none on x86-64): none",
+	      !dr_walk(po, pgd, va, &ea, &ev));
+	mem[0][0xfe] &= ~DR_PSE;
+
+	/* Huge leaves: the frame's base plus the address's page within it. */
+	mem[2][8] = 0x400000ULL | E_PU | DR_PSE;
+	k = dr_walk(po, pgd, va_of(0xfe, 3, 8, 0x1ab, 0x10), &ea, &ev);
+	CHECK("walk: a 2 MiB leaf", k == po + 0x400000ULL + 0x1ab * PG &&
+	      ea == (__u64)(uintptr_t)&mem[2][8]);
+	mem[1][4] = (1ULL << 30) | E_PU | DR_PSE;
+	k = dr_walk(po, pgd, va_of(0xfe, 4, 0x15, 0x33, 0x10), &ea, &ev);
+	CHECK("walk: a 1 GiB leaf", k == po + (1ULL << 30) + (0x15ULL << 21) + 0x33 * PG &&
+	      ea == (__u64)(uintptr_t)&mem[1][4]);
+
+	/* dr_addr: the byte's kernel address; the last page walked kept
+	 * for its PGD; what it refuses. */
+	memset(&t, 0, sizeof(t));
+	dr_po = po;
+	k = dr_addr(&t, pgd, va, 16);
+	CHECK("dr_addr: the byte's address", k == po + 5 * PG + 0x128);
+	CHECK("dr_addr: the page kept, with its entry",
+	      t.tpgd == pgd && t.tv == va >> 12 && t.tea == (__u64)(uintptr_t)&mem[3][9] &&
+	      t.tev == mem[3][9]);
+	loads = 0;
+	k = dr_addr(&t, pgd, va + 0x100, 8);
+	CHECK("dr_addr: the same page again: no walk", k == po + 5 * PG + 0x228 && loads == 0);
+	mem[0][0xfe] &= ~DR_P;
+	CHECK("dr_addr: another PGD walks its own tables", !dr_addr(&t, pgd + 8, va, 8));
+	mem[0][0xfe] |= DR_P;
+	CHECK("dr_addr: across a page's end: none", !dr_addr(&t, pgd, va_of(0xfe, 3, 7, 9, 0xff8), 16));
+	CHECK("dr_addr: unaligned: none", !dr_addr(&t, pgd, va + 4, 8));
+	CHECK("dr_addr: a kernel address: none", !dr_addr(&t, pgd, DR_USER_END, 8) &&
+	      !dr_addr(&t, pgd, 0xffff888000000000ULL, 8));
+	dr_po = 0;
+	CHECK("dr_addr: off until the direct map is found", !dr_addr(&t, pgd, va, 8));
+	return fails != 0;
+}
