@@ -155,13 +155,9 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 	p->str = str + lay->str_size;
 	p->copied = 0;
 	if (str && !rd(c, &len, sizeof(len), str + lay->str_len)) {
-		__u64 sz;
-
 		n = len < LMT_NAME_MAX ? len : LMT_NAME_MAX;
-		sz = n;
-		BOUND(sz, 0x3ff); /* LMT_NAME_MAX */
 		if (n > 0 && n <= LMT_NAME_MAX &&
-		    !rd(c, p->name, (__u32)sz, str + lay->str_size))
+		    !rd(c, p->name, n, str + lay->str_size))
 			p->copied = n;
 	}
 	p->len = len;

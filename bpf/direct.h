@@ -11,13 +11,10 @@
  *
  * What is read is what the target sees at that instant, or nothing (the
  * caller then reads through the helper): only user addresses, only
- * entries present and user-accessible at every level, no special
- * mappings (VM_PFNMAP: device memory). A page that moves (migration,
- * compaction, KSM) changes its entry before its frame is freed, so the
- * entry is read again after the data (x86 keeps loads in order): a change
- * means the data may be stale, and the read falls back. Page-table pages
- * are freed only when their range is unmapped, which the running VM does
- * not do to its own heap and stack.
+ * entries present and user-accessible at every level, frames of RAM, no
+ * special mappings (device memory). After the data, the leaf entry and
+ * its parent are read again (dr_same): a page that moved, or a table
+ * freed, changes them first.
  *
  * The direct map's base (page_offset_base, randomized at boot and not in
  * kallsyms) is found once, at start, by find_po (a syscall program run by
@@ -46,6 +43,10 @@ __u64 dr_po; /* the direct map's base; 0: direct reads off */
 /* A table entry's frame bits: 12 up to the CPU's physical address width
  * (above it: NX, and memory encryption's C-bit). Set before load. */
 const volatile __u64 dr_mask = 0x000ffffffffff000ULL;
+/* The end of RAM's physical addresses (/proc/iomem): a frame at or above
+ * it is no frame of RAM, and its direct map address nothing to load.
+ * Set before load. */
+const volatile __u64 dr_top = ~0ULL;
 
 #define DR_P    (1ULL << 0) /* _PAGE_PRESENT */
 #define DR_U    (1ULL << 2) /* _PAGE_USER */
@@ -57,50 +58,73 @@ const volatile __u64 dr_mask = 0x000ffffffffff000ULL;
 /* The next level's entry for va, from entry e (po: the direct map). */
 #define DR_NEXT(po, e, va, shift) \
 	((po) + ((e) & dr_mask) + (((va) >> (shift)) & 511) * 8)
-#define DR_OK(e) (((e) & (DR_P | DR_U)) == (DR_P | DR_U))
+/* Present, user-accessible, and a frame of RAM (dr_top). */
+#define DR_OK(e) (((e) & (DR_P | DR_U)) == (DR_P | DR_U) && ((e) & dr_mask) < dr_top)
+#define DR_KEEP(w, a, e, pa, pe) \
+	((w)[0] = (a), (w)[1] = (e), (w)[2] = (pa), (w)[3] = (pe))
 
-/* The kernel address of va's page, 0 if it has none a read may use; *ea
- * and *ev are its leaf entry's address and value, to check after. */
-static __always_inline __u64 dr_walk(__u64 po, __u64 pgd, __u64 va,
-				     __u64 *ea, __u64 *ev)
+/* The kernel address of va's page, 0 if it has none a read may use.
+ * w: the leaf entry's address and value, and its parent's (the table
+ * that holds the leaf), to check after the loads (dr_same). */
+static __always_inline __u64 dr_walk(__u64 po, __u64 pgd, __u64 va, __u64 *w)
 {
-	__u64 a, e;
+	__u64 pa, pe, a, e;
 
-	e = kld(pgd + ((va >> 39) & 511) * 8);
-	if (!DR_OK(e) || (e & DR_PSE))
+	pa = pgd + ((va >> 39) & 511) * 8;
+	pe = kld(pa);
+	if (!DR_OK(pe) || (pe & DR_PSE))
 		return 0;
-	a = DR_NEXT(po, e, va, 30);
+	a = DR_NEXT(po, pe, va, 30);
 	e = kld(a);
 	if (!DR_OK(e))
 		return 0;
 	if (!(e & DR_PSE)) {
+		pa = a;
+		pe = e;
 		a = DR_NEXT(po, e, va, 21);
 		e = kld(a);
 		if (!DR_OK(e))
 			return 0;
 		if (!(e & DR_PSE)) {
+			pa = a;
+			pe = e;
 			a = DR_NEXT(po, e, va, 12);
 			e = kld(a);
 			if (!DR_OK(e) || (e & DR_SPEC))
 				return 0;
-			*ea = a;
-			*ev = e;
+			DR_KEEP(w, a, e, pa, pe);
 			return po + (e & dr_mask);
 		}
-		*ea = a;
-		*ev = e;
+		if (e & DR_SPEC)
+			return 0;
+		DR_KEEP(w, a, e, pa, pe);
 		return po + (e & dr_mask & ~((1ULL << 21) - 1)) +
 		       (va & ((1ULL << 21) - 1) & ~4095ULL);
 	}
-	*ea = a;
-	*ev = e;
+	if (e & DR_SPEC)
+		return 0;
+	DR_KEEP(w, a, e, pa, pe);
 	return po + (e & dr_mask & ~((1ULL << 30) - 1)) +
 	       (va & ((1ULL << 30) - 1) & ~4095ULL);
 }
 
+/* The page last walked (dr_addr) still where it was: its leaf entry and
+ * the one that holds its table unchanged but for the accessed and dirty
+ * bits the CPU sets. A page moved (migration, compaction, KSM) changes
+ * its leaf before its frame is freed; a table freed (a range unmapped,
+ * or collapsed into a huge page) is unhooked from its parent first. x86
+ * keeps loads in order, so the data loaded before this check is the
+ * page's. */
+#define DR_AD (3ULL << 5)
+static __always_inline int dr_same(const struct lmt_percpu *t)
+{
+	return !((kld(t->tw[0]) ^ t->tw[1]) & ~DR_AD) &&
+	       !((kld(t->tw[2]) ^ t->tw[3]) & ~DR_AD);
+}
+
 /* The kernel address of [va, va + sz), 0 if the read must go through
- * the helper: va 8-aligned, all of it in one page. The page's leaf entry
- * is left in t (tea, tev) for the check after the loads (dr_read).
+ * the helper: va 8-aligned, all of it in one page. The page's entries
+ * are left in t (tw) for the check after the loads (dr_same).
  *
  * The last page walked is kept in t for the PGD it was walked in, and
  * for one program run only (ctx_open clears tpgd): an event's reads come
@@ -112,21 +136,20 @@ static __always_inline __u64 dr_walk(__u64 po, __u64 pgd, __u64 va,
  * branches multiply the verifier's paths past its limit. */
 __noinline __u64 dr_addr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
 {
-	__u64 po = dr_po, k, ea = 0, ev = 0;
+	__u64 po = dr_po, k, w[4] = {};
 
 	if (!t || !po || !pgd || (va & 7) || va >= DR_USER_END ||
 	    (va & 4095) + sz > 4096)
 		return 0;
 	if (va >> 12 == t->tv && pgd == t->tpgd)
 		return t->tk + (va & 4095);
-	k = dr_walk(po, pgd, va, &ea, &ev);
+	k = dr_walk(po, pgd, va, w);
 	if (!k)
 		return 0;
 	t->tpgd = pgd;
 	t->tv = va >> 12;
 	t->tk = k;
-	t->tea = ea;
-	t->tev = ev;
+	__builtin_memcpy(t->tw, w, sizeof(w));
 	return k + (va & 4095);
 }
 
@@ -160,7 +183,7 @@ static __always_inline int dr_words(struct ctx *c, __u64 *dst, __u32 sz,
 		return -1;
 	for (__u32 i = 0; i < sz / 8; i++)
 		dst[i] = kld(k + i * 8);
-	if (kld(t->tea) != t->tev)
+	if (!dr_same(t))
 		return -1;
 	c->direct++;
 	return 0;

@@ -365,26 +365,32 @@ static __u64 po_rd(__u64 a)
 	return v;
 }
 
+/* An entry of the kernel's own tables: present, a frame of RAM (upper
+ * levels carry the user bit too: x86 checks it at the leaf). What a
+ * wrong base reads is any word of RAM, and only a word naming RAM is
+ * followed, so the search's reads stay in the direct map's RAM. */
+#define PO_OK(e) (((e) & DR_P) && ((e) & dr_mask) < dr_top)
+
 /* pgd's address translated through the kernel's tables with base po,
  * every entry read through the helper; 0 if none. */
 static __u64 po_walk(__u64 pgd, __u64 po)
 {
 	__u64 va = pgd, e = po_rd(pgd + ((va >> 39) & 511) * 8);
 
-	if (!(e & DR_P))
+	if (!PO_OK(e))
 		return 0;
 	e = po_rd(DR_NEXT(po, e, va, 30));
-	if (!(e & DR_P))
+	if (!PO_OK(e))
 		return 0;
 	if (e & DR_PSE)
 		return po + (e & dr_mask & ~((1ULL << 30) - 1)) + (va & ((1ULL << 30) - 1));
 	e = po_rd(DR_NEXT(po, e, va, 21));
-	if (!(e & DR_P))
+	if (!PO_OK(e))
 		return 0;
 	if (e & DR_PSE)
 		return po + (e & dr_mask & ~((1ULL << 21) - 1)) + (va & ((1ULL << 21) - 1));
 	e = po_rd(DR_NEXT(po, e, va, 12));
-	if (!(e & DR_P))
+	if (!PO_OK(e))
 		return 0;
 	return po + (e & dr_mask) + (va & 4095);
 }
@@ -409,7 +415,8 @@ int find_po(struct lmt_po *a)
 
 	dr_po = 0;
 	l.pgd = dr_pgd(&c);
-	if (!l.pgd || l.gib > (1U << 23))
+	/* 4-level tables put the direct map above 0xffff800000000000 */
+	if (l.pgd < 0xffff800000000000ULL || l.gib > (1U << 23))
 		r = 1;
 	else if (bpf_loop(l.gib, po_try, &l, 0), !l.po)
 		r = 2;

@@ -442,8 +442,9 @@ struct lmt_percpu {
 	__u64 unwoken; /* bytes this CPU submitted since it last woke the consumer */
 	__u64 spill;   /* a pointer stored and read back as a number */
 	/* bpf/direct.h: the last page walked, for page tables tpgd: its
-	 * number, its kernel address, its entry's address and value */
-	__u64 tpgd, tv, tk, tea, tev;
+	 * number, its kernel address; its entry's address and value, and
+	 * those of the entry above */
+	__u64 tpgd, tv, tk, tw[4];
 	__u8 wide[4];  /* per event kind: its last one needed a frame */
 	__u8 pad[4];
 	__u8 gw[LMT_GWIN]; /* GG_State: main lua_State and global_State */

@@ -256,7 +256,7 @@ static __noinline long gread_k(struct bpf_map *map, void *key, struct gq *q)
 /* gread_body's reads, directly (bpf/direct.h): the fields alone, no
  * window. -1 if one could not be read so; the caller then does them all
  * through the helper. */
-static __always_inline long gread_direct(struct ctx *c, struct gq *q)
+static __always_inline long gread_direct_body(struct ctx *c, struct gq *q)
 {
 	__u64 w, L, win = q->gg + q->off, cfa;
 	__u32 vs;
@@ -296,6 +296,18 @@ static __always_inline long gread_direct(struct ctx *c, struct gq *q)
 	c->reads++;
 	q->got |= GQ_PC;
 	return 0;
+}
+
+static __always_inline long gread_direct(struct ctx *c, struct gq *q)
+{
+	__u32 reads = c->reads, direct = c->direct;
+
+	if (!gread_direct_body(c, q))
+		return 0;
+	/* Counted once, by the helper's reads that follow. */
+	c->reads = reads;
+	c->direct = direct;
+	return -1;
 }
 
 static __always_inline long gread(struct ctx *c, struct gq *q, const int kst)

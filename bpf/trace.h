@@ -34,7 +34,7 @@ static __always_inline int trace_ret(struct ctx *c, __u64 mc, __u64 sz,
 				break;
 			v = kld(k + i * 8);
 			if (v - mc < sz) {
-				if (kld(t->tea) != t->tev)
+				if (!dr_same(t))
 					break;
 				c->reads++;
 				c->direct++;
@@ -42,7 +42,7 @@ static __always_inline int trace_ret(struct ctx *c, __u64 mc, __u64 sz,
 				return 0;
 			}
 		}
-		if (n == LMT_STKW && kld(t->tea) == t->tev) {
+		if (n == LMT_STKW && dr_same(t)) {
 			c->reads++;
 			c->direct++;
 			return -1;

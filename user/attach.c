@@ -170,13 +170,38 @@ static unsigned phys_bits(void)
 	return la57 || bits < 32 || bits > 52 ? 0 : bits;
 }
 
-/* Before load: a table entry's frame bits. */
+/* The end of RAM's physical addresses: the highest end of a top-level
+ * "System RAM" range of /proc/iomem (root sees the addresses); 0 if
+ * unknown. */
+static uint64_t ram_top(void)
+{
+	FILE *f = fopen("/proc/iomem", "r");
+	char line[256];
+	uint64_t top = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi;
+
+		if (line[0] != ' ' && strstr(line, ": System RAM") &&
+		    sscanf(line, "%llx-%llx", &lo, &hi) == 2 && hi + 1 > top)
+			top = hi + 1;
+	}
+	fclose(f);
+	return top;
+}
+
+/* Before load: a table entry's frame bits, and where RAM ends. */
 static void direct_config(struct tr *t)
 {
 	const unsigned bits = phys_bits();
+	const uint64_t top = ram_top();
 
 	if (bits)
 		t->skel->rodata->dr_mask = ((1ULL << bits) - 1) & ~4095ULL;
+	/* Unknown: nothing is RAM, no read is direct (direct_start). */
+	t->skel->rodata->dr_top = top;
 }
 
 /* After load: find_po finds the direct map and checks it by reading a
@@ -197,8 +222,11 @@ static void direct_start(struct tr *t)
 		why = "LMT_NO_DIRECT=1";
 	else if (!bits)
 		why = "5-level page tables, or no address sizes in /proc/cpuinfo";
+	else if (!t->skel->rodata->dr_top)
+		why = "no System RAM in /proc/iomem";
 	else {
-		a.gib = bits > 30 ? 1ULL << (bits - 30) : 1;
+		/* The PGD's frame is in RAM: its GiB is below RAM's end. */
+		a.gib = (t->skel->rodata->dr_top >> 30) + 1;
 		if (bpf_prog_test_run_opts(bpf_program__fd(t->skel->progs.find_po), &ro))
 			why = strerror(errno);
 		else if (ro.retval)

@@ -39,7 +39,7 @@ int main(void)
 {
 	const __u64 po = (__u64)(uintptr_t)mem, pgd = po; /* page 0: the PGD */
 	const __u64 va = va_of(0xfe, 3, 7, 9, 0x128);
-	__u64 ea = 0, ev = 0, k;
+	__u64 w[4] = { 0 }, k;
 	struct lmt_percpu t;
 
 	/* pgd -> page 1 (PUD) -> page 2 (PMD) -> page 3 (PTE) -> frame 5 */
@@ -47,11 +47,12 @@ int main(void)
 	mem[1][3] = 2 * PG | E_PU;
 	mem[2][7] = 3 * PG | E_PU;
 	mem[3][9] = 5 * PG | E_PU | NX;
-	k = dr_walk(po, pgd, va, &ea, &ev);
+	k = dr_walk(po, pgd, va, w);
 	CHECK("walk: a 4 KiB page's frame, NX not taken for an address bit",
 	      k == po + 5 * PG);
-	CHECK("walk: the leaf entry's address and value for the check",
-	      ea == (__u64)(uintptr_t)&mem[3][9] && ev == mem[3][9]);
+	CHECK("walk: the leaf entry's address and value, and its parent's, for the check",
+	      w[0] == (__u64)(uintptr_t)&mem[3][9] && w[1] == mem[3][9] &&
+	      w[2] == (__u64)(uintptr_t)&mem[2][7] && w[3] == mem[2][7]);
 
 	/* Each level not present, or not user-accessible: no address. */
 	{
@@ -62,31 +63,39 @@ int main(void)
 			const __u64 keep = *lv[i];
 
 			*lv[i] = keep & ~DR_P;
-			none += !dr_walk(po, pgd, va, &ea, &ev);
+			none += !dr_walk(po, pgd, va, w);
 			*lv[i] = keep & ~DR_U;
-			none += !dr_walk(po, pgd, va, &ea, &ev);
+			none += !dr_walk(po, pgd, va, w);
 			*lv[i] = keep;
 		}
 		CHECK("walk: not present or kernel-only at any level: none", none == 8);
 	}
 	mem[3][9] |= DR_SPEC;
 	CHECK("walk: a special mapping (device memory): none",
-	      !dr_walk(po, pgd, va, &ea, &ev));
+	      !dr_walk(po, pgd, va, w));
 	mem[3][9] &= ~DR_SPEC;
 	mem[0][0xfe] |= DR_PSE;
 	CHECK("walk: a leaf at the PGD (none on x86-64): none",
-	      !dr_walk(po, pgd, va, &ea, &ev));
+	      !dr_walk(po, pgd, va, w));
 	mem[0][0xfe] &= ~DR_PSE;
 
 	/* Huge leaves: the frame's base plus the address's page within it. */
 	mem[2][8] = 0x400000ULL | E_PU | DR_PSE;
-	k = dr_walk(po, pgd, va_of(0xfe, 3, 8, 0x1ab, 0x10), &ea, &ev);
+	k = dr_walk(po, pgd, va_of(0xfe, 3, 8, 0x1ab, 0x10), w);
 	CHECK("walk: a 2 MiB leaf", k == po + 0x400000ULL + 0x1ab * PG &&
-	      ea == (__u64)(uintptr_t)&mem[2][8]);
+	      w[0] == (__u64)(uintptr_t)&mem[2][8] && w[2] == (__u64)(uintptr_t)&mem[1][3]);
+	mem[2][8] |= DR_SPEC;
+	CHECK("walk: a special 2 MiB leaf (device memory): none",
+	      !dr_walk(po, pgd, va_of(0xfe, 3, 8, 0x1ab, 0x10), w));
+	mem[2][8] &= ~DR_SPEC;
 	mem[1][4] = (1ULL << 30) | E_PU | DR_PSE;
-	k = dr_walk(po, pgd, va_of(0xfe, 4, 0x15, 0x33, 0x10), &ea, &ev);
+	k = dr_walk(po, pgd, va_of(0xfe, 4, 0x15, 0x33, 0x10), w);
 	CHECK("walk: a 1 GiB leaf", k == po + (1ULL << 30) + (0x15ULL << 21) + 0x33 * PG &&
-	      ea == (__u64)(uintptr_t)&mem[1][4]);
+	      w[0] == (__u64)(uintptr_t)&mem[1][4] && w[2] == (__u64)(uintptr_t)&mem[0][0xfe]);
+	mem[1][4] |= DR_SPEC;
+	CHECK("walk: a special 1 GiB leaf: none",
+	      !dr_walk(po, pgd, va_of(0xfe, 4, 0x15, 0x33, 0x10), w));
+	mem[1][4] &= ~DR_SPEC;
 
 	/* dr_addr: the byte's kernel address; the last page walked kept
 	 * for its PGD; what it refuses. */
@@ -94,9 +103,19 @@ int main(void)
 	dr_po = po;
 	k = dr_addr(&t, pgd, va, 16);
 	CHECK("dr_addr: the byte's address", k == po + 5 * PG + 0x128);
-	CHECK("dr_addr: the page kept, with its entry",
-	      t.tpgd == pgd && t.tv == va >> 12 && t.tea == (__u64)(uintptr_t)&mem[3][9] &&
-	      t.tev == mem[3][9]);
+	CHECK("dr_addr: the page kept, with its entries",
+	      t.tpgd == pgd && t.tv == va >> 12 && t.tw[0] == (__u64)(uintptr_t)&mem[3][9] &&
+	      t.tw[1] == mem[3][9] && t.tw[3] == mem[2][7]);
+	CHECK("dr_same: unchanged", dr_same(&t));
+	mem[3][9] |= DR_AD;
+	CHECK("dr_same: the CPU's accessed and dirty bits are no change", dr_same(&t));
+	mem[3][9] = (6 * PG | E_PU) | DR_AD;
+	CHECK("dr_same: the page moved (another frame)", !dr_same(&t));
+	mem[3][9] = 5 * PG | E_PU | NX;
+	mem[2][7] = 4 * PG | E_PU;
+	CHECK("dr_same: its table unhooked (another table in the parent)", !dr_same(&t));
+	mem[2][7] = 3 * PG | E_PU;
+	CHECK("dr_same: back as it was", dr_same(&t));
 	loads = 0;
 	k = dr_addr(&t, pgd, va + 0x100, 8);
 	CHECK("dr_addr: the same page again: no walk", k == po + 5 * PG + 0x228 && loads == 0);
