@@ -253,34 +253,64 @@ static __noinline long gread_k(struct bpf_map *map, void *key, struct gq *q)
 	return gread_body(q, b);
 }
 
-/* gread_body's reads, directly (bpf/direct.h): the fields alone, no
- * window. -1 if one could not be read so; the caller then does them all
- * through the helper. */
+/* The 4-byte word at byte o of the page at kernel address k. */
+static __always_inline __u32 kld32(__u64 k, __u64 o)
+{
+	return (__u32)(kld(k + (o & ~7ULL)) >> ((o & 4) * 8));
+}
+
+/* gread_body's reads, directly (bpf/direct.h): the fields alone, each
+ * page walked and checked once (the window's, a coroutine's lua_State's,
+ * the C frame's). -1 if any could not be read so; the caller then does
+ * them all through the helper. */
 static __always_inline long gread_direct_body(struct ctx *c, struct gq *q)
 {
-	__u64 w, L, win = q->gg + q->off, cfa;
-	__u32 vs;
+	struct lmt_percpu *t = c->pc;
+	__u64 w, L, k, pgd, cfa, win = q->gg + q->off;
 	__u8 kind;
 
 	q->got = 0;
-	if (!dr_po || dr_read(c, &vs, 4, win + (q->vms & ~3U)))
+	if (!dr_po || !t)
 		return -1;
-	c->reads++;
-	q->vmstate = (__s32)vs;
+	pgd = dr_pgd(c);
+	k = dr_addr(t, pgd, win, q->n);
+	if (!k)
+		return -1;
+	q->vmstate = (__s32)kld32(k, q->vms & ~3U);
 	kind = vmst_of(q->vmstate, q->nvmst, q->vmst);
-	if (kind == LMT_VMST_INTERNAL || kind == LMT_VMST_EXIT)
+	if (kind == LMT_VMST_INTERNAL || kind == LMT_VMST_EXIT) {
+		if (!dr_same(t))
+			return -1;
+		c->reads++;
+		c->direct++;
 		return 0;
-	if (dr_read(c, &w, 8, win + (q->curl & ~7U)))
+	}
+	L = ref_gc64(q->gc64, kld(k + (q->curl & ~7U)));
+	if (L == q->gg) {
+		/* the main lua_State: its fields head the window */
+		q->base = kld(k);
+		w = kld(k + (q->stk & 56));
+		cfa = kld(k + (q->cf & 56));
+	}
+	if (!dr_same(t))
 		return -1;
 	c->reads++;
-	L = ref_gc64(q->gc64, w);
+	c->direct++;
 	if (!L)
 		return 0;
-	if (dr_read(c, &q->base, 8, L + q->off) ||
-	    dr_read(c, &w, 8, L + q->off + (q->stk & 56)) ||
-	    dr_read(c, &cfa, 8, L + q->off + (q->cf & 56)))
-		return -1;
-	c->reads += 3;
+	if (L != q->gg) {
+		/* a coroutine: its base, stack and cframe within 64 bytes */
+		k = dr_addr(t, pgd, L + q->off, 64);
+		if (!k)
+			return -1;
+		q->base = kld(k);
+		w = kld(k + (q->stk & 56));
+		cfa = kld(k + (q->cf & 56));
+		if (!dr_same(t))
+			return -1;
+		c->reads++;
+		c->direct++;
+	}
 	q->L = L;
 	q->stack = ref_gc64(q->gc64, w);
 	cfa &= ~3ULL;

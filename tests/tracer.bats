@@ -26,7 +26,7 @@ setup() {
 	count_is REALLOCATIONS @alloc.lua:5 "$T/a.txt" "9"
 }
 
-@test "reads through the page tables (-v says where the direct map is), the same report as through the helper (LMT_NO_DIRECT=1)" {
+@test "reads through the page tables (-v says where the direct map is), the same report as through the helper (LMT_NO_DIRECT=1), JIT on and in coroutines too" {
 	cd "$LUA_DIR"
 	"$LMT" -v -o "$T/d.bin" -- luajit alloc.lua > /dev/null 2> "$T/d.err"
 	LMT_NO_DIRECT=1 "$LMT" -v -o "$T/h.bin" -- luajit alloc.lua > /dev/null 2> "$T/h.err"
@@ -41,6 +41,22 @@ setup() {
 	count_is ALLOCATIONS @alloc.lua:8 "$T/h.txt" "600"
 	# the same report but for the addresses of C functions (ASLR)
 	diff <(sed 's/0x[0-9a-f]*//g' "$T/d.txt") <(sed 's/0x[0-9a-f]*//g' "$T/h.txt")
+	# compiled code (the return address into a trace) and coroutines (a
+	# lua_State of their own): the same Lua lines both ways
+	local w m
+	for w in "jitlines.lua on" "stacks.lua"; do
+		for m in 0 1; do
+			# shellcheck disable=SC2086
+			LMT_NO_DIRECT=$m "$LMT" -o "$T/$m.bin" -- luajit $w > /dev/null 2> "$T/$m.err"
+			"$LMT" report "$T/$m.bin" | sed -n '/^ALLOCATIONS$/,/^$/p' |
+				grep '^@' | cut -d' ' -f1,2 | sort > "$T/$m.lines"
+		done
+		grep -q "per event (0% through" "$T/1.err"
+		pct=$(sed -n 's/.*per event (\([0-9]*\)% through the page tables).*/\1/p' "$T/0.err")
+		[ "$pct" -ge 90 ] || { cat "$T/0.err"; false; }
+		[ "$(wc -l < "$T/0.lines")" -ge 5 ]
+		diff "$T/0.lines" "$T/1.lines"
+	done
 }
 
 @test "-- CMD: chunk names, C function names, INTERNAL frees" {
