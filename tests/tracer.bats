@@ -47,7 +47,7 @@ setup() {
 	for w in "jitlines.lua on" "stacks.lua"; do
 		for m in 0 1; do
 			# shellcheck disable=SC2086
-			LMT_NO_DIRECT=$m "$LMT" -o "$T/$m.bin" -- luajit $w > /dev/null 2> "$T/$m.err"
+			LMT_NO_DIRECT=$m "$LMT" -f -o "$T/$m.bin" -- luajit $w > /dev/null 2> "$T/$m.err"
 			"$LMT" report "$T/$m.bin" | sed -n '/^ALLOCATIONS$/,/^$/p' |
 				grep '^@' | cut -d' ' -f1,2 | sort > "$T/$m.lines"
 		done
