@@ -68,44 +68,27 @@ const volatile __u64 dr_top = ~0ULL;
  * that holds the leaf), to check after the loads (dr_same). */
 static __always_inline __u64 dr_walk(__u64 po, __u64 pgd, __u64 va, __u64 *w)
 {
-	__u64 pa, pe, a, e;
+	__u64 pa = pgd + ((va >> 39) & 511) * 8, pe = kld(pa), a, e, span;
 
-	pa = pgd + ((va >> 39) & 511) * 8;
-	pe = kld(pa);
 	if (!DR_OK(pe) || (pe & DR_PSE))
 		return 0;
-	a = DR_NEXT(po, pe, va, 30);
-	e = kld(a);
-	if (!DR_OK(e))
-		return 0;
-	if (!(e & DR_PSE)) {
-		pa = a;
-		pe = e;
-		a = DR_NEXT(po, e, va, 21);
+	/* The PUD, PMD and PTE levels: a leaf at any (PSE) or the last. */
+	for (int shift = 30; shift >= 12; shift -= 9) {
+		a = DR_NEXT(po, pe, va, shift);
 		e = kld(a);
 		if (!DR_OK(e))
 			return 0;
-		if (!(e & DR_PSE)) {
-			pa = a;
-			pe = e;
-			a = DR_NEXT(po, e, va, 12);
-			e = kld(a);
-			if (!DR_OK(e) || (e & DR_SPEC))
+		if (shift == 12 || (e & DR_PSE)) {
+			if (e & DR_SPEC)
 				return 0;
+			span = (1ULL << shift) - 1;
 			DR_KEEP(w, a, e, pa, pe);
-			return po + (e & dr_mask);
+			return po + (e & dr_mask & ~span) + (va & span & ~4095ULL);
 		}
-		if (e & DR_SPEC)
-			return 0;
-		DR_KEEP(w, a, e, pa, pe);
-		return po + (e & dr_mask & ~((1ULL << 21) - 1)) +
-		       (va & ((1ULL << 21) - 1) & ~4095ULL);
+		pa = a;
+		pe = e;
 	}
-	if (e & DR_SPEC)
-		return 0;
-	DR_KEEP(w, a, e, pa, pe);
-	return po + (e & dr_mask & ~((1ULL << 30) - 1)) +
-	       (va & ((1ULL << 30) - 1) & ~4095ULL);
+	return 0;
 }
 
 /* The page last walked (dr_addr) still where it was: its leaf entry and

@@ -286,8 +286,18 @@ static __always_inline long gread_direct_body(struct ctx *c, struct gq *q)
 		return 0;
 	}
 	L = ref_gc64(q->gc64, kld(k + (q->curl & ~7U)));
-	if (L == q->gg) {
-		/* the main lua_State: its fields head the window */
+	if (L && L != q->gg) {
+		/* a coroutine: its base, stack and cframe within 64 bytes of
+		 * its own (the main lua_State's head the window) */
+		if (!dr_same(t))
+			return -1;
+		c->reads++;
+		c->direct++;
+		k = dr_addr(t, pgd, L + q->off, 64);
+		if (!k)
+			return -1;
+	}
+	if (L) {
 		q->base = kld(k);
 		w = kld(k + (q->stk & 56));
 		cfa = kld(k + (q->cf & 56));
@@ -298,19 +308,6 @@ static __always_inline long gread_direct_body(struct ctx *c, struct gq *q)
 	c->direct++;
 	if (!L)
 		return 0;
-	if (L != q->gg) {
-		/* a coroutine: its base, stack and cframe within 64 bytes */
-		k = dr_addr(t, pgd, L + q->off, 64);
-		if (!k)
-			return -1;
-		q->base = kld(k);
-		w = kld(k + (q->stk & 56));
-		cfa = kld(k + (q->cf & 56));
-		if (!dr_same(t))
-			return -1;
-		c->reads++;
-		c->direct++;
-	}
 	q->L = L;
 	q->stack = ref_gc64(q->gc64, w);
 	cfa &= ~3ULL;
