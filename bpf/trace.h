@@ -12,41 +12,56 @@
  * pointer: the compiled code's call into the VM (lj_tab_new1,
  * lj_buf_putstr, lj_str_new...), below the allocator's own few frames.
  * -1 if none in the LMT_STKW words above sp. */
+/* trace_ret's search in place through the page tables (bpf/direct.h), a
+ * page at a time (the words can straddle two): the offset, -1 if none,
+ * -2 if a page could not be read so. A global function, verified once
+ * (its loop around a call, inlined, multiplies the verifier's paths). */
+__noinline long dr_trace_ret(struct lmt_percpu *t, __u64 pgd, __u64 sp,
+			     __u64 mc, __u64 sz)
+{
+	__u64 n, a, d = 0, v;
+
+	if (!t)
+		return -2;
+	for (int i = 0; i < LMT_STKW; i++) {
+		a = sp + i * 8;
+		if (i == 0 || !(a & 4095)) {
+			if (i && !dr_same(t))
+				return -2;
+			n = (4096 - (a & 4095)) / 8;
+			if (n > LMT_STKW - i)
+				n = LMT_STKW - i;
+			d = dr_addr(t, pgd, a, n * 8);
+			if (!d)
+				return -2;
+			d -= a;
+		}
+		v = kld(a + d);
+		if (v - mc < sz)
+			return dr_same(t) ? (long)(v - mc) : -2;
+	}
+	return dr_same(t) ? -1 : -2;
+}
+
 static __always_inline int trace_ret(struct ctx *c, __u64 mc, __u64 sz,
 				     __u32 *ofs)
 {
 	struct pt_regs *regs = c->regs;
 	struct lmt_percpu *t = c->pc;
-	__u64 *w = t->stk, sp = PT_REGS_SP(regs), n, k, v;
+	__u64 *w = t->stk, sp = PT_REGS_SP(regs);
+	long r;
 
 	if (!mc || !sz)
 		return -1;
-	/* Directly, the words up to the end of sp's page (bpf/direct.h);
-	 * through the helper, all of them if the address is not there. */
-	n = (4096 - (sp & 4095)) / 8;
-	if (n > LMT_STKW)
-		n = LMT_STKW;
-	k = dr_addr(t, dr_pgd(c), sp, n * 8);
-	if (k) {
-#pragma clang loop unroll(disable)
-		for (int i = 0; i < LMT_STKW; i++) {
-			if (i >= n)
-				break;
-			v = kld(k + i * 8);
-			if (v - mc < sz) {
-				if (!dr_same(t))
-					break;
-				c->reads++;
-				c->direct++;
-				*ofs = (__u32)(v - mc);
-				return 0;
-			}
-		}
-		if (n == LMT_STKW && dr_same(t)) {
-			c->reads++;
-			c->direct++;
+	/* Through the helper, all of the words, where in place could not. */
+	r = dr_trace_ret(t, dr_pgd(c), sp, mc, sz);
+	if (r >= 0 || r == -1) {
+		c->reads++;
+		c->direct++;
+		if (r < 0)
 			return -1;
-		}
+		*ofs = (__u32)r;
+		return 0;
 	}
 	if (rd(c, w, LMT_STKW * 8, sp))
 		return -1;
