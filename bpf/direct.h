@@ -53,7 +53,7 @@ const volatile __u64 dr_top = ~0ULL;
 #define DR_PSE  (1ULL << 7) /* _PAGE_PSE: a 1 GiB or 2 MiB leaf */
 #define DR_SPEC (1ULL << 9) /* _PAGE_SPECIAL */
 #define DR_USER_END (1ULL << 47) /* 4-level tables: user addresses below */
-#define DR_MAX 512 /* bytes a read may have (bpf/trace.h's stack words) */
+#define DR_MAX 512 /* bytes a dr_words read may have */
 
 /* The next level's entry for va, from entry e (po: the direct map). */
 #define DR_NEXT(po, e, va, shift) \
