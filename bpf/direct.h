@@ -151,6 +151,13 @@ static __always_inline __u64 dr_pgd(struct ctx *c)
 	return c->pgd;
 }
 
+/* A read done through the page tables, counted (struct lmt_stats). */
+static __always_inline void dr_count(struct ctx *c)
+{
+	c->reads++;
+	c->direct++;
+}
+
 /* sz bytes at src into dst, sz a constant multiple of 8 up to DR_MAX:
  * 0 if read directly, -1 if the caller must read through the helper. */
 static __always_inline int dr_words(struct ctx *c, __u64 *dst, __u32 sz,
@@ -168,7 +175,7 @@ static __always_inline int dr_words(struct ctx *c, __u64 *dst, __u32 sz,
 		dst[i] = kld(k + i * 8);
 	if (!dr_same(t))
 		return -1;
-	c->direct++;
+	dr_count(c);
 	return 0;
 }
 

@@ -372,27 +372,24 @@ static __u64 po_rd(__u64 a)
 #define PO_OK(e) (((e) & DR_P) && ((e) & dr_mask) < dr_top)
 
 /* pgd's address translated through the kernel's tables with base po,
- * every entry read through the helper; 0 if none. */
+ * every entry read through the helper; 0 if none. dr_walk's levels, with
+ * the kernel's entries (PO_OK) and the byte's address. */
 static __u64 po_walk(__u64 pgd, __u64 po)
 {
-	__u64 va = pgd, e = po_rd(pgd + ((va >> 39) & 511) * 8);
+	__u64 va = pgd, e = po_rd(pgd + ((va >> 39) & 511) * 8), span;
 
 	if (!PO_OK(e))
 		return 0;
-	e = po_rd(DR_NEXT(po, e, va, 30));
-	if (!PO_OK(e))
-		return 0;
-	if (e & DR_PSE)
-		return po + (e & dr_mask & ~((1ULL << 30) - 1)) + (va & ((1ULL << 30) - 1));
-	e = po_rd(DR_NEXT(po, e, va, 21));
-	if (!PO_OK(e))
-		return 0;
-	if (e & DR_PSE)
-		return po + (e & dr_mask & ~((1ULL << 21) - 1)) + (va & ((1ULL << 21) - 1));
-	e = po_rd(DR_NEXT(po, e, va, 12));
-	if (!PO_OK(e))
-		return 0;
-	return po + (e & dr_mask) + (va & 4095);
+	for (int shift = 30; shift >= 12; shift -= 9) {
+		e = po_rd(DR_NEXT(po, e, va, shift));
+		if (!PO_OK(e))
+			return 0;
+		if (shift == 12 || (e & DR_PSE)) {
+			span = (1ULL << shift) - 1;
+			return po + (e & dr_mask & ~span) + (va & span);
+		}
+	}
+	return 0;
 }
 
 static long po_try(__u64 k, struct lmt_po *a)

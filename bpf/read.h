@@ -81,11 +81,7 @@ static __always_inline int rd(struct ctx *c, void *dst, __u32 sz, __u64 src)
  * verifier's limits bound how many. */
 static __always_inline int rdd(struct ctx *c, void *dst, __u32 sz, __u64 src)
 {
-	if (!dr_read(c, dst, sz, src)) {
-		c->reads++;
-		return 0;
-	}
-	return rd(c, dst, sz, src);
+	return dr_read(c, dst, sz, src) ? rd(c, dst, sz, src) : 0;
 }
 
 /* A word read through the string helper: as a program's first read it
@@ -110,10 +106,8 @@ static __always_inline int rd_vmstate(struct ctx *c, __s32 *vs, __u64 src)
 	__u64 b;
 	long n;
 
-	if (!dr_read(c, vs, 4, src)) {
-		c->reads++;
+	if (!dr_read(c, vs, 4, src))
 		return 0;
-	}
 	n = rds(c, &b, src);
 
 	if (n < 0)
@@ -281,8 +275,7 @@ static __always_inline long gread_direct_body(struct ctx *c, struct gq *q)
 	if (kind == LMT_VMST_INTERNAL || kind == LMT_VMST_EXIT) {
 		if (!dr_same(t))
 			return -1;
-		c->reads++;
-		c->direct++;
+		dr_count(c);
 		return 0;
 	}
 	L = ref_gc64(q->gc64, kld(k + (q->curl & ~7U)));
@@ -291,8 +284,7 @@ static __always_inline long gread_direct_body(struct ctx *c, struct gq *q)
 		 * its own (the main lua_State's head the window) */
 		if (!dr_same(t))
 			return -1;
-		c->reads++;
-		c->direct++;
+		dr_count(c);
 		k = dr_addr(t, pgd, L + q->off, 64);
 		if (!k)
 			return -1;
@@ -304,8 +296,7 @@ static __always_inline long gread_direct_body(struct ctx *c, struct gq *q)
 	}
 	if (!dr_same(t))
 		return -1;
-	c->reads++;
-	c->direct++;
+	dr_count(c);
 	if (!L)
 		return 0;
 	q->L = L;
@@ -320,7 +311,6 @@ static __always_inline long gread_direct_body(struct ctx *c, struct gq *q)
 		q->got = 0;
 		return -1;
 	}
-	c->reads++;
 	q->got |= GQ_PC;
 	return 0;
 }

@@ -56,8 +56,7 @@ static __always_inline int trace_ret(struct ctx *c, __u64 mc, __u64 sz,
 	/* Through the helper, all of the words, where in place could not. */
 	r = dr_trace_ret(t, dr_pgd(c), sp, mc, sz);
 	if (r >= 0 || r == -1) {
-		c->reads++;
-		c->direct++;
+		dr_count(c);
 		if (r < 0)
 			return -1;
 		*ofs = (__u32)r;
