@@ -97,6 +97,8 @@ struct tvm {
 			       * name BPF could not read */
 	struct u64map traces; /* trace number | 1 << 32 -> its snapshots
 			       * (user/traces.c) */
+	struct tlmemo *tlm;   /* traces_line's answers, and their */
+	uint32_t tlgen;       /* generation (user/traces.c) */
 	const struct lj_variant *var;
 	struct u64map cnames; /* C function -> the name Lua gives it */
 	struct u64set cnamed; /* C functions the stream has by that name */

@@ -240,8 +240,40 @@ static void frame_slots(struct ttrace *tr, struct tsnap *sn, const uint32_t *ent
 	}
 }
 
+/* -- traces_line's memo ------------------------------------------------------ */
+
+/* traces_line's answers, by trace, offset (or exit's snapshot), kind and
+ * exit: a hot trace's few sites come again and again, and each answer
+ * from the snapshots costs a map lookup, a binary search and a miss in a
+ * snapshot of ~400 bytes. An answer stands while the VM's traces stand:
+ * a trace added or replaced, or a site first seen in a snapshot (which
+ * can renumber its others, site_line), changes v->tlgen. */
+#define TL_BITS 9
+
+struct tlmemo {
+	uint64_t key; /* 0: empty */
+	uint64_t loc, line;
+	uint32_t ofs, gen, snap;
+	int32_t chain;
+	uint8_t src;
+};
+
+static void tl_changed(struct tvm *v)
+{
+	if (!++v->tlgen && v->tlm) /* wrapped: an old answer could match */
+		memset(v->tlm, 0, sizeof(*v->tlm) << TL_BITS);
+}
+
+static struct tlmemo *tl_slot(struct tvm *v, uint64_t key, uint32_t ofs)
+{
+	if (!v->tlm && !(v->tlm = calloc(1u << TL_BITS, sizeof(*v->tlm))))
+		return NULL;
+	return &v->tlm[((key ^ (uint64_t)ofs << 40) * LMT_HASH_K) >> (64 - TL_BITS)];
+}
+
 void traces_add(struct tvm *v, const struct lmt_trace *r)
 {
+	tl_changed(v);
 	const struct lj_ulayout *u = &v->var->u;
 	const pid_t pid = v->p->pid;
 	uint16_t nsnap = 0;
@@ -915,7 +947,7 @@ static int origin_line(const struct origin *o, struct mp_event *m)
 	return 0;
 }
 
-int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc *at)
+static int line_of(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc *at)
 {
 	struct ttrace *tr = u64map_get(&v->traces, m->loc | 1ULL << 32);
 	struct tsnap *sn;
@@ -944,8 +976,15 @@ int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc *a
 	if (at)
 		at->snap = i;
 	if (i < tr->nsnap && m->kind == MP_ALLOC && !resolve(v, tr, i) &&
-	    tr->s[i].nb && !site_line(&tr->s[i], (uint32_t)m->line, m, at))
-		return 0;
+	    tr->s[i].nb) {
+		const uint32_t nsite = tr->s[i].nsite;
+
+		if (!site_line(&tr->s[i], (uint32_t)m->line, m, at)) {
+			if (tr->s[i].nsite != nsite)
+				tl_changed(v); /* the snapshot's sites renumbered */
+			return 0;
+		}
+	}
 	/* A side trace's first stretch: replayed objects come first, and
 	 * when its own bytecode allocates nothing, what it makes anew are
 	 * they (a table it stores to grows by reallocation). */
@@ -960,6 +999,34 @@ int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc *a
 	m->line = (uint64_t)sn->line;
 	if (at)
 		at->chain = MAX_SITES;
+	return 0;
+}
+
+int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc *at)
+{
+	const uint64_t key = (uint32_t)m->loc | (uint64_t)(m->kind & 3) << 32 |
+			     (uint64_t)!!(flags & LMT_EV_EXIT) << 34 | 1ULL << 35;
+	const uint32_t ofs = (uint32_t)m->line;
+	struct tlmemo *e = tl_slot(v, key, ofs);
+	struct tloc here;
+
+	if (e && e->key == key && e->ofs == ofs && e->gen == v->tlgen) {
+		m->src = e->src;
+		m->loc = e->loc;
+		m->line = e->line;
+		if (at)
+			*at = (struct tloc){ .trace = (uint32_t)key, .snap = e->snap,
+					     .chain = e->chain };
+		return 0;
+	}
+	if (!at)
+		at = &here;
+	if (line_of(v, m, flags, at))
+		return -1;
+	if (e)
+		*e = (struct tlmemo){ .key = key, .loc = m->loc, .line = m->line,
+				      .ofs = ofs, .gen = v->tlgen, .snap = at->snap,
+				      .chain = at->chain, .src = m->src };
 	return 0;
 }
 
@@ -1099,5 +1166,7 @@ unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_eve
 void traces_free(struct tvm *v)
 {
 	u64map_free(&v->traces, ttrace_free);
+	free(v->tlm);
+	v->tlm = NULL;
 }
 
