@@ -95,10 +95,35 @@ struct {
 
 /* Traces known to be announced, direct-mapped in front of the traces map:
  * an event of JIT-compiled code costs no hash lookup. The check word makes
- * a slot torn by two writers a miss; a trace's free clears its slot. */
+ * a slot torn by two writers a miss; a trace's free clears its slot.
+ *
+ * A trace number comes back: a flush (jit.flush, a full machine code
+ * area, a prototype freed) empties J->trace's slots, and the GC frees the
+ * old GCtraces only later, after new traces took their numbers. Every
+ * new trace's GCtrace is allocated by the assembler (lj_trace_alloc, in
+ * vmstate ASM), so such an allocation bumps trgen, which every slot's
+ * check word covers: the next event of each trace reads J->trace again,
+ * and a GCtrace other than the one known is a new trace, announced. */
 #define TRC_BITS 10
 #define TRC_N (1 << TRC_BITS)
 #define TRC_SALT 0x7472616365732121ULL
+
+__u64 trgen; /* bumped by every allocation of the assembler */
+
+static __always_inline __u64 trc_salt(void)
+{
+	return TRC_SALT ^ *(volatile __u64 *)&trgen * LMT_HASH_K;
+}
+
+/* An allocator call in vmstate: the assembler's may be a new trace's. */
+static __always_inline void trace_made(__s32 vmstate, const struct lj_layout *lay)
+{
+	__u32 idx = ~(__u32)vmstate;
+
+	if (vmstate < 0 && idx < LMT_VMST_MAX &&
+	    lay->vmst[idx & (LMT_VMST_MAX - 1)] == LMT_VMST_ASM)
+		__sync_fetch_and_add(&trgen, 1);
+}
 
 struct trc {
 	__u64 k1; /* tgid | traceno << 32 */
@@ -257,21 +282,17 @@ static __always_inline int see_trace(struct ctx *c, const struct lmt_vm *vm,
 	struct trace_key tk = { .tgid = c->tgid, .traceno = traceno, .vm = vm->id };
 	__u64 J = vm->g - lay->gg_g + lay->gg_J, arr, T, tw[LMT_TWIN / 8], cw[4];
 	struct trc *tc = trc_of(c->tgid, traceno, vm->id);
+	const __u64 salt = trc_salt();
 	__u64 k1 = c->tgid | (__u64)traceno << 32;
 	struct tinfo *known;
 	struct lmt_trace *t;
 	__u64 pt, spc;
 	__s64 line;
 
-	if (tc && dm_get(tc, cw, 4, TRC_SALT) && cw[0] == k1 && cw[1] == vm->id) {
+	if (tc && dm_get(tc, cw, 4, salt) && cw[0] == k1 && cw[1] == vm->id) {
 		ti->mcode = cw[2];
 		ti->szmcode = cw[3];
 		return 0;
-	}
-	known = bpf_map_lookup_elem(&traces, &tk);
-	if (known) {
-		*ti = *known;
-		goto cache;
 	}
 	if (rd(c, &arr, 8, J + lay->J_trace))
 		return -1;
@@ -279,8 +300,16 @@ static __always_inline int see_trace(struct ctx *c, const struct lmt_vm *vm,
 	if (rd(c, &T, 8, arr + (__u64)traceno * (lay->gc64 ? 8 : 4)))
 		return -1;
 	T = gcref(lay, T);
+	if (!T)
+		return -1;
+	/* The GCtrace known under this number, or a new trace in its place. */
+	known = bpf_map_lookup_elem(&traces, &tk);
+	if (known && known->T == T) {
+		*ti = *known;
+		goto cache;
+	}
 	/* startpt, startpc, ..., szmcode, mcode (lmt_windows_fit). */
-	if (!T || rd(c, tw, LMT_TWIN, T + lay->T_startpt))
+	if (rd(c, tw, LMT_TWIN, T + lay->T_startpt))
 		return -1;
 	pt = gcref(lay, tw[0]);
 	spc = gcref(lay, tw[1]);
@@ -327,7 +356,7 @@ cache:
 		cw[1] = vm->id;
 		cw[2] = ti->mcode;
 		cw[3] = ti->szmcode;
-		dm_put(tc, cw, 4, TRC_SALT, 0);
+		dm_put(tc, cw, 4, salt, 0);
 	}
 	return 0;
 }
@@ -344,10 +373,13 @@ static __always_inline void forget(struct ctx *c, __u64 addr)
 		struct trace_key tk = { .tgid = c->tgid, .traceno = v->traceno,
 					.vm = v->vm };
 		struct trc *tc = trc_of(c->tgid, v->traceno, v->vm);
+		struct tinfo *known = bpf_map_lookup_elem(&traces, &tk);
 
 		if (tc)
 			tc->chk = 0;
-		bpf_map_delete_elem(&traces, &tk);
+		/* Not a new trace that took its number meanwhile. */
+		if (known && known->T == addr)
+			bpf_map_delete_elem(&traces, &tk);
 	} else {
 		struct lmt_forget *f;
 

@@ -454,6 +454,7 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 narrow:
 	if (vmstate >= 1 || kind == LMT_VMST_EXIT)
 		return charge_jit(c, vm, vmstate, vmstate < 1, e);
+	trace_made(vmstate, lay);
 	return charge_internal(e);
 }
 

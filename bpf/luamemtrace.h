@@ -23,6 +23,8 @@ enum lmt_vmst {
 				* interpreter runs the recorded instruction,
 				* charged as INTERP; the recorder's own calls
 				* run in lj_vm_cpcall's frame, the VM's */
+	LMT_VMST_ASM = 5,      /* the assembler: as INTERNAL; it allocates each
+				* new trace's GCtrace (bpf/announce.h: trgen) */
 };
 
 #define LMT_VMST_MAX 16

@@ -176,6 +176,30 @@ setup() {
 	absent '^TRACE' "$T/on.txt"
 }
 
+@test "JIT on: a trace number used again after jit.flush(): the new trace's allocations charged to its own line" {
+	cd "$LUA_DIR"
+	local m
+	# The old GCtrace outlives the flush until the GC frees it: the new
+	# trace 1 must not be read as the old one (announce.h: trgen).
+	for m in on off; do
+		run "$LMT" -q -o "$T/$m.bin" -- luajit retrace.lua "$m"
+		[ "$status" -eq 0 ]
+		"$LMT" report "$T/$m.bin" > "$T/$m.txt"
+	done
+	# 5000 tables each (and keep's first array at line 6); the main
+	# chunk's closures of a and b at their own lines
+	count_is ALLOCATIONS @retrace.lua:6 "$T/on.txt" 2,5001
+	count_is ALLOCATIONS @retrace.lua:7 "$T/on.txt" 1,5000
+	count_is ALLOCATIONS @retrace.lua:6 "$T/off.txt" 2,5001
+	count_is ALLOCATIONS @retrace.lua:7 "$T/off.txt" 1,5000
+	absent '^TRACE' "$T/on.txt"
+	# both traces announced under the one number, each with its start
+	"$BATS_TEST_DIRNAME/../build/mpdump" "$T/on.bin" > "$T/on.dump"
+	[ "$(grep -c '^sym trace 1 ' "$T/on.dump")" -eq 2 ]
+	grep -q '^sym trace 1 [0-9a-f]* 6$' "$T/on.dump"
+	grep -q '^sym trace 1 [0-9a-f]* 7$' "$T/on.dump"
+}
+
 @test "JIT on: sunk tables made at a side exit and by the side trace charged to the line that creates them" {
 	cd "$LUA_DIR"
 	run "$LMT" -q -o "$T/s.bin" -- luajit sunk.lua

@@ -27,7 +27,7 @@
 	.nvmst = 7,                                                           \
 	.vmst = { LMT_VMST_INTERP, LMT_VMST_FRAME, LMT_VMST_INTERNAL,         \
 		  LMT_VMST_EXIT, LMT_VMST_RECORD, LMT_VMST_INTERNAL,          \
-		  LMT_VMST_INTERNAL }
+		  LMT_VMST_ASM }
 
 /* What user space alone reads (traces' snapshots, prototypes found by a
  * PC), the same in both builds. */

@@ -273,7 +273,6 @@ static struct tlmemo *tl_slot(struct tvm *v, uint64_t key, uint32_t ofs)
 
 void traces_add(struct tvm *v, const struct lmt_trace *r)
 {
-	tl_changed(v);
 	const struct lj_ulayout *u = &v->var->u;
 	const pid_t pid = v->p->pid;
 	uint16_t nsnap = 0;
@@ -284,6 +283,7 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 	uint32_t *map = NULL;
 	int err;
 
+	tl_changed(v); /* the answers of a trace replaced are wrong */
 	ttrace_free(u64map_del(&v->traces, r->traceno | 1ULL << 32));
 	if (proc_read(pid, r->T + u->T_nsnap, &nsnap, 2) ||
 	    proc_read(pid, r->T + u->T_nsnapmap, &nsnapmap, 4) ||
