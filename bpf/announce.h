@@ -118,10 +118,7 @@ static __always_inline __u64 trc_salt(void)
 /* An allocator call in vmstate: the assembler's may be a new trace's. */
 static __always_inline void trace_made(__s32 vmstate, const struct lj_layout *lay)
 {
-	__u32 idx = ~(__u32)vmstate;
-
-	if (vmstate < 0 && idx < LMT_VMST_MAX &&
-	    lay->vmst[idx & (LMT_VMST_MAX - 1)] == LMT_VMST_ASM)
+	if (vmst_raw(vmstate, lay->nvmst, lay->vmst) == LMT_VMST_ASM)
 		__sync_fetch_and_add(&trgen, 1);
 }
 

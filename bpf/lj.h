@@ -72,16 +72,23 @@ static __always_inline __u64 tv_gc(__u64 tv, __u8 gct)
 
 /* -- VM states ------------------------------------------------------------ */
 
-/* How a vmstate is charged (enum lmt_vmst) by the layout's table; a
- * trace number (>= 1) is charged to its trace, which needs no frame. */
-static __always_inline __u8 vmst_of(__s32 vmstate, __u8 nvmst, const __u8 *vmst)
+/* A vmstate's entry in the layout's table (enum lmt_vmst); INTERNAL for
+ * a trace number (>= 1) or a state the table lacks. */
+static __always_inline __u8 vmst_raw(__s32 vmstate, __u8 nvmst, const __u8 *vmst)
 {
 	__u32 idx = ~(__u32)vmstate;
-	__u8 kind;
 
 	if (vmstate >= 1 || idx >= nvmst || idx >= LMT_VMST_MAX)
 		return LMT_VMST_INTERNAL;
-	kind = vmst[idx & (LMT_VMST_MAX - 1)];
+	return vmst[idx & (LMT_VMST_MAX - 1)];
+}
+
+/* How a vmstate is charged: its entry, ASM as INTERNAL; a trace number
+ * (>= 1) is charged to its trace, which needs no frame. */
+static __always_inline __u8 vmst_of(__s32 vmstate, __u8 nvmst, const __u8 *vmst)
+{
+	__u8 kind = vmst_raw(vmstate, nvmst, vmst);
+
 	return kind <= LMT_VMST_RECORD ? kind : LMT_VMST_INTERNAL;
 }
 

@@ -156,13 +156,22 @@ setup() {
 	absent '^TRACE' "$T/j.txt"
 }
 
+# jit_on_off SCRIPT: SCRIPT traced with the JIT on and off (its first
+# argument), each stream and report in $T/on.* and $T/off.*.
+jit_on_off() {
+	local m
+	for m in on off; do
+		run "$LMT" -q -o "$T/$m.bin" -- luajit "$1" "$m"
+		[ "$status" -eq 0 ] || return 1
+		"$LMT" report "$T/$m.bin" > "$T/$m.txt" || return 1
+	done
+}
+
 @test "JIT on: per-line counts equal to the JIT-off run's, with calls inlined, side exits, strings built, tables and closures" {
 	cd "$LUA_DIR"
 	local m
+	jit_on_off jitlines.lua
 	for m in on off; do
-		run "$LMT" -q -o "$T/$m.bin" -- luajit jitlines.lua "$m"
-		[ "$status" -eq 0 ]
-		"$LMT" report "$T/$m.bin" > "$T/$m.txt"
 		sed -n '/^ALLOCATIONS$/,/^$/p' "$T/$m.txt" | grep '^@jitlines' |
 			cut -d' ' -f1,2 | sort > "$T/$m.lines"
 	done
@@ -178,14 +187,9 @@ setup() {
 
 @test "JIT on: a trace number used again after jit.flush(): the new trace's allocations charged to its own line" {
 	cd "$LUA_DIR"
-	local m
 	# The old GCtrace outlives the flush until the GC frees it: the new
 	# trace 1 must not be read as the old one (announce.h: trgen).
-	for m in on off; do
-		run "$LMT" -q -o "$T/$m.bin" -- luajit retrace.lua "$m"
-		[ "$status" -eq 0 ]
-		"$LMT" report "$T/$m.bin" > "$T/$m.txt"
-	done
+	jit_on_off retrace.lua
 	# 5000 tables each (and keep's first array at line 6); the main
 	# chunk's closures of a and b at their own lines
 	count_is ALLOCATIONS @retrace.lua:6 "$T/on.txt" 2,5001
