@@ -97,13 +97,15 @@ struct {
  * an event of JIT-compiled code costs no hash lookup. The check word makes
  * a slot torn by two writers a miss; a trace's free clears its slot.
  *
- * A trace number comes back: a flush (jit.flush, a full machine code
- * area, a prototype freed) empties J->trace's slots, and the GC frees the
- * old GCtraces only later, after new traces took their numbers. Every
- * new trace's GCtrace is allocated by the assembler (lj_trace_alloc, in
- * vmstate ASM), so such an allocation bumps trgen, which every slot's
- * check word covers: the next event of each trace reads J->trace again,
- * and a GCtrace other than the one known is a new trace, announced. */
+ * A trace number comes back: a flush of all traces (jit.flush, a full
+ * machine code area, the profiler's start) empties J->trace's slots, and
+ * the GC frees the old GCtraces only later, after new traces took their
+ * numbers. Every new trace's GCtrace is allocated by the assembler
+ * (lj_trace_alloc, in vmstate ASM), so such an allocation bumps trgen,
+ * which every slot's check word covers: the next event of each trace
+ * reads J->trace again, and a GCtrace other than the one known is a new
+ * trace, announced. So does an allocation whose vmstate could not be
+ * read, and user space as a --duty window opens (the probes were off). */
 #define TRC_BITS 10
 #define TRC_N (1 << TRC_BITS)
 #define TRC_SALT 0x7472616365732121ULL
@@ -372,11 +374,12 @@ static __always_inline void forget(struct ctx *c, __u64 addr)
 		struct trc *tc = trc_of(c->tgid, v->traceno, v->vm);
 		struct tinfo *known = bpf_map_lookup_elem(&traces, &tk);
 
-		if (tc)
-			tc->chk = 0;
 		/* Not a new trace that took its number meanwhile. */
-		if (known && known->T == addr)
+		if (known && known->T == addr) {
+			if (tc)
+				tc->chk = 0;
 			bpf_map_delete_elem(&traces, &tk);
+		}
 	} else {
 		struct lmt_forget *f;
 

@@ -221,6 +221,14 @@ static __always_inline __u8 charge_internal(struct lmt_ev *e)
 	return LMT_SRC_INTERNAL;
 }
 
+/* An event whose vmstate could not be read: the VM's. It may have been
+ * the assembler's, making a new trace (bpf/announce.h: trgen). */
+static __always_inline __u8 charge_unread(struct lmt_ev *e)
+{
+	__sync_fetch_and_add(&trgen, 1);
+	return charge_internal(e);
+}
+
 static __always_inline __u8 charge_cfunc(struct lmt_ev *e, __u64 f)
 {
 	e->src = LMT_SRC_CFUNC;
@@ -422,7 +430,7 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 	 * through the cheaper string read (rd_vmstate). */
 	if (!*wide) {
 		if (rd_vmstate(c, &vmstate, vm->g + lay->g_vmstate))
-			return charge_internal(e);
+			return charge_unread(e);
 		kind = vmst_of(vmstate, lay->nvmst, lay->vmst);
 		if (vmstate >= 1 || kind == LMT_VMST_INTERNAL ||
 		    kind == LMT_VMST_EXIT)
@@ -433,7 +441,7 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 	 * read (lmt_gwin_fits); then what the frame needs of them. */
 	gq_init(q, vm, ptr);
 	if (gread(c, q, kst))
-		return charge_internal(e);
+		return charge_unread(e);
 	vmstate = q->vmstate;
 	kind = vmst_of(vmstate, lay->nvmst, lay->vmst);
 	if (vmstate >= 1 || kind == LMT_VMST_INTERNAL || kind == LMT_VMST_EXIT) {

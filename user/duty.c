@@ -161,6 +161,9 @@ void duty_turn(struct tr *t)
 	 * closes: it is taken off the window, so that they are on for
 	 * PERCENT of the time (periods keep a window at least twice it). */
 	d->next = tn + window(t) - (d->tail < window(t) / 2 ? d->tail : window(t) / 2);
+	/* Traces compiled while the probes were off went unseen: the trace
+	 * cache is checked again (bpf/announce.h: trgen). */
+	__atomic_fetch_add(&t->skel->bss->trgen, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&t->skel->bss->duty_off, 0, __ATOMIC_SEQ_CST);
 	alloc_probes_on(t);
 	if (t->o->verbose)
