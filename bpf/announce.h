@@ -117,11 +117,17 @@ static __always_inline __u64 trc_salt(void)
 	return TRC_SALT ^ *(volatile __u64 *)&trgen * LMT_HASH_K;
 }
 
+/* A trace may have been made: every trace known is checked again. */
+static __always_inline void trace_stale(void)
+{
+	__sync_fetch_and_add(&trgen, 1);
+}
+
 /* An allocator call in vmstate: the assembler's may be a new trace's. */
 static __always_inline void trace_made(__s32 vmstate, const struct lj_layout *lay)
 {
 	if (vmst_raw(vmstate, lay->nvmst, lay->vmst) == LMT_VMST_ASM)
-		__sync_fetch_and_add(&trgen, 1);
+		trace_stale();
 }
 
 struct trc {

@@ -225,7 +225,7 @@ static __always_inline __u8 charge_internal(struct lmt_ev *e)
  * the assembler's, making a new trace (bpf/announce.h: trgen). */
 static __always_inline __u8 charge_unread(struct lmt_ev *e)
 {
-	__sync_fetch_and_add(&trgen, 1);
+	trace_stale();
 	return charge_internal(e);
 }
 

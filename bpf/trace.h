@@ -8,10 +8,6 @@
 #ifndef LMT_BPF_TRACE_H
 #define LMT_BPF_TRACE_H
 
-/* The offset in [mc, mc + sz) of the return address nearest the stack
- * pointer: the compiled code's call into the VM (lj_tab_new1,
- * lj_buf_putstr, lj_str_new...), below the allocator's own few frames.
- * -1 if none in the LMT_STKW words above sp. */
 /* trace_ret's search in place through the page tables (bpf/direct.h), a
  * page at a time (the words can straddle two): the offset, -1 if none,
  * -2 if a page could not be read so. A global function, verified once
@@ -43,6 +39,10 @@ __noinline long dr_trace_ret(struct lmt_percpu *t, __u64 pgd, __u64 sp,
 	return dr_same(t) ? -1 : -2;
 }
 
+/* The offset in [mc, mc + sz) of the return address nearest the stack
+ * pointer: the compiled code's call into the VM (lj_tab_new1,
+ * lj_buf_putstr, lj_str_new...), below the allocator's own few frames.
+ * -1 if none in the LMT_STKW words above sp. */
 static __always_inline int trace_ret(struct ctx *c, __u64 mc, __u64 sz,
 				     __u32 *ofs)
 {

@@ -934,8 +934,7 @@ static int site_line(struct tsnap *sn, uint32_t ofs, struct mp_event *m,
 	m->src = MP_SRC_LFUNC;
 	m->loc = sn->b_pt[k];
 	m->line = (uint64_t)sn->b_line[k];
-	if (at)
-		at->chain = (int)k;
+	at->chain = (int)k;
 	return 0;
 }
 
@@ -955,14 +954,12 @@ static int line_of(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc
 
 	if (!tr)
 		return -1;
-	if (at)
-		*at = (struct tloc){ .trace = (uint32_t)m->loc, .chain = -1 };
+	*at = (struct tloc){ .trace = (uint32_t)m->loc, .chain = -1 };
 	if (flags & LMT_EV_EXIT) {
 		i = (uint32_t)m->line;
 		if (i >= tr->nsnap)
 			return -1;
-		if (at)
-			at->snap = i;
+		at->snap = i;
 		if (tr->xsunk[i].state == 1)
 			return origin_line(&tr->xsunk[i], m);
 		if (resolve_exit(v, tr, i))
@@ -973,8 +970,7 @@ static int line_of(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc
 		return 0;
 	}
 	i = snap_of(tr, (uint32_t)m->line);
-	if (at)
-		at->snap = i;
+	at->snap = i;
 	if (i < tr->nsnap && m->kind == MP_ALLOC && !resolve(v, tr, i) &&
 	    tr->s[i].nb) {
 		const uint32_t nsite = tr->s[i].nsite;
@@ -997,8 +993,7 @@ static int line_of(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc
 	m->src = MP_SRC_LFUNC;
 	m->loc = sn->pt;
 	m->line = (uint64_t)sn->line;
-	if (at)
-		at->chain = MAX_SITES;
+	at->chain = MAX_SITES;
 	return 0;
 }
 
