@@ -448,7 +448,8 @@ struct lmt_percpu {
 	 * those of the entry above */
 	__u64 tpgd, tv, tk, tw[4];
 	__u8 wide[4];  /* per event kind: its last one needed a frame */
-	__u8 pad[4];
+	__u32 sdep;    /* bpf/trace.h: 1 + the depth of the last return found, */
+	__u64 sret;    /* for the return address at sp it was found under */
 	__u8 gw[LMT_GWIN]; /* GG_State: main lua_State and global_State */
 	__u8 w[LMT_WIN];  /* lua_State / GCfunc */
 	__u8 pw[LMT_WIN]; /* GCproto */

@@ -8,6 +8,24 @@
 #ifndef LMT_BPF_TRACE_H
 #define LMT_BPF_TRACE_H
 
+/* Where the last search found it (t->sdep, t->sret): a hot trace
+ * allocates again and again through the same C frames, so a call whose
+ * return address at sp is the last one's finds it at the same depth. The
+ * offset, or -1. */
+static __always_inline long dr_trace_hint(struct lmt_percpu *t, __u64 pgd, __u64 sp,
+					  __u64 mc, __u64 sz)
+{
+	__u64 h = t->sdep, d, v;
+
+	if (!h || h > LMT_STKW || (sp & 4095) + h * 8 > 4096)
+		return -1;
+	d = dr_addr(t, pgd, sp, h * 8);
+	if (!d || kld(d) != t->sret)
+		return -1;
+	v = kld(d + (h - 1) * 8);
+	return v - mc < sz && dr_same(t) ? (long)(v - mc) : -1;
+}
+
 /* trace_ret's search in place through the page tables (bpf/direct.h), a
  * page at a time (the words can straddle two): the offset, -1 if none,
  * -2 if a page could not be read so. A global function, verified once
@@ -15,30 +33,42 @@
 __noinline long dr_trace_ret(struct lmt_percpu *t, __u64 pgd, __u64 sp,
 			     __u64 mc, __u64 sz)
 {
-	__u64 n, a, d = 0, v;
+	__u64 n, a, d = 0, v, top = 0;
+	long r;
 
 	if (!t)
 		return -2;
+	r = dr_trace_hint(t, pgd, sp, mc, sz);
+	if (r >= 0)
+		return r;
 	for (int i = 0; i < LMT_STKW; i++) {
 		a = sp + i * 8;
 		if (i == 0 || !(a & 4095)) {
 			if (i && !dr_same(t))
 				return -2;
 			n = (4096 - (a & 4095)) / 8;
-			if (n > LMT_STKW - i)
-				n = LMT_STKW - i;
+			if (n > (__u64)(LMT_STKW - i))
+				n = (__u64)(LMT_STKW - i);
 			d = dr_addr(t, pgd, a, n * 8);
 			if (!d)
 				return -2;
 			d -= a;
 		}
 		v = kld(a + d);
-		if (v - mc < sz)
-			return dr_same(t) ? (long)(v - mc) : -2;
+		if (i == 0)
+			top = v;
+		if (v - mc < sz) {
+			if (!dr_same(t))
+				return -2;
+			t->sdep = (__u32)i + 1;
+			t->sret = top;
+			return (long)(v - mc);
+		}
 	}
 	return dr_same(t) ? -1 : -2;
 }
 
+#ifndef LMT_DR_HOST
 /* The offset in [mc, mc + sz) of the return address nearest the stack
  * pointer: the compiled code's call into the VM (lj_tab_new1,
  * lj_buf_putstr, lj_str_new...), below the allocator's own few frames.
@@ -73,5 +103,6 @@ static __always_inline int trace_ret(struct ctx *c, __u64 mc, __u64 sz,
 	}
 	return -1;
 }
+#endif /* LMT_DR_HOST: the host's tests take the search alone */
 
 #endif

@@ -1,6 +1,7 @@
-/* Direct reads (bpf/direct.h) on the host: the page walk and dr_addr
- * against page tables laid out as x86-64's four levels, in a buffer that
- * stands for physical memory (the direct map's base is its address). */
+/* Direct reads (bpf/direct.h) on the host: the page walk, dr_addr and
+ * the search of the user stack for a trace's return (bpf/trace.h) against
+ * page tables laid out as x86-64's four levels, in a buffer that stands
+ * for physical memory (the direct map's base is its address). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,7 @@ static __u64 kld(__u64 a)
 	return *(const __u64 *)(uintptr_t)a;
 }
 #include "direct.h"
+#include "../../bpf/trace.h" /* not user/trace.h */
 
 #include "check.h"
 
@@ -126,6 +128,71 @@ int main(void)
 	CHECK("dr_addr: unaligned: none", !dr_addr(&t, pgd, va + 4, 8));
 	CHECK("dr_addr: a kernel address: none", !dr_addr(&t, pgd, DR_USER_END, 8) &&
 	      !dr_addr(&t, pgd, 0xffff888000000000ULL, 8));
+
+	/* dr_trace_ret: the return address into the trace's machine code
+	 * nearest sp; then first where the last one was, for a call from
+	 * the same place (the word at sp). The stack: page 9 (frame 5) and
+	 * page 10 (frame 6) of the PTE table. */
+	{
+		const __u64 mc = 0x7000000, sz = 0x1000, caller = 0x401234;
+		const __u64 sp = va_of(0xfe, 3, 7, 9, 0x100);
+		__u64 *s = &mem[5][0x100 / 8];
+		int full;
+
+		mem[3][10] = 6 * PG | E_PU;
+		memset(&t, 0, sizeof(t));
+		memset(mem[5], 0x11, PG);
+		s[0] = caller;
+		s[3] = mc + sz; /* just past the code: not it */
+		s[11] = mc + 0x40;
+		s[12] = mc + 0x80;
+		loads = 0;
+		CHECK("trace_ret: the nearest return into the code",
+		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x40);
+		full = loads;
+		CHECK("trace_ret: its depth kept, with the word at sp",
+		      t.sdep == 12 && t.sret == caller);
+		t.tpgd = 0; /* a new run walks again */
+		loads = 0;
+		CHECK("trace_ret: again from the same place: the same offset",
+		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x40);
+		CHECK("trace_ret: ... at its depth: a walk, two words, the check",
+		      loads == 4 + 2 + 2 && loads < full);
+		s[11] = 0x11;
+		t.tpgd = 0;
+		CHECK("trace_ret: not there any more: searched",
+		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x80 && t.sdep == 13);
+		s[0] = caller + 8;
+		s[5] = mc + 0x20;
+		t.tpgd = 0;
+		CHECK("trace_ret: a call from elsewhere: searched, the nearer one",
+		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x20 && t.sdep == 6 &&
+		      t.sret == caller + 8);
+		t.tpgd = 0;
+		CHECK("trace_ret: another trace's code: none",
+		      dr_trace_ret(&t, pgd, sp, mc + 2 * sz, sz) == -1);
+		/* Across the page's end: words on the next page. */
+		{
+			const __u64 sp2 = va_of(0xfe, 3, 7, 9, PG - 16);
+
+			mem[5][PG / 8 - 2] = caller;
+			mem[5][PG / 8 - 1] = 0x11;
+			mem[6][0] = 0x11;
+			mem[6][1] = mc + 0x99;
+			t.tpgd = 0;
+			CHECK("trace_ret: on the next page",
+			      dr_trace_ret(&t, pgd, sp2, mc, sz) == 0x99 && t.sdep == 4);
+			t.tpgd = 0;
+			loads = 0;
+			CHECK("trace_ret: a depth past sp's page is searched, not taken first",
+			      dr_trace_ret(&t, pgd, sp2, mc, sz) == 0x99 && loads > 8);
+			mem[3][10] = 0;
+			t.tpgd = 0;
+			CHECK("trace_ret: the next page not mapped: cannot tell",
+			      dr_trace_ret(&t, pgd, sp2, mc, sz) == -2);
+		}
+	}
+
 	dr_po = 0;
 	CHECK("dr_addr: off until the direct map is found", !dr_addr(&t, pgd, va, 8));
 	return fails != 0;
