@@ -244,7 +244,7 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 			syms_cfunc(&v->p->syms, m.loc);
 			cfunc_name(v, m.loc);
 		}
-		out_event(v->out, &m, stk_event(v, &r, &m, at.chain == -2 ? NULL : &at));
+		out_event(v->out, &m, r.stk ? stk_event(v, &r, &m, at.chain == -2 ? NULL : &at) : 0);
 	}
 	out_at(v->out, NULL, 0);
 }

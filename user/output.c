@@ -115,12 +115,15 @@ static void event_now(void *ctx, const struct mp_event *e, uint32_t sid)
 
 	if (o->finished)
 		return;
-	sid = stk_number(o, sid); /* a held stack's, numbered now */
+	if (sid)
+		sid = stk_number(o, sid); /* a held stack's, numbered now */
 	if (o->fd >= 0)
 		mpw_event(&o->w, e);
 	if (o->sk)
 		skw_event(o->sk, sid);
-	if (o->stk)
+	if (!o->tally)
+		;
+	else if (o->stk)
 		report_events_stk(o->rep, e, &sid, 1);
 	else
 		report_event(o->rep, e);
@@ -150,7 +153,13 @@ void out_sym(struct tout *o, const struct mp_sym *s)
 
 void out_event(struct tout *o, const struct mp_event *e, uint32_t sid)
 {
-	const int r = merge_event(o->mg, o->at_src, o->at_key, e, sid);
+	int r;
+
+	if (!o->mg) { /* one VM's stream: nothing to hold */
+		event_now(o, e, sid);
+		return;
+	}
+	r = merge_event(o->mg, o->at_src, o->at_key, e, sid);
 
 	if (r < 0)
 		merge_oom(o);
@@ -198,6 +207,12 @@ static int out_add(struct tr *t, struct tout *o)
 		t->outs_cap = cap;
 	}
 	t->outs[t->nouts++] = o;
+	/* The summary prints the top sites of a lone stream only (and none
+	 * with --top 0): without a live view, a second stream ends the
+	 * tally, which is ~1/8 of the consumer's time an event. */
+	o->tally = t->o->live || (t->o->top > 0 && t->nouts == 1);
+	if (!t->o->live && t->nouts == 2)
+		t->outs[0]->tally = 0;
 	return 0;
 }
 

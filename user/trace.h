@@ -65,6 +65,8 @@ struct tout {
 	unsigned nvms;     /* VMs written to it */
 	uint64_t n[4], bytes_alloc, bytes_free; /* events and bytes by kind */
 	struct report *rep; /* the summary's top sites */
+	int tally;          /* events go into rep: a live view, or top sites
+			     * the summary will print (output.c) */
 	struct mpw w;
 	/* --stacks: the companion FILE.stacks and its numbering */
 	struct skw *sk;
