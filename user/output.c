@@ -208,9 +208,9 @@ static int out_add(struct tr *t, struct tout *o)
 	}
 	t->outs[t->nouts++] = o;
 	/* The summary prints the top sites of a lone stream only (and none
-	 * with --top 0): without a live view, a second stream ends the
-	 * tally, which is ~1/8 of the consumer's time an event. */
-	o->tally = t->o->live || (t->o->top > 0 && t->nouts == 1);
+	 * with --top 0 or -q): without a live view, a second stream ends
+	 * the tally, which is ~1/4 of the consumer's time an event. */
+	o->tally = t->o->live || (!t->o->quiet && t->o->top > 0 && t->nouts == 1);
 	if (!t->o->live && t->nouts == 2)
 		t->outs[0]->tally = 0;
 	return 0;
