@@ -83,7 +83,10 @@ for r in $(seq 1 "$NREPS"); do
 done
 
 # ratio A B: per round A's rate over B's, median
-ratio() { paste "$1" "$2" | awk -v n="$(awk 'END {print NF}' "$1")" '{ if ($(n + 1) > 0) print $1 / $(n + 1) }' | median; }
+rounds() { paste "$1" "$2" | awk -v n="$(awk 'END {print NF}' "$1")" '{ if ($(n + 1) > 0) print $1 / $(n + 1) }'; }
+ratio() { rounds "$1" "$2" | median; }
+# spread A B: the least and the largest of the rounds' ratios (the noise)
+spread() { rounds "$1" "$2" | sort -g | awk 'NR == 1 {a = $1} {b = $1} END {if (NR) printf "%.3f-%.3f", a, b}'; }
 report() { # name unit
 	printf '%-9s %12s %10s %10s %6s %12s\n' mode "$2" x-untraced x-traced lost consumer-ns
 	for m in "${MODES[@]}"; do
@@ -92,7 +95,7 @@ report() { # name unit
 			"$(ratio "$TMP/$1.untraced" "$TMP/$1.$m")" "$(ratio "$TMP/$1.$m" "$TMP/$1.traced")" \
 			"$(awk '{print $2}' "$TMP/$1.$m" | median)" "$(awk '{print $3}' "$TMP/$1.$m" | median)"
 	done
-	echo "$1: untraced/traced $(ratio "$TMP/$1.untraced" "$TMP/$1.traced")x, floor/traced $(ratio "$TMP/$1.floor" "$TMP/$1.traced")x, untraced/floor $(ratio "$TMP/$1.untraced" "$TMP/$1.floor")x"
+	echo "$1: untraced/traced $(ratio "$TMP/$1.untraced" "$TMP/$1.traced")x, floor/traced $(ratio "$TMP/$1.floor" "$TMP/$1.traced")x (rounds $(spread "$TMP/$1.floor" "$TMP/$1.traced")), untraced/floor $(ratio "$TMP/$1.untraced" "$TMP/$1.floor")x"
 }
 report ngx req/s
 
