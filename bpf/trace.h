@@ -10,8 +10,10 @@
 
 /* Where the last search found it (t->sdep, t->sret): a hot trace
  * allocates again and again through the same C frames, so a call whose
- * return address at sp is the last one's finds it at the same depth. The
- * offset, or -1. */
+ * return address at sp is the last one's finds it at the same depth. It
+ * can answer other than the search only if a word nearer sp is in the
+ * trace's code too, which the search would take: a stale word in a C
+ * frame, no surer an answer. The offset, or -1. */
 static __always_inline long dr_trace_hint(struct lmt_percpu *t, __u64 pgd, __u64 sp,
 					  __u64 mc, __u64 sz)
 {

@@ -59,3 +59,15 @@ allocations() {
 	# nothing but printable ASCII, TAB and LF on the tracer's stderr
 	[ -z "$(LC_ALL=C tr -d '\t\n\040-\176' < "$T/err")" ]
 }
+
+@test "summary, -o DIR: a lone stream's top sites; several streams, none (the summary's tally is not kept for them)" {
+	cd "$LUA_DIR"
+	"$LMT" -o "$T/d/" -- luajit alloc.lua > /dev/null 2> "$T/err"
+	set -- "$T"/d/*.bin
+	[ "$#" -eq 1 ]
+	grep -qxF "$HEADING" "$T/err"
+	allocations "$1" | head -10 | diff - <(top "$T/err")
+	"$LMT" -o "$T/e/" -- "$BATS_TEST_DIRNAME/../build/host" -t 2 alloc.lua > /dev/null 2> "$T/err2"
+	grep -q '^  wrote [0-9]* streams in ' "$T/err2"
+	! grep -qF "$HEADING" "$T/err2"
+}
