@@ -433,6 +433,7 @@ struct lmt_stats {
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space
  * (windows of target structures; too big for the BPF stack). */
 #define LMT_WIN 128
+#define LMT_SHINT 4 /* bpf/trace.h: traces whose last return is kept */
 #define LMT_STKW 64 /* words of user stack searched for a return address
 		     * into a trace's machine code (bpf/trace.h) */
 #define LMT_GWIN 464 /* GG_State from the main lua_State's base field
@@ -448,8 +449,10 @@ struct lmt_percpu {
 	 * those of the entry above */
 	__u64 tpgd, tv, tk, tw[4];
 	__u8 wide[4];  /* per event kind: its last one needed a frame */
-	__u32 sdep;    /* bpf/trace.h: 1 + the depth of the last return found, */
-	__u64 sret;    /* for the return address at sp it was found under */
+	__u8 pad[4];
+	/* bpf/trace.h: where the last return into a trace's code was
+	 * found, for that code, in those page tables; by the code's hash */
+	__u64 sh[LMT_SHINT][3];
 	__u8 gw[LMT_GWIN]; /* GG_State: main lua_State and global_State */
 	__u8 w[LMT_WIN];  /* lua_State / GCfunc */
 	__u8 pw[LMT_WIN]; /* GCproto */

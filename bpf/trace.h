@@ -8,23 +8,33 @@
 #ifndef LMT_BPF_TRACE_H
 #define LMT_BPF_TRACE_H
 
-/* Where the last search found it (t->sdep, t->sret): a hot trace
- * allocates again and again through the same C frames, so a call whose
- * return address at sp is the last one's finds it at the same depth. It
- * can answer other than the search only if a word nearer sp is in the
- * trace's code too, which the search would take: a stale word in a C
- * frame, no surer an answer. The offset, or -1. */
+/* Where the last search found it: a trace's calls into C all push their
+ * return address at one place, the trace's stack pointer less 8 (its
+ * frame is fixed while it runs), whatever C frames lie below. So the
+ * word where the last search found the return into this trace's code
+ * (t->sh, an entry for each of a few traces by their code's address: a
+ * request's traces take turns) is tried first, if it lies in the words
+ * the search would read. It can answer other than the search only if a
+ * word nearer sp is in the trace's code too, which the search would
+ * take: a stale word in a C frame (no surer an answer), or the return of
+ * the same trace run again inside an FFI callback it called (the hint
+ * then gives the outer run's). The offset, or -1. */
+static __always_inline __u64 *dr_hint_of(struct lmt_percpu *t, __u64 mc)
+{
+	return t->sh[(mc * LMT_HASH_K) >> 62 & (LMT_SHINT - 1)];
+}
+
 static __always_inline long dr_trace_hint(struct lmt_percpu *t, __u64 pgd, __u64 sp,
 					  __u64 mc, __u64 sz)
 {
-	__u64 h = t->sdep, d, v;
+	__u64 *h = dr_hint_of(t, mc), a = h[0], d, v;
 
-	if (!h || h > LMT_STKW || (sp & 4095) + h * 8 > 4096)
+	if (h[1] != mc || h[2] != pgd || a < sp || a - sp >= LMT_STKW * 8)
 		return -1;
-	d = dr_addr(t, pgd, sp, h * 8);
-	if (!d || kld(d) != t->sret)
+	d = dr_addr(t, pgd, a, 8);
+	if (!d)
 		return -1;
-	v = kld(d + (h - 1) * 8);
+	v = kld(d);
 	return v - mc < sz && dr_same(t) ? (long)(v - mc) : -1;
 }
 
@@ -35,7 +45,7 @@ static __always_inline long dr_trace_hint(struct lmt_percpu *t, __u64 pgd, __u64
 __noinline long dr_trace_ret(struct lmt_percpu *t, __u64 pgd, __u64 sp,
 			     __u64 mc, __u64 sz)
 {
-	__u64 n, a, d = 0, v, top = 0;
+	__u64 n, a, d = 0, v;
 	long r;
 
 	if (!t)
@@ -57,13 +67,14 @@ __noinline long dr_trace_ret(struct lmt_percpu *t, __u64 pgd, __u64 sp,
 			d -= a;
 		}
 		v = kld(a + d);
-		if (i == 0)
-			top = v;
 		if (v - mc < sz) {
 			if (!dr_same(t))
 				return -2;
-			t->sdep = (__u32)i + 1;
-			t->sret = top;
+			__u64 *h = dr_hint_of(t, mc);
+
+			h[0] = a;
+			h[1] = mc;
+			h[2] = pgd;
 			return (long)(v - mc);
 		}
 	}

@@ -26,6 +26,8 @@ static __u64 kld(__u64 a)
 #include "check.h"
 
 #define PG 4096ULL
+/* bpf/trace.h's hint for the trace whose machine code is at mc */
+#define SH(t, mc) ((t).sh[((mc) * LMT_HASH_K) >> 62 & (LMT_SHINT - 1)])
 #define NPG 8
 #define E_PU (DR_P | DR_U | 2ULL) /* present, user, writable */
 #define NX (1ULL << 63)
@@ -130,11 +132,11 @@ int main(void)
 	      !dr_addr(&t, pgd, 0xffff888000000000ULL, 8));
 
 	/* dr_trace_ret: the return address into the trace's machine code
-	 * nearest sp; then first where the last one was, for a call from
-	 * the same place (the word at sp). The stack: page 9 (frame 5) and
-	 * page 10 (frame 6) of the PTE table. */
+	 * nearest sp; then first where the last one was, whatever the C
+	 * frames below it (the trace pushes every call's return at one
+	 * place). The stack: page 9 (frame 5) and page 10 (frame 6). */
 	{
-		const __u64 mc = 0x7000000, sz = 0x1000, caller = 0x401234;
+		const __u64 mc = 0x7000000, sz = 0x1000;
 		const __u64 sp = va_of(0xfe, 3, 7, 9, 0x100);
 		__u64 *s = &mem[5][0x100 / 8];
 		int full;
@@ -142,7 +144,7 @@ int main(void)
 		mem[3][10] = 6 * PG | E_PU;
 		memset(&t, 0, sizeof(t));
 		memset(mem[5], 0x11, PG);
-		s[0] = caller;
+		memset(mem[6], 0x11, PG);
 		s[3] = mc + sz; /* just past the code: not it */
 		s[11] = mc + 0x40;
 		s[12] = mc + 0x80;
@@ -150,42 +152,71 @@ int main(void)
 		CHECK("trace_ret: the nearest return into the code",
 		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x40);
 		full = loads;
-		CHECK("trace_ret: its depth kept, with the word at sp",
-		      t.sdep == 12 && t.sret == caller);
+		CHECK("trace_ret: where it was found kept, for the code and the tables",
+		      SH(t, mc)[0] == sp + 88 && SH(t, mc)[1] == mc && SH(t, mc)[2] == pgd);
 		t.tpgd = 0; /* a new run walks again */
 		loads = 0;
-		CHECK("trace_ret: again from the same place: the same offset",
+		CHECK("trace_ret: again: the same offset",
 		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x40);
-		CHECK("trace_ret: ... at its depth: a walk, two words, the check",
-		      loads == 4 + 2 + 2 && loads < full);
+		CHECK("trace_ret: ... from one word: a walk, the word, the check",
+		      loads == 4 + 1 + 2 && loads < full);
+		t.tpgd = 0;
+		loads = 0;
+		CHECK("trace_ret: through deeper C frames (sp lower): taken at once",
+		      dr_trace_ret(&t, pgd, sp - 40, mc, sz) == 0x40 && loads == 7);
 		s[11] = 0x11;
 		t.tpgd = 0;
 		CHECK("trace_ret: not there any more: searched",
-		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x80 && t.sdep == 13);
-		s[0] = caller + 8;
-		s[5] = mc + 0x20;
+		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x80 && SH(t, mc)[0] == sp + 96);
 		t.tpgd = 0;
-		CHECK("trace_ret: a call from elsewhere: searched, the nearer one",
-		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x20 && t.sdep == 6 &&
-		      t.sret == caller + 8);
+		CHECK("trace_ret: sp above where it was: searched",
+		      dr_trace_ret(&t, pgd, sp + 104, mc, sz) == -1 && SH(t, mc)[0] == sp + 96);
+		t.tpgd = 0;
+		CHECK("trace_ret: where it was beyond the words searched: not taken "
+		      "(the search meets the page below, not mapped)",
+		      dr_trace_ret(&t, pgd, sp + 96 - LMT_STKW * 8, mc, sz) == -2);
 		t.tpgd = 0;
 		CHECK("trace_ret: another trace's code: none",
 		      dr_trace_ret(&t, pgd, sp, mc + 2 * sz, sz) == -1);
+		t.tpgd = 0;
+		CHECK("trace_ret: other page tables: searched, their own kept",
+		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x80 && SH(t, mc)[2] == pgd &&
+		      (SH(t, mc)[2] = pgd + 8, t.tpgd = 0, loads = 0,
+		       dr_trace_ret(&t, pgd, sp, mc, sz) == 0x80 && loads > 7));
+		/* Two traces in turn each keep their own. */
+		{
+			__u64 mc2 = mc + 4 * sz;
+
+			while (SH(t, mc2) == SH(t, mc))
+				mc2 += 4 * sz;
+			s[5] = mc2 + 0x10;
+			t.tpgd = 0;
+			CHECK("trace_ret: a second trace's return, searched",
+			      dr_trace_ret(&t, pgd, sp, mc2, sz) == 0x10 &&
+			      SH(t, mc2)[0] == sp + 40);
+			t.tpgd = 0;
+			loads = 0;
+			CHECK("trace_ret: the first trace's still taken at once",
+			      dr_trace_ret(&t, pgd, sp - 8, mc, sz) == 0x80 && loads == 7);
+			t.tpgd = 0;
+			loads = 0;
+			CHECK("trace_ret: and the second's",
+			      dr_trace_ret(&t, pgd, sp, mc2, sz) == 0x10 && loads == 7);
+			s[5] = 0x11;
+		}
 		/* Across the page's end: words on the next page. */
 		{
 			const __u64 sp2 = va_of(0xfe, 3, 7, 9, PG - 16);
 
-			mem[5][PG / 8 - 2] = caller;
-			mem[5][PG / 8 - 1] = 0x11;
-			mem[6][0] = 0x11;
 			mem[6][1] = mc + 0x99;
 			t.tpgd = 0;
 			CHECK("trace_ret: on the next page",
-			      dr_trace_ret(&t, pgd, sp2, mc, sz) == 0x99 && t.sdep == 4);
+			      dr_trace_ret(&t, pgd, sp2, mc, sz) == 0x99 &&
+			      SH(t, mc)[0] == va_of(0xfe, 3, 7, 10, 8));
 			t.tpgd = 0;
 			loads = 0;
-			CHECK("trace_ret: a depth past sp's page is searched, not taken first",
-			      dr_trace_ret(&t, pgd, sp2, mc, sz) == 0x99 && loads > 8);
+			CHECK("trace_ret: on the next page again: from its one word",
+			      dr_trace_ret(&t, pgd, sp2, mc, sz) == 0x99 && loads == 7);
 			mem[3][10] = 0;
 			t.tpgd = 0;
 			CHECK("trace_ret: the next page not mapped: cannot tell",
