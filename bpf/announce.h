@@ -307,12 +307,6 @@ static __always_inline int see_trace(struct ctx *c, const struct lmt_vm *vm,
 	T = gcref(lay, T);
 	if (!T)
 		return -1;
-	/* The GCtrace known under this number, or a new trace in its place. */
-	known = bpf_map_lookup_elem(&traces, &tk);
-	if (known && known->T == T) {
-		*ti = *known;
-		goto cache;
-	}
 	/* startpt, startpc, ..., szmcode, mcode (lmt_windows_fit). */
 	if (rd(c, tw, LMT_TWIN, T + lay->T_startpt))
 		return -1;
@@ -321,6 +315,13 @@ static __always_inline int see_trace(struct ctx *c, const struct lmt_vm *vm,
 	ti->T = T;
 	ti->szmcode = *(__u32 *)((__u8 *)tw + ((lay->T_szmcode - lay->T_startpt) & (LMT_TWIN - 4)));
 	ti->mcode = *(__u64 *)((__u8 *)tw + ((lay->T_mcode - lay->T_startpt) & (LMT_TWIN - 8)));
+	/* The GCtrace known under this number, or a new trace in its place:
+	 * another GCtrace, or (its old one freed unseen, --duty's probes
+	 * off, and its block taken again) other machine code. */
+	known = bpf_map_lookup_elem(&traces, &tk);
+	if (known && known->T == T && known->mcode == ti->mcode &&
+	    known->szmcode == ti->szmcode)
+		goto cache;
 	/* The start line: the trace's first bytecode, i.e. the instruction
 	 * at startpc, so ask for the line "before" startpc + 1. */
 	see_proto(c, vm, pt);
