@@ -433,7 +433,8 @@ struct lmt_stats {
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space
  * (windows of target structures; too big for the BPF stack). */
 #define LMT_WIN 128
-#define LMT_SHINT 4 /* bpf/trace.h: traces whose last return is kept */
+#define LMT_SHINT_BITS 2 /* bpf/trace.h: 2^N traces' last returns kept */
+#define LMT_SHINT (1 << LMT_SHINT_BITS)
 #define LMT_STKW 64 /* words of user stack searched for a return address
 		     * into a trace's machine code (bpf/trace.h) */
 #define LMT_GWIN 464 /* GG_State from the main lua_State's base field

@@ -8,20 +8,22 @@
 #ifndef LMT_BPF_TRACE_H
 #define LMT_BPF_TRACE_H
 
-/* Where the last search found it: a trace's calls into C all push their
- * return address at one place, the trace's stack pointer less 8 (its
- * frame is fixed while it runs), whatever C frames lie below. So the
+/* Where the last search found it. A trace's calls into C all push their
+ * return at one place: its frame is fixed while it runs, below the C
+ * frame it was entered from (cur_L->cframe less the VM's 16 bytes and
+ * the trace's spadjust), whatever C frames lie below the call. So the
  * word where the last search found the return into this trace's code
  * (t->sh, an entry for each of a few traces by their code's address: a
  * request's traces take turns) is tried first, if it lies in the words
- * the search would read. It can answer other than the search only if a
- * word nearer sp is in the trace's code too, which the search would
- * take: a stale word in a C frame (no surer an answer), or the return of
- * the same trace run again inside an FFI callback it called (the hint
- * then gives the outer run's). The offset, or -1. */
+ * the search would read. It answers other than the search only where a
+ * word nearer sp is in the trace's code too: a stale word in a C frame
+ * (no surer an answer), or, with the trace entered this time from a
+ * deeper C frame (a coroutine's, a C caller's), this run's own return,
+ * below a word left in the old place that was not overwritten since (the
+ * exit stubs' push and the VM's frames write there). The offset, or -1. */
 static __always_inline __u64 *dr_hint_of(struct lmt_percpu *t, __u64 mc)
 {
-	return t->sh[(mc * LMT_HASH_K) >> 62 & (LMT_SHINT - 1)];
+	return t->sh[(mc * LMT_HASH_K) >> (64 - LMT_SHINT_BITS)];
 }
 
 static __always_inline long dr_trace_hint(struct lmt_percpu *t, __u64 pgd, __u64 sp,

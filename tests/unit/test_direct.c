@@ -27,7 +27,7 @@ static __u64 kld(__u64 a)
 
 #define PG 4096ULL
 /* bpf/trace.h's hint for the trace whose machine code is at mc */
-#define SH(t, mc) ((t).sh[((mc) * LMT_HASH_K) >> 62 & (LMT_SHINT - 1)])
+#define SH(t, mc) dr_hint_of(&(t), (mc))
 #define NPG 8
 #define E_PU (DR_P | DR_U | 2ULL) /* present, user, writable */
 #define NX (1ULL << 63)
