@@ -121,11 +121,9 @@ static void event_now(void *ctx, const struct mp_event *e, uint32_t sid)
 		mpw_event(&o->w, e);
 	if (o->sk)
 		skw_event(o->sk, sid);
-	if (!o->tally)
-		;
-	else if (o->stk)
+	if (o->tally && o->stk)
 		report_events_stk(o->rep, e, &sid, 1);
-	else
+	else if (o->tally)
 		report_event(o->rep, e);
 	o->n[e->kind & 3]++;
 	if (e->kind & MP_ALLOC)
