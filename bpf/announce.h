@@ -103,8 +103,8 @@ struct {
  * numbers. Every new trace's GCtrace is allocated by the assembler
  * (lj_trace_alloc, in vmstate ASM), so such an allocation bumps trgen,
  * which every slot's check word covers: the next event of each trace
- * reads J->trace again, and a GCtrace other than the one known is a new
- * trace, announced. So does an allocation whose vmstate could not be
+ * reads J->trace again, and a GCtrace other than the one known, or with
+ * other machine code (see_trace), is a new trace, announced. So does an allocation whose vmstate could not be
  * read, and user space as a --duty window opens (the probes were off). */
 #define TRC_BITS 10
 #define TRC_N (1 << TRC_BITS)
