@@ -99,9 +99,13 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 		return 0;
 	ev.osize = ev.kind == LMT_ALLOC ? 0 : osize;
 	q.got = 0;
-	fn_forget(&c, ptr);
-	attribute(&c, vm, ptr, &ev, kst, &q);
-	obj_freed(&c, vm, &ev);
+	if (no_attr) {
+		charge_internal(&ev);
+	} else {
+		fn_forget(&c, ptr);
+		attribute(&c, vm, ptr, &ev, kst, &q);
+		obj_freed(&c, vm, &ev);
+	}
 	/* --stacks: stack_send walks the stack and sends the event. */
 	if (stk && ev.src != LMT_SRC_INTERNAL) {
 		struct stk *s = stk_get();

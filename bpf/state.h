@@ -29,6 +29,10 @@ const volatile __u8 follow = 0;
 const volatile __u8 all_procs = 0;
 /* --jit=trace: compiled code charged to its trace, as in-VM (bpf/trace.h). */
 const volatile __u8 jit_trace = 0;
+/* --floor=events: every event sent, each charged to the VM with no read
+ * of the target (benchmark: the event path's own cost, the reads'
+ * left out). Off, the verifier drops it. */
+const volatile __u8 no_attr = 0;
 /* --stacks: frames per stack at most (bpf/stack.h); 0: no stacks. */
 const volatile __u32 stack_depth = 0;
 /* --no-loss: a process whose events find the ring over half full waits,

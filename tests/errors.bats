@@ -125,6 +125,15 @@ one_line() {
 	run "$LMT" --ab --floor -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
 	[ "$output" = "luamemtrace: --ab already alternates with the floor: not with --floor (luamemtrace --help)" ]
+	run "$LMT" --ab --floor=events -p 1 -o "$T/x.bin"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: --ab already alternates with the floor: not with --floor (luamemtrace --help)" ]
+	run "$LMT" --floor=ev -p 1 -o "$T/x.bin"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: bad --floor=ev (--floor, or --floor=events) (luamemtrace --help)" ]
+	run "$LMT" --floor=events --stacks -p 1 -o "$T/x.bin"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: --floor=events reads no stacks: not with --stacks (luamemtrace --help)" ]
 }
 
 @test "a command that does not exist" {

@@ -26,6 +26,26 @@ setup() {
 	count_is REALLOCATIONS @alloc.lua:5 "$T/a.txt" "9"
 }
 
+@test "--floor=events: the same events as a full trace, every one charged to the VM (INTERNAL), no read of the target" {
+	cd "$LUA_DIR"
+	"$LMT" -q -o "$T/a.bin" -- luajit alloc.lua > /dev/null
+	run "$LMT" -q --floor=events -o "$T/e.bin" -- luajit alloc.lua
+	[ "$status" -eq 0 ]
+	[ "$output" = "alloc.lua done" ]
+	"$LMT" report "$T/a.bin" > "$T/a.txt"
+	"$LMT" report "$T/e.bin" > "$T/e.txt"
+	[ "$(totals "$T/e.txt")" = "$(totals "$T/a.txt")" ]
+	[ "$(totals "$T/a.txt")" != "0 0 0" ]
+	# one group a section, the VM's, and a full trace charges lines
+	[ "$(grep -c ' events'$'\t' "$T/e.txt")" -eq 3 ]
+	[ "$(grep ' events'$'\t' "$T/e.txt" | grep -vc '^INTERNAL: ')" -eq 0 ]
+	count_is ALLOCATIONS @alloc.lua:4 "$T/a.txt" "1,1000"
+	# no read of the target, no prototype announced
+	"$LMT" --floor=events -o "$T/s.bin" -- luajit alloc.lua > /dev/null 2> "$T/err"
+	grep -q '^  cost:    0.0 target memory reads per event' "$T/err"
+	grep -q '^  symbols: 0 prototypes, 0 traces' "$T/err"
+}
+
 @test "reads through the page tables (-v says where the direct map is), the same report as through the helper (LMT_NO_DIRECT=1), JIT on and in coroutines too" {
 	cd "$LUA_DIR"
 	"$LMT" -v -o "$T/d.bin" -- luajit alloc.lua > /dev/null 2> "$T/d.err"

@@ -348,6 +348,7 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->jit_trace = (uint8_t)o->jit_trace;
 	t->skel->rodata->stack_depth = o->stacks;
 	t->skel->rodata->no_loss = (uint8_t)o->no_loss;
+	t->skel->rodata->no_attr = (uint8_t)o->floor_events;
 	direct_config(t);
 	{
 		const char *crowd = getenv("LMT_TEST_PEND_CROWD");

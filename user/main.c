@@ -63,7 +63,9 @@ static const char usage[] =
 	"      --variant NAME     use only this layout variant (see --list-variants)\n"
 	"      --list-variants    print the LuaJIT layouts luamemtrace knows\n"
 	"      --probes MODE      auto (default), single or entry: where to probe\n"
-	"      --floor            attach do-nothing programs (benchmark floor)\n"
+	"      --floor[=events]   attach do-nothing programs (benchmark floor); events:\n"
+	"                         send every event, charged to the VM without a read\n"
+	"                         of the target (the floor of the event path)\n"
 	"      --ab               benchmark: each allocation of " STR(LMT_AB_MARK) " bytes (the\n"
 	"                         array of table.new(99991, 0)) switches between\n"
 	"                         doing nothing and tracing (the first one: nothing)\n"
@@ -198,7 +200,7 @@ int main(int argc, char **argv)
 		{ "variant", required_argument, NULL, OPT_VARIANT },
 		{ "list-variants", no_argument, NULL, OPT_LIST },
 		{ "probes", required_argument, NULL, OPT_PROBES },
-		{ "floor", no_argument, NULL, OPT_FLOOR },
+		{ "floor", optional_argument, NULL, OPT_FLOOR },
 		{ "ab", no_argument, NULL, OPT_AB },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -305,7 +307,13 @@ int main(int argc, char **argv)
 						 optarg);
 			break;
 		case OPT_FLOOR:
-			o.floor = 1;
+			if (!optarg)
+				o.floor = 1;
+			else if (!strcmp(optarg, "events"))
+				o.floor_events = 1;
+			else
+				return bad_usage("bad --floor=%s (--floor, or --floor=events)",
+						 optarg);
 			break;
 		case OPT_AB:
 			o.ab = 1;
@@ -347,8 +355,11 @@ int main(int argc, char **argv)
 	if (o.strict && !o.cmd)
 		return bad_usage("%s", "--strict is for -- COMMAND (with -p, loss "
 				       "is exit 3 already)");
-	if (o.ab && o.floor)
+	if (o.ab && (o.floor || o.floor_events))
 		return bad_usage("%s", "--ab already alternates with the floor: "
 				       "not with --floor");
+	if (o.floor_events && o.stacks)
+		return bad_usage("%s", "--floor=events reads no stacks: not with "
+				       "--stacks");
 	return trace_run(&o);
 }
