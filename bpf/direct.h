@@ -137,14 +137,29 @@ __noinline __u64 dr_addr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
 }
 
 #ifndef LMT_DR_HOST
+/* The current task, asked once per program run (struct ctx): its process
+ * and its page tables come from it by loads, so a run pays one helper
+ * call for both (docs/costs.md). */
+static __always_inline __u64 cur_task(struct ctx *c)
+{
+	if (!c->task)
+		c->task = bpf_get_current_task();
+	return c->task;
+}
+
+/* The current process, bpf_get_current_pid_tgid() >> 32. */
+static __always_inline __u32 cur_tgid(struct ctx *c)
+{
+	return (__u32)kld(cur_task(c) + bpf_core_field_offset(struct task_struct, tgid));
+}
+
 /* The current task's PGD, once per program run (struct ctx). */
 static __always_inline __u64 dr_pgd(struct ctx *c)
 {
 	__u64 mm;
 
 	if (!c->pgd) {
-		mm = kld(bpf_get_current_task() +
-			 bpf_core_field_offset(struct task_struct, mm));
+		mm = kld(cur_task(c) + bpf_core_field_offset(struct task_struct, mm));
 		if (mm)
 			c->pgd = kld(mm + bpf_core_field_offset(struct mm_struct, pgd));
 	}

@@ -163,10 +163,10 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 {
 	struct ctx c = { .regs = ctx };
 	struct lmt_ev ev;
-	__u64 ud;
+	__u64 ud, where;
 
-	if ((ab && ab_floor) || ctx_open(&c, ctx) || unpark(&c, ret, &ev, &ud) ||
-	    !vm_of(&c, ud))
+	if ((ab && ab_floor) || ctx_open(&c, ctx) || unpark(&c, ret, &ev, &ud, &where) ||
+	    !vm_again(&c, ud, where))
 		return 0;
 	send(&c, &ev);
 	return 0;

@@ -28,7 +28,7 @@
 #define PEND_N (1 << PEND_BITS)
 #define PEND_SALT 0x70656e64696e6721ULL
 #define PEND_BUSY 1
-#define PEND_W 9 /* words under chk */
+#define PEND_W 10 /* words under chk */
 
 struct pend {
 	__u64 thr; /* the thread's pt_regs address */
@@ -37,6 +37,7 @@ struct pend {
 	__u64 hdr; /* the event's first word: kind, src, flags, line */
 	__u64 loc, oaddr, osize, nsize;
 	__u64 stk;
+	__u64 where; /* where the entry found the VM (vm_where) */
 	__u64 chk;
 };
 
@@ -125,6 +126,7 @@ static __always_inline void park(struct ctx *c, __u64 ud, const struct lmt_ev *e
 	w[6] = ev->osize;
 	w[7] = ev->nsize;
 	w[8] = ev->stk;
+	w[9] = vm_where(c);
 	p = pend_of(w[0], 0);
 	if (!p) {
 		c->st->missed++; /* cannot be: counted all the same */
@@ -156,10 +158,10 @@ static __always_inline void park(struct ctx *c, __u64 ud, const struct lmt_ev *e
 }
 
 /* The return of this thread's parked allocation: its event, completed
- * with the new address. 0, or -1 if the entry is not this call's (a free's
+ * with the new address, its ud and where its entry found its VM. 0, or -1 if the entry is not this call's (a free's
  * return, one probe for all calls, finds none; another thread took it). */
 static __always_inline int unpark(struct ctx *c, __u64 ret, struct lmt_ev *ev,
-				  __u64 *ud)
+				  __u64 *ud, __u64 *where)
 {
 	__u64 w[PEND_W], thr = thr_of(c->regs, c->pc), chk;
 	struct pend *p = pend_of(thr, 0);
@@ -185,6 +187,7 @@ static __always_inline int unpark(struct ctx *c, __u64 ret, struct lmt_ev *ev,
 	ev->nsize = w[7];
 	ev->stk = w[8];
 	*ud = w[2];
+	*where = w[9];
 	return 0;
 }
 

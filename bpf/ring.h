@@ -160,6 +160,18 @@ static __always_inline struct lmt_slot *slot_find(__u32 tgid, __u64 ud, __u32 *s
 	return sl && sl->ud == ud && sl->tgid == tgid ? sl : NULL;
 }
 
+/* The VM in slot sl, found for this run (c->si, c->tgid set). */
+static __always_inline const struct lmt_vm *vm_in(struct ctx *c, struct lmt_slot *sl)
+{
+	if (!nobatch)
+		c->sl = sl;
+	else /* No batching: what is batched goes first. */
+		flush_slot(c, sl);
+	c->slotted = 1;
+	c->vmid = sl->vm.id;
+	return &sl->vm;
+}
+
 /* The VM of ud in this process: in its slot (c->sl set while batching),
  * or in vms. Its ud's slot names the process unless it is shared. */
 static __always_inline const struct lmt_vm *vm_of(struct ctx *c, __u64 ud)
@@ -172,7 +184,7 @@ static __always_inline const struct lmt_vm *vm_of(struct ctx *c, __u64 ud)
 	if (sl && sl->live && sl->ud == ud) {
 		c->tgid = sl->tgid;
 		if (sl->shared) {
-			c->tgid = bpf_get_current_pid_tgid() >> 32;
+			c->tgid = cur_tgid(c);
 			if (c->tgid != sl->tgid) {
 				c->si = lmt_slot2_of(c->tgid, ud);
 				sl = bpf_map_lookup_elem(&slots, &c->si);
@@ -181,14 +193,9 @@ static __always_inline const struct lmt_vm *vm_of(struct ctx *c, __u64 ud)
 					goto map;
 			}
 		}
-		if (!nobatch)
-			c->sl = sl;
-		else /* No batching: what is batched goes first. */
-			flush_slot(c, sl);
-		c->vmid = sl->vm.id;
-		return &sl->vm;
+		return vm_in(c, sl);
 	}
-	c->tgid = bpf_get_current_pid_tgid() >> 32;
+	c->tgid = cur_tgid(c);
 map:
 	{
 		struct lmt_vm_key k = { .tgid = c->tgid, .ud = ud };
@@ -201,6 +208,34 @@ map:
 		c->vmid = vm->id;
 		return vm;
 	}
+}
+
+/* Where vm_of found the run's VM, as one word for struct pend: its
+ * process, its slot and a bit saying it had one. */
+static __always_inline __u64 vm_where(const struct ctx *c)
+{
+	return c->slotted ? c->tgid | (__u64)c->si << 32 | 1ULL << 40 : 0;
+}
+
+/* ud's VM again, for a return of the thread whose entry found it at
+ * where (vm_where): in that slot if it still holds ud's VM for that
+ * process (the same thread, so the same process), without vm_of's
+ * search or its helper call where a ud is shared (nginx's workers);
+ * else vm_of's. */
+static __always_inline const struct lmt_vm *vm_again(struct ctx *c, __u64 ud,
+						     __u64 where)
+{
+	struct lmt_slot *sl;
+	__u32 si = (__u32)(where >> 32) & (LMT_NSLOT - 1);
+
+	if (!(where >> 40))
+		return vm_of(c, ud);
+	sl = bpf_map_lookup_elem(&slots, &si);
+	if (!sl || !sl->live || sl->ud != ud || sl->tgid != (__u32)where)
+		return vm_of(c, ud);
+	c->si = si;
+	c->tgid = (__u32)where;
+	return vm_in(c, sl);
 }
 
 /* --no-loss: processes stopped for the ring's sake, until user space has

@@ -81,11 +81,13 @@ struct ctx {
 	struct lmt_percpu *pc;
 	struct lmt_slot *sl; /* the VM's slot, if it has one */
 	__u32 si;            /* its index */
+	__u8 slotted;        /* the VM was found in slot si (vm_of) */
 	__u32 tgid;
 	__u32 vmid;          /* the VM's id (struct lmt_vm) */
 	__u32 reads;
 	__u32 direct;        /* of them, read directly (bpf/direct.h) */
 	__u64 pgd;           /* the task's page tables (bpf/direct.h) */
+	__u64 task;          /* the current task, once asked (cur_task) */
 };
 
 /* The run's context: the per-CPU value; -1 when tracing is off. */
