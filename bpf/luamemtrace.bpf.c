@@ -165,8 +165,8 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 	struct lmt_ev ev;
 	__u64 ud, where;
 
-	if ((ab && ab_floor) || ctx_open(&c, ctx) || unpark(&c, ret, &ev, &ud, &where) ||
-	    !vm_again(&c, ud, where))
+	if ((ab && ab_floor) || ctx_open(&c, ctx) ||
+	    unpark(&c, ret, &ev, &ud, &where) || !vm_again(&c, ud, where))
 		return 0;
 	send(&c, &ev);
 	return 0;

@@ -158,8 +158,9 @@ static __always_inline void park(struct ctx *c, __u64 ud, const struct lmt_ev *e
 }
 
 /* The return of this thread's parked allocation: its event, completed
- * with the new address, its ud and where its entry found its VM. 0, or -1 if the entry is not this call's (a free's
- * return, one probe for all calls, finds none; another thread took it). */
+ * with the new address, its ud and where its entry found its VM. 0, or
+ * -1 if the entry is not this call's (a free's return, one probe for all
+ * calls, finds none; another thread took it). */
 static __always_inline int unpark(struct ctx *c, __u64 ret, struct lmt_ev *ev,
 				  __u64 *ud, __u64 *where)
 {

@@ -211,17 +211,21 @@ map:
 }
 
 /* Where vm_of found the run's VM, as one word for struct pend: its
- * process, its slot and a bit saying it had one. */
+ * process, its slot (8 bits) and a bit saying it had one. */
+_Static_assert(LMT_NSLOT <= 256, "vm_where keeps a slot in 8 bits");
 static __always_inline __u64 vm_where(const struct ctx *c)
 {
 	return c->slotted ? c->tgid | (__u64)c->si << 32 | 1ULL << 40 : 0;
 }
 
-/* ud's VM again, for a return of the thread whose entry found it at
- * where (vm_where): in that slot if it still holds ud's VM for that
- * process (the same thread, so the same process), without vm_of's
- * search or its helper call where a ud is shared (nginx's workers);
- * else vm_of's. */
+/* ud's VM again, for the return of an allocation whose entry found it
+ * at where (vm_where): in that slot if it still holds ud's VM for that
+ * process, without vm_of's search or its task's load where a ud is
+ * shared (nginx's workers); else vm_of's. The entry was this thread's
+ * (struct pend: its pt_regs and sp), so its process; only a thread that
+ * died inside the allocator, whose kernel stack a new thread of another
+ * process took, could give another process's, and its return never came
+ * (counted missed). */
 static __always_inline const struct lmt_vm *vm_again(struct ctx *c, __u64 ud,
 						     __u64 where)
 {

@@ -130,10 +130,13 @@ one_line() {
 	[ "$output" = "luamemtrace: --ab already alternates with the floor: not with --floor (luamemtrace --help)" ]
 	run "$LMT" --floor=ev -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
-	[ "$output" = "luamemtrace: bad --floor=ev (--floor, or --floor=events) (luamemtrace --help)" ]
-	run "$LMT" --floor=events --stacks -p 1 -o "$T/x.bin"
+	[ "$output" = "luamemtrace: bad --floor 'ev' (give --floor, or --floor=events) (luamemtrace --help)" ]
+	run "$LMT" --floor= -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
-	[ "$output" = "luamemtrace: --floor=events reads no stacks: not with --stacks (luamemtrace --help)" ]
+	[ "$output" = "luamemtrace: bad --floor '' (give --floor, or --floor=events) (luamemtrace --help)" ]
+	run "$LMT" --floor=events --stack-depth 4 -p 1 -o "$T/x.bin"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: --floor=events reads no stacks: not with --stacks or --stack-depth (luamemtrace --help)" ]
 }
 
 @test "a command that does not exist" {

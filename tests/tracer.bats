@@ -44,6 +44,7 @@ setup() {
 	"$LMT" --floor=events -o "$T/s.bin" -- luajit alloc.lua > /dev/null 2> "$T/err"
 	grep -q '^  cost:    0.0 target memory reads per event' "$T/err"
 	grep -q '^  symbols: 0 prototypes, 0 traces' "$T/err"
+	grep -qx '  floor:   --floor=events: every event charged to the VM, none attributed (a benchmark)' "$T/err"
 }
 
 @test "reads through the page tables (-v says where the direct map is), the same report as through the helper (LMT_NO_DIRECT=1), JIT on and in coroutines too" {

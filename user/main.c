@@ -307,13 +307,12 @@ int main(int argc, char **argv)
 						 optarg);
 			break;
 		case OPT_FLOOR:
-			if (!optarg)
-				o.floor = 1;
-			else if (!strcmp(optarg, "events"))
-				o.floor_events = 1;
-			else
-				return bad_usage("bad --floor=%s (--floor, or --floor=events)",
-						 optarg);
+			/* the last one given counts */
+			o.floor = !optarg;
+			o.floor_events = optarg && !strcmp(optarg, "events");
+			if (optarg && !o.floor_events)
+				return bad_usage("bad --floor '%s' (give --floor, or "
+						 "--floor=events)", optarg);
 			break;
 		case OPT_AB:
 			o.ab = 1;
@@ -360,6 +359,6 @@ int main(int argc, char **argv)
 				       "not with --floor");
 	if (o.floor_events && o.stacks)
 		return bad_usage("%s", "--floor=events reads no stacks: not with "
-				       "--stacks");
+				       "--stacks or --stack-depth");
 	return trace_run(&o);
 }

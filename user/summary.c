@@ -155,6 +155,9 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 	fprintf(stderr, "  events:  %" PRIu64 " (%" PRIu64 " alloc, %" PRIu64
 		" realloc, %" PRIu64 " free), %s allocated, %s freed\n",
 		evs, n[1], n[3], n[2], a, f);
+	if (t->o->floor_events)
+		fprintf(stderr, "  floor:   --floor=events: every event charged to the "
+			"VM, none attributed (a benchmark)\n");
 	if (t->o->duty > 0) {
 		/* A sample: what it saw, then the estimate of the whole run. */
 		const struct info in = { .duty = t->o->duty, .sampled = duty_sampled(t),

@@ -5,9 +5,9 @@
 # untraced, under the floor (the same probes with programs that do
 # nothing), the event path alone (--floor=events: every event sent, none
 # attributed, no read of the target) and traced, every host process
-# covered by one luamemtrace (-o DIR). Modes interleave, their order rotating, REPS rounds; ratios per
-# round, then medians. Installs nothing: `make deps` did (tests/hosts.bash
-# unpacks nginx's private LuaJIT once).
+# covered by one luamemtrace (-o DIR). Modes interleave, their order
+# rotating, REPS rounds; ratios per round, then medians. Installs nothing:
+# `make deps` did (tests/hosts.bash unpacks nginx's private LuaJIT once).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 LMT=$PWD/luamemtrace
@@ -43,7 +43,7 @@ tracer() {
 	case $1 in
 	untraced) return 0 ;;
 	floor) "$LMT" --floor -p "$2" -o "$TMP/f$RANDOM/" 2> "$TMP/terr" & ;;
-	events) "$LMT" -t 0 --floor=events -p "$2" -o "$TMP/e$RANDOM/" 2> "$TMP/terr" & ;;
+	events) rm -rf "$TMP/e"; "$LMT" -t 0 --floor=events -p "$2" -o "$TMP/e/" 2> "$TMP/terr" & ;;
 	traced) rm -rf "$TMP/d"; "$LMT" -t 0 -p "$2" -o "$TMP/d/" 2> "$TMP/terr" & ;;
 	duty) rm -rf "$TMP/du"; "$LMT" -t 0 --duty 5 -p "$2" -o "$TMP/du/" 2> "$TMP/terr" & ;;
 	esac
@@ -179,7 +179,7 @@ for r in $(seq 1 "$REPS"); do
 			TPID=$!
 			wait_for "$TMP/lerr" "tracing " ;;
 		floor) pre=("$LMT" --floor -o "$TMP/f$RANDOM/" --) ;;
-		events) pre=("$LMT" -t 0 --floor=events -o "$TMP/e$RANDOM/" --) ;;
+		events) rm -rf "$TMP/e"; pre=("$LMT" -t 0 --floor=events -o "$TMP/e/" --) ;;
 		traced) rm -rf "$TMP/d"; pre=("$LMT" -t 0 -o "$TMP/d/" --) ;;
 		one-file) pre=("$LMT" -t 0 -f -o "$TMP/one.bin" --) ;;
 		esac
