@@ -99,8 +99,9 @@ struct lmt_vm {
  * process id (one costs ~2% of the floor, measured). Processes whose VMs
  * have one ud (forked children, which have their parent's addresses;
  * twins without address randomisation) mark that slot shared: there the
- * process id is loaded from the task (cur_task), the owner keeps the slot, and the others go to
- * the slot of their process and ud (lmt_slot2_of). shared stays set.
+ * process id is loaded from the task (cur_task), the owner keeps the
+ * slot, and the others go to the slot of their process and ud
+ * (lmt_slot2_of). shared stays set.
  * A slot is claimed by a compare-and-swap of tgid from 0, by user space or
  * by BPF, filled, then marked live; BPF clears live at lua_close, and user
  * space frees it (tgid 0) once its process has exited or executed a new
