@@ -362,7 +362,7 @@ cache:
 		cw[1] = vm->id;
 		cw[2] = ti->mcode;
 		cw[3] = ti->szmcode;
-		dm_put(tc, cw, 4, salt, 0);
+		dm_put(tc, cw, 4, salt);
 	}
 	return 0;
 }

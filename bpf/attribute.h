@@ -159,7 +159,7 @@ static __always_inline int fn_get(struct ctx *c, const struct lmt_vm *vm,
 	w[1] = fi->pcf | (__u64)fi->ffid << 48 | (__u64)fi->flags << 56;
 	w[2] = meta;
 	w[3] = fi->sizebc;
-	dm_put(e, w, 4, FNC_SALT, 0);
+	dm_put(e, w, 4, FNC_SALT);
 	asm volatile("" ::: "memory");
 	*fntag_of(k) = tag;
 	return 0;
@@ -205,7 +205,7 @@ static __always_inline void pc_put(struct ctx *c, const struct lmt_vm *vm,
 	w[0] = pc;
 	w[1] = pt | (__u64)fi->flags << 56;
 	w[2] = c->tgid | (__u64)vm->id << 32;
-	dm_put(e, w, 3, PCC_SALT ^ pcgen * LMT_HASH_K, 0);
+	dm_put(e, w, 3, PCC_SALT ^ pcgen * LMT_HASH_K);
 }
 
 /* -- Charges --------------------------------------------------------------- */

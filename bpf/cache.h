@@ -2,8 +2,7 @@
  * CPUs without locks. An entry is n words and a check word over them (and
  * the cache's salt), written last; a reader loads each word once, so an
  * entry torn by two writers, or one being written, reads as a miss, never
- * a wrong answer. A zeroed entry never matches (dm_chk is never 0 or 1,
- * the values a user may give the check word for "free" and "busy").
+ * a wrong answer. A zeroed entry never matches (dm_chk is never 0).
  */
 #ifndef LMT_BPF_CACHE_H
 #define LMT_BPF_CACHE_H
@@ -17,51 +16,33 @@ static __always_inline __u64 dm_hash(__u64 x, __u64 y)
 
 /* Entry of hash h in a cache of 2^bits entries: its top bits. */
 #define dm_slot(h, bits) ((__u32)((h) >> (64 - (bits))))
-/* A second entry of hash h, from the next bits: two hashes whose first
- * entries collide rarely share their second (a two-way cache). */
-#define dm_slot2(h, bits) ((__u32)((h) >> (64 - 2 * (bits))) & ((1u << (bits)) - 1))
 
 /* The check word of n words: their xor, the last one spread by a multiply
- * (the caches' cost before they shared this: one multiply). strong: each
- * word spread by its own odd multiplier, so that words of two writers
- * cannot cancel out (struct pend, where a torn read would take another
- * thread's allocation). */
-static __always_inline __u64 dm_chk(const __u64 *w, const int n, __u64 salt,
-				    const int strong)
+ * (the caches' cost before they shared this: one multiply). */
+static __always_inline __u64 dm_chk(const __u64 *w, const int n, __u64 salt)
 {
 	__u64 c = salt ^ w[n - 1] * LMT_HASH_K;
 
 #pragma clang loop unroll(full)
 	for (int i = 0; i < n - 1; i++)
-		c ^= strong ? w[i] * (LMT_HASH_K * (2 * i + 3)) : w[i];
+		c ^= w[i];
 	return c | 2;
 }
 
-/* Loads entry e's n words into w and its check word into *chk, each
- * once: 1 if the check word holds. */
-static __always_inline int dm_load(const void *e, __u64 *w, const int n,
-				   __u64 salt, const int strong, __u64 *chk)
+/* Loads entry e's n words into w, each once: 1 if its check word holds. */
+static __always_inline int dm_get(const void *e, __u64 *w, const int n,
+				  __u64 salt)
 {
 	const volatile __u64 *v = e;
 
 #pragma clang loop unroll(full)
 	for (int i = 0; i < n; i++)
 		w[i] = v[i];
-	*chk = v[n];
-	return *chk == dm_chk(w, n, salt, strong);
-}
-
-static __always_inline int dm_get(const void *e, __u64 *w, const int n,
-				  __u64 salt)
-{
-	__u64 chk;
-
-	return dm_load(e, w, n, salt, 0, &chk);
+	return v[n] == dm_chk(w, n, salt);
 }
 
 /* Stores n words into entry e, then their check word. */
-static __always_inline void dm_put(void *e, const __u64 *w, const int n,
-				   __u64 salt, const int strong)
+static __always_inline void dm_put(void *e, const __u64 *w, const int n, __u64 salt)
 {
 	volatile __u64 *v = e;
 
@@ -69,7 +50,7 @@ static __always_inline void dm_put(void *e, const __u64 *w, const int n,
 	for (int i = 0; i < n; i++)
 		v[i] = w[i];
 	asm volatile("" ::: "memory");
-	v[n] = dm_chk(w, n, salt, strong);
+	v[n] = dm_chk(w, n, salt);
 }
 
 #endif

@@ -5,9 +5,9 @@
  * osize, nsize) where the argument registers still hold the arguments. It
  * finds the VM by ud (the programs run only in the traced process: every
  * probe is attached for its PID), charges the call by the in-VM profiler's
- * rules, and sends a free at once or parks an allocation for alloc_return,
- * which adds the new address and sends it. Prototypes and traces are
- * announced ahead of the first event that names them.
+ * rules, and sends the event at once; alloc_return writes an
+ * allocation's new address into it (bpf/await.h). Prototypes and traces
+ * are announced ahead of the first event that names them.
  *
  * The process: new VMs (lua_newstate's return), dlopen (_dl_debug_state),
  * exec and lua_close. A new VM whose allocator is not probed yet, and a
@@ -15,7 +15,7 @@
  *
  * The machinery sits in headers, one concern each: state.h, lj.h (LuaJIT's
  * ABI), read.h, cache.h, ring.h (VMs and their batches), announce.h,
- * attribute.h, pend.h, newvm.h. One compilation unit.
+ * attribute.h, await.h, newvm.h. One compilation unit.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -33,7 +33,7 @@
 #include "announce.h"
 #include "trace.h"
 #include "attribute.h"
-#include "pend.h"
+#include "await.h"
 #include "stack.h"
 #include "newvm.h"
 
@@ -42,8 +42,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* -- The allocator --------------------------------------------------------- */
 
-/* An allocator call at its entry: which VM, what is charged, then a free
- * leaves at once and an allocation waits for its return (struct pend).
+/* An allocator call at its entry: which VM, what is charged, then the
+ * event leaves; an allocation's return completes it (bpf/await.h).
  *
  * The allocator's programs are sleepable: the kernel runs a non-sleepable
  * uprobe program inside rcu_read_lock(), and a sleepable one under the
@@ -51,14 +51,20 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * (docs/costs.md). Their reads stay the non-faulting kind, so they never
  * sleep: per-CPU scratch is as safe as in a non-sleepable program. The
  * floor's programs are sleepable too, so the floor is the cheapest probe. */
-/* An attributed event goes: a free at once, an allocation parked for its
- * return; the run's reads counted. */
-static __always_inline void deliver(struct ctx *c, __u64 ud, const struct lmt_ev *ev)
+/* An attributed event goes, an allocation noted for its return; the
+ * run's reads counted. */
+static __always_inline void deliver(struct ctx *c, struct lmt_ev *ev)
 {
-	if (ev->kind == LMT_FREE)
+	__u64 mark;
+	__u32 off = 0;
+
+	if (ev->kind == LMT_FREE) {
 		send(c, ev);
-	else
-		park(c, ud, ev);
+	} else {
+		mark = await_mark(c);
+		ev->naddr = mark;
+		await_note(c, mark, send_at(c, ev, &off), off);
+	}
 	c->st->reads += c->reads;
 	c->st->direct += c->direct;
 }
@@ -80,7 +86,7 @@ __noinline int stack_send(struct pt_regs *ctx)
 	s->ev.stk = stack_of(&c, vm, s);
 	if (!s->ev.stk)
 		c.st->lost_stk++;
-	deliver(&c, s->ud, &s->ev);
+	deliver(&c, &s->ev);
 	return 0;
 }
 
@@ -95,8 +101,14 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 	const struct lmt_vm *vm;
 	struct gq q;
 
-	if (duty_off || ab_skip(nsize) || ctx_open(&c, ctx) || !(vm = vm_of(&c, ud)))
+	if (ab_skip(nsize) || ctx_open(&c, ctx))
 		return 0;
+	/* Not recorded: an allocation's return must not take an older
+	 * note for its own. */
+	if (duty_off || !(vm = vm_of(&c, ud))) {
+		await_none(&c, nsize);
+		return 0;
+	}
 	ev.osize = ev.kind == LMT_ALLOC ? 0 : osize;
 	q.got = 0;
 	if (no_attr) {
@@ -124,7 +136,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 		}
 		c.st->lost_stk++;
 	}
-	deliver(&c, ud, &ev);
+	deliver(&c, &ev);
 	return 0;
 }
 
@@ -157,18 +169,15 @@ int BPF_KPROBE(alloc_enter_stk_compat, __u64 ud, __u64 ptr, __u64 osize,
 	return enter(ctx, ud, ptr, osize, nsize, 0, 1);
 }
 
-/* An allocation's return: its parked event gets the new address. */
+/* An allocation's return: its new address into its event. */
 SEC("uretprobe.s")
 int BPF_KRETPROBE(alloc_return, __u64 ret)
 {
 	struct ctx c = { .regs = ctx };
-	struct lmt_ev ev;
-	__u64 ud, where;
 
-	if ((ab && ab_floor) || ctx_open(&c, ctx) ||
-	    unpark(&c, ret, &ev, &ud, &where) || !vm_again(&c, ud, where))
+	if ((ab && ab_floor) || ctx_open(&c, ctx))
 		return 0;
-	send(&c, &ev);
+	await_arrive(&c, ret);
 	return 0;
 }
 

@@ -144,10 +144,18 @@ struct lmt_batch {
 	__u32 pad2;
 } __attribute__((aligned(8))); /* events after it are stored by words */
 
-/* An alloc, free or realloc. The first word (kind to line) travels as one
- * (struct pend). */
+/* An alloc, free or realloc, or an allocation's return (LMT_RET).
+ *
+ * An allocation leaves at its entry, before the allocator has chosen its
+ * address: its naddr is the thread's await mark (lmt_await_mark), which
+ * its return replaces in place while the event is still in its slot's
+ * batch (bpf/await.h). Otherwise the return sends an LMT_RET event, loc
+ * its mark, naddr the address, and user space completes the allocation
+ * (user/consume.c: awaits); such an event in a batch of LMT_VM_NONE
+ * names only its process. */
+#define LMT_VM_NONE 0xffffffffu
 struct lmt_ev {
-	__u8 kind;  /* 1 alloc, 2 free, 3 realloc */
+	__u8 kind;  /* 1 alloc, 2 free, 3 realloc, 4 return */
 	__u8 src;   /* enum lmt_src */
 	__u8 flags; /* LMT_EV_* */
 	__u8 pad;
@@ -205,7 +213,17 @@ enum lmt_kind {
 	LMT_ALLOC = 1,
 	LMT_FREE = 2,
 	LMT_REALLOC = 3,
+	LMT_RET = 4, /* not a memprof event: an allocation's address */
 };
+
+/* An allocation awaiting its address (struct lmt_ev): the address of its
+ * thread's pt_regs, which names the thread for its life (the top of its
+ * kernel stack), with bit 0 set; never a user address. A thread has one
+ * allocation in flight at a time. */
+static inline int lmt_await_mark(__u64 naddr)
+{
+	return (naddr >> 63) && (naddr & 1);
+}
 
 /* Sources, same numbering as user/memprof.h enum mp_src. */
 enum lmt_src {
@@ -417,10 +435,10 @@ struct lmt_stats {
 	__u64 protos;     /* prototype records */
 	__u64 traces;     /* trace records */
 	__u64 unknown_vm; /* allocator hits with an unknown ud */
-	__u64 missed;     /* allocations whose return probe found their
-			   * entry taken (bpf/pend.h) */
-	__u64 parked;     /* allocations parked, less those completed: the
-			   * sum over CPUs is what is in flight */
+	__u64 missed;     /* user space's: allocations whose return never
+			   * came (user/consume.c: awaits) */
+	__u64 parked;     /* user space's: allocations awaiting their
+			   * return, in flight */
 	__u64 lost_vm;    /* new VMs (or dlopens) whose record found the ring
 			   * full: not traced, or C names missing */
 	__u64 stacks;     /* stack records sent (--stacks) */
@@ -446,6 +464,10 @@ struct lmt_percpu {
 	struct lmt_stats st;
 	__u64 unwoken; /* bytes this CPU submitted since it last woke the consumer */
 	__u64 spill;   /* a pointer stored and read back as a number */
+	/* bpf/await.h: the allocation this CPU last sent at its entry:
+	 * its mark, sp at its return, where it went (process, slot), its
+	 * offset in the batch and its VM */
+	__u64 await[4];
 	/* bpf/direct.h: the last page walked, for page tables tpgd: its
 	 * number, its kernel address; its entry's address and value, and
 	 * those of the entry above */

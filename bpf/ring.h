@@ -99,9 +99,10 @@ static __always_inline void unbatch(struct ctx *c)
 	bpf_loop(LMT_NSLOT, unbatch_one, c, 0);
 }
 
-/* Append the event to slot sl's batch; 0, or who holds the slot. */
+/* Append the event to slot sl's batch, at *off; 0, or who holds the
+ * slot. */
 static __always_inline __u32 append(struct ctx *c, struct lmt_slot *sl,
-				    const struct lmt_ev *ev)
+				    const struct lmt_ev *ev, __u32 *offp)
 {
 	__u32 off, holder;
 
@@ -116,12 +117,14 @@ static __always_inline __u32 append(struct ctx *c, struct lmt_slot *sl,
 	*(struct lmt_ev *)(sl->buf + off) = *ev;
 	((struct lmt_ev *)(sl->buf + off))->seq = seq_next();
 	sl->len = off + sizeof(*ev);
+	*offp = off;
 	slot_unlock(sl);
 	return 0;
 }
 
-/* The event as a record of its own: a batch of one. */
-static __always_inline void emit(struct ctx *c, const struct lmt_ev *ev)
+/* The event as a record of its own: a batch of one. 0, or -1 if lost
+ * (counted). */
+static __always_inline int emit(struct ctx *c, const struct lmt_ev *ev)
 {
 	struct {
 		struct lmt_batch h;
@@ -130,7 +133,7 @@ static __always_inline void emit(struct ctx *c, const struct lmt_ev *ev)
 
 	if (!b) {
 		c->st->lost++;
-		return;
+		return -1;
 	}
 	b->h.rec = LMT_REC_BATCH;
 	b->h.tgid = c->tgid;
@@ -142,6 +145,7 @@ static __always_inline void emit(struct ctx *c, const struct lmt_ev *ev)
 	bpf_ringbuf_submit(b, wake_flags(c, 8 + sizeof(*b)));
 	c->st->events++;
 	c->st->ev_recs++;
+	return 0;
 }
 
 /* The slot of (tgid, ud), if it has one (struct lmt_slot). */
@@ -167,7 +171,6 @@ static __always_inline const struct lmt_vm *vm_in(struct ctx *c, struct lmt_slot
 		c->sl = sl;
 	else /* No batching: what is batched goes first. */
 		flush_slot(c, sl);
-	c->slotted = 1;
 	c->vmid = sl->vm.id;
 	return &sl->vm;
 }
@@ -210,38 +213,6 @@ map:
 	}
 }
 
-/* Where vm_of found the run's VM, as one word for struct pend: its
- * process, its slot (8 bits) and a bit saying it had one. */
-_Static_assert(LMT_NSLOT <= 256, "vm_where keeps a slot in 8 bits");
-static __always_inline __u64 vm_where(const struct ctx *c)
-{
-	return c->slotted ? c->tgid | (__u64)c->si << 32 | 1ULL << 40 : 0;
-}
-
-/* ud's VM again, for the return of an allocation whose entry found it
- * at where (vm_where): in that slot if it still holds ud's VM for that
- * process, without vm_of's search or its task's load where a ud is
- * shared (nginx's workers); else vm_of's. The entry was this thread's
- * (struct pend: its pt_regs and sp), so its process; only a thread that
- * died inside the allocator, whose kernel stack a new thread of another
- * process took, could give another process's, and its return never came
- * (counted missed). */
-static __always_inline const struct lmt_vm *vm_again(struct ctx *c, __u64 ud,
-						     __u64 where)
-{
-	struct lmt_slot *sl;
-	__u32 si = (__u32)(where >> 32) & (LMT_NSLOT - 1);
-
-	if (!(where >> 40))
-		return vm_of(c, ud);
-	sl = bpf_map_lookup_elem(&slots, &si);
-	if (!sl || !sl->live || sl->ud != ud || sl->tgid != (__u32)where)
-		return vm_of(c, ud);
-	c->si = si;
-	c->tgid = (__u32)where;
-	return vm_in(c, sl);
-}
-
 /* --no-loss: processes stopped for the ring's sake, until user space has
  * drained it and continued them (it deletes their entry then). */
 struct {
@@ -268,21 +239,31 @@ static __always_inline void pressure(struct ctx *c)
 		bpf_map_delete_elem(&paused, &c->tgid);
 }
 
-/* Into the VM's batch, or a record of its own. */
-static __always_inline void send(struct ctx *c, const struct lmt_ev *ev)
+/* Where send_at put an event. */
+enum { SENT_BATCH, SENT_ALONE, SENT_LOST };
+
+/* Into the VM's batch (at *off), or a record of its own: SENT_*. */
+static __always_inline int send_at(struct ctx *c, const struct lmt_ev *ev, __u32 *off)
 {
 	__u32 holder;
 
 	pressure(c);
 	if (c->sl) {
-		holder = append(c, c->sl, ev);
+		holder = append(c, c->sl, ev, off);
 		if (!holder)
-			return;
+			return SENT_BATCH;
 		/* Two threads in one slot: VMs share this ud. */
 		if (holder == LMT_BUSY_BPF)
 			unbatch(c);
 	}
-	emit(c, ev);
+	return emit(c, ev) ? SENT_LOST : SENT_ALONE;
+}
+
+static __always_inline void send(struct ctx *c, const struct lmt_ev *ev)
+{
+	__u32 off;
+
+	send_at(c, ev, &off);
 }
 
 #endif

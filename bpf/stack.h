@@ -155,7 +155,7 @@ static __always_inline int call_a(struct ctx *c, const struct lmt_vm *vm,
 	w[0] = pc;
 	w[1] = meta_of(c, vm);
 	w[2] = *a;
-	dm_put(e, w, 3, salt, 0);
+	dm_put(e, w, 3, salt);
 	return 0;
 }
 
@@ -378,7 +378,7 @@ static __always_inline __u64 stack_of(struct ctx *c, const struct lmt_vm *vm,
 	c->st->stacks++;
 	sw[0] = id;
 	sw[1] = meta;
-	dm_put(e, sw, 2, SEEN_SALT, 0);
+	dm_put(e, sw, 2, SEEN_SALT);
 	return id;
 }
 

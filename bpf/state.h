@@ -38,11 +38,12 @@ const volatile __u32 stack_depth = 0;
 /* --no-loss: a process whose events find the ring over half full waits,
  * stopped, until user space has drained it (bpf/ring.h: pressure). */
 const volatile __u8 no_loss = 0;
-/* For tests (LMT_TEST_PEND_CROWD=1): every thread's first pend entry is
- * entry 0, its second one by its thread id, so that two threads'
- * allocations in flight at once always collide in the first, and the
- * threads of one test (consecutive ids) never in the second. */
-const volatile __u8 pend_crowd = 0;
+/* For tests (LMT_TEST_AWAIT=1 or 2): an allocation's return takes no
+ * note of its entry (bpf/await.h), as when its thread moved to another
+ * CPU, and searches the batches; 2: the batch it finds its event in is
+ * sent first, so that its address goes alone, as when its event had
+ * left its batch. */
+const volatile __u8 await_test = 0;
 
 __u64 pcgen; /* bumped by every announced prototype's free */
 __u32 multi;   /* VMs share a stream: events are numbered (struct lmt_slot) */
@@ -60,7 +61,7 @@ static __always_inline __u64 seq_next(void)
 /* Set by user space when tracing ends, before it detaches (which takes a
  * while): the allocator's programs do nothing from then on, so the end of
  * the trace is one instant. An allocation that entered before it and
- * returns after is in flight (struct pend). */
+ * returns after is in flight (bpf/await.h). */
 __u32 stop;
 /* --duty, set by user space as a window closes, cleared as one opens:
  * the entry programs record nothing, returns complete what entered
@@ -76,12 +77,11 @@ struct {
 } stats SEC(".maps");
 
 struct ctx {
-	void *regs; /* the probe's pt_regs (see struct pend) */
+	void *regs; /* the probe's pt_regs (bpf/await.h: thr_of) */
 	struct lmt_stats *st;
 	struct lmt_percpu *pc;
 	struct lmt_slot *sl; /* the VM's slot, if it has one */
 	__u32 si;            /* its index */
-	__u8 slotted;        /* the VM was found in slot si (vm_of) */
 	__u32 tgid;
 	__u32 vmid;          /* the VM's id (struct lmt_vm) */
 	__u32 reads;

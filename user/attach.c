@@ -351,9 +351,10 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->no_attr = (uint8_t)o->floor_events;
 	direct_config(t);
 	{
-		const char *crowd = getenv("LMT_TEST_PEND_CROWD");
+		const char *aw = getenv("LMT_TEST_AWAIT");
 
-		t->skel->rodata->pend_crowd = crowd && !strcmp(crowd, "1");
+		t->skel->rodata->await_test = aw && (!strcmp(aw, "1") || !strcmp(aw, "2")) ?
+						      (uint8_t)(*aw - '0') : 0;
 	}
 	/* --duty closes its windows faster with uprobe_multi links, whose
 	 * programs are loaded for them. */

@@ -194,59 +194,161 @@ void cfunc_name(struct tvm *v, uint64_t f)
 					  .name = buf, .name_len = strlen(buf) });
 }
 
-/* A slot's batch (struct lmt_slot). */
+/* An event of VM v into its stream. */
+static void ev_out(struct tvm *v, const struct lmt_ev *r)
+{
+	struct mp_event m;
+	struct tloc at;
+
+	/* It, and the symbols it needs first, in its number's turn. */
+	out_at(v->out, v, r->seq);
+	m = (struct mp_event){ .kind = r->kind, .src = r->src, .loc = r->loc,
+			       .line = r->line, .oaddr = r->oaddr,
+			       .osize = r->osize, .naddr = r->naddr,
+			       .nsize = r->nsize };
+	if (r->flags & LMT_EV_POS)
+		pos_line(v, &m);
+	/* Compiled code: to its line through the trace's snapshots;
+	 * an exit that cannot be told is the VM's, as in-VM. */
+	at.chain = -2; /* not in a trace */
+	if (r->src == LMT_SRC_TRACE && (r->flags & (LMT_EV_MCOFS | LMT_EV_EXIT)) &&
+	    traces_line(v, &m, r->flags, &at)) {
+		if (r->flags & LMT_EV_EXIT)
+			m = (struct mp_event){ .kind = m.kind, .src = MP_SRC_INTERNAL,
+					       .oaddr = m.oaddr, .osize = m.osize,
+					       .naddr = m.naddr, .nsize = m.nsize };
+		else
+			m.line = 0;
+	}
+	if (m.src == MP_SRC_CFUNC) {
+		syms_cfunc(&v->p->syms, m.loc);
+		cfunc_name(v, m.loc);
+	}
+	out_event(v->out, &m, r->stk ? stk_event(v, r, &m, at.chain == -2 ? NULL : &at) : 0);
+}
+
+/* -- Awaits ---------------------------------------------------------------- */
+
+/* An allocation whose event left before its return (bpf/await.h), held
+ * under its thread's mark until its LMT_RET event brings its address. A
+ * thread has one in flight at a time: a second one of its mark means the
+ * first's return never came (its thread died in the allocator). */
+struct await {
+	uint32_t tgid, vm;
+	struct lmt_ev ev;
+};
+
+static void await_hold(struct tr *t, struct tvm *v, const struct lmt_ev *r)
+{
+	struct await *a = u64map_get(&t->awaits, r->naddr);
+	int err;
+
+	if (a) {
+		t->aw_missed++;
+	} else if (!(a = malloc(sizeof(*a))) ||
+		   (u64map_put(&t->awaits, r->naddr, a, &err), err)) {
+		free(a);
+		t->bad_recs++; /* said, as a record that cannot be read */
+		return;
+	}
+	a->tgid = v->p->pid;
+	a->vm = v->id;
+	a->ev = *r;
+}
+
+/* A held batch of process tgid (merge_round's takes) whose last event
+ * awaits mark: its address written in. 1 if found. */
+static int await_in_takes(struct tr *t, uint32_t tgid, uint64_t mark, uint64_t addr)
+{
+	const size_t rs = sizeof(struct lmt_ev);
+	struct tproc *p = proc_of(t, tgid);
+
+	for (unsigned i = 0; p && i < p->nvm; i++)
+		for (unsigned k = 0; k < p->vms[i]->ntakes; k++) {
+			struct take *tk = &p->vms[i]->takes[k];
+			struct lmt_ev e;
+
+			if (tk->len < sizeof(struct lmt_batch) + rs)
+				continue;
+			memcpy(&e, tk->b + tk->len - rs, rs);
+			if (e.naddr == mark) {
+				e.naddr = addr;
+				memcpy(tk->b + tk->len - rs, &e, rs);
+				return 1;
+			}
+		}
+	return 0;
+}
+
+/* The return of process tgid's allocation of that mark: its address. The
+ * allocation came first (bpf/await.h), or waits in a take; otherwise it
+ * was not recorded, or its event was lost (counted by BPF). */
+static void await_ret(struct tr *t, uint32_t tgid, uint64_t mark, uint64_t addr)
+{
+	struct await *a = u64map_get(&t->awaits, mark);
+	struct tvm *v;
+
+	if (!a || a->tgid != tgid) {
+		(void)await_in_takes(t, tgid, mark, addr);
+		return;
+	}
+	u64map_del(&t->awaits, mark);
+	a->ev.naddr = addr;
+	if ((v = vm_get(t, a->tgid, a->vm)))
+		ev_out(v, &a->ev);
+	else
+		t->aw_missed++;
+	free(a);
+}
+
+/* Process tgid (0: every one) ended: its allocations still awaiting
+ * their return are in flight. */
+static void awaits_end(struct tr *t, uint32_t tgid)
+{
+	for (size_t i = 0; i < t->awaits.cap; i++) {
+		struct await *a = t->awaits.v[i];
+
+		if (a && (!tgid || a->tgid == tgid)) {
+			u64map_del(&t->awaits, t->awaits.k[i]);
+			free(a);
+			t->aw_left++;
+		}
+	}
+}
+
+/* -- Batches --------------------------------------------------------------- */
+
+/* A slot's batch (struct lmt_slot), or returns alone (LMT_VM_NONE). */
 static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 {
 	const size_t h = sizeof(struct lmt_batch), rs = sizeof(struct lmt_ev);
 	struct lmt_batch hd;
-	struct tvm *v;
+	struct tvm *v = NULL;
 
 	if (sz < h)
 		return;
 	memcpy(&hd, b, h);
-	v = vm_of(t, hd.tgid, hd.vm);
-	if (!v) { /* a VM we cannot tell: its events are lost, and said */
+	if (hd.vm != LMT_VM_NONE && !(v = vm_of(t, hd.tgid, hd.vm))) {
+		/* a VM we cannot tell: its events are lost, and said */
 		t->bad_recs += (sz - h) / rs;
 		return;
 	}
 	for (size_t off = h; off + rs <= sz; off += rs) {
 		struct lmt_ev r;
-		struct mp_event m;
-		struct tloc at;
 
 		memcpy(&r, b + off, rs);
-		if (r.kind < 1 || r.kind > 3 || r.src < LMT_SRC_INTERNAL ||
-		    r.src > LMT_SRC_TRACE) {
+		if (r.kind == LMT_RET)
+			await_ret(t, hd.tgid, r.loc, r.naddr);
+		else if (!v || r.kind < 1 || r.kind > 3 || r.src < LMT_SRC_INTERNAL ||
+			 r.src > LMT_SRC_TRACE)
 			t->bad_recs++;
-			continue;
-		}
-		/* It, and the symbols it needs first, in its number's turn. */
-		out_at(v->out, v, r.seq);
-		m = (struct mp_event){ .kind = r.kind, .src = r.src, .loc = r.loc,
-				       .line = r.line, .oaddr = r.oaddr,
-				       .osize = r.osize, .naddr = r.naddr,
-				       .nsize = r.nsize };
-		if (r.flags & LMT_EV_POS)
-			pos_line(v, &m);
-		/* Compiled code: to its line through the trace's snapshots;
-		 * an exit that cannot be told is the VM's, as in-VM. */
-		at.chain = -2; /* not in a trace */
-		if (r.src == LMT_SRC_TRACE && (r.flags & (LMT_EV_MCOFS | LMT_EV_EXIT)) &&
-		    traces_line(v, &m, r.flags, &at)) {
-			if (r.flags & LMT_EV_EXIT)
-				m = (struct mp_event){ .kind = m.kind, .src = MP_SRC_INTERNAL,
-						       .oaddr = m.oaddr, .osize = m.osize,
-						       .naddr = m.naddr, .nsize = m.nsize };
-			else
-				m.line = 0;
-		}
-		if (m.src == MP_SRC_CFUNC) {
-			syms_cfunc(&v->p->syms, m.loc);
-			cfunc_name(v, m.loc);
-		}
-		out_event(v->out, &m, r.stk ? stk_event(v, &r, &m, at.chain == -2 ? NULL : &at) : 0);
+		else if (r.kind != LMT_FREE && lmt_await_mark(r.naddr))
+			await_hold(t, v, &r);
+		else
+			ev_out(v, &r);
 	}
-	out_at(v->out, NULL, 0);
+	if (v)
+		out_at(v->out, NULL, 0);
 }
 
 /* lua_newstate returned in a process whose new VM user space must
@@ -671,6 +773,7 @@ void slots_left(struct tr *t, uint32_t tgid, int release)
 			__atomic_store_n(&s->tgid, 0, __ATOMIC_RELEASE);
 		}
 	}
+	awaits_end(t, tgid);
 }
 
 /* -- Stops --------------------------------------------------------------- */

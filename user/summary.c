@@ -42,8 +42,6 @@ void sum_stats(struct tr *t, struct lmt_stats *s)
 			s->protos += a->protos;
 			s->traces += a->traces;
 			s->unknown_vm += a->unknown_vm;
-			s->missed += a->missed;
-			s->parked += a->parked;
 			s->lost_vm += a->lost_vm;
 			s->stacks += a->stacks;
 			s->lost_stk += a->lost_stk;
@@ -52,6 +50,9 @@ void sum_stats(struct tr *t, struct lmt_stats *s)
 		}
 	}
 	free(v);
+	/* Allocations awaiting their return: user space's (consume.c). */
+	s->missed = t->aw_missed;
+	s->parked = t->aw_left + t->awaits.n;
 }
 
 /* Events whose stack user space could not tell (callstacks.c). */
@@ -182,12 +183,12 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 			"");
 	if (s->missed)
 		fprintf(stderr, "  lost:    %" PRIu64 " allocations whose return "
-			"probe came too late or never: the stream is INCOMPLETE\n",
+			"never came: the stream is INCOMPLETE\n",
 			(uint64_t)s->missed);
 	if (t->bad_recs)
 		fprintf(stderr, "  lost:    %" PRIu64 " batched records that cannot "
 			"be: the stream is INCOMPLETE\n", t->bad_recs);
-	/* Parked allocations whose return had not come (struct pend). */
+	/* Allocations whose return had not come (bpf/await.h). */
 	if (s->parked)
 		fprintf(stderr, "  %" PRIu64 " allocation%s in flight when tracing "
 			"stopped (not recorded)\n", (uint64_t)s->parked,

@@ -531,6 +531,7 @@ static void cleanup(struct tr *t)
 	free(t->outs);
 	u64map_free(&t->pmap, NULL);
 	u64map_free(&t->vmap, NULL);
+	u64map_free(&t->awaits, free);
 	u64set_free(&t->watched);
 	u64set_free(&t->names);
 	u64set_free(&t->rescan);

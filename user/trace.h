@@ -208,6 +208,11 @@ struct tr {
 	/* consume */
 	struct ring_buffer *rb;
 	uint64_t bad_recs;    /* batched records that cannot be: not written */
+	/* allocations awaiting their return, by their thread's mark
+	 * (consume.c: awaits); those whose return never came, and those
+	 * in flight when their process or the trace ended */
+	struct u64map awaits;
+	uint64_t aw_missed, aw_left;
 	unsigned closed;      /* VMs that ran lua_close while traced */
 	unsigned forks_skipped; /* -o FILE: children not followed */
 	int in_cb;            /* inside a ring buffer callback: no drain() */
