@@ -7,26 +7,39 @@
  * thread's mark (lmt_await_mark), and the CPU notes where it went
  * (lmt_percpu's await): its process and slot, its offset in the batch,
  * its VM, and sp as its return will see it (at the probe site rsp is the
- * function's entry rsp, user/probe.c; the return pops 8). The return,
- * most often on the same CPU with nothing between, finds the note, takes
- * the slot's lock and, if the event at that offset still bears its mark,
- * writes the address over it. No table by thread: its entry's
- * compare-and-swaps, ten words and their check cost more than the rest
- * of the event's path (docs/costs.md).
+ * function's entry rsp, user/probe.c; the return pops 8). Every call
+ * leaves a note, one with nothing to complete (AW_NONE) for a free or an
+ * allocation not recorded, so that no return takes an older note for its
+ * own. The return, most often on the same CPU with nothing between,
+ * finds its note, takes the slot's lock and, if the event at that offset
+ * still bears its mark, writes the address over it; while events are
+ * numbered (several VMs in one stream) it numbers the event again, so
+ * that a block another VM freed before this address was chosen comes
+ * first. No table by thread: its entry's compare-and-swaps, ten words and
+ * their check cost more than the rest of the event's path
+ * (docs/costs.md).
  *
- * Without the note (the thread moved to another CPU, or another thread's
- * allocation came between on this one) the return looks for its mark at
- * the end of every batch: a VM's allocator runs on one thread at a time,
- * so its event is its batch's last. Where its event has left its batch
- * (sent with it, or taken by user space), or went alone (the VM has no
- * slot, or VMs share a ud), the return sends an LMT_RET event bearing the
- * mark, which user space meets after the allocation, and completes it
+ * Without its note (the thread moved to another CPU, or another thread's
+ * allocation came between on this one), or where the event is not at the
+ * note's place, the return looks for its mark at the end of each of its
+ * process's batches: a VM's allocator runs on one thread at a time, so its
+ * event is its batch's last. It clears the notes of its mark that other
+ * CPUs still hold: one left where it entered would mislead a later
+ * return of its thread there. Where its event has left its batch (sent
+ * with it, taken by user space) or went alone (the VM has no slot, VMs
+ * share a ud), the return sends an LMT_RET event alone, which reaches
+ * user space after the allocation, and user space completes it
  * (user/consume.c: awaits). An allocation whose return never came
- * (tracing stopped between, the thread died in the allocator) stays
- * awaiting: user space counts it in flight. */
+ * (tracing stopped between, its thread died in the allocator) stays
+ * awaiting: user space counts it in flight.
+ *
+ * Per-CPU notes assume what the per-CPU scratch does: a program run is
+ * not preempted by another on its CPU (README, Limits). A torn note can
+ * only send the return the long way: its target is checked by mark. */
 
 #define AW_BATCH (1ULL << 40) /* note: the event went into the batch */
-#define AW_NONE (1ULL << 41)  /* note: nothing to complete (not traced, lost) */
+#define AW_NONE (1ULL << 41)  /* note: nothing to complete */
+_Static_assert(LMT_NSLOT <= 256, "a note keeps a slot in bits 32-39");
 
 /* The address of the probe's pt_regs as a number: the thread's mark
  * without bit 0. Through a map slot: the verifier lets a pointer become
@@ -37,8 +50,8 @@ static __always_inline __u64 await_mark(struct ctx *c)
 	return *(volatile __u64 *)&c->pc->spill | 1;
 }
 
-/* The note of this CPU's last allocation: sent (SENT_*, or SENT_LOST for
- * one not traced) at off. The mark goes last; a return reads it first. */
+/* The note of this CPU's last call: sent (SENT_*) at off, or nothing to
+ * complete (SENT_LOST). The mark goes last; a return reads it first. */
 static __always_inline void await_note(struct ctx *c, __u64 mark, int sent, __u32 off)
 {
 	__u64 *n = c->pc->await;
@@ -51,12 +64,10 @@ static __always_inline void await_note(struct ctx *c, __u64 mark, int sent, __u3
 	n[0] = mark;
 }
 
-/* An allocation the entry does not record: its return has nothing to
- * complete. */
-static __always_inline void await_none(struct ctx *c, __u64 nsize)
+/* A call whose return has nothing to complete. */
+static __always_inline void await_none(struct ctx *c)
 {
-	if (nsize)
-		await_note(c, await_mark(c), SENT_LOST, 0);
+	await_note(c, await_mark(c), SENT_LOST, 0);
 }
 
 /* Writes ret over the mark of the event at off in slot sl, if it is
@@ -77,6 +88,8 @@ static __always_inline int await_fill(struct ctx *c, struct lmt_slot *sl, __u32 
 			flush_locked(c, sl);
 		} else {
 			e->naddr = ret;
+			if (multi)
+				e->seq = seq_next();
 			done = 1;
 		}
 	}
@@ -87,19 +100,21 @@ static __always_inline int await_fill(struct ctx *c, struct lmt_slot *sl, __u32 
 struct await_scan {
 	struct ctx *c;
 	__u64 mark, ret;
+	__u32 tgid;
 	int done;
 };
 
-/* Slot i's last event, if it bears the mark: filled. Looked at without
- * the lock, which is taken only for one's own event: a search must not
- * make another thread's return find its slot taken. */
+/* Slot i's last event, if it is its process's and bears the mark:
+ * filled. Looked at without the lock, which is taken only for one's own
+ * event: a search must not make another thread's return find its slot
+ * taken. */
 static long await_scan_one(__u32 i, void *arg)
 {
 	struct await_scan *a = arg;
 	struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &i);
 	__u32 off;
 
-	if (!sl || !sl->tgid)
+	if (!sl || sl->tgid != a->tgid)
 		return 0;
 	off = *(volatile __u32 *)&sl->len - sizeof(struct lmt_ev);
 	if (off < sizeof(struct lmt_batch) || off > LMT_SBUF - sizeof(struct lmt_ev))
@@ -111,31 +126,44 @@ static long await_scan_one(__u32 i, void *arg)
 	return 1;
 }
 
+/* CPU i's note, if it bears the mark: cleared. */
+static long await_clear_one(__u32 i, void *arg)
+{
+	__u32 zero = 0;
+	struct lmt_percpu *pc = bpf_map_lookup_percpu_elem(&stats, &zero, i);
+
+	if (pc && pc->await[0] == *(__u64 *)arg)
+		__sync_val_compare_and_swap(&pc->await[0], *(__u64 *)arg, 0);
+	return 0;
+}
+
+/* The long way (see above): the batches, then the address alone. */
+static __always_inline void await_search(struct ctx *c, __u64 mark, __u64 ret)
+{
+	struct await_scan a = { .c = c, .mark = mark, .ret = ret, .tgid = cur_tgid(c) };
+	struct lmt_ev r = { .kind = LMT_RET, .src = LMT_SRC_INTERNAL, .loc = mark,
+			    .naddr = ret };
+
+	bpf_loop(ncpus, await_clear_one, &a.mark, 0);
+	bpf_loop(LMT_NSLOT, await_scan_one, &a, 0);
+	if (a.done)
+		return;
+	c->tgid = a.tgid;
+	c->vmid = LMT_VM_NONE;
+	c->sl = NULL;
+	send(c, &r);
+}
+
 /* An allocation's return (see above). */
 static __always_inline void await_arrive(struct ctx *c, __u64 ret)
 {
 	const __u64 mark = await_mark(c), *n = c->pc->await;
-	struct lmt_ev r = { .kind = LMT_RET, .src = LMT_SRC_INTERNAL, .loc = mark,
-			    .naddr = ret };
 	struct lmt_slot *sl;
 	__u64 w2, w3;
 	__u32 si;
 
-	if (n[0] != mark || n[1] != PT_REGS_SP((struct pt_regs *)c->regs) ||
-	    await_test) {
-		struct await_scan a = { .c = c, .mark = mark, .ret = ret };
-
-		/* A free's return (where its path has the allocation's
-		 * probe) gives NULL: nothing to complete. */
-		if (!ret)
-			return;
-		bpf_loop(LMT_NSLOT, await_scan_one, &a, 0);
-		if (a.done)
-			return;
-		c->tgid = cur_tgid(c);
-		c->vmid = LMT_VM_NONE;
-		c->sl = NULL;
-		emit(c, &r);
+	if (n[0] != mark || n[1] != PT_REGS_SP((struct pt_regs *)c->regs) || await_test) {
+		await_search(c, mark, ret);
 		return;
 	}
 	w2 = n[2];
@@ -143,21 +171,20 @@ static __always_inline void await_arrive(struct ctx *c, __u64 ret)
 	c->pc->await[0] = 0;
 	if (w2 & AW_NONE)
 		return;
-	c->tgid = (__u32)w2;
-	c->vmid = (__u32)(w3 >> 32);
-	c->sl = NULL;
 	if (w2 & AW_BATCH) {
 		si = (__u32)(w2 >> 32) & (LMT_NSLOT - 1);
 		sl = bpf_map_lookup_elem(&slots, &si);
-		if (!sl)
+		if (sl && await_fill(c, sl, (__u32)w3, mark, ret))
 			return;
-		if (await_fill(c, sl, (__u32)w3, mark, ret))
-			return;
-		/* It left: its return follows it in the batch. */
-		if (!nobatch && sl->live && sl->tgid == c->tgid)
-			c->sl = sl;
+		await_search(c, mark, ret);
+		return;
 	}
-	send(c, &r);
+	/* It went alone, ahead of this. */
+	c->tgid = (__u32)w2;
+	c->vmid = (__u32)(w3 >> 32);
+	c->sl = NULL;
+	send(c, &(struct lmt_ev){ .kind = LMT_RET, .src = LMT_SRC_INTERNAL, .loc = mark,
+				  .naddr = ret });
 }
 
 #endif

@@ -51,7 +51,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * (docs/costs.md). Their reads stay the non-faulting kind, so they never
  * sleep: per-CPU scratch is as safe as in a non-sleepable program. The
  * floor's programs are sleepable too, so the floor is the cheapest probe. */
-/* An attributed event goes, an allocation noted for its return; the
+/* An attributed event goes, noted for its return (bpf/await.h); the
  * run's reads counted. */
 static __always_inline void deliver(struct ctx *c, struct lmt_ev *ev)
 {
@@ -60,6 +60,7 @@ static __always_inline void deliver(struct ctx *c, struct lmt_ev *ev)
 
 	if (ev->kind == LMT_FREE) {
 		send(c, ev);
+		await_none(c);
 	} else {
 		mark = await_mark(c);
 		ev->naddr = mark;
@@ -103,10 +104,10 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 
 	if (ab_skip(nsize) || ctx_open(&c, ctx))
 		return 0;
-	/* Not recorded: an allocation's return must not take an older
-	 * note for its own. */
+	/* Not recorded: its return must not take an older note for its
+	 * own. */
 	if (duty_off || !(vm = vm_of(&c, ud))) {
-		await_none(&c, nsize);
+		await_none(&c);
 		return 0;
 	}
 	ev.osize = ev.kind == LMT_ALLOC ? 0 : osize;

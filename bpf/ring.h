@@ -143,7 +143,7 @@ static __always_inline int emit(struct ctx *c, const struct lmt_ev *ev)
 	 * ring by then (user/merge.c). */
 	b->e.seq = seq_next();
 	bpf_ringbuf_submit(b, wake_flags(c, 8 + sizeof(*b)));
-	c->st->events++;
+	c->st->events += ev->kind != LMT_RET; /* an address, not an event */
 	c->st->ev_recs++;
 	return 0;
 }

@@ -44,6 +44,9 @@ const volatile __u8 no_loss = 0;
  * sent first, so that its address goes alone, as when its event had
  * left its batch. */
 const volatile __u8 await_test = 0;
+/* CPUs whose per-CPU values a return may look at (bpf/await.h): the
+ * possible CPUs. Set by user space before load. */
+const volatile __u32 ncpus = 1;
 
 __u64 pcgen; /* bumped by every announced prototype's free */
 __u32 multi;   /* VMs share a stream: events are numbered (struct lmt_slot) */
@@ -77,7 +80,7 @@ struct {
 } stats SEC(".maps");
 
 struct ctx {
-	void *regs; /* the probe's pt_regs (bpf/await.h: thr_of) */
+	void *regs; /* the probe's pt_regs (bpf/await.h: await_mark) */
 	struct lmt_stats *st;
 	struct lmt_percpu *pc;
 	struct lmt_slot *sl; /* the VM's slot, if it has one */

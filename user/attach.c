@@ -349,6 +349,11 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->stack_depth = o->stacks;
 	t->skel->rodata->no_loss = (uint8_t)o->no_loss;
 	t->skel->rodata->no_attr = (uint8_t)o->floor_events;
+	{
+		const int ncpu = libbpf_num_possible_cpus();
+
+		t->skel->rodata->ncpus = ncpu > 0 ? (uint32_t)ncpu : 1;
+	}
 	direct_config(t);
 	{
 		const char *aw = getenv("LMT_TEST_AWAIT");

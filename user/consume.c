@@ -232,7 +232,8 @@ static void ev_out(struct tvm *v, const struct lmt_ev *r)
 /* An allocation whose event left before its return (bpf/await.h), held
  * under its thread's mark until its LMT_RET event brings its address. A
  * thread has one in flight at a time: a second one of its mark means the
- * first's return never came (its thread died in the allocator). */
+ * first's address was lost (its LMT_RET found the ring full), or the
+ * mark is a new thread's on a dead one's kernel stack: counted lost. */
 struct await {
 	uint32_t tgid, vm;
 	struct lmt_ev ev;
@@ -257,8 +258,10 @@ static void await_hold(struct tr *t, struct tvm *v, const struct lmt_ev *r)
 }
 
 /* A held batch of process tgid (merge_round's takes) whose last event
- * awaits mark: its address written in. 1 if found. */
-static int await_in_takes(struct tr *t, uint32_t tgid, uint64_t mark, uint64_t addr)
+ * awaits mark: its address written in, and the return's number (see
+ * await_ret). 1 if found. */
+static int await_in_takes(struct tr *t, uint32_t tgid, uint64_t mark, uint64_t addr,
+			  uint64_t seq)
 {
 	const size_t rs = sizeof(struct lmt_ev);
 	struct tproc *p = proc_of(t, tgid);
@@ -273,6 +276,10 @@ static int await_in_takes(struct tr *t, uint32_t tgid, uint64_t mark, uint64_t a
 			memcpy(&e, tk->b + tk->len - rs, rs);
 			if (e.naddr == mark) {
 				e.naddr = addr;
+				if (seq) {
+					e.seq = seq;
+					tk->max = seq > tk->max ? seq : tk->max;
+				}
 				memcpy(tk->b + tk->len - rs, &e, rs);
 				return 1;
 			}
@@ -280,20 +287,24 @@ static int await_in_takes(struct tr *t, uint32_t tgid, uint64_t mark, uint64_t a
 	return 0;
 }
 
-/* The return of process tgid's allocation of that mark: its address. The
+/* The return r of process tgid's allocation of its mark: its address,
+ * and, while events are numbered, its number, the point from which the
+ * address was the VM's (as bpf/await.h renumbers an event it fills). The
  * allocation came first (bpf/await.h), or waits in a take; otherwise it
  * was not recorded, or its event was lost (counted by BPF). */
-static void await_ret(struct tr *t, uint32_t tgid, uint64_t mark, uint64_t addr)
+static void await_ret(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
 {
-	struct await *a = u64map_get(&t->awaits, mark);
+	struct await *a = u64map_get(&t->awaits, r->loc);
 	struct tvm *v;
 
 	if (!a || a->tgid != tgid) {
-		(void)await_in_takes(t, tgid, mark, addr);
+		(void)await_in_takes(t, tgid, r->loc, r->naddr, r->seq);
 		return;
 	}
-	u64map_del(&t->awaits, mark);
-	a->ev.naddr = addr;
+	u64map_del(&t->awaits, r->loc);
+	a->ev.naddr = r->naddr;
+	if (r->seq)
+		a->ev.seq = r->seq;
 	if ((v = vm_get(t, a->tgid, a->vm)))
 		ev_out(v, &a->ev);
 	else
@@ -301,8 +312,9 @@ static void await_ret(struct tr *t, uint32_t tgid, uint64_t mark, uint64_t addr)
 	free(a);
 }
 
-/* Process tgid (0: every one) ended: its allocations still awaiting
- * their return are in flight. */
+/* Process tgid (0: every one) ended, or tracing did: its allocations
+ * still awaiting their return are in flight (its threads were in the
+ * allocator). */
 static void awaits_end(struct tr *t, uint32_t tgid)
 {
 	for (size_t i = 0; i < t->awaits.cap; i++) {
@@ -338,7 +350,7 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 
 		memcpy(&r, b + off, rs);
 		if (r.kind == LMT_RET)
-			await_ret(t, hd.tgid, r.loc, r.naddr);
+			await_ret(t, hd.tgid, &r);
 		else if (!v || r.kind < 1 || r.kind > 3 || r.src < LMT_SRC_INTERNAL ||
 			 r.src > LMT_SRC_TRACE)
 			t->bad_recs++;

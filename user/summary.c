@@ -191,7 +191,7 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 	/* Allocations whose return had not come (bpf/await.h). */
 	if (s->parked)
 		fprintf(stderr, "  %" PRIu64 " allocation%s in flight when tracing "
-			"stopped (not recorded)\n", (uint64_t)s->parked,
+			"or its process ended (not recorded)\n", (uint64_t)s->parked,
 			s->parked == 1 ? "" : "s");
 	if (nolines)
 		fprintf(stderr, "  %" PRIu64 " events of prototypes whose record was "
