@@ -8,16 +8,18 @@
  * (lmt_percpu's await): its process and slot, its offset in the batch,
  * its VM, and sp as its return will see it (at the probe site rsp is the
  * function's entry rsp, user/probe.c; the return pops 8). Every call
- * leaves a note, one with nothing to complete (AW_NONE) for a free or an
- * allocation not recorded, so that no return takes an older note for its
- * own. The return, most often on the same CPU with nothing between,
- * finds its note, takes the slot's lock and, if the event at that offset
- * still bears its mark, writes the address over it; while events are
- * numbered (several VMs in one stream) it numbers the event again, so
- * that a block another VM freed before this address was chosen comes
- * first. No table by thread: its entry's compare-and-swaps, ten words and
- * their check cost more than the rest of the event's path
- * (docs/costs.md).
+ * leaves a note, one with nothing to complete for an allocation not
+ * recorded (AW_NONE) or a free (AW_FREE), so that no return takes an
+ * older note for its own. The return, most often on the same CPU with
+ * nothing between, finds its note, takes the slot's lock and, if the
+ * event at that offset still bears its mark, writes the address over it;
+ * while events are numbered (several VMs in one stream) it numbers an
+ * allocation, or a realloc that stayed in place, again, so that a block
+ * another VM freed before this address was chosen comes first (a realloc
+ * that moved keeps its entry's number: the free of its old block inside
+ * it must not come after that block's next owner). No table by thread:
+ * its entry's compare-and-swaps, ten words and their check cost more
+ * than the rest of the event's path (docs/costs.md).
  *
  * Without its note (the thread moved to another CPU, or another thread's
  * allocation came between on this one), or where the event is not at the
@@ -34,11 +36,16 @@
  * awaiting: user space counts it in flight.
  *
  * Per-CPU notes assume what the per-CPU scratch does: a program run is
- * not preempted by another on its CPU (README, Limits). A torn note can
- * only send the return the long way: its target is checked by mark. */
+ * not preempted by another on its CPU (README, Limits). Even so a note is
+ * read back to front, its mark last: a note written between fails the
+ * check (its sp is another thread's), and the return goes the long way. */
 
 #define AW_BATCH (1ULL << 40) /* note: the event went into the batch */
 #define AW_NONE (1ULL << 41)  /* note: nothing to complete */
+#define AW_FREE (1ULL << 42)  /* note: a free's, whose return (where its
+			       * path has one) gives NULL; where it has none,
+			       * the note stays: an allocation's return that
+			       * finds it takes the long way */
 _Static_assert(LMT_NSLOT <= 256, "a note keeps a slot in bits 32-39");
 
 /* The address of the probe's pt_regs as a number: the thread's mark
@@ -51,23 +58,37 @@ static __always_inline __u64 await_mark(struct ctx *c)
 }
 
 /* The note of this CPU's last call: sent (SENT_*) at off, or nothing to
- * complete (SENT_LOST). The mark goes last; a return reads it first. */
-static __always_inline void await_note(struct ctx *c, __u64 mark, int sent, __u32 off)
+ * complete (SENT_LOST, with what: AW_NONE or AW_FREE). sp first, the
+ * mark last (see await_arrive). */
+static __always_inline void await_note(struct ctx *c, __u64 mark, int sent, __u32 off,
+				       __u64 what)
 {
-	__u64 *n = c->pc->await;
+	volatile __u64 *n = c->pc->await;
 
 	n[1] = PT_REGS_SP((struct pt_regs *)c->regs) + 8;
-	n[2] = sent == SENT_LOST ? AW_NONE :
+	n[2] = sent == SENT_LOST ? what :
 	       c->tgid | (__u64)c->si << 32 | (sent == SENT_BATCH ? AW_BATCH : 0);
 	n[3] = off | (__u64)c->vmid << 32;
-	asm volatile("" ::: "memory");
 	n[0] = mark;
 }
 
-/* A call whose return has nothing to complete. */
-static __always_inline void await_none(struct ctx *c)
+/* A call whose return has nothing to complete: AW_NONE or AW_FREE. */
+static __always_inline void await_none(struct ctx *c, __u64 what)
 {
-	await_note(c, await_mark(c), SENT_LOST, 0);
+	await_note(c, await_mark(c), SENT_LOST, 0, what);
+}
+
+/* The slot's lock for a return: a program that holds it (a flush, VMs
+ * sharing a ud) holds it for a few stores or one ring buffer output, and
+ * an address sent alone meanwhile could overtake its event; user space,
+ * which takes the batch, is not waited for. 0, or the holder. */
+static __always_inline __u32 await_lock(struct lmt_slot *sl)
+{
+	__u32 h = slot_lock(sl);
+
+	for (int i = 0; i < 64 && h == LMT_BUSY_BPF; i++)
+		h = slot_lock(sl);
+	return h;
 }
 
 /* Writes ret over the mark of the event at off in slot sl, if it is
@@ -79,7 +100,7 @@ static __always_inline int await_fill(struct ctx *c, struct lmt_slot *sl, __u32 
 	struct lmt_ev *e;
 	int done = 0;
 
-	if (slot_lock(sl))
+	if (await_lock(sl))
 		return 0;
 	off &= LMT_SBUF - 8;
 	e = (struct lmt_ev *)(sl->buf + off);
@@ -88,7 +109,7 @@ static __always_inline int await_fill(struct ctx *c, struct lmt_slot *sl, __u32 
 			flush_locked(c, sl);
 		} else {
 			e->naddr = ret;
-			if (multi)
+			if (multi && (e->kind == LMT_ALLOC || ret == e->oaddr))
 				e->seq = seq_next();
 			done = 1;
 		}
@@ -137,14 +158,18 @@ static long await_clear_one(__u32 i, void *arg)
 	return 0;
 }
 
-/* The long way (see above): the batches, then the address alone. */
-static __always_inline void await_search(struct ctx *c, __u64 mark, __u64 ret)
+/* The long way (see above): the batches, then the address alone; clear:
+ * the notes of the mark on other CPUs first (none where this CPU's was
+ * the return's own). */
+static __always_inline void await_search(struct ctx *c, __u64 mark, __u64 ret,
+					 const int clear)
 {
 	struct await_scan a = { .c = c, .mark = mark, .ret = ret, .tgid = cur_tgid(c) };
 	struct lmt_ev r = { .kind = LMT_RET, .src = LMT_SRC_INTERNAL, .loc = mark,
 			    .naddr = ret };
 
-	bpf_loop(ncpus, await_clear_one, &a.mark, 0);
+	if (clear)
+		bpf_loop(ncpus, await_clear_one, &a.mark, 0);
 	bpf_loop(LMT_NSLOT, await_scan_one, &a, 0);
 	if (a.done)
 		return;
@@ -154,29 +179,31 @@ static __always_inline void await_search(struct ctx *c, __u64 mark, __u64 ret)
 	send(c, &r);
 }
 
-/* An allocation's return (see above). */
+/* An allocation's return (see above). The note is read back to front:
+ * its place, then sp, then the mark (await_note writes sp first and the
+ * mark last). */
 static __always_inline void await_arrive(struct ctx *c, __u64 ret)
 {
-	const __u64 mark = await_mark(c), *n = c->pc->await;
+	const __u64 mark = await_mark(c);
+	volatile __u64 *n = c->pc->await;
 	struct lmt_slot *sl;
-	__u64 w2, w3;
+	__u64 w2 = n[2], w3 = n[3];
 	__u32 si;
 
-	if (n[0] != mark || n[1] != PT_REGS_SP((struct pt_regs *)c->regs) || await_test) {
-		await_search(c, mark, ret);
+	if (n[1] != PT_REGS_SP((struct pt_regs *)c->regs) || n[0] != mark || await_test ||
+	    (ret && (w2 & AW_FREE))) {
+		await_search(c, mark, ret, 1);
 		return;
 	}
-	w2 = n[2];
-	w3 = n[3];
-	c->pc->await[0] = 0;
-	if (w2 & AW_NONE)
+	n[0] = 0;
+	if (w2 & (AW_NONE | AW_FREE))
 		return;
 	if (w2 & AW_BATCH) {
 		si = (__u32)(w2 >> 32) & (LMT_NSLOT - 1);
 		sl = bpf_map_lookup_elem(&slots, &si);
 		if (sl && await_fill(c, sl, (__u32)w3, mark, ret))
 			return;
-		await_search(c, mark, ret);
+		await_search(c, mark, ret, 0);
 		return;
 	}
 	/* It went alone, ahead of this. */

@@ -60,11 +60,11 @@ static __always_inline void deliver(struct ctx *c, struct lmt_ev *ev)
 
 	if (ev->kind == LMT_FREE) {
 		send(c, ev);
-		await_none(c);
+		await_none(c, AW_FREE);
 	} else {
 		mark = await_mark(c);
 		ev->naddr = mark;
-		await_note(c, mark, send_at(c, ev, &off), off);
+		await_note(c, mark, send_at(c, ev, &off), off, AW_NONE);
 	}
 	c->st->reads += c->reads;
 	c->st->direct += c->direct;
@@ -79,9 +79,12 @@ __noinline int stack_send(struct pt_regs *ctx)
 	const struct lmt_vm *vm;
 	struct stk *s;
 
-	if (!ctx || ctx_open(&c, ctx) || !(s = stk_get()) ||
-	    !(vm = vm_of(&c, s->ud)))
+	if (!ctx || ctx_open(&c, ctx))
 		return 0;
+	if (!(s = stk_get()) || !(vm = vm_of(&c, s->ud))) {
+		await_none(&c, AW_NONE);
+		return 0;
+	}
 	c.reads = s->reads;
 	c.direct = s->direct;
 	s->ev.stk = stack_of(&c, vm, s);
@@ -107,7 +110,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 	/* Not recorded: its return must not take an older note for its
 	 * own. */
 	if (duty_off || !(vm = vm_of(&c, ud))) {
-		await_none(&c);
+		await_none(&c, nsize ? AW_NONE : AW_FREE);
 		return 0;
 	}
 	ev.osize = ev.kind == LMT_ALLOC ? 0 : osize;

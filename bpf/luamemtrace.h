@@ -435,8 +435,8 @@ struct lmt_stats {
 	__u64 protos;     /* prototype records */
 	__u64 traces;     /* trace records */
 	__u64 unknown_vm; /* allocator hits with an unknown ud */
-	__u64 missed;     /* user space's: allocations whose return never
-			   * came (user/consume.c: awaits) */
+	__u64 missed;     /* user space's: allocations whose address was
+			   * lost (user/consume.c: awaits) */
 	__u64 parked;     /* user space's: allocations awaiting their
 			   * return, in flight */
 	__u64 lost_vm;    /* new VMs (or dlopens) whose record found the ring

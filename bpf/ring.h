@@ -132,7 +132,9 @@ static __always_inline int emit(struct ctx *c, const struct lmt_ev *ev)
 	} *b = bpf_ringbuf_reserve(&rb, sizeof(*b), 0);
 
 	if (!b) {
-		c->st->lost++;
+		/* an address: its allocation is counted, in flight or lost
+		 * (user/consume.c: awaits) */
+		c->st->lost += ev->kind != LMT_RET;
 		return -1;
 	}
 	b->h.rec = LMT_REC_BATCH;

@@ -276,7 +276,7 @@ static int await_in_takes(struct tr *t, uint32_t tgid, uint64_t mark, uint64_t a
 			memcpy(&e, tk->b + tk->len - rs, rs);
 			if (e.naddr == mark) {
 				e.naddr = addr;
-				if (seq) {
+				if (seq && (e.kind == LMT_ALLOC || addr == e.oaddr)) {
 					e.seq = seq;
 					tk->max = seq > tk->max ? seq : tk->max;
 				}
@@ -288,10 +288,11 @@ static int await_in_takes(struct tr *t, uint32_t tgid, uint64_t mark, uint64_t a
 }
 
 /* The return r of process tgid's allocation of its mark: its address,
- * and, while events are numbered, its number, the point from which the
- * address was the VM's (as bpf/await.h renumbers an event it fills). The
- * allocation came first (bpf/await.h), or waits in a take; otherwise it
- * was not recorded, or its event was lost (counted by BPF). */
+ * and, while events are numbered, for an allocation or a realloc that
+ * stayed in place, its number, the point from which the address was the
+ * VM's (as bpf/await.h renumbers an event it fills). The allocation came
+ * first (bpf/await.h), or waits in a take; otherwise it was not
+ * recorded, or its event was lost (counted by BPF). */
 static void await_ret(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
 {
 	struct await *a = u64map_get(&t->awaits, r->loc);
@@ -303,7 +304,7 @@ static void await_ret(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
 	}
 	u64map_del(&t->awaits, r->loc);
 	a->ev.naddr = r->naddr;
-	if (r->seq)
+	if (r->seq && (a->ev.kind == LMT_ALLOC || r->naddr == a->ev.oaddr))
 		a->ev.seq = r->seq;
 	if ((v = vm_get(t, a->tgid, a->vm)))
 		ev_out(v, &a->ev);

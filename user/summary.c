@@ -182,8 +182,8 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 			" (ring buffer full: the stream is INCOMPLETE; raise -b or use --no-loss)" :
 			"");
 	if (s->missed)
-		fprintf(stderr, "  lost:    %" PRIu64 " allocations whose return "
-			"never came: the stream is INCOMPLETE\n",
+		fprintf(stderr, "  lost:    %" PRIu64 " allocations whose address "
+			"was lost: the stream is INCOMPLETE\n",
 			(uint64_t)s->missed);
 	if (t->bad_recs)
 		fprintf(stderr, "  lost:    %" PRIu64 " batched records that cannot "
