@@ -13,11 +13,8 @@
  * older note for its own. The return, most often on the same CPU with
  * nothing between, finds its note, takes the slot's lock and, if the
  * event at that offset still bears its mark, writes the address over it;
- * while events are numbered (several VMs in one stream) it numbers an
- * allocation, or a realloc that stayed in place, again, so that a block
- * another VM freed before this address was chosen comes first (a realloc
- * that moved keeps its entry's number: the free of its old block inside
- * it must not come after that block's next owner). No table by thread:
+ * while events are numbered (several VMs in one stream) it numbers the
+ * event again where lmt_await_renumbers says. No table by thread:
  * its entry's compare-and-swaps, ten words and their check cost more
  * than the rest of the event's path (docs/costs.md).
  *
@@ -109,7 +106,7 @@ static __always_inline int await_fill(struct ctx *c, struct lmt_slot *sl, __u32 
 			flush_locked(c, sl);
 		} else {
 			e->naddr = ret;
-			if (multi && (e->kind == LMT_ALLOC || ret == e->oaddr))
+			if (multi && lmt_await_renumbers(e->kind, e->oaddr, ret))
 				e->seq = seq_next();
 			done = 1;
 		}
@@ -158,6 +155,18 @@ static long await_clear_one(__u32 i, void *arg)
 	return 0;
 }
 
+/* The address alone (an LMT_RET event), for process tgid's VM vmid
+ * (LMT_VM_NONE: not known), behind the event it completes. */
+static __always_inline void await_alone(struct ctx *c, __u32 tgid, __u32 vmid,
+					__u64 mark, __u64 ret)
+{
+	c->tgid = tgid;
+	c->vmid = vmid;
+	c->sl = NULL;
+	send(c, &(struct lmt_ev){ .kind = LMT_RET, .src = LMT_SRC_INTERNAL, .loc = mark,
+				  .naddr = ret });
+}
+
 /* The long way (see above): the batches, then the address alone; clear:
  * the notes of the mark on other CPUs first (none where this CPU's was
  * the return's own). */
@@ -165,18 +174,12 @@ static __always_inline void await_search(struct ctx *c, __u64 mark, __u64 ret,
 					 const int clear)
 {
 	struct await_scan a = { .c = c, .mark = mark, .ret = ret, .tgid = cur_tgid(c) };
-	struct lmt_ev r = { .kind = LMT_RET, .src = LMT_SRC_INTERNAL, .loc = mark,
-			    .naddr = ret };
 
 	if (clear)
 		bpf_loop(ncpus, await_clear_one, &a.mark, 0);
 	bpf_loop(LMT_NSLOT, await_scan_one, &a, 0);
-	if (a.done)
-		return;
-	c->tgid = a.tgid;
-	c->vmid = LMT_VM_NONE;
-	c->sl = NULL;
-	send(c, &r);
+	if (!a.done)
+		await_alone(c, a.tgid, LMT_VM_NONE, mark, ret);
 }
 
 /* An allocation's return (see above). The note is read back to front:
@@ -207,11 +210,7 @@ static __always_inline void await_arrive(struct ctx *c, __u64 ret)
 		return;
 	}
 	/* It went alone, ahead of this. */
-	c->tgid = (__u32)w2;
-	c->vmid = (__u32)(w3 >> 32);
-	c->sl = NULL;
-	send(c, &(struct lmt_ev){ .kind = LMT_RET, .src = LMT_SRC_INTERNAL, .loc = mark,
-				  .naddr = ret });
+	await_alone(c, (__u32)w2, (__u32)(w3 >> 32), mark, ret);
 }
 
 #endif

@@ -225,6 +225,17 @@ static inline int lmt_await_mark(__u64 naddr)
 	return (naddr >> 63) && (naddr & 1);
 }
 
+/* While events are numbered, does an awaiting event of kind, old block
+ * oaddr, completed with addr, take its return's number? An allocation,
+ * or a realloc that stayed in place, does: a block another VM freed
+ * before the address was chosen comes first. A realloc that moved keeps
+ * its entry's: the free of its old block, inside it, must not come after
+ * that block's next owner (bpf/await.h, user/consume.c). */
+static inline int lmt_await_renumbers(__u8 kind, __u64 oaddr, __u64 addr)
+{
+	return kind == LMT_ALLOC || addr == oaddr;
+}
+
 /* Sources, same numbering as user/memprof.h enum mp_src. */
 enum lmt_src {
 	LMT_SRC_INTERNAL = 1,

@@ -257,11 +257,20 @@ static void await_hold(struct tr *t, struct tvm *v, const struct lmt_ev *r)
 	a->ev = *r;
 }
 
+/* Awaiting event e completed by its return r: the address and, while
+ * events are numbered, where lmt_await_renumbers says, the return's
+ * number, as bpf/await.h does for an event it fills. */
+static void await_complete(struct lmt_ev *e, const struct lmt_ev *r)
+{
+	e->naddr = r->naddr;
+	if (r->seq && lmt_await_renumbers(e->kind, e->oaddr, r->naddr))
+		e->seq = r->seq;
+}
+
 /* A held batch of process tgid (merge_round's takes) whose last event
- * awaits mark: its address written in, and the return's number (see
- * await_ret). 1 if found. */
-static int await_in_takes(struct tr *t, uint32_t tgid, uint64_t mark, uint64_t addr,
-			  uint64_t seq)
+ * awaits r's mark: completed by r (a take's numbers stay its bound).
+ * 1 if found. */
+static int await_in_takes(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
 {
 	const size_t rs = sizeof(struct lmt_ev);
 	struct tproc *p = proc_of(t, tgid);
@@ -274,12 +283,9 @@ static int await_in_takes(struct tr *t, uint32_t tgid, uint64_t mark, uint64_t a
 			if (tk->len < sizeof(struct lmt_batch) + rs)
 				continue;
 			memcpy(&e, tk->b + tk->len - rs, rs);
-			if (e.naddr == mark) {
-				e.naddr = addr;
-				if (seq && (e.kind == LMT_ALLOC || addr == e.oaddr)) {
-					e.seq = seq;
-					tk->max = seq > tk->max ? seq : tk->max;
-				}
+			if (e.naddr == r->loc) {
+				await_complete(&e, r);
+				tk->max = e.seq > tk->max ? e.seq : tk->max;
 				memcpy(tk->b + tk->len - rs, &e, rs);
 				return 1;
 			}
@@ -287,25 +293,20 @@ static int await_in_takes(struct tr *t, uint32_t tgid, uint64_t mark, uint64_t a
 	return 0;
 }
 
-/* The return r of process tgid's allocation of its mark: its address,
- * and, while events are numbered, for an allocation or a realloc that
- * stayed in place, its number, the point from which the address was the
- * VM's (as bpf/await.h renumbers an event it fills). The allocation came
- * first (bpf/await.h), or waits in a take; otherwise it was not
- * recorded, or its event was lost (counted by BPF). */
+/* The return r of process tgid's allocation of its mark (await_complete).
+ * The allocation came first (bpf/await.h), or waits in a take; otherwise
+ * it was not recorded, or its event was lost (counted by BPF). */
 static void await_ret(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
 {
 	struct await *a = u64map_get(&t->awaits, r->loc);
 	struct tvm *v;
 
 	if (!a || a->tgid != tgid) {
-		(void)await_in_takes(t, tgid, r->loc, r->naddr, r->seq);
+		(void)await_in_takes(t, tgid, r);
 		return;
 	}
 	u64map_del(&t->awaits, r->loc);
-	a->ev.naddr = r->naddr;
-	if (r->seq && (a->ev.kind == LMT_ALLOC || r->naddr == a->ev.oaddr))
-		a->ev.seq = r->seq;
+	await_complete(&a->ev, r);
 	if ((v = vm_get(t, a->tgid, a->vm)))
 		ev_out(v, &a->ev);
 	else
