@@ -303,6 +303,19 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* A SIGCONT to a process we hold stopped, not ours (we mark a stop
+ * released before we send it): user space says the process may have run
+ * unseen (user/consume.c, check_held). Signals are rare: this costs
+ * nothing. */
+SEC("tp_btf/signal_generate")
+int BPF_PROG(on_signal, int sig, struct kernel_siginfo *info,
+	     struct task_struct *task)
+{
+	if (sig == SIGCONT)
+		stops_continued(task->tgid);
+	return 0;
+}
+
 /* lua_close(L): the VM tears itself down. Like the in-VM profiler, which
  * lua_close stops, we stop there, so that what is live at the end of the
  * program is what the stream shows as live. */

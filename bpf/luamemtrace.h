@@ -357,10 +357,24 @@ struct lmt_trace {
 	__u64 seq;   /* the process's sequence (struct lmt_slot); 0 none */
 };
 
-/* Key of the stops map (bpf/newvm.h): one entry per stop. */
+/* Key of the stops map (bpf/stop.h): one entry per stop. */
 struct lmt_stop {
 	__u32 tgid;
 	__u32 seq;
+};
+
+/* Its value. A stop is held until its SIGCONT: user space marks it
+ * released before it decides whether to send that signal, which it does
+ * only when no stop of the process is held in any tracer's map (two
+ * tracers of one process each stop it; SIGSTOPs do not count, so one
+ * tracer's SIGCONT would end the other's stop). conts: SIGCONTs the
+ * process was sent while held (by anyone: another tracer, a shell), each
+ * of which may have let it run unseen. */
+enum { LMT_STOP_HELD = 1, LMT_STOP_RELEASED = 2 };
+
+struct lmt_hold {
+	__u32 state; /* LMT_STOP_* */
+	__u32 conts;
 };
 
 /* A new VM. Unless BPF registered it, its process is stopped until user

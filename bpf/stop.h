@@ -8,19 +8,21 @@
 /* -- Stops ---------------------------------------------------------------- */
 
 #define SIGSTOP 19
+#define SIGCONT 18
 
 /* Processes stopped (SIGSTOP) until user space has done what needs the
  * process still: probe a new allocator, read a new object's symbols. Each
  * stop is an entry, made before the signal and removed by user space
  * after its SIGCONT, so the map always names every stop owed a SIGCONT: a
  * guardian process holds it too, and continues what is left if the
- * tracer dies (user/guard.h). */
+ * tracer dies (user/guard.h). Its name is how other tracers find it
+ * (struct lmt_hold). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct lmt_stop);
-	__type(value, __u32);
-} stops SEC(".maps");
+	__type(value, struct lmt_hold);
+} lmt_stops SEC(".maps");
 
 __u32 stopseq;
 
@@ -28,9 +30,9 @@ static __always_inline __u8 stop_process(__u32 tgid)
 {
 	struct lmt_stop k = { .tgid = tgid,
 			      .seq = __sync_fetch_and_add(&stopseq, 1) };
-	__u32 one = 1;
+	struct lmt_hold h = { .state = LMT_STOP_HELD };
 
-	if (bpf_map_update_elem(&stops, &k, &one, BPF_NOEXIST))
+	if (bpf_map_update_elem(&lmt_stops, &k, &h, BPF_NOEXIST))
 		return 0;
 	/* To this thread: a SIGSTOP to the process finds one pending from
 	 * another thread and wakes nobody, so this thread would run on until
@@ -38,7 +40,7 @@ static __always_inline __u8 stop_process(__u32 tgid)
 	 * for a millisecond, allocations unseen). A stop signal sent to one
 	 * thread still stops the whole process. */
 	if (bpf_send_signal_thread(SIGSTOP)) {
-		bpf_map_delete_elem(&stops, &k);
+		bpf_map_delete_elem(&lmt_stops, &k);
 		return 0;
 	}
 	return 1;
@@ -53,15 +55,30 @@ static __always_inline __u8 stop_task(struct task_struct *task, __u32 tgid)
 {
 	struct lmt_stop k = { .tgid = tgid,
 			      .seq = __sync_fetch_and_add(&stopseq, 1) };
-	__u32 one = 1;
+	struct lmt_hold h = { .state = LMT_STOP_HELD };
 
-	if (bpf_map_update_elem(&stops, &k, &one, BPF_NOEXIST))
+	if (bpf_map_update_elem(&lmt_stops, &k, &h, BPF_NOEXIST))
 		return 0;
 	if (bpf_send_signal_task(task, SIGSTOP, PIDTYPE_TGID, 0)) {
-		bpf_map_delete_elem(&stops, &k);
+		bpf_map_delete_elem(&lmt_stops, &k);
 		return 0;
 	}
 	return 1;
+}
+
+/* A SIGCONT sent to tgid (tp signal_generate): each stop of it still
+ * held counts it. */
+static long hold_cont(struct bpf_map *m, struct lmt_stop *k, struct lmt_hold *h,
+		      __u32 *tgid)
+{
+	if (k->tgid == *tgid && h->state == LMT_STOP_HELD)
+		__sync_fetch_and_add(&h->conts, 1);
+	return 0;
+}
+
+static __always_inline void stops_continued(__u32 tgid)
+{
+	bpf_for_each_map_elem(&lmt_stops, hold_cont, &tgid, 0);
 }
 
 #endif

@@ -508,6 +508,71 @@ every_call() {
 	every_call c 8 5
 }
 
+# Two tracers of one process each stop it for their own ends, and one
+# SIGCONT ends every stop: each continues it only when no tracer's stops
+# map holds it still (bpf/luamemtrace.h, struct lmt_hold). host -c 4
+# makes its first VM with an allocator of its own: the tracer of the
+# command stops it there to probe that allocator, an --all tracer to read
+# its name (and, tracing it too, to probe it as well).
+@test "two tracers of one process, one --all (its --exe leaving the process out, then tracing it too): neither ends the other's stop; every allocator call in each stream" {
+	cd "$LUA_DIR"
+	local pass tpid want sum=(0 0 0) f x
+	for pass in out in; do
+		if [ "$pass" = out ]; then
+			"$LMT" --all --exe lmt-nothing -o "$T/$pass/" 2> "$T/$pass.err" 3>&- &
+		else
+			"$LMT" --all -o "$T/$pass/" 2> "$T/$pass.err" 3>&- &
+		fi
+		tpid=$!
+		wait_for "$T/$pass.err" "Ctrl-C to stop"
+		every_call "$pass" 4 3
+		kill -INT "$tpid"
+		wait "$tpid"
+		no_lost "$T/$pass.err"
+	done
+	for x in out.err out1.err out2.err out3.err in.err in1.err in2.err in3.err; do
+		absent 'ran while stopped' "$T/$x"
+	done
+	[ "$(ls "$T/out" | grep -c '\.bin$')" -eq 0 ]
+	# the --all tracer's own streams of the 3 runs: 4 VMs each, every call
+	[ "$(ls "$T/in" | grep -c '^host\..*\.bin$')" -eq 12 ]
+	for f in "$T"/in/host.*.bin; do
+		"$LMT" report "$f" > "$f.txt"
+		read -r -a x <<< "$(totals "$f.txt")"
+		sum=($((sum[0] + x[0])) $((sum[1] + x[1])) $((sum[2] + x[2])))
+	done
+	read -r -a want <<< "$(sed -n 's/^calls: \([0-9]*\) alloc \([0-9]*\) realloc \([0-9]*\) free$/\1 \2 \3/p' "$T/in1.err")"
+	[ "${sum[*]}" = "$((3 * want[0])) $((3 * want[1])) $((3 * want[2]))" ]
+}
+
+# Anyone may send a traced process SIGCONT (a shell's fg, another tool)
+# while it is stopped for the tracer: it runs before the tracer has done
+# what it stopped it for. The stop is held longer here (LMT_TEST_HOLD)
+# while SIGCONTs come every 50 ms.
+@test "a SIGCONT not the tracer's while it holds the process stopped: said, the stream marked incomplete, the command unharmed" {
+	cd "$LUA_DIR"
+	LMT_TEST_HOLD=1500 "$LMT" -o "$T/h.bin" -- "$HOST" -c 4 vmcount.lua > "$T/h.err" 2>&1 3>&- &
+	local tpid=$! c i sent=0 st=0
+	for i in $(seq 1 100); do
+		c=$(pgrep -P "$tpid" -x host) || true
+		if [ -n "$c" ] && kill -CONT "$c" 2>/dev/null; then
+			sent=$((sent + 1))
+		fi
+		kill -0 "$tpid" 2>/dev/null || break
+		sleep 0.05
+	done
+	wait "$tpid" || st=$?
+	[ "$st" -eq 0 ] || { cat "$T/h.err"; false; }
+	[ "$sent" -gt 0 ]
+	grep -q "^luamemtrace: warning: PID [0-9]* ran while stopped for the tracer" "$T/h.err"
+	grep -q "^  ran: *1 process ran while stopped for the tracer (said above): the stream is INCOMPLETE" "$T/h.err"
+	grep -q '^calls: ' "$T/h.err"
+	run "$LMT" report "$T/h.bin"
+	[ "$status" -eq 3 ] # printed from an incomplete stream
+	[[ "$output" == *"the report is incomplete"* ]]
+	no_probes_of "$T/"
+}
+
 # ------------------------------------------------------------ exec in place
 
 @test "pages moved under the tracer (the heap collapsed into huge pages while traced): counts exact, reads still through the page tables" {

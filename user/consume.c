@@ -831,29 +831,55 @@ static int stopped(pid_t tgid)
 
 /* Are the processes of the stops v all stopped (or children attached
  * before they ran, which need no wait)? */
-static int all_stopped(struct tr *t, const struct lmt_stop *v, size_t n)
+static int all_stopped(struct tr *t, const struct held *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		const struct tproc *p = proc_of(t, v[i].tgid);
+		const struct tproc *p = proc_of(t, v[i].k.tgid);
 		size_t j;
 
-		for (j = 0; j < i && v[j].tgid != v[i].tgid; j++)
+		for (j = 0; j < i && v[j].k.tgid != v[i].k.tgid; j++)
 			;
-		if (j == i && !(p && p->nowait) && !stopped((pid_t)v[i].tgid))
+		if (j == i && !(p && p->nowait) && !stopped((pid_t)v[i].k.tgid))
 			return 0;
 	}
 	return 1;
 }
 
-/* Processes BPF stopped (the stops map): once each is wholly stopped, the
- * records they sent are handled (new allocators probed, new objects read),
- * then each is continued once. A new stop after our SIGCONT is an entry
- * of its own, for the next round. Until they are stopped (a process
- * waits for a CPU; up to ~2 s) the consumer goes on reading the ring
- * (t->settling), unless block. */
+/* For tests (LMT_TEST_HOLD=MS): stops are held MS longer, for a SIGCONT
+ * not ours to come meanwhile. */
+static void test_hold(void)
+{
+	const char *ms = getenv("LMT_TEST_HOLD");
+
+	if (ms)
+		usleep((useconds_t)atoi(ms) * 1000);
+}
+
+/* Processes sent a SIGCONT not ours while stopped for us (struct
+ * lmt_hold): said, once a process each. */
+static void check_held(struct tr *t, struct held *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) /* as they are now */
+		if (bpf_map_lookup_elem(t->stops_fd, &v[i].k, &v[i].h))
+			v[i].h.conts = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t j;
+
+		for (j = 0; j < n && !(v[j].k.tgid == v[i].k.tgid && v[j].h.conts); j++)
+			;
+		if (j == n || j != i)
+			continue;
+		err1("warning: PID %u ran while stopped for the tracer (a SIGCONT "
+		     "not ours: another tracer's, or anyone's): what it did "
+		     "meanwhile may be missing (a new VM's first allocations, "
+		     "a module's names)", v[i].k.tgid);
+		t->ran_held++;
+	}
+}
+
 void settle_stops(struct tr *t, int block)
 {
-	struct lmt_stop *v;
+	struct held *v;
 	size_t n = guard_stops(t->stops_fd, &v);
 
 	if (n && !all_stopped(t, v, n)) {
@@ -885,9 +911,12 @@ void settle_stops(struct tr *t, int block)
 		u64set_free(&t->rescan);
 		memset(&t->rescan, 0, sizeof(t->rescan));
 	}
+	if (n)
+		test_hold();
+	check_held(t, v, n);
 	guard_release(t->stops_fd, v, n);
 	/* --no-loss: drained, they may pause again */
 	for (size_t i = 0; t->o->no_loss && i < n; i++)
-		bpf_map__delete_elem(t->skel->maps.paused, &v[i].tgid, sizeof(v[i].tgid), 0);
+		bpf_map__delete_elem(t->skel->maps.paused, &v[i].k.tgid, sizeof(v[i].k.tgid), 0);
 	free(v);
 }

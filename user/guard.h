@@ -1,10 +1,14 @@
 /* The guardian: a process that outlives the tracer to continue what it
  * left stopped. BPF stops a process (SIGSTOP) while user space probes a
  * new allocator or reads a new object, and records the stop in a map
- * until the tracer has sent SIGCONT (bpf/newvm.h, stops). If the
+ * until the tracer has sent SIGCONT (bpf/stop.h, lmt_stops). If the
  * tracer dies at any instant, even by SIGKILL, the guardian, which holds
  * that map, waits until every thread of the tracer is gone (so are its
  * probes), then continues every process the map still names.
+ *
+ * Other tracers stop the processes they trace the same way, and a SIGCONT
+ * ends every stop at once: a process is continued only when no tracer's
+ * map holds a stop of it (struct lmt_hold says how).
  */
 #ifndef LMT_GUARD_H
 #define LMT_GUARD_H
@@ -15,14 +19,23 @@
  * Call before any probe is attached: the guardian keeps no descriptor but
  * the map and our pidfd. Its PID, or -1 with errno. */
 pid_t guard_start(int stops_fd);
-struct lmt_stop;
+
+#include "luamemtrace.h"
+
+/* A stop of the map: its key and its value. */
+struct held {
+	struct lmt_stop k;
+	struct lmt_hold h;
+};
 
 /* The stops in the map now, in a malloc'd array (*v, free it): their
  * count, 0 if none or out of memory. */
-size_t guard_stops(int stops_fd, struct lmt_stop **v);
-/* Continues each process of v, once however many stops it has there, then
- * removes v's entries. A stop made after the SIGCONT is a new entry: it
- * stays, and no later SIGCONT of this call can cancel it. */
-void guard_release(int stops_fd, const struct lmt_stop *v, size_t n);
+size_t guard_stops(int stops_fd, struct held **v);
+/* Releases v's stops and removes their entries: each process of v is
+ * continued once, however many stops it has there, unless a stop of it is
+ * still held, in this map (made since v was read) or in another tracer's
+ * (that one continues it). A stop made after the SIGCONT is a new entry:
+ * it stays, and no later SIGCONT of this call can cancel it. */
+void guard_release(int stops_fd, const struct held *v, size_t n);
 
 #endif

@@ -71,7 +71,7 @@ void losses(const struct tr *t, const struct lmt_stats *st, struct info *in)
 {
 	in->lost = st->lost + st->missed + t->bad_recs;
 	in->lost_sym = st->lost_sym;
-	in->lost_vm = st->lost_vm + (uint64_t)t->lost_vm;
+	in->lost_vm = st->lost_vm + (uint64_t)t->lost_vm + (uint64_t)t->ran_held;
 	/* --stacks: an event without its stack is a lost record too. */
 	in->lost_sym += st->lost_stk + stk_unknown(t);
 }
@@ -210,6 +210,10 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 		fprintf(stderr, "  missed:  %d VM%s or process%s not traced (said "
 			"above)\n", t->lost_vm, t->lost_vm == 1 ? "" : "s",
 			t->lost_vm == 1 ? "" : "es");
+	if (t->ran_held)
+		fprintf(stderr, "  ran:     %d process%s ran while stopped for the tracer "
+			"(said above): the stream is INCOMPLETE\n", t->ran_held,
+			t->ran_held == 1 ? "" : "es");
 	if (s->lost_vm)
 		fprintf(stderr, "  lost:    %" PRIu64 " new VMs, forks or dlopens "
 			"(ring buffer full: the stream is INCOMPLETE; raise -b or use --no-loss)\n",

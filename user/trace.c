@@ -325,14 +325,14 @@ static int select_target(struct tr *t, struct vmscan *scans)
 
 /* Open, configure and load the BPF object; then, before any probe, the
  * guardian (it must hold no probe's descriptor); the slots, the ring, the
- * exec and fork watches, and -- COMMAND's hooks. */
+ * exec, fork and SIGCONT watches, and -- COMMAND's hooks. */
 static int open_bpf(struct tr *t)
 {
 	const int kst = kernel_keeps_callbacks_on_stack();
 
 	if (open_load(t, kst) && (!kst || open_load(t, 0)))
 		return -1;
-	t->stops_fd = bpf_map__fd(t->skel->maps.stops);
+	t->stops_fd = bpf_map__fd(t->skel->maps.lmt_stops);
 	t->guardian = guard_start(t->stops_fd);
 	if (t->guardian < 0) {
 		err1("cannot start the guardian process: %s", strerror(errno));
@@ -351,6 +351,10 @@ static int open_bpf(struct tr *t)
 	}
 	if (link_add(&t->links, bpf_program__attach(t->skel->progs.on_fork))) {
 		err1("cannot watch fork: %s", strerror(errno));
+		return -1;
+	}
+	if (link_add(&t->links, bpf_program__attach(t->skel->progs.on_signal))) {
+		err1("cannot watch SIGCONT: %s", strerror(errno));
 		return -1;
 	}
 	if (t->o->cmd) {

@@ -199,6 +199,7 @@ struct tr {
 	struct u64set watched; /* --all: LuaJIT files watched (dev ^ inode) */
 	const struct lj_variant *var;
 	int lost_vm;          /* VMs or processes we could not attach to */
+	int ran_held;         /* processes that ran while stopped for us */
 	int warned;           /* the probe plan's warning, said once */
 	struct lmt_slot *slots; /* the slots map, mmapped */
 	size_t slots_len;
