@@ -191,7 +191,7 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
  * the spot, so none of its allocations is missed and nothing stops.
  * Otherwise the process stops until user space has probed the new
  * allocator; with --all, so does a process not seen before (user space
- * decides whether it is traced). Without room for the record nothing
+ * decides whether it is traced), unless --exe leaves it out here. Without room for the record nothing
  * stops, and the VM is counted lost. */
 SEC("uretprobe")
 int BPF_KRETPROBE(newstate_return, __u64 L)
@@ -214,8 +214,11 @@ int BPF_KRETPROBE(newstate_return, __u64 L)
 	n->L = L;
 	n->registered = pr && register_vm(tgid, pr, L, n);
 	/* No room to record the stop: the VM's first allocations may pass
-	 * before user space probes its allocator. Said, not silent. */
-	if (!n->registered && !stop_process(tgid))
+	 * before user space probes its allocator. Said, not silent. A
+	 * process --exe leaves out is not stopped: user space only lists it
+	 * (its entry in procs then keeps its next VMs from here). */
+	if (!n->registered && !(!pr && exe_filter && exe_left_out()) &&
+	    !stop_process(tgid))
 		count_lost_vm();
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
 	return 0;

@@ -357,6 +357,12 @@ struct lmt_trace {
 	__u64 seq;   /* the process's sequence (struct lmt_slot); 0 none */
 };
 
+/* Key of the exes map (--all --exe: the names wanted, zero-padded). */
+#define LMT_EXE_LEN 64
+struct lmt_exe {
+	char name[LMT_EXE_LEN];
+};
+
 /* Key of the stops map (bpf/stop.h): one entry per stop. */
 struct lmt_stop {
 	__u32 tgid;

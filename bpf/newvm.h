@@ -157,6 +157,41 @@ static __always_inline void *proc_rec(const __u64 sz, __u8 rec)
 	return r;
 }
 
+/* -- Names (--all --exe) ------------------------------------------------- */
+
+/* The names --exe wants, each matched as user space does (proc_wanted):
+ * the process's comm, or its executable's file name. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct lmt_exe);
+	__type(value, __u8);
+} exes SEC(".maps");
+
+/* Does --exe leave the current process out? Then its first VM needs no
+ * stop for user space to read its name. A name this cannot match as user
+ * space does (too long, or with a space, which user space cuts at) asks
+ * user space: 0. */
+static __always_inline int exe_left_out(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct lmt_exe k = {};
+	const unsigned char *name;
+	long n;
+
+	if (bpf_get_current_comm(k.name, 16) || bpf_map_lookup_elem(&exes, &k))
+		return 0;
+	__builtin_memset(&k, 0, sizeof(k));
+	name = BPF_CORE_READ(task, mm, exe_file, f_path.dentry, d_name.name);
+	n = bpf_probe_read_kernel_str(k.name, sizeof(k.name), name);
+	if (n <= 1 || n >= LMT_EXE_LEN)
+		return 0;
+	for (int i = 0; i < LMT_EXE_LEN; i++)
+		if (k.name[i] == ' ')
+			return 0;
+	return !bpf_map_lookup_elem(&exes, &k);
+}
+
 /* -- New VMs, new objects, new programs --------------------------------- */
 
 /* Registers the new VM L of tgid here and now if its allocator is already

@@ -27,6 +27,8 @@ __u8 ab_floor;
 const volatile __u8 one_stream = 1;
 const volatile __u8 follow = 0;
 const volatile __u8 all_procs = 0;
+/* --all --exe: the exes map holds the names wanted (bpf/newvm.h). */
+const volatile __u8 exe_filter = 0;
 /* --jit=trace: compiled code charged to its trace, as in-VM (bpf/trace.h). */
 const volatile __u8 jit_trace = 0;
 /* --floor=events: every event sent, each charged to the VM with no read

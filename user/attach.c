@@ -306,6 +306,37 @@ static void mfd_close(int *mfd)
 	*mfd = 0;
 }
 
+/* -- --all --exe ------------------------------------------------------------ */
+
+/* Can BPF leave out the processes --exe does not name (bpf/newvm.h,
+ * exe_left_out)? Only names it can hold whole. */
+static int exe_filter(const struct topts *o)
+{
+	if (!o->all || !o->nexes || o->nexes > 64)
+		return 0;
+	for (unsigned i = 0; i < o->nexes; i++)
+		if (strlen(o->exes[i]) >= LMT_EXE_LEN)
+			return 0;
+	return 1;
+}
+
+/* The names into the exes map, after load: 0, or -1 said. */
+static int exes_fill(struct tr *t)
+{
+	for (unsigned i = 0; t->skel->rodata->exe_filter && i < t->o->nexes; i++) {
+		struct lmt_exe k = { 0 };
+		uint8_t one = 1;
+
+		memcpy(k.name, t->o->exes[i], strlen(t->o->exes[i]));
+		if (bpf_map__update_elem(t->skel->maps.exes, &k, sizeof(k), &one,
+					 sizeof(one), BPF_ANY)) {
+			err1("cannot set --exe in BPF: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Open and load the BPF object with one of the two entry programs: kst,
  * the one whose reads land on the kernel stack (tried first where the
  * kernel should take it), or the compatible one. */
@@ -345,6 +376,7 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->one_stream = !t->dir;
 	t->skel->rodata->follow = (uint8_t)t->dir;
 	t->skel->rodata->all_procs = (uint8_t)o->all;
+	t->skel->rodata->exe_filter = (uint8_t)exe_filter(o);
 	t->skel->rodata->jit_trace = (uint8_t)o->jit_trace;
 	t->skel->rodata->stack_depth = o->stacks;
 	t->skel->rodata->no_loss = (uint8_t)o->no_loss;
@@ -380,7 +412,7 @@ int open_load(struct tr *t, int kst)
 			fprintf(stderr, "luamemtrace: reads land on the %s\n",
 				kst ? "kernel stack" : "per-CPU scratch");
 		direct_start(t);
-		return 0;
+		return exes_fill(t);
 	}
 	if (t->multi) {
 		/* The kernel takes such programs but not these: perf links. */
