@@ -344,7 +344,7 @@ static __always_inline int see_trace(struct ctx *c, const struct lmt_vm *vm,
 	t->seq = seq_next();
 	/* User space reads its snapshots: the process must not be gone by
 	 * then (a short program's traces would stay unread). */
-	t->stopped = !jit_trace && stop_process(c->tgid);
+	t->stopped = !jit_trace && stop_process(c->tgid, 0);
 	bpf_ringbuf_submit(t, t->stopped ? BPF_RB_FORCE_WAKEUP :
 					     wake_flags(c, sizeof(*t)));
 	c->st->traces++;

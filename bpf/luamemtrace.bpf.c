@@ -218,7 +218,7 @@ int BPF_KRETPROBE(newstate_return, __u64 L)
 	 * process --exe leaves out is not stopped: user space only lists it
 	 * (its entry in procs then keeps its next VMs from here). */
 	if (!n->registered && !(!pr && exe_filter && exe_left_out()) &&
-	    !stop_process(tgid))
+	    !stop_process(tgid, 0))
 		count_lost_vm();
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
 	return 0;
@@ -243,7 +243,7 @@ int BPF_KPROBE(dl_state)
 	if (!n)
 		return 0;
 	n->tgid = tgid;
-	if (!stop_process(tgid))
+	if (!stop_process(tgid, 0))
 		count_lost_vm(); /* a module's names may come too late */
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
 	return 0;

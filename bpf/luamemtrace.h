@@ -375,11 +375,14 @@ struct lmt_stop {
  * tracers of one process each stop it; SIGSTOPs do not count, so one
  * tracer's SIGCONT would end the other's stop). conts: SIGCONTs the
  * process was sent while held (by anyone: another tracer, a shell), each
- * of which may have let it run unseen. */
+ * of which may have let it run unseen. soft: a stop that only paces the
+ * process (--no-loss), where running on loses nothing unsaid. */
 enum { LMT_STOP_HELD = 1, LMT_STOP_RELEASED = 2 };
 
 struct lmt_hold {
-	__u32 state; /* LMT_STOP_* */
+	__u8 state; /* LMT_STOP_* */
+	__u8 soft;
+	__u16 pad;
 	__u32 conts;
 };
 

@@ -235,7 +235,7 @@ static __always_inline void pressure(struct ctx *c)
 	    bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) * 2 < bpf_ringbuf_query(&rb, BPF_RB_RING_SIZE) ||
 	    bpf_map_update_elem(&paused, &c->tgid, &one, BPF_NOEXIST))
 		return;
-	if (stop_process(c->tgid))
+	if (stop_process(c->tgid, 1))
 		c->st->paused++;
 	else
 		bpf_map_delete_elem(&paused, &c->tgid);

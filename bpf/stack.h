@@ -358,7 +358,7 @@ static __always_inline __u64 stack_of(struct ctx *c, const struct lmt_vm *vm,
 	s->newfn = 0;
 	bpf_loop(LMT_STK_MAX, stk_def, &w, 0);
 	if (s->newfn)
-		s->rec.stopped = stop_process(c->tgid);
+		s->rec.stopped = stop_process(c->tgid, 0);
 	s->rec.rec = LMT_REC_STACK;
 	s->rec.truncated = s->trunc || s->err;
 	s->rec.n = (__u16)s->n;

@@ -26,11 +26,11 @@ struct {
 
 __u32 stopseq;
 
-static __always_inline __u8 stop_process(__u32 tgid)
+static __always_inline __u8 stop_process(__u32 tgid, __u8 soft)
 {
 	struct lmt_stop k = { .tgid = tgid,
 			      .seq = __sync_fetch_and_add(&stopseq, 1) };
-	struct lmt_hold h = { .state = LMT_STOP_HELD };
+	struct lmt_hold h = { .state = LMT_STOP_HELD, .soft = soft };
 
 	if (bpf_map_update_elem(&lmt_stops, &k, &h, BPF_NOEXIST))
 		return 0;

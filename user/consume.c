@@ -845,8 +845,9 @@ static int all_stopped(struct tr *t, const struct held *v, size_t n)
 	return 1;
 }
 
-/* For tests (LMT_TEST_HOLD=MS): stops are held MS longer, for a SIGCONT
- * not ours to come meanwhile. */
+/* For tests (LMT_TEST_HOLD=MS): stops are held MS longer, before they are
+ * handled, for a SIGCONT not ours, or another tracer's, to come
+ * meanwhile. */
 static void test_hold(void)
 {
 	const char *ms = getenv("LMT_TEST_HOLD");
@@ -856,18 +857,14 @@ static void test_hold(void)
 }
 
 /* Processes sent a SIGCONT not ours while stopped for us (struct
- * lmt_hold): said, once a process each. */
+ * lmt_hold), but for a pacing stop (--no-loss): said, once a process. */
 static void check_held(struct tr *t, struct held *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++) /* as they are now */
-		if (bpf_map_lookup_elem(t->stops_fd, &v[i].k, &v[i].h))
-			v[i].h.conts = 0;
 	for (size_t i = 0; i < n; i++) {
-		size_t j;
+		struct lmt_hold h;
 
-		for (j = 0; j < n && !(v[j].k.tgid == v[i].k.tgid && v[j].h.conts); j++)
-			;
-		if (j == n || j != i)
+		if (bpf_map_lookup_elem(t->stops_fd, &v[i].k, &h) || !h.conts || h.soft ||
+		    u64set_add(&t->ran, v[i].k.tgid) != 1)
 			continue;
 		err1("warning: PID %u ran while stopped for the tracer (a SIGCONT "
 		     "not ours: another tracer's, or anyone's): what it did "
@@ -875,6 +872,23 @@ static void check_held(struct tr *t, struct held *v, size_t n)
 		     "a module's names)", v[i].k.tgid);
 		t->ran_held++;
 	}
+}
+
+/* Keeps of v the stops of processes in w (seen stopped): the others'
+ * are for the next round. Their count. */
+static size_t stops_of(struct held *v, size_t n, const struct held *w, size_t nw)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t j;
+
+		for (j = 0; j < nw && w[j].k.tgid != v[i].k.tgid; j++)
+			;
+		if (j < nw)
+			v[k++] = v[i];
+	}
+	return k;
 }
 
 void settle_stops(struct tr *t, int block)
@@ -894,10 +908,15 @@ void settle_stops(struct tr *t, int block)
 	}
 	t->settling = 0;
 	if (n) {
-		/* Stops made while we waited are in now, and none can come:
-		 * release them all. */
-		free(v);
+		/* Stops of these processes made while we waited are in now,
+		 * and none can come: release them all. */
+		struct held *w = v;
+		size_t nw = n;
+
 		n = guard_stops(t->stops_fd, &v);
+		n = stops_of(v, n, w, nw);
+		free(w);
+		test_hold();
 		drain(t);
 	}
 	if (t->unbatch_req)
@@ -911,10 +930,11 @@ void settle_stops(struct tr *t, int block)
 		u64set_free(&t->rescan);
 		memset(&t->rescan, 0, sizeof(t->rescan));
 	}
-	if (n)
-		test_hold();
 	check_held(t, v, n);
-	guard_release(t->stops_fd, v, n);
+	if (guard_release(t->stops_fd, v, n) && !t->peers_warned++)
+		err1("warning: cannot look at other tracers' stops (%s): a "
+		     "process two tracers stop may be continued before the "
+		     "other is done with it", strerror(errno));
 	/* --no-loss: drained, they may pause again */
 	for (size_t i = 0; t->o->no_loss && i < n; i++)
 		bpf_map__delete_elem(t->skel->maps.paused, &v[i].k.tgid, sizeof(v[i].k.tgid), 0);

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -29,8 +30,6 @@ size_t guard_stops(int stops_fd, struct held **v)
 			a = na;
 		}
 		a[n].k = k;
-		/* Gone since (released by the guardian): its key still leads
-		 * on, its value is none. */
 		if (bpf_map_lookup_elem(stops_fd, &k, &a[n].h))
 			memset(&a[n].h, 0, sizeof(a[n].h));
 		n++;
@@ -41,6 +40,16 @@ size_t guard_stops(int stops_fd, struct held **v)
 
 /* -- Stops of other tracers ------------------------------------------------ */
 
+/* Other tracers' stops maps found so far, by ID (an ID is not given
+ * again), and the highest ID looked at: a release opens only those, and
+ * looks at the maps made since. Per process: the tracer's, the
+ * guardian's. */
+static struct {
+	__u32 *ids;
+	size_t n, cap;
+	__u32 top, own;
+} peers;
+
 static int is_stops(const struct bpf_map_info *in)
 {
 	return !strcmp(in->name, "lmt_stops") && in->type == BPF_MAP_TYPE_HASH &&
@@ -48,61 +57,95 @@ static int is_stops(const struct bpf_map_info *in)
 	       in->value_size == sizeof(struct lmt_hold);
 }
 
-/* Descriptors of every tracer's stops map, ours included (found by name
- * and shape among the system's maps): their count, in *fds (free it). */
-static size_t stop_maps(int **fds)
+/* held[i] = 1 where map fd holds a stop of v[i]'s process. */
+static void held_in(int fd, const struct held *v, size_t n, uint8_t *held)
 {
-	__u32 id = 0;
-	size_t n = 0, cap = 0;
-	int *a = NULL, *na;
+	struct lmt_stop k, prev;
+	struct lmt_hold h;
+	int first = 1;
 
-	while (!bpf_map_get_next_id(id, &id)) {
-		struct bpf_map_info in;
-		__u32 len = sizeof(in);
-		int fd = bpf_map_get_fd_by_id(id);
-
-		if (fd < 0)
+	while (!bpf_map_get_next_key(fd, first ? NULL : &prev, &k)) {
+		first = 0;
+		prev = k;
+		if (bpf_map_lookup_elem(fd, &k, &h) || h.state != LMT_STOP_HELD)
 			continue;
+		for (size_t i = 0; i < n; i++)
+			held[i] |= v[i].k.tgid == k.tgid;
+	}
+}
+
+/* Map id, read-only: its descriptor; -1 if it is gone, -2 (errno) if it
+ * cannot be opened. */
+static int peer_open(__u32 id)
+{
+	LIBBPF_OPTS(bpf_get_fd_by_id_opts, o, .open_flags = BPF_F_RDONLY);
+	int fd = bpf_map_get_fd_by_id_opts(id, &o);
+
+	return fd >= 0 ? fd : errno == ENOENT ? -1 : -2;
+}
+
+/* The same for every other tracer's stops map: 0, or -1 (errno) if not
+ * every map of the system could be looked at. */
+static int held_by_peers(int own_fd, const struct held *v, size_t n, uint8_t *held)
+{
+	struct bpf_map_info in;
+	__u32 len, id;
+	int fd, bad = 0;
+
+	if (!peers.own) {
 		memset(&in, 0, sizeof(in));
-		if (bpf_obj_get_info_by_fd(fd, &in, &len) || !is_stops(&in)) {
-			close(fd);
+		len = sizeof(in);
+		if (bpf_obj_get_info_by_fd(own_fd, &in, &len))
+			return -1;
+		peers.own = in.id;
+	}
+	for (size_t i = 0; i < peers.n; i++) {
+		if ((fd = peer_open(peers.ids[i])) == -1) { /* its tracer ended */
+			peers.ids[i--] = peers.ids[--peers.n];
 			continue;
 		}
-		if (n == cap) {
-			cap = cap ? 2 * cap : 4;
-			if (!(na = realloc(a, cap * sizeof(*a)))) {
-				close(fd);
-				break;
+		if (fd < 0) {
+			bad = errno;
+			continue;
+		}
+		held_in(fd, v, n, held);
+		close(fd);
+	}
+	id = peers.top;
+	while (!bpf_map_get_next_id(id, &id)) {
+		peers.top = id;
+		if ((fd = peer_open(id)) < 0) {
+			if (fd == -2)
+				bad = errno;
+			continue;
+		}
+		memset(&in, 0, sizeof(in));
+		len = sizeof(in);
+		if (id != peers.own && !bpf_obj_get_info_by_fd(fd, &in, &len) &&
+		    is_stops(&in)) {
+			__u32 *na = peers.n == peers.cap ?
+				realloc(peers.ids, (peers.cap = peers.cap ? 2 * peers.cap : 4) *
+							   sizeof(*na)) : peers.ids;
+			if (na) {
+				peers.ids = na;
+				peers.ids[peers.n++] = id;
+			} else {
+				bad = ENOMEM;
 			}
-			a = na;
+			held_in(fd, v, n, held);
 		}
-		a[n++] = fd;
+		close(fd);
 	}
-	*fds = a;
-	return n;
+	if (errno != ENOENT)
+		bad = errno;
+	errno = bad;
+	return bad ? -1 : 0;
 }
 
-/* Does a map of fds hold a stop of tgid? */
-static int held_in(const int *fds, size_t n, __u32 tgid)
+int guard_release(int stops_fd, const struct held *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		struct lmt_stop k, *prev = NULL;
-		struct lmt_hold h;
-
-		while (!bpf_map_get_next_key(fds[i], prev, &k)) {
-			if (k.tgid == tgid && !bpf_map_lookup_elem(fds[i], &k, &h) &&
-			    h.state == LMT_STOP_HELD)
-				return 1;
-			prev = &k;
-		}
-	}
-	return 0;
-}
-
-void guard_release(int stops_fd, const struct held *v, size_t n)
-{
-	int *fds = NULL;
-	size_t nfd;
+	uint8_t *held = n ? calloc(n, 1) : NULL;
+	int r = 0;
 
 	/* Released first, then looked for: of two tracers releasing one
 	 * process at once, the later to mark sees the other's mark, so at
@@ -115,19 +158,21 @@ void guard_release(int stops_fd, const struct held *v, size_t n)
 		h.state = LMT_STOP_RELEASED;
 		bpf_map_update_elem(stops_fd, &v[i].k, &h, BPF_EXIST);
 	}
-	nfd = n ? stop_maps(&fds) : 0;
+	if (held) {
+		held_in(stops_fd, v, n, held); /* ours made since v was read */
+		r = held_by_peers(stops_fd, v, n, held);
+	}
 	for (size_t i = 0; i < n; i++) {
 		size_t j;
 		for (j = 0; j < i && v[j].k.tgid != v[i].k.tgid; j++)
 			;
-		if (j == i && !held_in(fds, nfd, v[i].k.tgid))
+		if (j == i && !(held && held[i]))
 			kill((pid_t)v[i].k.tgid, SIGCONT);
 	}
-	for (size_t i = 0; i < nfd; i++)
-		close(fds[i]);
-	free(fds);
+	free(held);
 	for (size_t i = 0; i < n; i++)
 		bpf_map_delete_elem(stops_fd, &v[i].k);
+	return r;
 }
 
 /* Moves fd to want (want < 3 + 2: the guardian's two). */
@@ -170,11 +215,16 @@ static void guard_main(int stops_fd, int pidfd)
 	p.fd = 4;
 	while (poll(&p, 1, -1) < 0 && errno == EINTR)
 		;
-	{
+	/* A stop still held in our own map when we looked (made after we
+	 * read it) is released on the next turn. */
+	for (int turn = 0; turn < 100; turn++) {
 		struct held *v;
 		size_t n = guard_stops(3, &v);
 
+		if (!n)
+			break;
 		guard_release(3, v, n);
+		free(v);
 	}
 	_exit(0);
 }

@@ -33,9 +33,11 @@ struct held {
 size_t guard_stops(int stops_fd, struct held **v);
 /* Releases v's stops and removes their entries: each process of v is
  * continued once, however many stops it has there, unless a stop of it is
- * still held, in this map (made since v was read) or in another tracer's
- * (that one continues it). A stop made after the SIGCONT is a new entry:
- * it stays, and no later SIGCONT of this call can cancel it. */
-void guard_release(int stops_fd, const struct held *v, size_t n);
+ * still held, in this map (made since v was read; released on a later
+ * call) or in another tracer's (that one continues it). A stop made after
+ * the SIGCONT is a new entry: it stays, and no later SIGCONT of this call
+ * can cancel it. 0, or -1 (errno) if other tracers' maps could not all be
+ * looked at (the processes are continued as if they held none). */
+int guard_release(int stops_fd, const struct held *v, size_t n);
 
 #endif

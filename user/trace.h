@@ -200,12 +200,14 @@ struct tr {
 	const struct lj_variant *var;
 	int lost_vm;          /* VMs or processes we could not attach to */
 	int ran_held;         /* processes that ran while stopped for us */
+	struct u64set ran;    /* ... their PIDs */
+	int peers_warned;     /* other tracers' stops could not be seen */
 	int warned;           /* the probe plan's warning, said once */
 	struct lmt_slot *slots; /* the slots map, mmapped */
 	size_t slots_len;
 	void *rb_pos;           /* the ring's position pages, mmapped */
 	size_t rb_pos_len;
-	int stops_fd;         /* the stops map (bpf/newvm.h) */
+	int stops_fd;         /* the stops map (bpf/stop.h) */
 	/* consume */
 	struct ring_buffer *rb;
 	uint64_t bad_recs;    /* batched records that cannot be: not written */
