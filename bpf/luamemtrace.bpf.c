@@ -213,12 +213,19 @@ int BPF_KRETPROBE(newstate_return, __u64 L)
 	n->tgid = tgid;
 	n->L = L;
 	n->registered = pr && register_vm(tgid, pr, L, n);
+	/* A process --exe leaves out is not stopped: its entry says so
+	 * from now on (an exec ends it, on_exec; another thread's VM may
+	 * have made it already), and user space lists it as BPF told,
+	 * whatever its name by then. */
+	if (!pr && exe_filter && exe_left_out()) {
+		struct lmt_proc ig = { .ignore = 1 };
+
+		bpf_map_update_elem(&procs, &tgid, &ig, BPF_NOEXIST);
+		n->left_out = 1;
+	}
 	/* No room to record the stop: the VM's first allocations may pass
-	 * before user space probes its allocator. Said, not silent. A
-	 * process --exe leaves out is not stopped: user space only lists it
-	 * (its entry in procs then keeps its next VMs from here). */
-	if (!n->registered && !(!pr && exe_filter && exe_left_out()) &&
-	    !stop_process(tgid, 0))
+	 * before user space probes its allocator. Said, not silent. */
+	if (!n->registered && !n->left_out && !stop_process(tgid, 0))
 		count_lost_vm();
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
 	return 0;

@@ -391,7 +391,9 @@ struct lmt_hold {
 struct lmt_newvm {
 	__u8 rec; /* LMT_REC_NEWVM */
 	__u8 registered; /* BPF registered it (its allocator is probed) */
-	__u8 pad[2];
+	__u8 left_out;   /* --exe leaves its process out (BPF told, and
+			  * ignores it from now on): not stopped */
+	__u8 pad;
 	__u32 tgid;
 	__u64 L;
 	__u64 g, allocf, ud;

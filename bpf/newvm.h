@@ -169,25 +169,29 @@ struct {
 } exes SEC(".maps");
 
 /* Does --exe leave the current process out? Then its first VM needs no
- * stop for user space to read its name. A name this cannot match as user
- * space does (too long, or with a space, which user space cuts at) asks
- * user space: 0. */
+ * stop for user space to read its name. The process's name is its main
+ * thread's (/proc/PID/comm), not the caller's. A name this cannot match as
+ * user space does asks user space (0): too long; with a space (user space
+ * cuts there) or a '/' (a memfd's); a file that is its mount's root (a
+ * single file bind-mounted: /proc/PID/exe names the mount point). */
 static __always_inline int exe_left_out(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct file *exe = BPF_CORE_READ(task, mm, exe_file);
 	struct lmt_exe k = {};
-	const unsigned char *name;
 	long n;
 
-	if (bpf_get_current_comm(k.name, 16) || bpf_map_lookup_elem(&exes, &k))
+	if (BPF_CORE_READ_STR_INTO(&k.name, task, group_leader, comm) <= 0 ||
+	    bpf_map_lookup_elem(&exes, &k) || !exe ||
+	    BPF_CORE_READ(exe, f_path.dentry) == BPF_CORE_READ(exe, f_path.mnt, mnt_root))
 		return 0;
 	__builtin_memset(&k, 0, sizeof(k));
-	name = BPF_CORE_READ(task, mm, exe_file, f_path.dentry, d_name.name);
-	n = bpf_probe_read_kernel_str(k.name, sizeof(k.name), name);
+	n = bpf_probe_read_kernel_str(k.name, sizeof(k.name),
+				      BPF_CORE_READ(exe, f_path.dentry, d_name.name));
 	if (n <= 1 || n >= LMT_EXE_LEN)
 		return 0;
 	for (int i = 0; i < LMT_EXE_LEN; i++)
-		if (k.name[i] == ' ')
+		if (k.name[i] == ' ' || k.name[i] == '/')
 			return 0;
 	return !bpf_map_lookup_elem(&exes, &k);
 }

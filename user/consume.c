@@ -391,10 +391,20 @@ static void on_newvm(struct tr *t, const struct lmt_newvm *n)
 	}
 	if (!p) { /* --all: a process not seen before */
 		p = proc_new(t, (pid_t)n->tgid, 1);
-		if (!p)
-			return; /* gone already */
+		if (!p) { /* gone already */
+			if (n->left_out)
+				forget_proc(t, n->tgid);
+			return;
+		}
 		fresh = 1;
-		if (!proc_wanted(t, p)) {
+		/* Left out by BPF, it ran on: listed as BPF told (a name
+		 * changed since cannot bring back what went unseen). */
+		if (n->left_out && proc_wanted(t, p)) {
+			err1("warning: PID %d (%s) not traced: its name changed "
+			     "after its first VM", (int)p->pid, p->comm);
+			t->lost_vm++;
+		}
+		if (n->left_out || !proc_wanted(t, p)) {
 			proc_ignore(t, p);
 			return;
 		}
@@ -857,15 +867,23 @@ static void test_hold(void)
 }
 
 /* Processes sent a SIGCONT not ours while stopped for us (struct
- * lmt_hold), but for a pacing stop (--no-loss): said, once a process. */
-static void check_held(struct tr *t, struct held *v, size_t n)
+ * lmt_hold, as guard_release marked it), but for a pacing stop
+ * (--no-loss): said, once a process. */
+static void check_held(struct tr *t, const struct held *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		struct lmt_hold h;
+		struct tproc *p = proc_of(t, v[i].k.tgid);
+		size_t j;
 
-		if (bpf_map_lookup_elem(t->stops_fd, &v[i].k, &h) || !h.conts || h.soft ||
-		    u64set_add(&t->ran, v[i].k.tgid) != 1)
+		if (!v[i].h.conts || v[i].h.soft || (p && p->ran_held))
 			continue;
+		for (j = 0; j < i && !(v[j].k.tgid == v[i].k.tgid && v[j].h.conts &&
+				       !v[j].h.soft); j++)
+			;
+		if (j < i)
+			continue;
+		if (p)
+			p->ran_held = 1;
 		err1("warning: PID %u ran while stopped for the tracer (a SIGCONT "
 		     "not ours: another tracer's, or anyone's): what it did "
 		     "meanwhile may be missing (a new VM's first allocations, "
@@ -930,11 +948,11 @@ void settle_stops(struct tr *t, int block)
 		u64set_free(&t->rescan);
 		memset(&t->rescan, 0, sizeof(t->rescan));
 	}
-	check_held(t, v, n);
 	if (guard_release(t->stops_fd, v, n) && !t->peers_warned++)
 		err1("warning: cannot look at other tracers' stops (%s): a "
 		     "process two tracers stop may be continued before the "
 		     "other is done with it", strerror(errno));
+	check_held(t, v, n);
 	/* --no-loss: drained, they may pause again */
 	for (size_t i = 0; t->o->no_loss && i < n; i++)
 		bpf_map__delete_elem(t->skel->maps.paused, &v[i].k.tgid, sizeof(v[i].k.tgid), 0);

@@ -84,8 +84,25 @@ static int peer_open(__u32 id)
 	return fd >= 0 ? fd : errno == ENOENT ? -1 : -2;
 }
 
+/* Adds id to the maps found: 0, or -1 out of memory. */
+static int peer_add(__u32 id)
+{
+	if (peers.n == peers.cap) {
+		size_t cap = peers.cap ? 2 * peers.cap : 4;
+		__u32 *na = realloc(peers.ids, cap * sizeof(*na));
+
+		if (!na)
+			return -1;
+		peers.ids = na;
+		peers.cap = cap;
+	}
+	peers.ids[peers.n++] = id;
+	return 0;
+}
+
 /* The same for every other tracer's stops map: 0, or -1 (errno) if not
- * every map of the system could be looked at. */
+ * every map of the system could be looked at (one that could not is
+ * looked at again next time). */
 static int held_by_peers(int own_fd, const struct held *v, size_t n, uint8_t *held)
 {
 	struct bpf_map_info in;
@@ -113,54 +130,58 @@ static int held_by_peers(int own_fd, const struct held *v, size_t n, uint8_t *he
 	}
 	id = peers.top;
 	while (!bpf_map_get_next_id(id, &id)) {
-		peers.top = id;
-		if ((fd = peer_open(id)) < 0) {
-			if (fd == -2)
-				bad = errno;
+		int stops;
+
+		if ((fd = peer_open(id)) == -1)
 			continue;
-		}
 		memset(&in, 0, sizeof(in));
 		len = sizeof(in);
-		if (id != peers.own && !bpf_obj_get_info_by_fd(fd, &in, &len) &&
-		    is_stops(&in)) {
-			__u32 *na = peers.n == peers.cap ?
-				realloc(peers.ids, (peers.cap = peers.cap ? 2 * peers.cap : 4) *
-							   sizeof(*na)) : peers.ids;
-			if (na) {
-				peers.ids = na;
-				peers.ids[peers.n++] = id;
-			} else {
-				bad = ENOMEM;
-			}
-			held_in(fd, v, n, held);
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &in, &len)) {
+			bad = errno;
+			if (fd >= 0)
+				close(fd);
+			break; /* from here again next time */
 		}
+		stops = id != peers.own && is_stops(&in);
+		if (stops)
+			held_in(fd, v, n, held);
 		close(fd);
+		if (stops && peer_add(id)) {
+			bad = ENOMEM;
+			break;
+		}
+		peers.top = id;
 	}
-	if (errno != ENOENT)
+	if (!bad && errno != ENOENT)
 		bad = errno;
 	errno = bad;
 	return bad ? -1 : 0;
 }
 
-int guard_release(int stops_fd, const struct held *v, size_t n)
+int guard_release(int stops_fd, struct held *v, size_t n)
 {
 	uint8_t *held = n ? calloc(n, 1) : NULL;
-	int r = 0;
+	int r = n && !held ? -1 : 0, err = n && !held ? ENOMEM : 0;
 
 	/* Released first, then looked for: of two tracers releasing one
 	 * process at once, the later to mark sees the other's mark, so at
 	 * least one continues it. SIGCONT before the entry goes: a tracer
 	 * killed in between leaves one SIGCONT too many (harmless), never one
-	 * too few. */
+	 * too few. v gets each stop's value as it was marked: its SIGCONTs
+	 * counted until then, and none after. */
 	for (size_t i = 0; i < n; i++) {
-		struct lmt_hold h = v[i].h;
+		struct lmt_hold h;
 
+		if (!bpf_map_lookup_elem(stops_fd, &v[i].k, &h))
+			v[i].h = h;
+		h = v[i].h;
 		h.state = LMT_STOP_RELEASED;
 		bpf_map_update_elem(stops_fd, &v[i].k, &h, BPF_EXIST);
 	}
 	if (held) {
 		held_in(stops_fd, v, n, held); /* ours made since v was read */
 		r = held_by_peers(stops_fd, v, n, held);
+		err = errno;
 	}
 	for (size_t i = 0; i < n; i++) {
 		size_t j;
@@ -172,6 +193,7 @@ int guard_release(int stops_fd, const struct held *v, size_t n)
 	free(held);
 	for (size_t i = 0; i < n; i++)
 		bpf_map_delete_elem(stops_fd, &v[i].k);
+	errno = err;
 	return r;
 }
 

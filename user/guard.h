@@ -36,8 +36,9 @@ size_t guard_stops(int stops_fd, struct held **v);
  * still held, in this map (made since v was read; released on a later
  * call) or in another tracer's (that one continues it). A stop made after
  * the SIGCONT is a new entry: it stays, and no later SIGCONT of this call
- * can cancel it. 0, or -1 (errno) if other tracers' maps could not all be
+ * can cancel it. Each v[i].h becomes the stop's value as it was marked
+ * released. 0, or -1 (errno) if other tracers' maps could not all be
  * looked at (the processes are continued as if they held none). */
-int guard_release(int stops_fd, const struct held *v, size_t n);
+int guard_release(int stops_fd, struct held *v, size_t n);
 
 #endif

@@ -539,7 +539,6 @@ static void cleanup(struct tr *t)
 	u64set_free(&t->watched);
 	u64set_free(&t->names);
 	u64set_free(&t->rescan);
-	u64set_free(&t->ran);
 }
 
 /* -- COMMAND, like strace and time: its status, once it is over, unless

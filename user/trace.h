@@ -141,6 +141,7 @@ struct tproc {
 	unsigned next_num;   /* the next vmN */
 	int lockfd;          /* its lock (select.c), -1 if none */
 	int others;          /* another luamemtrace traces it too */
+	int ran_held;        /* ran while stopped for us: said once */
 	int ignored;         /* --all: left out by --exe; watched for its end */
 	int nowait;          /* a child attached before it ran: its stop
 			      * needs no wait */
@@ -200,7 +201,6 @@ struct tr {
 	const struct lj_variant *var;
 	int lost_vm;          /* VMs or processes we could not attach to */
 	int ran_held;         /* processes that ran while stopped for us */
-	struct u64set ran;    /* ... their PIDs */
 	int peers_warned;     /* other tracers' stops could not be seen */
 	int warned;           /* the probe plan's warning, said once */
 	struct lmt_slot *slots; /* the slots map, mmapped */
