@@ -11,7 +11,7 @@
  *
  * The process: new VMs (lua_newstate's return), dlopen (_dl_debug_state),
  * exec and lua_close. A new VM whose allocator is not probed yet, and a
- * dlopen, stop the process until user space has caught up (bpf/newvm.h).
+ * dlopen, stop the process until user space has caught up (bpf/stop.h).
  *
  * The machinery sits in headers, one concern each: state.h, lj.h (LuaJIT's
  * ABI), read.h, cache.h, ring.h (VMs and their batches), announce.h,
