@@ -191,8 +191,8 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
  * the spot, so none of its allocations is missed and nothing stops.
  * Otherwise the process stops until user space has probed the new
  * allocator; with --all, so does a process not seen before (user space
- * decides whether it is traced), unless --exe leaves it out here. Without room for the record nothing
- * stops, and the VM is counted lost. */
+ * decides whether it is traced), unless --exe leaves it out here. Without
+ * room for the record nothing stops, and the VM is counted lost. */
 SEC("uretprobe")
 int BPF_KRETPROBE(newstate_return, __u64 L)
 {

@@ -357,8 +357,10 @@ struct lmt_trace {
 	__u64 seq;   /* the process's sequence (struct lmt_slot); 0 none */
 };
 
-/* Key of the exes map (--all --exe: the names wanted, zero-padded). */
+/* Key of the exes map (--all --exe: the names wanted, zero-padded; at
+ * most LMT_EXES_MAX names). */
 #define LMT_EXE_LEN 64
+#define LMT_EXES_MAX 64
 struct lmt_exe {
 	char name[LMT_EXE_LEN];
 };

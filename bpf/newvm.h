@@ -163,7 +163,7 @@ static __always_inline void *proc_rec(const __u64 sz, __u8 rec)
  * the process's comm, or its executable's file name. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
+	__uint(max_entries, LMT_EXES_MAX);
 	__type(key, struct lmt_exe);
 	__type(value, __u8);
 } exes SEC(".maps");

@@ -312,7 +312,7 @@ static void mfd_close(int *mfd)
  * exe_left_out)? Only names it can hold whole. */
 static int exe_filter(const struct topts *o)
 {
-	if (!o->all || !o->nexes || o->nexes > 64)
+	if (!o->all || !o->nexes || o->nexes > LMT_EXES_MAX)
 		return 0;
 	for (unsigned i = 0; i < o->nexes; i++)
 		if (strlen(o->exes[i]) >= LMT_EXE_LEN)

@@ -374,7 +374,7 @@ static void on_newvm(struct tr *t, const struct lmt_newvm *n)
 	struct vminfo v;
 	struct pmaps m;
 	char why[160];
-	int fresh = 0;
+	int fresh = 0, want;
 
 	if (t->stopping)
 		return;
@@ -397,14 +397,15 @@ static void on_newvm(struct tr *t, const struct lmt_newvm *n)
 			return;
 		}
 		fresh = 1;
+		want = proc_wanted(t, p);
 		/* Left out by BPF, it ran on: listed as BPF told (a name
 		 * changed since cannot bring back what went unseen). */
-		if (n->left_out && proc_wanted(t, p)) {
+		if (n->left_out && want) {
 			err1("warning: PID %d (%s) not traced: its name changed "
 			     "after its first VM", (int)p->pid, p->comm);
 			t->lost_vm++;
 		}
-		if (n->left_out || !proc_wanted(t, p)) {
+		if (n->left_out || !want) {
 			proc_ignore(t, p);
 			return;
 		}
@@ -845,11 +846,8 @@ static int all_stopped(struct tr *t, const struct held *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct tproc *p = proc_of(t, v[i].k.tgid);
-		size_t j;
 
-		for (j = 0; j < i && v[j].k.tgid != v[i].k.tgid; j++)
-			;
-		if (j == i && !(p && p->nowait) && !stopped((pid_t)v[i].k.tgid))
+		if (held_first(v, i) && !(p && p->nowait) && !stopped((pid_t)v[i].k.tgid))
 			return 0;
 	}
 	return 1;

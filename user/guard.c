@@ -6,7 +6,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -29,10 +28,8 @@ size_t guard_stops(int stops_fd, struct held **v)
 				break;
 			a = na;
 		}
-		a[n].k = k;
-		if (bpf_map_lookup_elem(stops_fd, &k, &a[n].h))
-			memset(&a[n].h, 0, sizeof(a[n].h));
-		n++;
+		memset(&a[n].h, 0, sizeof(a[n].h));
+		a[n++].k = k;
 	}
 	*v = a;
 	return n;
@@ -161,7 +158,12 @@ static int held_by_peers(int own_fd, const struct held *v, size_t n, uint8_t *he
 int guard_release(int stops_fd, struct held *v, size_t n)
 {
 	uint8_t *held = n ? calloc(n, 1) : NULL;
-	int r = n && !held ? -1 : 0, err = n && !held ? ENOMEM : 0;
+	int r = 0, err = 0;
+
+	if (n && !held) { /* then nobody's stops are looked at */
+		r = -1;
+		err = ENOMEM;
+	}
 
 	/* Released first, then looked for: of two tracers releasing one
 	 * process at once, the later to mark sees the other's mark, so at
@@ -172,9 +174,9 @@ int guard_release(int stops_fd, struct held *v, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		struct lmt_hold h;
 
-		if (!bpf_map_lookup_elem(stops_fd, &v[i].k, &h))
-			v[i].h = h;
-		h = v[i].h;
+		if (bpf_map_lookup_elem(stops_fd, &v[i].k, &h))
+			continue; /* gone: nothing to mark */
+		v[i].h = h;
 		h.state = LMT_STOP_RELEASED;
 		bpf_map_update_elem(stops_fd, &v[i].k, &h, BPF_EXIST);
 	}
@@ -183,13 +185,9 @@ int guard_release(int stops_fd, struct held *v, size_t n)
 		r = held_by_peers(stops_fd, v, n, held);
 		err = errno;
 	}
-	for (size_t i = 0; i < n; i++) {
-		size_t j;
-		for (j = 0; j < i && v[j].k.tgid != v[i].k.tgid; j++)
-			;
-		if (j == i && !(held && held[i]))
+	for (size_t i = 0; i < n; i++)
+		if (held_first(v, i) && !(held && held[i]))
 			kill((pid_t)v[i].k.tgid, SIGCONT);
-	}
 	free(held);
 	for (size_t i = 0; i < n; i++)
 		bpf_map_delete_elem(stops_fd, &v[i].k);

@@ -28,8 +28,19 @@ struct held {
 	struct lmt_hold h;
 };
 
-/* The stops in the map now, in a malloc'd array (*v, free it): their
- * count, 0 if none or out of memory. */
+/* Is v[i] the first stop of its process in v? */
+static inline int held_first(const struct held *v, size_t i)
+{
+	size_t j;
+
+	for (j = 0; j < i && v[j].k.tgid != v[i].k.tgid; j++)
+		;
+	return j == i;
+}
+
+/* The stops in the map now, in a malloc'd array (*v, free it; their
+ * values zeroed: guard_release reads them): their count, 0 if none or out
+ * of memory. */
 size_t guard_stops(int stops_fd, struct held **v);
 /* Releases v's stops and removes their entries: each process of v is
  * continued once, however many stops it has there, unless a stop of it is
