@@ -460,7 +460,9 @@ ffi.C.kill(ffi.C.getpid(), SIG)'
 
 # every_call NAME THREADS RUNS [VAR=VALUE...]: host -c THREADS vmcount.lua
 # traced RUNS times (with the environment given): each run exits 0, loses
-# nothing, and its stream has every allocator call the host counted.
+# nothing, and its stream has every allocator call the host counted, each
+# allocation with its address (none failed: one at 0 was completed by
+# another call's return).
 every_call() {
 	local name=$1 threads=$2 runs=$3 i want got
 	shift 3
@@ -472,6 +474,13 @@ every_call() {
 		[ -n "$want" ]
 		no_lost "$T/$name$i.err"
 		"$LMT" report "$T/$name$i.bin" > "$T/$name$i.txt"
+		"$BATS_TEST_DIRNAME/../build/mpdump" "$T/$name$i.bin" |
+			awk '($1 == "alloc" || $1 == "realloc") && $7 == "0"' > "$T/$name$i.at0"
+		if [ -s "$T/$name$i.at0" ]; then
+			echo "run $i: allocations without an address:"
+			head -3 "$T/$name$i.at0"
+			return 1
+		fi
 		got=$(totals "$T/$name$i.txt")
 		if [ "$got" != "$want" ]; then
 			echo "run $i: host counted $want (alloc realloc free), stream has $got"

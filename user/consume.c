@@ -267,6 +267,16 @@ static void await_complete(struct lmt_ev *e, const struct lmt_ev *r)
 		e->seq = r->seq;
 }
 
+/* Is r, a return of awaiting event e's mark, e's own? A thread's return
+ * sent before e was (a free's, which gives NULL, or an earlier call's
+ * whose note was gone) bears the same mark; while events are numbered it
+ * is numbered below e, or not at all if sent before numbering began. A
+ * take can hold e while such a return is still in the ring. */
+static int await_own(const struct lmt_ev *e, const struct lmt_ev *r)
+{
+	return e->naddr == r->loc && (!e->seq || e->seq < r->seq);
+}
+
 /* A held batch of process tgid (merge_round's takes) whose last event
  * awaits r's mark: completed by r (a take's numbers stay its bound).
  * 1 if found. */
@@ -283,7 +293,7 @@ static int await_in_takes(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
 			if (tk->len < sizeof(struct lmt_batch) + rs)
 				continue;
 			memcpy(&e, tk->b + tk->len - rs, rs);
-			if (e.naddr == r->loc) {
+			if (await_own(&e, r)) {
 				await_complete(&e, r);
 				tk->max = e.seq > tk->max ? e.seq : tk->max;
 				memcpy(tk->b + tk->len - rs, &e, rs);
@@ -301,7 +311,7 @@ static void await_ret(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
 	struct await *a = u64map_get(&t->awaits, r->loc);
 	struct tvm *v;
 
-	if (!a || a->tgid != tgid) {
+	if (!a || a->tgid != tgid || !await_own(&a->ev, r)) {
 		(void)await_in_takes(t, tgid, r);
 		return;
 	}
