@@ -391,91 +391,79 @@ static __always_inline __u8 charge_frame(struct ctx *c, const struct lmt_vm *vm,
 	return e->src;
 }
 
-/* -- Charges as global functions ------------------------------------------ */
+/* -- Charges apart --------------------------------------------------------- */
 
-/* charge_jit and charge_frame are called as global functions: the
- * verifier walks each once, alone, instead of once for every path of the
- * entry program that reaches it (inlined, they were most of what it
- * walked, and of the tracer's start: docs/costs.md). A global
- * function's pointer arguments are memory to the verifier, and a struct it
- * gets may hold scalars only: the run (struct ctx) goes as its scalars
- * (struct ctx_mem), the callee finds its pointers again, and what it
- * changed comes back. */
-struct ctx_mem {
+/* charge_jit and charge_frame are called through a global function: the
+ * verifier walks it once, alone, instead of them once for every path of
+ * the entry program that reaches them (inlined, they were most of what it
+ * walked, and of the tracer's start: docs/costs.md). A global function's
+ * pointer arguments are memory to the verifier, and a struct it gets may
+ * hold scalars only: the run (struct ctx) goes as its scalars, the callee
+ * finds its pointers again, and what it changed comes back. */
+struct apart {
+	/* struct ctx's scalars, from si on (CTX_TAIL) */
+	__u32 si, tgid, vmid, reads, direct, pad;
 	__u64 pgd, task;
-	__u32 si, tgid, vmid, reads, direct, has_sl;
+	__u32 has_sl;
+	/* the charge's own: charge_jit's vmstate, and APART_* */
+	__s32 vmstate;
+	__u32 how, pad2;
 };
+#define APART_EXIT 1   /* charge_jit: a trace's exit */
+#define APART_INTERP 2 /* charge_frame: the interpreter's state */
+#define CTX_TAIL (sizeof(struct ctx) - offsetof(struct ctx, si))
+_Static_assert(__builtin_offsetof(struct apart, task) - __builtin_offsetof(struct apart, si) ==
+	       __builtin_offsetof(struct ctx, task) - __builtin_offsetof(struct ctx, si) &&
+	       __builtin_offsetof(struct ctx, task) + 8 == sizeof(struct ctx),
+	       "struct apart begins as struct ctx ends");
 
-static __always_inline void ctx_pass(struct ctx_mem *m, const struct ctx *c)
-{
-	m->pgd = c->pgd;
-	m->task = c->task;
-	m->si = c->si;
-	m->tgid = c->tgid;
-	m->vmid = c->vmid;
-	m->reads = c->reads;
-	m->direct = c->direct;
-	m->has_sl = c->sl != NULL;
-}
-
-/* The callee's run from m: the per-CPU value and the slot looked up again
+/* The callee's run from a: the per-CPU value and the slot looked up again
  * (the same elements: an array's do not move). */
-static __always_inline int ctx_again(struct ctx *c, const struct ctx_mem *m, void *regs)
+static __always_inline int apart_open(struct ctx *c, const struct apart *a, void *regs)
 {
 	__u32 zero = 0;
 
-	__builtin_memset(c, 0, sizeof(*c));
 	c->regs = regs;
 	c->pc = bpf_map_lookup_elem(&stats, &zero);
 	if (!c->pc)
 		return -1;
 	c->st = &c->pc->st;
-	c->si = m->si;
-	c->sl = m->has_sl ? bpf_map_lookup_elem(&slots, &c->si) : NULL;
-	c->tgid = m->tgid;
-	c->vmid = m->vmid;
-	c->reads = m->reads;
-	c->direct = m->direct;
-	c->pgd = m->pgd;
-	c->task = m->task;
+	__builtin_memcpy(&c->si, a, CTX_TAIL);
+	c->sl = a->has_sl ? bpf_map_lookup_elem(&slots, &c->si) : NULL;
 	return 0;
 }
 
-/* What a charge changes of the run: its reads, and the task and page
- * tables it may have asked for. */
-#define CTX_CHANGED(to, from) do { \
-	(to)->reads = (from)->reads; (to)->direct = (from)->direct; \
-	(to)->task = (from)->task; (to)->pgd = (from)->pgd; } while (0)
-
-/* charge_jit, vx: vmstate | exit << 32 (five arguments at most). */
-__noinline int charge_jit_g(struct pt_regs *regs, struct ctx_mem *m, const struct lmt_vm *vm,
-			    struct lmt_ev *e, __u64 vx)
+/* charge_frame with q (gread's), else charge_jit. */
+__noinline int charge_apart(struct pt_regs *regs, struct apart *a, const struct lmt_vm *vm,
+			    struct gq *q, struct lmt_ev *e)
 {
 	struct ctx c;
 	int r;
 
 	if (!e)
 		return 0;
-	if (!regs || !m || !vm || ctx_again(&c, m, regs))
+	if (!regs || !a || !vm || apart_open(&c, a, regs))
 		return charge_internal(e);
-	r = charge_jit(&c, vm, (__s32)vx, (__u8)(vx >> 32), e);
-	CTX_CHANGED(m, &c);
+	if (q)
+		r = charge_frame(&c, vm, q, (a->how & APART_INTERP) != 0, q->ptr, e);
+	else
+		r = charge_jit(&c, vm, a->vmstate, (a->how & APART_EXIT) != 0, e);
+	/* what it changed of the run: its reads, the task and page tables */
+	__builtin_memcpy(a, &c.si, CTX_TAIL);
 	return r;
 }
 
-/* charge_frame, with q->interp and q->ptr. */
-__noinline int charge_frame_g(struct pt_regs *regs, struct ctx_mem *m, const struct lmt_vm *vm,
-			      struct gq *q, struct lmt_ev *e)
+/* The same from the entry program's run c. */
+static __always_inline __u8 charge_from(struct ctx *c, struct apart *a,
+					const struct lmt_vm *vm, struct gq *q,
+					struct lmt_ev *e)
 {
-	struct ctx c;
-	int r;
+	__u8 r;
 
-	if (!e)
-		return 0;
-	if (!regs || !m || !vm || !q || ctx_again(&c, m, regs))
-		return charge_internal(e);
-	r = charge_frame(&c, vm, q, q->interp, q->ptr, e);
-	CTX_CHANGED(m, &c);
+	__builtin_memcpy(a, &c->si, CTX_TAIL);
+	a->has_sl = c->sl != NULL;
+	r = charge_apart(c->regs, a, vm, q, e);
+	__builtin_memcpy(&c->si, a, CTX_TAIL);
 	return r;
 }
 
@@ -511,7 +499,7 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 {
 	const struct lj_layout *lay = &vm->lay;
 	__u8 kind, *wide = &c->pc->wide[e->kind & 3];
-	struct ctx_mem m;
+	struct apart a;
 	__s32 vmstate;
 
 	/* When this kind of event needed no frame last time on this CPU
@@ -546,19 +534,15 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 			return charge_internal(e);
 		kind = LMT_VMST_INTERP;
 	}
-	q->interp = kind == LMT_VMST_INTERP;
-	ctx_pass(&m, c);
-	kind = charge_frame_g(c->regs, &m, vm, q, e);
-	CTX_CHANGED(c, &m);
-	return kind;
+	a.vmstate = vmstate;
+	a.how = kind == LMT_VMST_INTERP ? APART_INTERP : 0;
+	return charge_from(c, &a, vm, q, e);
 	/* States that need no frame. */
 narrow:
 	if (vmstate >= 1 || kind == LMT_VMST_EXIT) {
-		ctx_pass(&m, c);
-		kind = charge_jit_g(c->regs, &m, vm, e,
-				    (__u32)vmstate | (__u64)(vmstate < 1) << 32);
-		CTX_CHANGED(c, &m);
-		return kind;
+		a.vmstate = vmstate;
+		a.how = vmstate < 1 ? APART_EXIT : 0;
+		return charge_from(c, &a, vm, NULL, e);
 	}
 	trace_made(vmstate, lay);
 	return charge_internal(e);

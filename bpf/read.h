@@ -149,8 +149,7 @@ struct gq {
 	__u8 vmst[LMT_VMST_MAX];
 	/* out */
 	__u8 got;    /* GQ_* */
-	__u8 reads, errs;
-	__u8 interp; /* for charge_frame_g: the interpreter's state */
+	__u8 reads, errs, pad;
 	__s32 vmstate;
 	__u64 L, base, stack, cfa, spc;
 };
