@@ -411,11 +411,12 @@ struct apart {
 };
 #define APART_EXIT 1   /* charge_jit: a trace's exit */
 #define APART_INTERP 2 /* charge_frame: the interpreter's state */
-#define CTX_TAIL (sizeof(struct ctx) - offsetof(struct ctx, si))
-_Static_assert(__builtin_offsetof(struct apart, task) - __builtin_offsetof(struct apart, si) ==
-	       __builtin_offsetof(struct ctx, task) - __builtin_offsetof(struct ctx, si) &&
-	       __builtin_offsetof(struct ctx, task) + 8 == sizeof(struct ctx),
-	       "struct apart begins as struct ctx ends");
+#define CTX_TAIL (sizeof(struct ctx) - __builtin_offsetof(struct ctx, si))
+_Static_assert(__builtin_offsetof(struct ctx, si) == 4 * sizeof(void *) &&
+	       __builtin_offsetof(struct apart, has_sl) == CTX_TAIL &&
+	       __builtin_offsetof(struct apart, task) - __builtin_offsetof(struct apart, si) ==
+	       __builtin_offsetof(struct ctx, task) - __builtin_offsetof(struct ctx, si),
+	       "struct apart begins as struct ctx ends, after its four pointers");
 
 /* The callee's run from a: the per-CPU value and the slot looked up again
  * (the same elements: an array's do not move). */

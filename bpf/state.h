@@ -81,6 +81,9 @@ struct {
 	__type(value, struct lmt_percpu);
 } stats SEC(".maps");
 
+/* The run. Its four pointers come first and are found again by a charge
+ * called apart (bpf/attribute.h: apart_open); the scalars from si on are
+ * copied to it and back as they lie (struct apart): scalars only there. */
 struct ctx {
 	void *regs; /* the probe's pt_regs (bpf/await.h: await_mark) */
 	struct lmt_stats *st;

@@ -271,7 +271,8 @@ static void await_complete(struct lmt_ev *e, const struct lmt_ev *r)
  * sent before e was (a free's, which gives NULL, or an earlier call's
  * whose note was gone) bears the same mark; while events are numbered it
  * is numbered below e, or not at all if sent before numbering began. A
- * take can hold e while such a return is still in the ring. */
+ * take can hold e while such a return is still in the ring. (Both sent
+ * before numbering began cannot be told apart: takes begin with it.) */
 static int await_own(const struct lmt_ev *e, const struct lmt_ev *r)
 {
 	return e->naddr == r->loc && (!e->seq || e->seq < r->seq);
