@@ -404,16 +404,17 @@ struct apart {
 	/* struct ctx's scalars, from si on (CTX_TAIL) */
 	__u32 si, tgid, vmid, reads, direct, pad;
 	__u64 pgd, task;
-	__u32 has_sl;
 	/* the charge's own: charge_jit's vmstate, and APART_* */
 	__s32 vmstate;
-	__u32 how, pad2;
+	__u32 how;
 };
 #define APART_EXIT 1   /* charge_jit: a trace's exit */
 #define APART_INTERP 2 /* charge_frame: the interpreter's state */
+#define APART_SL 4     /* the run has its VM's slot (c->sl) */
 #define CTX_TAIL (sizeof(struct ctx) - __builtin_offsetof(struct ctx, si))
 _Static_assert(__builtin_offsetof(struct ctx, si) == 4 * sizeof(void *) &&
-	       __builtin_offsetof(struct apart, has_sl) == CTX_TAIL &&
+	       __builtin_offsetof(struct apart, vmstate) == CTX_TAIL &&
+	       sizeof(struct apart) == CTX_TAIL + 8 &&
 	       __builtin_offsetof(struct apart, task) - __builtin_offsetof(struct apart, si) ==
 	       __builtin_offsetof(struct ctx, task) - __builtin_offsetof(struct ctx, si),
 	       "struct apart begins as struct ctx ends, after its four pointers");
@@ -430,7 +431,7 @@ static __always_inline int apart_open(struct ctx *c, const struct apart *a, void
 		return -1;
 	c->st = &c->pc->st;
 	__builtin_memcpy(&c->si, a, CTX_TAIL);
-	c->sl = a->has_sl ? bpf_map_lookup_elem(&slots, &c->si) : NULL;
+	c->sl = (a->how & APART_SL) ? bpf_map_lookup_elem(&slots, &c->si) : NULL;
 	return 0;
 }
 
@@ -454,7 +455,7 @@ __noinline int charge_apart(struct pt_regs *regs, struct apart *a, const struct 
 	return r;
 }
 
-/* The same from the entry program's run c. */
+/* The same from the entry program's run c (a: its vmstate and how set). */
 static __always_inline __u8 charge_from(struct ctx *c, struct apart *a,
 					const struct lmt_vm *vm, struct gq *q,
 					struct lmt_ev *e)
@@ -462,7 +463,7 @@ static __always_inline __u8 charge_from(struct ctx *c, struct apart *a,
 	__u8 r;
 
 	__builtin_memcpy(a, &c->si, CTX_TAIL);
-	a->has_sl = c->sl != NULL;
+	a->how |= c->sl ? APART_SL : 0;
 	r = charge_apart(c->regs, a, vm, q, e);
 	__builtin_memcpy(&c->si, a, CTX_TAIL);
 	return r;

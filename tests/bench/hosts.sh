@@ -111,7 +111,8 @@ report ngx req/s
 ngx_stop "$TMP/ngx" && NGX_MASTER=
 # Rounds of two whole periods (two windows each: README), paired: the
 # host's own rate drifts by more than --duty costs over minutes (three
-# rounds of 30 s once read 82% where ten paired 20 s rounds read 96-100%).
+# rounds of 30 s once read 82% where six paired 10 s rounds right after
+# read 92-101%).
 DSECS=${BENCH_DUTY_SECS:-20}
 DREPS=${BENCH_DUTY_REPS:-5}
 NGX_HANDLER='local id = ngx.var.request_id
