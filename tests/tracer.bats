@@ -442,6 +442,21 @@ jit_on_off() {
 	count_is ALLOCATIONS @ab.lua:10 "$T/ab.txt" ""
 }
 
+@test "--ab=MS: tracing and the floor take turns by time, each turn said" {
+	cd "$LUA_DIR"
+	"$LMT" -q --ab=100 -o "$T/abt.bin" -- luajit abtime.lua > "$T/abt.out" 2> "$T/abt.err"
+	made=$(cat "$T/abt.out")
+	# turns alternate from tracing, each at least 100 ms after the last
+	grep -- '--ab: ' "$T/abt.err" | awk '
+		$3 != (NR % 2 ? "traced" : "floor") { print "turn " NR ": " $3; exit 1 }
+		NR > 1 && $5 - t < 0.099 { print "turn " NR " after " $5 - t " s"; exit 1 }
+		{ t = $5; n = NR } END { if (n < 6) { print n " turns"; exit 1 } }'
+	# about half the tables, not none or all: the floor records nothing
+	"$LMT" report "$T/abt.bin" > "$T/abt.txt"
+	traced=$(counts ALLOCATIONS @abtime.lua:5 "$T/abt.txt")
+	[ "$traced" -gt $((made / 4)) ] && [ "$traced" -lt $((made * 3 / 4)) ]
+}
+
 @test "both readers (kernel stack, per-CPU scratch) give the same report" {
 	# alloc_enter reads on the kernel stack where the kernel has task
 	# works, alloc_enter_compat into per-CPU scratch elsewhere; coroutines

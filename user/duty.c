@@ -125,11 +125,42 @@ static int closed(struct tr *t, int wait)
 	return 1;
 }
 
+/* -- --ab=MS ---------------------------------------------------------------- */
+
+/* Benchmark: the programs switch between tracing and the floor (they
+ * return at once: bpf/state.h, ab_skip) every MS ms, each switch said
+ * with the wall clock, so that a load's own log can be cut into paired
+ * windows a few hundred ms apart: the host's drift over seconds, larger
+ * than the cost measured, falls out of the pairs (tests/bench/hosts.sh). */
+static void ab_say(struct tr *t, double tn)
+{
+	struct duty *d = &t->duty;
+
+	err1("--ab: %s from %.3f", d->ab_floor ? "floor" : "traced", wall_now());
+	d->ab_next = tn + t->o->ab_ms / 1000;
+}
+
+static void ab_turn(struct tr *t)
+{
+	struct duty *d = &t->duty;
+	const double tn = now();
+
+	if (!t->o->ab_ms || tn < d->ab_next)
+		return;
+	d->ab_floor = !d->ab_floor;
+	__atomic_store_n(&t->skel->bss->ab_floor, (uint8_t)d->ab_floor, __ATOMIC_SEQ_CST);
+	ab_say(t, tn);
+}
+
+/* -- --duty ------------------------------------------------------------------ */
+
 void duty_start(struct tr *t)
 {
 	struct duty *d = &t->duty;
 	const double tn = now();
 
+	if (t->o->ab_ms)
+		ab_say(t, tn);
 	if (!t->o->duty)
 		return;
 	srand48((long)(wall_now() * 1e6) ^ (long)getpid());
@@ -145,6 +176,7 @@ void duty_turn(struct tr *t)
 	struct duty *d = &t->duty;
 	const double tn = now();
 
+	ab_turn(t);
 	if (!t->o->duty || !closed(t, 0) || tn < d->next)
 		return;
 	if (d->on) {
@@ -176,6 +208,10 @@ int duty_wait_ms(const struct tr *t, int ms)
 	const struct duty *d = &t->duty;
 	double left;
 
+	if (t->o->ab_ms) {
+		left = (d->ab_next - now()) * 1000;
+		ms = left < 0 ? 0 : left + 1 < ms ? (int)left + 1 : ms;
+	}
 	if (!t->o->duty)
 		return ms;
 	if (d->closing)

@@ -69,6 +69,8 @@ static const char usage[] =
 	"      --ab               benchmark: each allocation of " STR(LMT_AB_MARK) " bytes (the\n"
 	"                         array of table.new(99991, 0)) switches between\n"
 	"                         doing nothing and tracing (the first one: nothing)\n"
+	"      --ab=MS            benchmark: the same switch every MS ms, each said on\n"
+	"                         stderr with the wall clock (tracing first)\n"
 	"  -q, --quiet            no summary\n"
 	"  -v, --verbose          say where probes go and what was found\n"
 	"  -h, --help             this text\n"
@@ -201,7 +203,7 @@ int main(int argc, char **argv)
 		{ "list-variants", no_argument, NULL, OPT_LIST },
 		{ "probes", required_argument, NULL, OPT_PROBES },
 		{ "floor", optional_argument, NULL, OPT_FLOOR },
-		{ "ab", no_argument, NULL, OPT_AB },
+		{ "ab", optional_argument, NULL, OPT_AB },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -316,6 +318,10 @@ int main(int argc, char **argv)
 			break;
 		case OPT_AB:
 			o.ab = 1;
+			o.ab_ms = 0;
+			if (optarg && parse_num(optarg, 10, 60000, &o.ab_ms))
+				return bad_usage("bad --ab '%s' (milliseconds between "
+						 "switches, 10 to 60000)", optarg);
 			break;
 		case 'q':
 			o.quiet = 1;

@@ -34,6 +34,8 @@ struct topts {
 			   * (benchmark: the event path's own cost) */
 	int ab;      /* benchmark: LMT_AB_MARK allocations switch to the floor
 		      * and back */
+	double ab_ms; /* --ab=MS: the switch by time instead, every MS ms,
+		       * each switch said on stderr with the wall clock */
 	int verbose;
 	int quiet;   /* no summary */
 	int top;     /* allocation sites in the summary */

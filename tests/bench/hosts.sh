@@ -67,6 +67,8 @@ MODES=(untraced floor events traced)
 
 # -- nginx --------------------------------------------------------------------
 NGX_JIT_OFF='' ngx_conf "$TMP/ngx"
+# each request's time, for the paired windows below
+sed -i "s/log_format cnt .*/log_format cnt '\$msec';/" "$TMP/ngx/nginx.conf"
 ngx_start "$TMP/ngx" || { echo "bench hosts: nginx did not start"; exit 1; }
 read -r W1 W2 <<< "$NGX_WORKERS"
 PIDS="$NGX_MASTER,$W1,$W2"
@@ -101,6 +103,38 @@ report() { # name unit
 	echo "$1: floor/events $(ratio "$TMP/$1.floor" "$TMP/$1.events")x (rounds $(spread "$TMP/$1.floor" "$TMP/$1.events")): the event path alone; events/traced $(ratio "$TMP/$1.events" "$TMP/$1.traced")x: attribution (its reads of the target)"
 }
 report ngx req/s
+
+# -- nginx: the floor and tracing in paired windows -----------------------------
+# The rounds above pair modes seconds apart, and over seconds the host's
+# own rate moves by more than tracing costs (their rounds' spread). One
+# tracer switches its programs between tracing and the floor (they return
+# at once) every ABMS ms (--ab=MS); the access log's times give each
+# window's requests, and each two adjacent windows pair (pairs.awk).
+ABMS=${BENCH_AB_MS:-500}
+ABSECS=${BENCH_AB_SECS:-30}
+# ab_line NAME UNIT: point 1's figure, from $TMP/NAME.ab (pairs.awk)
+ab_line() {
+	local m q
+	m=$(awk '$1 == "pair" {print $2}' "$TMP/$1.ab" | median)
+	q=$(awk '$1 == "pair" {print $2}' "$TMP/$1.ab" | sort -g |
+		awk '{a[NR] = $1} END {if (NR) printf "%.3f-%.3f", a[int((NR + 3) / 4)], a[int((3 * NR + 3) / 4)]}')
+	echo "$1: floor/traced ${m}x in paired ${ABMS} ms windows (--ab=$ABMS: $(grep -c '^pair' "$TMP/$1.ab") pairs, middle half $q);" \
+		"windows' medians: floor $(awk '$2 == "floor" {print $3}' "$TMP/$1.ab" | median | xargs printf '%.0f'), traced $(awk '$2 == "traced" {print $3}' "$TMP/$1.ab" | median | xargs printf '%.0f') $2"
+}
+# ab_flips: the switches the tracer said on $TMP/terr, for pairs.awk
+ab_flips() { sed -n 's/.*--ab: \([a-z]*\) from \([0-9.]*\)$/\1 \2/p' "$TMP/terr"; }
+rm -rf "$TMP/ab"
+"$LMT" -t 0 --ab="$ABMS" -p "$PIDS" -o "$TMP/ab/" 2> "$TMP/terr" &
+TPID=$!
+wait_for "$TMP/terr" "tracing " || { cat "$TMP/terr" >&2; exit 1; }
+: > "$TMP/ngx/logs/t.log"
+wrk -t2 -c32 -d"${ABSECS}s" "http://127.0.0.1:$NGX_PORT/t" > /dev/null
+kill -INT "$TPID"
+wait "$TPID"
+ab_flips > "$TMP/ngx.flips"
+sort -g "$TMP/ngx/logs/t.log" | awk 'NR % 50 == 0 {print $1, NR}' > "$TMP/ngx.reqs"
+awk -v guard=0.1 -f tests/bench/pairs.awk "$TMP/ngx.flips" "$TMP/ngx.reqs" > "$TMP/ngx.ab"
+ab_line ngx req/s
 
 # -- nginx, --duty 5 ----------------------------------------------------------
 # A handler with sites of several weights (a request's own strings, so
@@ -200,6 +234,38 @@ for r in $(seq 1 "$REPS"); do
 done
 sed -i 's/ *$//; s/^\([0-9.]*\)$/\1 - -/' "$TMP/sb.untraced" "$TMP/sb.left-out"
 report sb events/s
+
+# -- sysbench: the floor and tracing in paired windows --------------------------
+# As nginx's above; each thread stamps its count of events with the wall
+# clock every 200 events.
+mkdir -p "$TMP/sbab"
+cat > "$TMP/sbab/alloc.lua" <<'LUA'
+local ffi = require("ffi")
+ffi.cdef[[ typedef struct { long s, ns; } lmt_ts; int clock_gettime(int, lmt_ts *); ]]
+local ts = ffi.new("lmt_ts")
+local n = 0
+local keep = {} for i = 1, 1000 do keep[i] = false end
+local st, sn = {}, {}
+function event()
+  for i = 1, 10 do keep[(n * 10 + i) % 1000 + 1] = {} end
+  n = n + 1
+  if n % 200 == 0 then
+    ffi.C.clock_gettime(0, ts) -- CLOCK_REALTIME, as the tracer's switches
+    st[#st + 1] = tonumber(ts.s) + tonumber(ts.ns) * 1e-9
+    sn[#sn + 1] = n
+  end
+end
+function thread_done(tid)
+  local f = assert(io.open(os.getenv("SB_COUNT_DIR") .. "/stamps." .. tid, "w"))
+  for i = 1, #st do f:write(string.format("%.6f %d\n", st[i], sn[i])) end
+  f:close()
+end
+LUA
+SB_COUNT_DIR=$TMP/sbab "$LMT" -t 0 --ab="$ABMS" -o "$TMP/sab/" -- sysbench "$TMP/sbab/alloc.lua" \
+	--threads=2 --time="$ABSECS" run > /dev/null 2> "$TMP/terr"
+ab_flips > "$TMP/sb.flips"
+awk -v guard=0.1 -f tests/bench/pairs.awk "$TMP/sb.flips" "$TMP"/sbab/stamps.* > "$TMP/sb.ab"
+ab_line sb events/s
 echo "a process --all --exe leaves out: untraced/left-out $(ratio "$TMP/sb.untraced" "$TMP/sb.left-out")x"
 echo "sb, one stream for its VMs (-o FILE): floor/one-file $(ratio "$TMP/sb.floor" "$TMP/sb.one-file")x, traced/one-file $(ratio "$TMP/sb.traced" "$TMP/sb.one-file")x"
 
