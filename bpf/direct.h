@@ -101,38 +101,65 @@ static __always_inline __u64 dr_walk(__u64 po, __u64 pgd, __u64 va, __u64 *w)
 #define DR_AD (3ULL << 5)
 static __always_inline int dr_same(const struct lmt_percpu *t)
 {
-	return !((kld(t->tw[0]) ^ t->tw[1]) & ~DR_AD) &&
-	       !((kld(t->tw[2]) ^ t->tw[3]) & ~DR_AD);
+	return !((kld(t->walk[0].w[0]) ^ t->walk[0].w[1]) & ~DR_AD) &&
+	       !((kld(t->walk[0].w[2]) ^ t->walk[0].w[3]) & ~DR_AD);
+}
+
+/* Set before load where the kernel's mm_lock_seq is a seqcount (6.14+:
+ * user/attach.c): walks are kept across runs. */
+const volatile __u8 dr_keep = 0;
+
+/* A run begins (dr_pgd), the mm's lock sequence s read (odd: none
+ * read, or its mmap lock held for writing). Page tables above the leaf's
+ * are freed only under that lock, taken for writing (free_pgtables), and
+ * the seqcount turns odd when it is taken: a walk made while s stood
+ * even, checked by dr_same after its loads, is as good in a later run
+ * as in its own. Otherwise what this run walks is kept for this run. */
+static __always_inline void dr_newrun(struct lmt_percpu *t, __u64 s)
+{
+	if (s & 1) {
+		t->walk[0].pgd = 0;
+		t->walk[1].pgd = 0;
+	}
+	t->lseq = s;
 }
 
 /* The kernel address of [va, va + sz), 0 if the read must go through
  * the helper: va 8-aligned, all of it in one page. The page's entries
- * are left in t (tw) for the check after the loads (dr_same).
+ * are left in walk[0] for the check after the loads (dr_same).
  *
- * The last page walked is kept in t for the PGD it was walked in, and
- * for one program run only (ctx_open clears tpgd): an event's reads come
- * in runs on a page (the GG_State's fields), and a walk kept longer could
- * outlive its page table (a range unmapped, or collapsed into a huge
- * page, frees it: its stale entries would still match).
+ * The two pages last walked are kept in t, for the PGD and the lock
+ * sequence they were walked in (dr_newrun): an event's reads come in
+ * runs on a page (the GG_State's fields), and its events' on two (the
+ * GG_State's, and the stack's for a trace's return): docs/costs.md.
  *
  * A global function, verified once: inlined at every read, the walk's
  * branches multiply the verifier's paths past its limit. */
 __noinline __u64 dr_addr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
 {
 	__u64 po = dr_po, k, w[4] = {};
+	struct lmt_walk x;
 
 	if (!t || !po || !pgd || (va & 7) || va >= DR_USER_END ||
 	    (va & 4095) + sz > 4096)
 		return 0;
-	if (va >> 12 == t->tv && pgd == t->tpgd)
-		return t->tk + (va & 4095);
+	if (va >> 12 == t->walk[0].v && pgd == t->walk[0].pgd && t->walk[0].seq == t->lseq)
+		return t->walk[0].k + (va & 4095);
+	if (va >> 12 == t->walk[1].v && pgd == t->walk[1].pgd && t->walk[1].seq == t->lseq) {
+		x = t->walk[1];
+		t->walk[1] = t->walk[0];
+		t->walk[0] = x;
+		return x.k + (va & 4095);
+	}
 	k = dr_walk(po, pgd, va, w);
 	if (!k)
 		return 0;
-	t->tpgd = pgd;
-	t->tv = va >> 12;
-	t->tk = k;
-	__builtin_memcpy(t->tw, w, sizeof(w));
+	t->walk[1] = t->walk[0];
+	t->walk[0].pgd = pgd;
+	t->walk[0].v = va >> 12;
+	t->walk[0].k = k;
+	t->walk[0].seq = t->lseq;
+	__builtin_memcpy(t->walk[0].w, w, sizeof(w));
 	return k + (va & 4095);
 }
 
@@ -153,15 +180,21 @@ static __always_inline __u32 cur_tgid(struct ctx *c)
 	return (__u32)kld(cur_task(c) + bpf_core_field_offset(struct task_struct, tgid));
 }
 
-/* The current task's PGD, once per program run (struct ctx). */
+/* The current task's PGD, once per program run (struct ctx); the run's
+ * walks begin (dr_newrun). */
 static __always_inline __u64 dr_pgd(struct ctx *c)
 {
-	__u64 mm;
+	__u64 mm, s = 1;
 
 	if (!c->pgd) {
 		mm = kld(cur_task(c) + bpf_core_field_offset(struct task_struct, mm));
-		if (mm)
-			c->pgd = kld(mm + bpf_core_field_offset(struct mm_struct, pgd));
+		if (!mm)
+			return 0;
+		c->pgd = kld(mm + bpf_core_field_offset(struct mm_struct, pgd));
+		if (dr_keep && bpf_core_field_exists(struct mm_struct, mm_lock_seq))
+			s = (__u32)kld(mm + bpf_core_field_offset(struct mm_struct, mm_lock_seq));
+		if (c->pc)
+			dr_newrun(c->pc, s);
 	}
 	return c->pgd;
 }

@@ -451,6 +451,7 @@ int find_po(struct lmt_po *a)
 	int r = 0;
 
 	dr_po = 0;
+	c.pc = bpf_map_lookup_elem(&stats, &(__u32){ 0 });
 	l.pgd = dr_pgd(&c);
 	/* 4-level tables put the direct map above 0xffff800000000000 */
 	if (l.pgd < 0xffff800000000000ULL || l.gib > (1U << 23))
@@ -459,7 +460,6 @@ int find_po(struct lmt_po *a)
 		r = 2;
 	if (!r) {
 		dr_po = l.po;
-		c.pc = bpf_map_lookup_elem(&stats, &(__u32){ 0 });
 		if (dr_read(&c, &got, 8, l.probe) || got != l.want) {
 			dr_po = 0;
 			r = 3;

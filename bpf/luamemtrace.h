@@ -498,6 +498,14 @@ struct lmt_stats {
 			* to g's cur_L (lmt_gwin_fits): 440 bytes on
 			* Debian's luajit, 456 on luajit2; with the locals
 			* of its reader, under BPF's 512-byte frame */
+/* A page walked (bpf/direct.h): for page tables pgd, in the mm's lock
+ * sequence seq, the page's number and kernel address; its leaf entry's
+ * address and value, and those of the entry above. */
+struct lmt_walk {
+	__u64 pgd, v, k, seq;
+	__u64 w[4];
+};
+
 struct lmt_percpu {
 	struct lmt_stats st;
 	__u64 unwoken; /* bytes this CPU submitted since it last woke the consumer */
@@ -506,10 +514,11 @@ struct lmt_percpu {
 	 * its mark, sp at its return, where it went (process, slot), its
 	 * offset in the batch and its VM */
 	__u64 await[4];
-	/* bpf/direct.h: the last page walked, for page tables tpgd: its
-	 * number, its kernel address; its entry's address and value, and
-	 * those of the entry above */
-	__u64 tpgd, tv, tk, tw[4];
+	/* bpf/direct.h: the two pages walked last, the last first (dr_same
+	 * checks its entries), and the run's sequence of the mm's mmap lock
+	 * (dr_newrun) */
+	struct lmt_walk walk[2];
+	__u64 lseq;
 	__u8 wide[4];  /* per event kind: its last one needed a frame */
 	__u8 pad[4];
 	/* bpf/trace.h: where the last return into a trace's code was

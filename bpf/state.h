@@ -108,7 +108,6 @@ static __always_inline int ctx_open(struct ctx *c, void *regs)
 	if (!c->pc || stop)
 		return -1;
 	c->st = &c->pc->st;
-	c->pc->tpgd = 0; /* bpf/direct.h: a page walked is kept for one run */
 	return 0;
 }
 

@@ -108,8 +108,9 @@ int main(void)
 	k = dr_addr(&t, pgd, va, 16);
 	CHECK("dr_addr: the byte's address", k == po + 5 * PG + 0x128);
 	CHECK("dr_addr: the page kept, with its entries",
-	      t.tpgd == pgd && t.tv == va >> 12 && t.tw[0] == (__u64)(uintptr_t)&mem[3][9] &&
-	      t.tw[1] == mem[3][9] && t.tw[3] == mem[2][7]);
+	      t.walk[0].pgd == pgd && t.walk[0].v == va >> 12 &&
+	      t.walk[0].w[0] == (__u64)(uintptr_t)&mem[3][9] &&
+	      t.walk[0].w[1] == mem[3][9] && t.walk[0].w[3] == mem[2][7]);
 	CHECK("dr_same: unchanged", dr_same(&t));
 	mem[3][9] |= DR_AD;
 	CHECK("dr_same: the CPU's accessed and dirty bits are no change", dr_same(&t));
@@ -130,6 +131,55 @@ int main(void)
 	CHECK("dr_addr: unaligned: none", !dr_addr(&t, pgd, va + 4, 8));
 	CHECK("dr_addr: a kernel address: none", !dr_addr(&t, pgd, DR_USER_END, 8) &&
 	      !dr_addr(&t, pgd, 0xffff888000000000ULL, 8));
+
+	/* Walks kept across runs while the mm's lock sequence stands even
+	 * (dr_newrun); the two last pages; the last one's entries checked. */
+	{
+		const __u64 vb = va_of(0xfe, 3, 7, 10, 0x40), vc = va_of(0xfe, 3, 7, 11, 0);
+
+		mem[3][10] = 6 * PG | E_PU;
+		mem[3][11] = 7 * PG | E_PU;
+		memset(&t, 0, sizeof(t));
+		dr_newrun(&t, 2);
+		dr_addr(&t, pgd, va, 8);
+		k = dr_addr(&t, pgd, vb, 8);
+		CHECK("kept: the second page's address, the first kept behind it",
+		      k == po + 6 * PG + 0x40 && t.walk[1].v == va >> 12 && t.walk[0].v == vb >> 12);
+		dr_newrun(&t, 2);
+		loads = 0;
+		k = dr_addr(&t, pgd, va + 8, 8);
+		CHECK("kept: the next run, the same sequence: the older page without a walk",
+		      k == po + 5 * PG + 0x130 && loads == 0);
+		CHECK("kept: ... now the last, its entries the ones checked",
+		      t.walk[0].v == va >> 12 && t.walk[0].w[0] == (__u64)(uintptr_t)&mem[3][9] &&
+		      t.walk[1].v == vb >> 12 && dr_same(&t));
+		loads = 0;
+		k = dr_addr(&t, pgd, vb, 8);
+		CHECK("kept: and the other", k == po + 6 * PG + 0x40 && loads == 0);
+		dr_addr(&t, pgd, vc, 8);
+		CHECK("kept: a third page: the oldest goes", loads > 0 && t.walk[1].v == vb >> 12);
+		loads = 0;
+		dr_addr(&t, pgd, va, 8);
+		CHECK("kept: ... and is walked again", loads > 0);
+		dr_newrun(&t, 4);
+		loads = 0;
+		k = dr_addr(&t, pgd, vb, 8);
+		CHECK("kept: another sequence (the mmap lock taken since): walked again",
+		      k == po + 6 * PG + 0x40 && loads > 0 && t.walk[0].seq == 4);
+		dr_newrun(&t, 5);
+		CHECK("kept: an odd sequence (the lock held): nothing kept",
+		      !t.walk[0].pgd && !t.walk[1].pgd);
+		loads = 0;
+		dr_addr(&t, pgd, vb, 8);
+		dr_addr(&t, pgd, vb + 8, 8);
+		CHECK("kept: ... but within its run", loads == 4);
+		dr_newrun(&t, 5);
+		loads = 0;
+		dr_addr(&t, pgd, vb, 8);
+		CHECK("kept: ... and the next run with the same odd sequence walks again", loads == 4);
+		mem[3][10] = 0;
+		mem[3][11] = 0;
+	}
 
 	/* dr_trace_ret: the return address into the trace's machine code
 	 * nearest sp; then first where the last one was, whatever the C
@@ -154,34 +204,34 @@ int main(void)
 		full = loads;
 		CHECK("trace_ret: where it was found kept, for the code and the tables",
 		      SH(t, mc)[0] == sp + 88 && SH(t, mc)[1] == mc && SH(t, mc)[2] == pgd);
-		t.tpgd = 0; /* a new run walks again */
+		dr_newrun(&t, 1); /* a new run that keeps nothing walks again */
 		loads = 0;
 		CHECK("trace_ret: again: the same offset",
 		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x40);
 		CHECK("trace_ret: ... from one word: a walk, the word, the check",
 		      loads == 4 + 1 + 2 && loads < full);
-		t.tpgd = 0;
+		dr_newrun(&t, 1);
 		loads = 0;
 		CHECK("trace_ret: through deeper C frames (sp lower): taken at once",
 		      dr_trace_ret(&t, pgd, sp - 40, mc, sz) == 0x40 && loads == 7);
 		s[11] = 0x11;
-		t.tpgd = 0;
+		dr_newrun(&t, 1);
 		CHECK("trace_ret: not there any more: searched",
 		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x80 && SH(t, mc)[0] == sp + 96);
-		t.tpgd = 0;
+		dr_newrun(&t, 1);
 		CHECK("trace_ret: sp above where it was: searched",
 		      dr_trace_ret(&t, pgd, sp + 104, mc, sz) == -1 && SH(t, mc)[0] == sp + 96);
-		t.tpgd = 0;
+		dr_newrun(&t, 1);
 		CHECK("trace_ret: where it was beyond the words searched: not taken "
 		      "(the search meets the page below, not mapped)",
 		      dr_trace_ret(&t, pgd, sp + 96 - LMT_STKW * 8, mc, sz) == -2);
-		t.tpgd = 0;
+		dr_newrun(&t, 1);
 		CHECK("trace_ret: another trace's code: none",
 		      dr_trace_ret(&t, pgd, sp, mc + 2 * sz, sz) == -1);
-		t.tpgd = 0;
+		dr_newrun(&t, 1);
 		CHECK("trace_ret: other page tables: searched, their own kept",
 		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x80 && SH(t, mc)[2] == pgd &&
-		      (SH(t, mc)[2] = pgd + 8, t.tpgd = 0, loads = 0,
+		      (SH(t, mc)[2] = pgd + 8, dr_newrun(&t, 1), loads = 0,
 		       dr_trace_ret(&t, pgd, sp, mc, sz) == 0x80 && loads > 7));
 		/* Two traces in turn each keep their own. */
 		{
@@ -190,15 +240,15 @@ int main(void)
 			while (SH(t, mc2) == SH(t, mc))
 				mc2 += 4 * sz;
 			s[5] = mc2 + 0x10;
-			t.tpgd = 0;
+			dr_newrun(&t, 1);
 			CHECK("trace_ret: a second trace's return, searched",
 			      dr_trace_ret(&t, pgd, sp, mc2, sz) == 0x10 &&
 			      SH(t, mc2)[0] == sp + 40);
-			t.tpgd = 0;
+			dr_newrun(&t, 1);
 			loads = 0;
 			CHECK("trace_ret: the first trace's still taken at once",
 			      dr_trace_ret(&t, pgd, sp - 8, mc, sz) == 0x80 && loads == 7);
-			t.tpgd = 0;
+			dr_newrun(&t, 1);
 			loads = 0;
 			CHECK("trace_ret: and the second's",
 			      dr_trace_ret(&t, pgd, sp, mc2, sz) == 0x10 && loads == 7);
@@ -209,16 +259,16 @@ int main(void)
 			const __u64 sp2 = va_of(0xfe, 3, 7, 9, PG - 16);
 
 			mem[6][1] = mc + 0x99;
-			t.tpgd = 0;
+			dr_newrun(&t, 1);
 			CHECK("trace_ret: on the next page",
 			      dr_trace_ret(&t, pgd, sp2, mc, sz) == 0x99 &&
 			      SH(t, mc)[0] == va_of(0xfe, 3, 7, 10, 8));
-			t.tpgd = 0;
+			dr_newrun(&t, 1);
 			loads = 0;
 			CHECK("trace_ret: on the next page again: from its one word",
 			      dr_trace_ret(&t, pgd, sp2, mc, sz) == 0x99 && loads == 7);
 			mem[3][10] = 0;
-			t.tpgd = 0;
+			dr_newrun(&t, 1);
 			CHECK("trace_ret: the next page not mapped: cannot tell",
 			      dr_trace_ret(&t, pgd, sp2, mc, sz) == -2);
 		}
