@@ -60,15 +60,20 @@ const volatile __u64 dr_top = ~0ULL;
 	((po) + ((e) & dr_mask) + (((va) >> (shift)) & 511) * 8)
 /* Present, user-accessible, and a frame of RAM (dr_top). */
 #define DR_OK(e) (((e) & (DR_P | DR_U)) == (DR_P | DR_U) && ((e) & dr_mask) < dr_top)
-#define DR_KEEP(w, a, e, pa, pe) \
-	((w)[0] = (a), (w)[1] = (e), (w)[2] = (pa), (w)[3] = (pe))
+#define DR_KEEP(w, a, e, pa, pe, ga, ge, ta, te)                         \
+	((w)[0] = (a), (w)[1] = (e), (w)[2] = (pa), (w)[3] = (pe),       \
+	 (w)[4] = (ga), (w)[5] = (ge), (w)[6] = (ta), (w)[7] = (te))
 
 /* The kernel address of va's page, 0 if it has none a read may use.
- * w: the leaf entry's address and value, and its parent's (the table
- * that holds the leaf), to check after the loads (dr_same). */
+ * w: the address and value of the leaf entry, of its parent (the table
+ * that holds the leaf), to check after the loads (dr_same), and of the
+ * two above (the PGD's where the leaf is higher), to check a walk kept
+ * from an earlier run before its loads (dr_chain). */
 static __always_inline __u64 dr_walk(__u64 po, __u64 pgd, __u64 va, __u64 *w)
 {
 	__u64 pa = pgd + ((va >> 39) & 511) * 8, pe = kld(pa), a, e, span;
+	const __u64 ta = pa, te = pe;
+	__u64 ga = pa, ge = pe;
 
 	if (!DR_OK(pe) || (pe & DR_PSE))
 		return 0;
@@ -82,9 +87,11 @@ static __always_inline __u64 dr_walk(__u64 po, __u64 pgd, __u64 va, __u64 *w)
 			if (e & DR_SPEC)
 				return 0;
 			span = (1ULL << shift) - 1;
-			DR_KEEP(w, a, e, pa, pe);
+			DR_KEEP(w, a, e, pa, pe, ga, ge, ta, te);
 			return po + (e & dr_mask & ~span) + (va & span & ~4095ULL);
 		}
+		ga = pa;
+		ge = pe;
 		pa = a;
 		pe = e;
 	}
@@ -97,69 +104,98 @@ static __always_inline __u64 dr_walk(__u64 po, __u64 pgd, __u64 va, __u64 *w)
  * its leaf before its frame is freed; a table freed (a range unmapped,
  * or collapsed into a huge page) is unhooked from its parent first. x86
  * keeps loads in order, so the data loaded before this check is the
- * page's. */
+ * page's. A walk that fails it is dropped. */
 #define DR_AD (3ULL << 5)
-static __always_inline int dr_same(const struct lmt_percpu *t)
+#define DR_STANDS(w, i) (!((kld((w)[i]) ^ (w)[(i) + 1]) & ~DR_AD))
+static __always_inline int dr_same(struct lmt_percpu *t)
 {
-	return !((kld(t->walk[0].w[0]) ^ t->walk[0].w[1]) & ~DR_AD) &&
-	       !((kld(t->walk[0].w[2]) ^ t->walk[0].w[3]) & ~DR_AD);
+	struct lmt_walk *l = &t->walk[t->cur & 1];
+
+	if (DR_STANDS(l->w, 0) && DR_STANDS(l->w, 2))
+		return 1;
+	/* Kept, it would fail every later read of the page: walked again. */
+	l->pgd = 0;
+	return 0;
 }
 
-/* Set before load where the kernel's mm_lock_seq is a seqcount (6.14+:
- * user/attach.c): walks are kept across runs. */
-const volatile __u8 dr_keep = 0;
-
-/* A run begins (dr_pgd), the mm's lock sequence s read (odd: none
- * read, or its mmap lock held for writing). Page tables above the leaf's
- * are freed only under that lock, taken for writing (free_pgtables), and
- * the seqcount turns odd when it is taken: a walk made while s stood
- * even, checked by dr_same after its loads, is as good in a later run
- * as in its own. Otherwise what this run walks is kept for this run. */
-static __always_inline void dr_newrun(struct lmt_percpu *t, __u64 s)
+/* A walk kept from an earlier run, read again before its loads: all four
+ * entries as they were, from this run's PGD down, is what a walk now
+ * would find (the same addresses, loaded in order), without waiting on
+ * each load for the next one's address. */
+static __always_inline int dr_chain(const struct lmt_walk *k)
 {
-	if (s & 1) {
+	return DR_STANDS(k->w, 6) && DR_STANDS(k->w, 4) && DR_STANDS(k->w, 2) &&
+	       DR_STANDS(k->w, 0);
+}
+
+/* LMT_WALK_PER_RUN=1 (benchmarks): a walk is kept for its run only. */
+const volatile __u8 dr_fresh = 0;
+
+/* A program run begins (dr_pgd): walks made before it are checked again
+ * at their first use in it (dr_kept). */
+static __always_inline void dr_newrun(struct lmt_percpu *t)
+{
+	t->run++;
+	if (dr_fresh) {
 		t->walk[0].pgd = 0;
 		t->walk[1].pgd = 0;
 	}
-	t->lseq = s;
+}
+
+/* Walk k, if it is of va's page in page tables pgd and still stands. */
+static __always_inline int dr_kept(struct lmt_percpu *t, struct lmt_walk *k, __u64 pgd,
+				   __u64 va)
+{
+	if (va >> 12 != k->v || pgd != k->pgd)
+		return 0;
+	if (k->run == t->run)
+		return 1;
+	if (!dr_chain(k))
+		return 0;
+	k->run = t->run;
+	return 1;
 }
 
 /* The kernel address of [va, va + sz), 0 if the read must go through
- * the helper: va 8-aligned, all of it in one page. The page's entries
- * are left in walk[0] for the check after the loads (dr_same).
+ * the helper: va 8-aligned, all of it in one page. The page's walk is
+ * left the last one (cur), whose entries the check after the loads
+ * reads (dr_same).
  *
- * The two pages last walked are kept in t, for the PGD and the lock
- * sequence they were walked in (dr_newrun): an event's reads come in
- * runs on a page (the GG_State's fields), and its events' on two (the
+ * The two pages last walked are kept in t: an event's reads come in runs
+ * on a page (the GG_State's fields), and its events' on two (the
  * GG_State's, and the stack's for a trace's return): docs/costs.md.
  *
  * A global function, verified once: inlined at every read, the walk's
  * branches multiply the verifier's paths past its limit. */
 __noinline __u64 dr_addr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
 {
-	__u64 po = dr_po, k, w[4] = {};
-	struct lmt_walk x;
+	__u64 po = dr_po, k, w[8] = {};
+	struct lmt_walk *l;
+	__u32 i;
 
 	if (!t || !po || !pgd || (va & 7) || va >= DR_USER_END ||
 	    (va & 4095) + sz > 4096)
 		return 0;
-	if (va >> 12 == t->walk[0].v && pgd == t->walk[0].pgd && t->walk[0].seq == t->lseq)
-		return t->walk[0].k + (va & 4095);
-	if (va >> 12 == t->walk[1].v && pgd == t->walk[1].pgd && t->walk[1].seq == t->lseq) {
-		x = t->walk[1];
-		t->walk[1] = t->walk[0];
-		t->walk[0] = x;
-		return x.k + (va & 4095);
-	}
+	i = t->cur & 1;
+	l = &t->walk[i];
+	if (dr_kept(t, l, pgd, va))
+		return l->k + (va & 4095);
+	/* The other becomes the last: the one not used last goes first. */
+	i ^= 1;
+	t->cur = i;
+	l = &t->walk[i];
+	if (dr_kept(t, l, pgd, va))
+		return l->k + (va & 4095);
 	k = dr_walk(po, pgd, va, w);
-	if (!k)
+	if (!k) {
+		l->pgd = 0;
 		return 0;
-	t->walk[1] = t->walk[0];
-	t->walk[0].pgd = pgd;
-	t->walk[0].v = va >> 12;
-	t->walk[0].k = k;
-	t->walk[0].seq = t->lseq;
-	__builtin_memcpy(t->walk[0].w, w, sizeof(w));
+	}
+	l->pgd = pgd;
+	l->v = va >> 12;
+	l->k = k;
+	l->run = t->run;
+	__builtin_memcpy(l->w, w, sizeof(w));
 	return k + (va & 4095);
 }
 
@@ -184,17 +220,14 @@ static __always_inline __u32 cur_tgid(struct ctx *c)
  * walks begin (dr_newrun). */
 static __always_inline __u64 dr_pgd(struct ctx *c)
 {
-	__u64 mm, s = 1;
+	__u64 mm;
 
 	if (!c->pgd) {
 		mm = kld(cur_task(c) + bpf_core_field_offset(struct task_struct, mm));
-		if (!mm)
-			return 0;
-		c->pgd = kld(mm + bpf_core_field_offset(struct mm_struct, pgd));
-		if (dr_keep && bpf_core_field_exists(struct mm_struct, mm_lock_seq))
-			s = (__u32)kld(mm + bpf_core_field_offset(struct mm_struct, mm_lock_seq));
+		if (mm)
+			c->pgd = kld(mm + bpf_core_field_offset(struct mm_struct, pgd));
 		if (c->pc)
-			dr_newrun(c->pc, s);
+			dr_newrun(c->pc);
 	}
 	return c->pgd;
 }

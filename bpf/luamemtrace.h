@@ -498,12 +498,13 @@ struct lmt_stats {
 			* to g's cur_L (lmt_gwin_fits): 440 bytes on
 			* Debian's luajit, 456 on luajit2; with the locals
 			* of its reader, under BPF's 512-byte frame */
-/* A page walked (bpf/direct.h): for page tables pgd, in the mm's lock
- * sequence seq, the page's number and kernel address; its leaf entry's
- * address and value, and those of the entry above. */
+/* A page walked (bpf/direct.h): for page tables pgd, in program run
+ * run, the page's number and kernel address; the address and value of
+ * its leaf entry, of the entry above, and of the two above that (the
+ * PGD's where the leaf is higher). */
 struct lmt_walk {
-	__u64 pgd, v, k, seq;
-	__u64 w[4];
+	__u64 pgd, v, k, run;
+	__u64 w[8];
 };
 
 struct lmt_percpu {
@@ -514,11 +515,12 @@ struct lmt_percpu {
 	 * its mark, sp at its return, where it went (process, slot), its
 	 * offset in the batch and its VM */
 	__u64 await[4];
-	/* bpf/direct.h: the two pages walked last, the last first (dr_same
-	 * checks its entries), and the run's sequence of the mm's mmap lock
+	/* bpf/direct.h: the two pages walked last, walk[cur & 1] the last
+	 * (dr_same checks its entries), and the number of this CPU's run
 	 * (dr_newrun) */
 	struct lmt_walk walk[2];
-	__u64 lseq;
+	__u64 run;
+	__u32 cur, pad2;
 	__u8 wide[4];  /* per event kind: its last one needed a frame */
 	__u8 pad[4];
 	/* bpf/trace.h: where the last return into a trace's code was

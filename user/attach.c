@@ -192,49 +192,7 @@ static uint64_t ram_top(void)
 	return top;
 }
 
-/* Is member name of struct or union id (or of its unnamed members) a
- * seqcount_t? */
-static int member_is_seqcount(const struct btf *b, uint32_t id, const char *name, int depth)
-{
-	const struct btf_type *st = btf__type_by_id(b, id);
-	const struct btf_member *m;
-
-	if (!st || depth > 4 || (!btf_is_struct(st) && !btf_is_union(st)))
-		return 0;
-	m = btf_members(st);
-	for (unsigned i = 0; i < btf_vlen(st); i++, m++) {
-		const char *mn = btf__name_by_offset(b, m->name_off);
-		const struct btf_type *mt = btf__type_by_id(b, m->type);
-
-		if (mn && !*mn && member_is_seqcount(b, m->type, name, depth + 1))
-			return 1;
-		if (mn && !strcmp(mn, name))
-			return mt && btf_is_typedef(mt) &&
-			       !strcmp(btf__name_by_offset(b, mt->name_off), "seqcount_t");
-	}
-	return 0;
-}
-
-/* Is the mm's mm_lock_seq a seqcount, odd while the mmap lock is held
- * for writing (6.14+)? Then page walks are kept across program runs
- * (bpf/direct.h: dr_newrun). LMT_WALK_PER_RUN=1: not (benchmarks). */
-static int walks_kept(void)
-{
-	struct btf *b;
-	int id, r = 0;
-
-	if (getenv("LMT_WALK_PER_RUN"))
-		return 0;
-	b = btf__load_vmlinux_btf();
-	id = b ? btf__find_by_name_kind(b, "mm_struct", BTF_KIND_STRUCT) : -1;
-	if (id > 0)
-		r = member_is_seqcount(b, (uint32_t)id, "mm_lock_seq", 0);
-	btf__free(b);
-	return r;
-}
-
-/* Before load: a table entry's frame bits, where RAM ends, and whether
- * walks outlive their run. */
+/* Before load: a table entry's frame bits, and where RAM ends. */
 static void direct_config(struct tr *t)
 {
 	const unsigned bits = phys_bits();
@@ -244,10 +202,7 @@ static void direct_config(struct tr *t)
 		t->skel->rodata->dr_mask = ((1ULL << bits) - 1) & ~4095ULL;
 	/* Unknown: nothing is RAM, no read is direct (direct_start). */
 	t->skel->rodata->dr_top = top;
-	t->skel->rodata->dr_keep = (uint8_t)walks_kept();
-	if (t->o->verbose)
-		err1("page walks kept %s", t->skel->rodata->dr_keep ?
-		     "across runs (the mm's lock sequence)" : "for one run");
+	t->skel->rodata->dr_fresh = getenv("LMT_WALK_PER_RUN") != NULL;
 }
 
 /* After load: find_po finds the direct map and checks it by reading a

@@ -28,6 +28,9 @@ static __u64 kld(__u64 a)
 #define PG 4096ULL
 /* bpf/trace.h's hint for the trace whose machine code is at mc */
 #define SH(t, mc) dr_hint_of(&(t), (mc))
+/* the page walked last, and the one before */
+#define LAST(t) ((t).walk[(t).cur & 1])
+#define OLDER(t) ((t).walk[((t).cur & 1) ^ 1])
 #define NPG 8
 #define E_PU (DR_P | DR_U | 2ULL) /* present, user, writable */
 #define NX (1ULL << 63)
@@ -43,7 +46,7 @@ int main(void)
 {
 	const __u64 po = (__u64)(uintptr_t)mem, pgd = po; /* page 0: the PGD */
 	const __u64 va = va_of(0xfe, 3, 7, 9, 0x128);
-	__u64 w[4] = { 0 }, k;
+	__u64 w[8] = { 0 }, k;
 	struct lmt_percpu t;
 
 	/* pgd -> page 1 (PUD) -> page 2 (PMD) -> page 3 (PTE) -> frame 5 */
@@ -57,6 +60,9 @@ int main(void)
 	CHECK("walk: the leaf entry's address and value, and its parent's, for the check",
 	      w[0] == (__u64)(uintptr_t)&mem[3][9] && w[1] == mem[3][9] &&
 	      w[2] == (__u64)(uintptr_t)&mem[2][7] && w[3] == mem[2][7]);
+	CHECK("walk: ... and the two above, for a kept walk's",
+	      w[4] == (__u64)(uintptr_t)&mem[1][3] && w[5] == mem[1][3] &&
+	      w[6] == (__u64)(uintptr_t)&mem[0][0xfe] && w[7] == mem[0][0xfe]);
 
 	/* Each level not present, or not user-accessible: no address. */
 	{
@@ -87,7 +93,8 @@ int main(void)
 	mem[2][8] = 0x400000ULL | E_PU | DR_PSE;
 	k = dr_walk(po, pgd, va_of(0xfe, 3, 8, 0x1ab, 0x10), w);
 	CHECK("walk: a 2 MiB leaf", k == po + 0x400000ULL + 0x1ab * PG &&
-	      w[0] == (__u64)(uintptr_t)&mem[2][8] && w[2] == (__u64)(uintptr_t)&mem[1][3]);
+	      w[0] == (__u64)(uintptr_t)&mem[2][8] && w[2] == (__u64)(uintptr_t)&mem[1][3] &&
+	      w[4] == (__u64)(uintptr_t)&mem[0][0xfe] && w[6] == (__u64)(uintptr_t)&mem[0][0xfe]);
 	mem[2][8] |= DR_SPEC;
 	CHECK("walk: a special 2 MiB leaf (device memory): none",
 	      !dr_walk(po, pgd, va_of(0xfe, 3, 8, 0x1ab, 0x10), w));
@@ -108,19 +115,22 @@ int main(void)
 	k = dr_addr(&t, pgd, va, 16);
 	CHECK("dr_addr: the byte's address", k == po + 5 * PG + 0x128);
 	CHECK("dr_addr: the page kept, with its entries",
-	      t.walk[0].pgd == pgd && t.walk[0].v == va >> 12 &&
-	      t.walk[0].w[0] == (__u64)(uintptr_t)&mem[3][9] &&
-	      t.walk[0].w[1] == mem[3][9] && t.walk[0].w[3] == mem[2][7]);
+	      LAST(t).pgd == pgd && LAST(t).v == va >> 12 &&
+	      LAST(t).w[0] == (__u64)(uintptr_t)&mem[3][9] &&
+	      LAST(t).w[1] == mem[3][9] && LAST(t).w[3] == mem[2][7]);
 	CHECK("dr_same: unchanged", dr_same(&t));
 	mem[3][9] |= DR_AD;
 	CHECK("dr_same: the CPU's accessed and dirty bits are no change", dr_same(&t));
 	mem[3][9] = (6 * PG | E_PU) | DR_AD;
 	CHECK("dr_same: the page moved (another frame)", !dr_same(&t));
+	CHECK("dr_same: ... its walk dropped", !LAST(t).pgd);
+	LAST(t).pgd = pgd;
 	mem[3][9] = 5 * PG | E_PU | NX;
 	mem[2][7] = 4 * PG | E_PU;
 	CHECK("dr_same: its table unhooked (another table in the parent)", !dr_same(&t));
+	LAST(t).pgd = pgd;
 	mem[2][7] = 3 * PG | E_PU;
-	CHECK("dr_same: back as it was", dr_same(&t));
+	CHECK("dr_same: back as it was", dr_same(&t) && LAST(t).pgd == pgd);
 	loads = 0;
 	k = dr_addr(&t, pgd, va + 0x100, 8);
 	CHECK("dr_addr: the same page again: no walk", k == po + 5 * PG + 0x228 && loads == 0);
@@ -132,51 +142,66 @@ int main(void)
 	CHECK("dr_addr: a kernel address: none", !dr_addr(&t, pgd, DR_USER_END, 8) &&
 	      !dr_addr(&t, pgd, 0xffff888000000000ULL, 8));
 
-	/* Walks kept across runs while the mm's lock sequence stands even
-	 * (dr_newrun); the two last pages; the last one's entries checked. */
+	/* Walks kept across runs, each checked again from the PGD down at
+	 * its first use in a run (dr_kept); the two last pages; the last
+	 * one's entries the ones dr_same checks. */
 	{
 		const __u64 vb = va_of(0xfe, 3, 7, 10, 0x40), vc = va_of(0xfe, 3, 7, 11, 0);
 
 		mem[3][10] = 6 * PG | E_PU;
 		mem[3][11] = 7 * PG | E_PU;
 		memset(&t, 0, sizeof(t));
-		dr_newrun(&t, 2);
+		dr_newrun(&t);
 		dr_addr(&t, pgd, va, 8);
 		k = dr_addr(&t, pgd, vb, 8);
 		CHECK("kept: the second page's address, the first kept behind it",
-		      k == po + 6 * PG + 0x40 && t.walk[1].v == va >> 12 && t.walk[0].v == vb >> 12);
-		dr_newrun(&t, 2);
+		      k == po + 6 * PG + 0x40 && OLDER(t).v == va >> 12 && LAST(t).v == vb >> 12);
+		loads = 0;
+		dr_addr(&t, pgd, vb + 8, 8);
+		dr_addr(&t, pgd, va, 8);
+		dr_addr(&t, pgd, vb, 8);
+		CHECK("kept: within the run, either page without a load", loads == 0);
+		dr_newrun(&t);
 		loads = 0;
 		k = dr_addr(&t, pgd, va + 8, 8);
-		CHECK("kept: the next run, the same sequence: the older page without a walk",
-		      k == po + 5 * PG + 0x130 && loads == 0);
+		CHECK("kept: the next run: the older page's four entries read again, "
+		      "not walked", k == po + 5 * PG + 0x130 && loads == 4 && LAST(t).run == t.run);
 		CHECK("kept: ... now the last, its entries the ones checked",
-		      t.walk[0].v == va >> 12 && t.walk[0].w[0] == (__u64)(uintptr_t)&mem[3][9] &&
-		      t.walk[1].v == vb >> 12 && dr_same(&t));
-		loads = 0;
-		k = dr_addr(&t, pgd, vb, 8);
-		CHECK("kept: and the other", k == po + 6 * PG + 0x40 && loads == 0);
-		dr_addr(&t, pgd, vc, 8);
-		CHECK("kept: a third page: the oldest goes", loads > 0 && t.walk[1].v == vb >> 12);
+		      LAST(t).v == va >> 12 && LAST(t).w[0] == (__u64)(uintptr_t)&mem[3][9] &&
+		      OLDER(t).v == vb >> 12 && dr_same(&t));
 		loads = 0;
 		dr_addr(&t, pgd, va, 8);
-		CHECK("kept: ... and is walked again", loads > 0);
-		dr_newrun(&t, 4);
+		CHECK("kept: ... and then without a load for the rest of the run", loads == 0);
+		dr_addr(&t, pgd, vc, 8);
+		CHECK("kept: a third page: the one used before goes", loads > 0 &&
+		      LAST(t).v == vc >> 12 && OLDER(t).v == va >> 12);
+		loads = 0;
+		dr_addr(&t, pgd, vb, 8);
+		CHECK("kept: ... and is walked again", loads == 4 && LAST(t).v == vb >> 12);
+		/* each entry of the chain changed in turn: walked again */
+		for (int lv = 0; lv < 4; lv++) {
+			__u64 *e = lv == 0 ? &mem[3][10] : lv == 1 ? &mem[2][7] :
+				   lv == 2 ? &mem[1][3] : &mem[0][0xfe];
+			const __u64 was = *e;
+
+			dr_newrun(&t);
+			dr_addr(&t, pgd, vb, 8); /* kept, checked */
+			dr_newrun(&t);
+			*e = was ^ (lv == 0 ? 1 * PG : DR_P); /* another frame / table gone */
+			k = dr_addr(&t, pgd, vb, 8);
+			*e = was;
+			CHECK(lv == 0 ? "kept: its leaf changed since: not taken" :
+			      lv == 1 ? "kept: its parent changed since: not taken" :
+			      lv == 2 ? "kept: the PUD's entry changed since: not taken" :
+				        "kept: the PGD's entry changed since: not taken",
+			      lv == 0 ? k == po + 7 * PG + 0x40 : !k);
+		}
+		dr_newrun(&t);
+		mem[3][10] |= DR_AD;
 		loads = 0;
 		k = dr_addr(&t, pgd, vb, 8);
-		CHECK("kept: another sequence (the mmap lock taken since): walked again",
-		      k == po + 6 * PG + 0x40 && loads > 0 && t.walk[0].seq == 4);
-		dr_newrun(&t, 5);
-		CHECK("kept: an odd sequence (the lock held): nothing kept",
-		      !t.walk[0].pgd && !t.walk[1].pgd);
-		loads = 0;
-		dr_addr(&t, pgd, vb, 8);
-		dr_addr(&t, pgd, vb + 8, 8);
-		CHECK("kept: ... but within its run", loads == 4);
-		dr_newrun(&t, 5);
-		loads = 0;
-		dr_addr(&t, pgd, vb, 8);
-		CHECK("kept: ... and the next run with the same odd sequence walks again", loads == 4);
+		CHECK("kept: the accessed and dirty bits are no change", k == po + 6 * PG + 0x40 &&
+		      loads == 4);
 		mem[3][10] = 0;
 		mem[3][11] = 0;
 	}
@@ -204,34 +229,34 @@ int main(void)
 		full = loads;
 		CHECK("trace_ret: where it was found kept, for the code and the tables",
 		      SH(t, mc)[0] == sp + 88 && SH(t, mc)[1] == mc && SH(t, mc)[2] == pgd);
-		dr_newrun(&t, 1); /* a new run that keeps nothing walks again */
+		dr_newrun(&t); /* a new run: the page's walk checked again */
 		loads = 0;
 		CHECK("trace_ret: again: the same offset",
 		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x40);
 		CHECK("trace_ret: ... from one word: a walk, the word, the check",
 		      loads == 4 + 1 + 2 && loads < full);
-		dr_newrun(&t, 1);
+		dr_newrun(&t);
 		loads = 0;
 		CHECK("trace_ret: through deeper C frames (sp lower): taken at once",
 		      dr_trace_ret(&t, pgd, sp - 40, mc, sz) == 0x40 && loads == 7);
 		s[11] = 0x11;
-		dr_newrun(&t, 1);
+		dr_newrun(&t);
 		CHECK("trace_ret: not there any more: searched",
 		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x80 && SH(t, mc)[0] == sp + 96);
-		dr_newrun(&t, 1);
+		dr_newrun(&t);
 		CHECK("trace_ret: sp above where it was: searched",
 		      dr_trace_ret(&t, pgd, sp + 104, mc, sz) == -1 && SH(t, mc)[0] == sp + 96);
-		dr_newrun(&t, 1);
+		dr_newrun(&t);
 		CHECK("trace_ret: where it was beyond the words searched: not taken "
 		      "(the search meets the page below, not mapped)",
 		      dr_trace_ret(&t, pgd, sp + 96 - LMT_STKW * 8, mc, sz) == -2);
-		dr_newrun(&t, 1);
+		dr_newrun(&t);
 		CHECK("trace_ret: another trace's code: none",
 		      dr_trace_ret(&t, pgd, sp, mc + 2 * sz, sz) == -1);
-		dr_newrun(&t, 1);
+		dr_newrun(&t);
 		CHECK("trace_ret: other page tables: searched, their own kept",
 		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x80 && SH(t, mc)[2] == pgd &&
-		      (SH(t, mc)[2] = pgd + 8, dr_newrun(&t, 1), loads = 0,
+		      (SH(t, mc)[2] = pgd + 8, dr_newrun(&t), loads = 0,
 		       dr_trace_ret(&t, pgd, sp, mc, sz) == 0x80 && loads > 7));
 		/* Two traces in turn each keep their own. */
 		{
@@ -240,15 +265,15 @@ int main(void)
 			while (SH(t, mc2) == SH(t, mc))
 				mc2 += 4 * sz;
 			s[5] = mc2 + 0x10;
-			dr_newrun(&t, 1);
+			dr_newrun(&t);
 			CHECK("trace_ret: a second trace's return, searched",
 			      dr_trace_ret(&t, pgd, sp, mc2, sz) == 0x10 &&
 			      SH(t, mc2)[0] == sp + 40);
-			dr_newrun(&t, 1);
+			dr_newrun(&t);
 			loads = 0;
 			CHECK("trace_ret: the first trace's still taken at once",
 			      dr_trace_ret(&t, pgd, sp - 8, mc, sz) == 0x80 && loads == 7);
-			dr_newrun(&t, 1);
+			dr_newrun(&t);
 			loads = 0;
 			CHECK("trace_ret: and the second's",
 			      dr_trace_ret(&t, pgd, sp, mc2, sz) == 0x10 && loads == 7);
@@ -259,16 +284,16 @@ int main(void)
 			const __u64 sp2 = va_of(0xfe, 3, 7, 9, PG - 16);
 
 			mem[6][1] = mc + 0x99;
-			dr_newrun(&t, 1);
+			dr_newrun(&t);
 			CHECK("trace_ret: on the next page",
 			      dr_trace_ret(&t, pgd, sp2, mc, sz) == 0x99 &&
 			      SH(t, mc)[0] == va_of(0xfe, 3, 7, 10, 8));
-			dr_newrun(&t, 1);
+			dr_newrun(&t);
 			loads = 0;
 			CHECK("trace_ret: on the next page again: from its one word",
 			      dr_trace_ret(&t, pgd, sp2, mc, sz) == 0x99 && loads == 7);
 			mem[3][10] = 0;
-			dr_newrun(&t, 1);
+			dr_newrun(&t);
 			CHECK("trace_ret: the next page not mapped: cannot tell",
 			      dr_trace_ret(&t, pgd, sp2, mc, sz) == -2);
 		}
