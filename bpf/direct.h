@@ -14,7 +14,9 @@
  * entries present and user-accessible at every level, frames of RAM, no
  * special mappings (device memory). After the data, the leaf entry and
  * its parent are read again (dr_same): a page that moved, or a table
- * freed, changes them first.
+ * freed, changes them first. A walk is used again within its program run
+ * on that check alone, as its first use is; kept for later runs, it is
+ * first read again whole (dr_chain).
  *
  * The direct map's base (page_offset_base, randomized at boot and not in
  * kallsyms) is found once, at start, by find_po (a syscall program run by
@@ -142,7 +144,10 @@ static __always_inline void dr_newrun(struct lmt_percpu *t)
 	}
 }
 
-/* Walk k, if it is of va's page in page tables pgd and still stands. */
+/* Walk k for va's page in page tables pgd: 1 if it may be used; 0 if
+ * it is another page's; -1 if it was this page's but no longer stands
+ * (dropped). Made or checked in this run, it is used as a walk's first
+ * use is: dr_same checks after the loads. */
 static __always_inline int dr_kept(struct lmt_percpu *t, struct lmt_walk *k, __u64 pgd,
 				   __u64 va)
 {
@@ -150,8 +155,10 @@ static __always_inline int dr_kept(struct lmt_percpu *t, struct lmt_walk *k, __u
 		return 0;
 	if (k->run == t->run)
 		return 1;
-	if (!dr_chain(k))
-		return 0;
+	if (!dr_chain(k)) {
+		k->pgd = 0;
+		return -1;
+	}
 	k->run = t->run;
 	return 1;
 }
@@ -172,30 +179,32 @@ __noinline __u64 dr_addr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
 	__u64 po = dr_po, k, w[8] = {};
 	struct lmt_walk *l;
 	__u32 i;
+	int r;
 
 	if (!t || !po || !pgd || (va & 7) || va >= DR_USER_END ||
 	    (va & 4095) + sz > 4096)
 		return 0;
 	i = t->cur & 1;
-	l = &t->walk[i];
-	if (dr_kept(t, l, pgd, va))
-		return l->k + (va & 4095);
-	/* The other becomes the last: the one not used last goes first. */
-	i ^= 1;
-	t->cur = i;
-	l = &t->walk[i];
-	if (dr_kept(t, l, pgd, va))
-		return l->k + (va & 4095);
-	k = dr_walk(po, pgd, va, w);
-	if (!k) {
-		l->pgd = 0;
-		return 0;
+	r = dr_kept(t, &t->walk[i], pgd, va);
+	if (!r) {
+		/* Not the last page: the other, or a walk in its place. */
+		i ^= 1;
+		r = dr_kept(t, &t->walk[i], pgd, va);
 	}
+	l = &t->walk[i];
+	if (r > 0) {
+		t->cur = i;
+		return l->k + (va & 4095);
+	}
+	k = dr_walk(po, pgd, va, w);
+	if (!k)
+		return 0; /* both as they were, but a stale one dropped */
 	l->pgd = pgd;
 	l->v = va >> 12;
 	l->k = k;
 	l->run = t->run;
 	__builtin_memcpy(l->w, w, sizeof(w));
+	t->cur = i;
 	return k + (va & 4095);
 }
 

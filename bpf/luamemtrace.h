@@ -498,10 +498,10 @@ struct lmt_stats {
 			* to g's cur_L (lmt_gwin_fits): 440 bytes on
 			* Debian's luajit, 456 on luajit2; with the locals
 			* of its reader, under BPF's 512-byte frame */
-/* A page walked (bpf/direct.h): for page tables pgd, in program run
- * run, the page's number and kernel address; the address and value of
- * its leaf entry, of the entry above, and of the two above that (the
- * PGD's where the leaf is higher). */
+/* A page walked (bpf/direct.h): for page tables pgd, last walked or
+ * checked in this CPU's run number run, the page's number and kernel
+ * address; the address and value of its leaf entry, of the entry above,
+ * and of the two above that (the PGD's where the leaf is higher). */
 struct lmt_walk {
 	__u64 pgd, v, k, run;
 	__u64 w[8];

@@ -15,9 +15,10 @@
 #endif
 #define LMT_DR_HOST
 static int loads;
+static __u64 ld[16]; /* the addresses of the last loads, by their number */
 static __u64 kld(__u64 a)
 {
-	loads++;
+	ld[loads++ & 15] = a;
 	return *(const __u64 *)(uintptr_t)a;
 }
 #include "direct.h"
@@ -102,7 +103,8 @@ int main(void)
 	mem[1][4] = (1ULL << 30) | E_PU | DR_PSE;
 	k = dr_walk(po, pgd, va_of(0xfe, 4, 0x15, 0x33, 0x10), w);
 	CHECK("walk: a 1 GiB leaf", k == po + (1ULL << 30) + (0x15ULL << 21) + 0x33 * PG &&
-	      w[0] == (__u64)(uintptr_t)&mem[1][4] && w[2] == (__u64)(uintptr_t)&mem[0][0xfe]);
+	      w[0] == (__u64)(uintptr_t)&mem[1][4] && w[2] == (__u64)(uintptr_t)&mem[0][0xfe] &&
+	      w[4] == w[2] && w[6] == w[2] && w[7] == mem[0][0xfe]);
 	mem[1][4] |= DR_SPEC;
 	CHECK("walk: a special 1 GiB leaf: none",
 	      !dr_walk(po, pgd, va_of(0xfe, 4, 0x15, 0x33, 0x10), w));
@@ -166,6 +168,9 @@ int main(void)
 		k = dr_addr(&t, pgd, va + 8, 8);
 		CHECK("kept: the next run: the older page's four entries read again, "
 		      "not walked", k == po + 5 * PG + 0x130 && loads == 4 && LAST(t).run == t.run);
+		CHECK("kept: ... in order, from the PGD's entry down",
+		      ld[0] == (__u64)(uintptr_t)&mem[0][0xfe] && ld[1] == (__u64)(uintptr_t)&mem[1][3] &&
+		      ld[2] == (__u64)(uintptr_t)&mem[2][7] && ld[3] == (__u64)(uintptr_t)&mem[3][9]);
 		CHECK("kept: ... now the last, its entries the ones checked",
 		      LAST(t).v == va >> 12 && LAST(t).w[0] == (__u64)(uintptr_t)&mem[3][9] &&
 		      OLDER(t).v == vb >> 12 && dr_same(&t));
@@ -196,6 +201,44 @@ int main(void)
 				        "kept: the PGD's entry changed since: not taken",
 			      lv == 0 ? k == po + 7 * PG + 0x40 : !k);
 		}
+		/* a kept walk that no longer stands is walked again in its
+		 * place, the other kept; a walk that fails leaves the last one */
+		dr_newrun(&t);
+		dr_addr(&t, pgd, va, 8);
+		dr_addr(&t, pgd, vb, 8);
+		dr_newrun(&t);
+		mem[3][10] = 7 * PG | E_PU;
+		k = dr_addr(&t, pgd, vb, 8);
+		CHECK("kept: stale: walked again in its own place",
+		      k == po + 7 * PG + 0x40 && LAST(t).v == vb >> 12 && OLDER(t).v == va >> 12);
+		mem[3][11] = 0;
+		CHECK("kept: a walk that fails: none, both kept as they were",
+		      !dr_addr(&t, pgd, vc, 8) && LAST(t).v == vb >> 12 && LAST(t).pgd == pgd &&
+		      OLDER(t).v == va >> 12 && OLDER(t).pgd == pgd);
+		mem[3][11] = 7 * PG | E_PU;
+		mem[3][10] = 6 * PG | E_PU;
+		/* a 2 MiB page: walked in three loads, checked in four */
+		{
+			const __u64 vh = va_of(0xfe, 3, 8, 0x1ab, 0x10);
+
+			mem[2][8] = 0x400000ULL | E_PU | DR_PSE;
+			dr_newrun(&t);
+			loads = 0;
+			k = dr_addr(&t, pgd, vh & ~7ULL, 8);
+			CHECK("kept: a 2 MiB page walked", k == po + 0x400000ULL + 0x1ab * PG + 0x10 &&
+			      loads == 3);
+			dr_newrun(&t);
+			loads = 0;
+			CHECK("kept: ... checked in a later run",
+			      dr_addr(&t, pgd, vh & ~7ULL, 8) == k && loads == 4);
+			dr_newrun(&t);
+			mem[1][3] ^= DR_P;
+			CHECK("kept: ... its PUD entry gone: not taken", !dr_addr(&t, pgd, vh & ~7ULL, 8));
+			mem[1][3] ^= DR_P;
+			mem[2][8] = 0;
+		}
+		dr_newrun(&t);
+		dr_addr(&t, pgd, vb, 8); /* walked again: its leaf was put back */
 		dr_newrun(&t);
 		mem[3][10] |= DR_AD;
 		loads = 0;
