@@ -128,6 +128,9 @@ one_line() {
 	run "$LMT" --ab --floor=events -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
 	[ "$output" = "luamemtrace: --ab already alternates with the floor: not with --floor (luamemtrace --help)" ]
+	run "$LMT" --ab=500 --duty 5 -p 1 -o "$T/x.bin"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: --ab alternates full tracing with the floor: not with --duty (luamemtrace --help)" ]
 	run "$LMT" --ab=5 -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
 	[ "$output" = "luamemtrace: bad --ab '5' (milliseconds between switches, 10 to 60000) (luamemtrace --help)" ]

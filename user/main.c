@@ -363,6 +363,9 @@ int main(int argc, char **argv)
 	if (o.ab && (o.floor || o.floor_events))
 		return bad_usage("%s", "--ab already alternates with the floor: "
 				       "not with --floor");
+	if (o.ab && o.duty)
+		return bad_usage("%s", "--ab alternates full tracing with the floor: "
+				       "not with --duty");
 	if (o.floor_events && o.stacks)
 		return bad_usage("%s", "--floor=events reads no stacks: not with "
 				       "--stacks or --stack-depth");
