@@ -34,6 +34,10 @@ enum lmt_vmst {
  * require("table.new")(99991, 0) (99992 slots of 8 bytes, with slot 0), and
  * nothing in a bench workload otherwise. */
 #define LMT_AB_MARK 799936
+/* --ab's switch (bpf/state.h: ab): by those allocations, or by user space's
+ * clock (--ab=MS) */
+#define LMT_AB_MARKED 1
+#define LMT_AB_TIMED 2
 
 /* Offsets (bytes) into LuaJIT's structures for one build variant: only
  * what BPF reads (user/layout.c is the table). */

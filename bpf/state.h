@@ -15,8 +15,10 @@ const volatile __u64 wakeup_bytes = 256 * 1024;
 /* Benchmark only (--ab): an allocation of LMT_AB_MARK bytes switches the
  * allocator's programs between tracing and doing nothing, so the floor and
  * luamemtrace alternate in one process, which cancels the drifts that move
- * whole runs. Off, the verifier drops this code (a constant at load). */
-const volatile __u8 ab = 0;
+ * whole runs; with --ab=MS (LMT_AB_TIMED) user space alone switches them,
+ * by time (user/duty.c). Off, the verifier drops this code (a constant at
+ * load). */
+const volatile __u8 ab = 0; /* LMT_AB_MARKED, LMT_AB_TIMED */
 __u8 ab_floor;
 
 /* Set by user space before load. one_stream: several VMs of the process
@@ -117,7 +119,7 @@ static __always_inline int ab_skip(__u64 nsize)
 {
 	if (!ab)
 		return 0;
-	if (nsize == LMT_AB_MARK)
+	if (ab == LMT_AB_MARKED && nsize == LMT_AB_MARK)
 		ab_floor = !ab_floor;
 	return ab_floor;
 }

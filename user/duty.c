@@ -134,21 +134,17 @@ static int closed(struct tr *t, int wait)
  * than the cost measured, falls out of the pairs (tests/bench/hosts.sh). */
 static void ab_say(struct tr *t, double tn)
 {
-	struct duty *d = &t->duty;
-
-	err1("--ab: %s from %.3f", d->ab_floor ? "floor" : "traced", wall_now());
-	d->ab_next = tn + t->o->ab_ms / 1000;
+	err1("--ab: %s from %.3f", t->skel->bss->ab_floor ? "floor" : "traced", wall_now());
+	t->duty.ab_next = tn + t->o->ab_ms / 1000;
 }
 
 static void ab_turn(struct tr *t)
 {
-	struct duty *d = &t->duty;
 	const double tn = now();
 
-	if (!t->o->ab_ms || tn < d->ab_next)
+	if (!t->o->ab_ms || tn < t->duty.ab_next)
 		return;
-	d->ab_floor = !d->ab_floor;
-	__atomic_store_n(&t->skel->bss->ab_floor, (uint8_t)d->ab_floor, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->skel->bss->ab_floor, !t->skel->bss->ab_floor, __ATOMIC_SEQ_CST);
 	ab_say(t, tn);
 }
 
@@ -203,21 +199,25 @@ void duty_turn(struct tr *t)
 		     tn - t->t0, now() - tn);
 }
 
+/* ms, or less: until at (a time of now()), rounded up. */
+static int ms_until(double at, int ms)
+{
+	const double left = (at - now()) * 1000;
+
+	return left < 0 ? 0 : left + 1 < ms ? (int)left + 1 : ms;
+}
+
 int duty_wait_ms(const struct tr *t, int ms)
 {
 	const struct duty *d = &t->duty;
-	double left;
 
-	if (t->o->ab_ms) {
-		left = (d->ab_next - now()) * 1000;
-		ms = left < 0 ? 0 : left + 1 < ms ? (int)left + 1 : ms;
-	}
+	if (t->o->ab_ms)
+		ms = ms_until(d->ab_next, ms);
 	if (!t->o->duty)
 		return ms;
 	if (d->closing)
 		return ms < 10 ? ms : 10;
-	left = (d->next - now()) * 1000;
-	return left < 0 ? 0 : left + 1 < ms ? (int)left + 1 : ms;
+	return ms_until(d->next, ms);
 }
 
 void duty_end(struct tr *t)

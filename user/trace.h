@@ -175,9 +175,7 @@ struct duty {
 	pthread_t th;
 	int closer;     /* th runs */
 	int busy;       /* until the last link is gone (atomic) */
-	/* --ab=MS: the next switch, and which side runs */
-	double ab_next;
-	int ab_floor;
+	double ab_next;  /* --ab=MS: the next switch */
 };
 
 struct tr {

@@ -54,12 +54,12 @@ END {
 			continue
 		wside[k] = side[i]
 		wrate[k] = sum / (b - a)
-		wnext[k] = i + 1 # the window after it: only neighbours pair
 		wix[k++] = i
 		print "win", side[i], sum / (b - a)
 	}
 	for (j = 0; j + 1 < k; j++) {
-		if (wix[j + 1] != wnext[j] || wside[j] == wside[j + 1] || wrate[j] <= 0 || wrate[j + 1] <= 0)
+		# only neighbours pair: no window left out between them
+		if (wix[j + 1] != wix[j] + 1 || wside[j] == wside[j + 1] || wrate[j] <= 0 || wrate[j + 1] <= 0)
 			continue
 		if (wside[j] == "floor")
 			print "pair", wrate[j] / wrate[j + 1]
