@@ -404,20 +404,20 @@ struct apart {
 	/* struct ctx's scalars, from si on (CTX_TAIL) */
 	__u32 si, tgid, vmid, reads, direct, pad;
 	__u64 pgd, task;
-	/* the charge's own: charge_jit's vmstate, and APART_* */
-	__s32 vmstate;
-	__u32 how;
+	__s32 vmstate; /* charge_jit's */
+	__u32 how;     /* APART_* */
 };
 #define APART_EXIT 1   /* charge_jit: a trace's exit */
 #define APART_INTERP 2 /* charge_frame: the interpreter's state */
 #define APART_SL 4     /* the run has its VM's slot (c->sl) */
 #define CTX_TAIL (sizeof(struct ctx) - __builtin_offsetof(struct ctx, si))
+#define CTX_AT(f) (__builtin_offsetof(struct ctx, f) - __builtin_offsetof(struct ctx, si))
 _Static_assert(__builtin_offsetof(struct ctx, si) == 4 * sizeof(void *) &&
-	       __builtin_offsetof(struct apart, vmstate) == CTX_TAIL &&
-	       sizeof(struct apart) == CTX_TAIL + 8 &&
-	       __builtin_offsetof(struct apart, task) - __builtin_offsetof(struct apart, si) ==
-	       __builtin_offsetof(struct ctx, task) - __builtin_offsetof(struct ctx, si),
-	       "struct apart begins as struct ctx ends, after its four pointers");
+	       sizeof(struct apart) == CTX_TAIL &&
+	       __builtin_offsetof(struct apart, task) == CTX_AT(task) &&
+	       __builtin_offsetof(struct apart, vmstate) == CTX_AT(vmstate) &&
+	       __builtin_offsetof(struct apart, how) == CTX_AT(how),
+	       "struct apart is struct ctx after its four pointers");
 
 /* The callee's run from a: the per-CPU value and the slot looked up again
  * (the same elements: an array's do not move). */
@@ -455,18 +455,15 @@ __noinline int charge_apart(struct pt_regs *regs, struct apart *a, const struct 
 	return r;
 }
 
-/* The same from the entry program's run c (a: its vmstate and how set). */
-static __always_inline __u8 charge_from(struct ctx *c, struct apart *a,
+/* The same from the entry program's run c, its scalars passed in place:
+ * what the charge changed of them is there when it returns. */
+static __always_inline __u8 charge_from(struct ctx *c, __s32 vmstate, __u32 how,
 					const struct lmt_vm *vm, struct gq *q,
 					struct lmt_ev *e)
 {
-	__u8 r;
-
-	__builtin_memcpy(a, &c->si, CTX_TAIL);
-	a->how |= c->sl ? APART_SL : 0;
-	r = charge_apart(c->regs, a, vm, q, e);
-	__builtin_memcpy(&c->si, a, CTX_TAIL);
-	return r;
+	c->vmstate = vmstate;
+	c->how = how | (c->sl ? APART_SL : 0);
+	return charge_apart(c->regs, (struct apart *)&c->si, vm, q, e);
 }
 
 /* -- Attribution ------------------------------------------------------------ */
@@ -501,7 +498,6 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 {
 	const struct lj_layout *lay = &vm->lay;
 	__u8 kind, *wide = &c->pc->wide[e->kind & 3];
-	struct apart a;
 	__s32 vmstate;
 
 	/* When this kind of event needed no frame last time on this CPU
@@ -536,16 +532,11 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 			return charge_internal(e);
 		kind = LMT_VMST_INTERP;
 	}
-	a.vmstate = vmstate;
-	a.how = kind == LMT_VMST_INTERP ? APART_INTERP : 0;
-	return charge_from(c, &a, vm, q, e);
+	return charge_from(c, vmstate, kind == LMT_VMST_INTERP ? APART_INTERP : 0, vm, q, e);
 	/* States that need no frame. */
 narrow:
-	if (vmstate >= 1 || kind == LMT_VMST_EXIT) {
-		a.vmstate = vmstate;
-		a.how = vmstate < 1 ? APART_EXIT : 0;
-		return charge_from(c, &a, vm, NULL, e);
-	}
+	if (vmstate >= 1 || kind == LMT_VMST_EXIT)
+		return charge_from(c, vmstate, vmstate < 1 ? APART_EXIT : 0, vm, NULL, e);
 	trace_made(vmstate, lay);
 	return charge_internal(e);
 }

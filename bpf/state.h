@@ -84,8 +84,8 @@ struct {
 } stats SEC(".maps");
 
 /* The run. Its four pointers come first and are found again by a charge
- * called apart (bpf/attribute.h: apart_open); the scalars from si on are
- * copied to it and back as they lie (struct apart): scalars only there. */
+ * called apart (bpf/attribute.h: apart_open); the scalars from si on go
+ * to it in place, as they lie (struct apart): scalars only there. */
 struct ctx {
 	void *regs; /* the probe's pt_regs (bpf/await.h: await_mark) */
 	struct lmt_stats *st;
@@ -98,6 +98,8 @@ struct ctx {
 	__u32 direct;        /* of them, read directly (bpf/direct.h) */
 	__u64 pgd;           /* the task's page tables (bpf/direct.h) */
 	__u64 task;          /* the current task, once asked (cur_task) */
+	__s32 vmstate;       /* for a charge called apart: charge_jit's */
+	__u32 how;           /* and APART_* (bpf/attribute.h) */
 };
 
 /* The run's context: the per-CPU value; -1 when tracing is off. */
