@@ -451,8 +451,16 @@ jit_on_off() {
 		$3 != (NR % 2 ? "traced" : "floor") { print "turn " NR ": " $3; exit 1 }
 		NR > 1 && $5 - t < 0.099 { print "turn " NR " after " $5 - t " s"; exit 1 }
 		{ t = $5; n = NR } END { if (n < 6) { print n " turns"; exit 1 } }'
+	# an allocation a turn to the floor cuts in two loses its address
+	# (the floor's return does nothing): counted, one a turn at most
+	rc=0
+	"$LMT" report "$T/abt.bin" > "$T/abt.txt" 2> "$T/abt.rerr" || rc=$?
+	lost=$(sed -n 's/.*: \([0-9]*\) events, 0 symbol records and 0 new VMs or dlopens were lost while tracing: the report is incomplete$/\1/p' "$T/abt.rerr")
+	if [ "$rc" -ne 0 ]; then
+		[ "$rc" -eq 3 ] && [ -n "$lost" ] && [ "$(wc -l < "$T/abt.rerr")" -eq 1 ]
+		[ "$lost" -le "$(grep -c -- '--ab: floor' "$T/abt.err")" ]
+	fi
 	# about half the tables, not none or all: the floor records nothing
-	"$LMT" report "$T/abt.bin" > "$T/abt.txt"
 	traced=$(counts ALLOCATIONS @abtime.lua:5 "$T/abt.txt")
 	[ "$traced" -gt $((made / 4)) ] && [ "$traced" -lt $((made * 3 / 4)) ]
 }
