@@ -12,9 +12,11 @@
  * recorded (AW_NONE) or a free (AW_FREE), so that no return takes an
  * older note for its own. The return, most often on the same CPU with
  * nothing between, finds its note, takes the slot's lock and, if the
- * event at that offset still bears its mark, writes the address over it;
- * while events are numbered (several VMs in one stream) it numbers the
- * event again where lmt_await_renumbers says. No table by thread:
+ * event at that offset still bears its mark, writes the address over it
+ * (its word lmt_ev_naddr_w); while events are numbered (several VMs in one
+ * stream) it numbers the event again where lmt_await_renumbers says (an
+ * event packed before numbering began has no word for a number: its
+ * address then goes alone, numbered, as below). No table by thread:
  * its entry's compare-and-swaps, ten words and their check cost more
  * than the rest of the event's path (docs/costs.md).
  *
@@ -94,23 +96,41 @@ static __always_inline __u32 await_lock(struct lmt_slot *sl)
 static __always_inline int await_fill(struct ctx *c, struct lmt_slot *sl, __u32 off,
 				      __u64 mark, __u64 ret)
 {
-	struct lmt_ev *e;
+	__u64 *w, h, oaddr;
+	__u32 na;
+	__u8 fl;
 	int done = 0;
 
 	if (await_lock(sl))
 		return 0;
 	off &= LMT_SBUF - 8;
-	e = (struct lmt_ev *)(sl->buf + off);
-	if (off + sizeof(*e) <= sl->len && e->naddr == mark) {
+	w = (__u64 *)(sl->buf + off);
+	h = w[0];
+	fl = (__u8)(h >> 16);
+	na = lmt_ev_naddr_w(fl);
+	if (off + 8 * ((h >> 24) & 0xff) <= sl->len && (__u8)h != LMT_FREE &&
+	    w[na] == mark) {
 		if (await_test == 2) {
 			flush_locked(c, sl);
 		} else {
-			e->naddr = ret;
-			if (multi && lmt_await_renumbers(e->kind, e->oaddr, ret))
-				e->seq = seq_next();
+			/* a realloc's oaddr: after its naddr and nsize */
+			oaddr = (__u8)h == LMT_REALLOC ? w[(na + 2) & 7] : 0;
+			if (multi && lmt_await_renumbers((__u8)h, oaddr, ret)) {
+				/* Packed before numbering began, it has no
+				 * word for one: its batch goes now, and its
+				 * address after it, alone and numbered
+				 * (await_search), as with LMT_TEST_AWAIT=2. */
+				if (!(fl & LMT_EV_SEQ)) {
+					flush_locked(c, sl);
+					goto out;
+				}
+				w[(((h >> 24) & 0xff) - 1) & 7] = seq_next(); /* last */
+			}
+			w[na] = ret;
 			done = 1;
 		}
 	}
+out:
 	slot_unlock(sl);
 	return done;
 }
@@ -130,15 +150,17 @@ static long await_scan_one(__u32 i, void *arg)
 {
 	struct await_scan *a = arg;
 	struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &i);
+	__u64 *w;
 	__u32 off;
 
 	if (!sl || sl->tgid != a->tgid)
 		return 0;
-	off = *(volatile __u32 *)&sl->len - sizeof(struct lmt_ev);
-	if (off < sizeof(struct lmt_batch) || off > LMT_SBUF - sizeof(struct lmt_ev))
+	off = *(volatile __u32 *)&sl->last;
+	if (off < sizeof(struct lmt_batch) || off >= *(volatile __u32 *)&sl->len)
 		return 0;
 	off &= LMT_SBUF - 8;
-	if (((struct lmt_ev *)(sl->buf + off))->naddr != a->mark)
+	w = (__u64 *)(sl->buf + off);
+	if (w[lmt_ev_naddr_w((__u8)(w[0] >> 16))] != a->mark)
 		return 0;
 	a->done = await_fill(a->c, sl, off, a->mark, a->ret);
 	return 1;

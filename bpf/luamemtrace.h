@@ -113,11 +113,12 @@ struct lmt_vm {
  * and one record per event.
  *
  * buf starts with a struct lmt_batch header naming the process and VM,
- * written at claim time; BPF appends struct lmt_ev records after it and
- * sends buf[0, len) as one ring buffer record when the next one would not
- * fit, before any symbol record (so a prototype's announcement or end
- * never overtakes the events before it) and at lua_close. What is left
- * when tracing stops user space reads from the slot.
+ * written at claim time; BPF appends events after it, packed (Events on
+ * the wire), and sends buf[0, len) as one ring buffer record when the next
+ * one might not fit, before any symbol record (so a prototype's
+ * announcement or end never overtakes the events before it) and at
+ * lua_close. What is left when tracing stops user space reads from the
+ * slot.
  *
  * Batches keep the order of one VM's events, which is all a stream of one
  * VM needs. VMs written to one stream together (-o FILE with a process of
@@ -145,7 +146,8 @@ struct lmt_batch {
 	__u8 pad[3];
 	__u32 tgid; /* the process */
 	__u32 vm;   /* its VM (struct lmt_vm id) */
-	__u32 pad2;
+	__u32 len;  /* bytes used where the record is longer (an event sent
+		     * alone: its reservation is the longest event's); 0: all */
 } __attribute__((aligned(8))); /* events after it are stored by words */
 
 /* An alloc, free or realloc, or an allocation's return (LMT_RET).
@@ -178,9 +180,12 @@ struct lmt_slot {
 	__u64 ud;
 	struct lmt_vm vm;
 	__u32 len;  /* bytes used in buf */
-	__u32 busy; /* lock of len and buf */
+	__u32 busy; /* lock of len, buf, last and nev */
+	__u32 last; /* offset of the batch's last event */
+	__u32 nev;  /* events in the batch */
 	__u8 buf[LMT_SBUF + 64]; /* + 64: a masked offset below LMT_SBUF
-				  * plus a record stays in bounds */
+				  * plus an event (LMT_EV_WMAX words) stays in
+				  * bounds */
 };
 
 /* The hash constant of every cache (bpf/cache.h): 2^64 / phi, odd. */
@@ -258,6 +263,103 @@ enum lmt_src {
 #define LMT_EV_EXIT 4   /* TRACE: line holds the number of the snapshot
 			 * trace loc exits through (sunk allocations
 			 * restored) */
+
+/* -- Events on the wire ----------------------------------------------------- */
+
+/* In a batch an event is packed in words, leaving out what it does not
+ * have: a header word (kind, src, flags, its number of words, line), then
+ * loc if it has one, its block (naddr and nsize for an allocation or a
+ * return, oaddr and osize for a free; a realloc has both, new first),
+ * stk with --stacks, seq while events are numbered. A free in the GC
+ * takes 3 words, an allocation in a trace 4, against the 8 of struct
+ * lmt_ev: every copy of it (the slot, the ring, user space's reads) is
+ * that much smaller (docs/costs.md). An allocation's naddr, which its
+ * return writes in place, is word lmt_ev_naddr_w. The flags below are the
+ * wire's own; the header's flags byte carries the LMT_EV_* above too. */
+#define LMT_EV_LOC 8  /* loc is sent */
+#define LMT_EV_STK 16 /* stk is sent */
+#define LMT_EV_SEQ 32 /* seq is sent */
+#define LMT_EV_WIRE (LMT_EV_LOC | LMT_EV_STK | LMT_EV_SEQ)
+#define LMT_EV_WMAX 8 /* words of the longest event */
+
+/* The word of the event with flags fl holding its naddr (an allocation, a
+ * realloc, a return). */
+static inline __u32 lmt_ev_naddr_w(__u8 fl)
+{
+	return 1 + !!(fl & LMT_EV_LOC);
+}
+
+/* The words an event of kind with flags fl takes. */
+static inline __u32 lmt_ev_words(__u8 kind, __u8 fl)
+{
+	return 3 + !!(fl & LMT_EV_LOC) + 2 * (kind == LMT_REALLOC) +
+	       !!(fl & LMT_EV_STK) + !!(fl & LMT_EV_SEQ);
+}
+
+/* Packs e, numbered seq (0: not numbered), into w: its number of words.
+ * No branches: every word is stored, and the next one's place moves on
+ * only past a word sent, so the verifier walks one path. Stores up to
+ * LMT_EV_WMAX words whatever the event's length: w has room for them. */
+static __always_inline __u32 lmt_ev_pack(__u64 *w, const struct lmt_ev *e, __u64 seq)
+{
+	const __u32 hl = e->loc != 0, hs = e->stk != 0, hq = seq != 0,
+		    re = e->kind == LMT_REALLOC, fr = e->kind == LMT_FREE;
+	__u32 n = 1;
+	__u8 fl = (e->flags & ~LMT_EV_WIRE) | (hl ? LMT_EV_LOC : 0) |
+		  (hs ? LMT_EV_STK : 0) | (hq ? LMT_EV_SEQ : 0);
+
+	w[n] = e->loc;
+	n += hl;
+	w[n] = fr ? e->oaddr : e->naddr;
+	w[n + 1] = fr ? e->osize : e->nsize;
+	n += 2;
+	w[n] = e->oaddr;
+	w[n + 1] = e->osize;
+	n += 2 * re;
+	w[n] = e->stk;
+	n += hs;
+	w[n] = seq;
+	n += hq;
+	w[0] = e->kind | (__u64)e->src << 8 | (__u64)fl << 16 | (__u64)n << 24 |
+	       (__u64)e->line << 32;
+	return n;
+}
+
+/* Unpacks the event at w, of at most avail words, into e: its number of
+ * words, 0 if they do not make an event. */
+static inline __u32 lmt_ev_unpack(const __u64 *w, __u64 avail, struct lmt_ev *e)
+{
+	const __u64 h = w[0];
+	const __u8 kind = (__u8)h, fl = (__u8)(h >> 16);
+	const __u32 n = (__u8)(h >> 24);
+	__u32 i = 1;
+
+	if (!avail || kind < LMT_ALLOC || kind > LMT_RET || n != lmt_ev_words(kind, fl) ||
+	    n > avail)
+		return 0;
+	*e = (struct lmt_ev){ .kind = kind, .src = (__u8)(h >> 8),
+			      .flags = fl & ~LMT_EV_WIRE, .line = (__u32)(h >> 32) };
+	if (fl & LMT_EV_LOC)
+		e->loc = w[i++];
+	if (kind == LMT_FREE) {
+		e->oaddr = w[i];
+		e->osize = w[i + 1];
+	} else {
+		e->naddr = w[i];
+		e->nsize = w[i + 1];
+	}
+	i += 2;
+	if (kind == LMT_REALLOC) {
+		e->oaddr = w[i];
+		e->osize = w[i + 1];
+		i += 2;
+	}
+	if (fl & LMT_EV_STK)
+		e->stk = w[i++];
+	if (fl & LMT_EV_SEQ)
+		e->seq = w[i++];
+	return n;
+}
 
 /* -- Stacks (--stacks) ---------------------------------------------------- */
 

@@ -53,7 +53,9 @@ static __always_inline void slot_fill(struct lmt_slot *sl, __u32 tgid, __u64 ud,
 	h->rec = LMT_REC_BATCH;
 	h->tgid = tgid;
 	h->vm = vm->id;
+	h->len = 0;
 	sl->len = sizeof(*h);
+	sl->nev = 0;
 	asm volatile("" ::: "memory");
 	sl->live = 1;
 }

@@ -56,7 +56,7 @@ static __always_inline void flush_locked(struct ctx *c, struct lmt_slot *sl)
 	if (len <= sizeof(struct lmt_batch))
 		return;
 	BOUND(len, 0xfff); /* LMT_SBUF - 1 */
-	n = (len - sizeof(struct lmt_batch)) / sizeof(struct lmt_ev);
+	n = sl->nev;
 	if (bpf_ringbuf_output(&rb, sl->buf, len, wake_flags(c, len))) {
 		c->st->lost += n;
 	} else {
@@ -64,6 +64,7 @@ static __always_inline void flush_locked(struct ctx *c, struct lmt_slot *sl)
 		c->st->ev_recs++;
 	}
 	sl->len = sizeof(struct lmt_batch);
+	sl->nev = 0;
 }
 
 /* The same, taking the lock; a busy slot is being sent by its holder. */
@@ -108,15 +109,15 @@ static __always_inline __u32 append(struct ctx *c, struct lmt_slot *sl,
 
 	if ((holder = slot_lock(sl)))
 		return holder;
-	if (sl->len > LMT_SBUF - 1 - sizeof(*ev))
+	if (sl->len > LMT_SBUF - 1 - LMT_EV_WMAX * 8)
 		flush_locked(c, sl);
-	/* Offsets are multiples of 8 (the header, then 64-byte events):
-	 * stored by words, not bytes. Numbered under the lock, so a
-	 * batch's numbers rise, and a number taken is in the batch. */
+	/* Offsets are multiples of 8 (the header, then events of whole
+	 * words): stored by words, not bytes. Numbered under the lock, so
+	 * a batch's numbers rise, and a number taken is in the batch. */
 	off = sl->len & (LMT_SBUF - 8);
-	*(struct lmt_ev *)(sl->buf + off) = *ev;
-	((struct lmt_ev *)(sl->buf + off))->seq = seq_next();
-	sl->len = off + sizeof(*ev);
+	sl->len = off + 8 * lmt_ev_pack((__u64 *)(sl->buf + off), ev, seq_next());
+	sl->last = off;
+	sl->nev++;
 	*offp = off;
 	slot_unlock(sl);
 	return 0;
@@ -128,7 +129,7 @@ static __always_inline int emit(struct ctx *c, const struct lmt_ev *ev)
 {
 	struct {
 		struct lmt_batch h;
-		struct lmt_ev e;
+		__u64 w[LMT_EV_WMAX];
 	} *b = bpf_ringbuf_reserve(&rb, sizeof(*b), 0);
 
 	if (!b) {
@@ -140,10 +141,9 @@ static __always_inline int emit(struct ctx *c, const struct lmt_ev *ev)
 	b->h.rec = LMT_REC_BATCH;
 	b->h.tgid = c->tgid;
 	b->h.vm = c->vmid;
-	b->e = *ev;
 	/* Numbered once its record is reserved: a number taken is in the
 	 * ring by then (user/merge.c). */
-	b->e.seq = seq_next();
+	b->h.len = sizeof(b->h) + 8 * lmt_ev_pack(b->w, ev, seq_next());
 	bpf_ringbuf_submit(b, wake_flags(c, 8 + sizeof(*b)));
 	c->st->events += ev->kind != LMT_RET; /* an address, not an event */
 	c->st->ev_recs++;

@@ -408,7 +408,7 @@ jit_on_off() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"2 VMs (LuaJIT 2.1 GC64)"* ]]
 	# batched all the same (merged by the process's sequence): a ring
-	# record holds up to 63 events
+	# record holds up to 4 KiB of packed events, 4 or 5 words each here
 	epr=$(sed -n 's/.* \([0-9.]*\) events per ring buffer record$/\1/p' <<< "$output")
 	awk -v e="$epr" 'BEGIN { exit !(e >= 40) }'
 	# each chunk's allocations, then step() of A and of B in turn 3000

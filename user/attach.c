@@ -667,6 +667,7 @@ static int slot_take(struct lmt_slot *s, const struct lmt_vm_key *k,
 							  .tgid = k->tgid,
 							  .vm = vm->id };
 	s->len = sizeof(struct lmt_batch);
+	s->nev = 0;
 	__atomic_store_n(&s->live, 1, __ATOMIC_RELEASE);
 	return 0;
 }

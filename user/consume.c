@@ -283,21 +283,16 @@ static int await_own(const struct lmt_ev *e, const struct lmt_ev *r)
  * 1 if found. */
 static int await_in_takes(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
 {
-	const size_t rs = sizeof(struct lmt_ev);
 	struct tproc *p = proc_of(t, tgid);
 
 	for (unsigned i = 0; p && i < p->nvm; i++)
 		for (unsigned k = 0; k < p->vms[i]->ntakes; k++) {
 			struct take *tk = &p->vms[i]->takes[k];
-			struct lmt_ev e;
+			struct lmt_ev *e = &tk->ev[tk->n - 1];
 
-			if (tk->len < sizeof(struct lmt_batch) + rs)
-				continue;
-			memcpy(&e, tk->b + tk->len - rs, rs);
-			if (await_own(&e, r)) {
-				await_complete(&e, r);
-				tk->max = e.seq > tk->max ? e.seq : tk->max;
-				memcpy(tk->b + tk->len - rs, &e, rs);
+			if (await_own(e, r)) {
+				await_complete(e, r);
+				tk->max = e->seq > tk->max ? e->seq : tk->max;
 				return 1;
 			}
 		}
@@ -343,35 +338,81 @@ static void awaits_end(struct tr *t, uint32_t tgid)
 
 /* -- Batches --------------------------------------------------------------- */
 
+/* An event of process tgid's VM v (NULL: a return alone). */
+static void batch_ev(struct tr *t, uint32_t tgid, struct tvm *v, const struct lmt_ev *r)
+{
+	if (r->kind == LMT_RET)
+		await_ret(t, tgid, r);
+	else if (!v || r->src < LMT_SRC_INTERNAL || r->src > LMT_SRC_TRACE)
+		t->bad_recs++;
+	else if (r->kind != LMT_FREE && lmt_await_mark(r->naddr))
+		await_hold(t, v, r);
+	else
+		ev_out(v, r);
+}
+
+/* A batch's header into hd and its events' bytes (struct lmt_batch's
+ * len): -1 if it has no header. */
+static long batch_head(const uint8_t *b, size_t sz, struct lmt_batch *hd)
+{
+	if (sz < sizeof(*hd))
+		return -1;
+	memcpy(hd, b, sizeof(*hd));
+	return (long)(hd->len >= sizeof(*hd) && hd->len < sz ? hd->len : sz);
+}
+
+/* Batch b's events (packed: struct lmt_ev's words on the wire), in
+ * order: ev_next gives each, 0 after the last. One that does not unpack
+ * ends it: the rest cannot be told, and count as one record that cannot
+ * be read (said). b is 8-byte aligned (a ring record, a slot's buffer, a
+ * take's copy). */
+struct evs {
+	const __u64 *w;
+	size_t left; /* words */
+};
+
+static struct evs evs_of(const uint8_t *b, long len)
+{
+	return (struct evs){ .w = (const __u64 *)(const void *)(b + sizeof(struct lmt_batch)),
+			     .left = ((size_t)len - sizeof(struct lmt_batch)) / 8 };
+}
+
+static int ev_next(struct tr *t, struct evs *it, struct lmt_ev *r)
+{
+	uint32_t n;
+
+	if (!it->left)
+		return 0;
+	if (!(n = lmt_ev_unpack(it->w, it->left, r))) {
+		t->bad_recs++;
+		it->left = 0;
+		return 0;
+	}
+	it->w += n;
+	it->left -= n;
+	return 1;
+}
+
 /* A slot's batch (struct lmt_slot), or returns alone (LMT_VM_NONE). */
 static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 {
-	const size_t h = sizeof(struct lmt_batch), rs = sizeof(struct lmt_ev);
 	struct lmt_batch hd;
+	struct lmt_ev r;
 	struct tvm *v = NULL;
+	struct evs it;
+	long len = batch_head(b, sz, &hd);
 
-	if (sz < h)
+	if (len < 0)
 		return;
-	memcpy(&hd, b, h);
+	it = evs_of(b, len);
 	if (hd.vm != LMT_VM_NONE && !(v = vm_of(t, hd.tgid, hd.vm))) {
 		/* a VM we cannot tell: its events are lost, and said */
-		t->bad_recs += (sz - h) / rs;
+		while (ev_next(t, &it, &r))
+			t->bad_recs++;
 		return;
 	}
-	for (size_t off = h; off + rs <= sz; off += rs) {
-		struct lmt_ev r;
-
-		memcpy(&r, b + off, rs);
-		if (r.kind == LMT_RET)
-			await_ret(t, hd.tgid, &r);
-		else if (!v || r.kind < 1 || r.kind > 3 || r.src < LMT_SRC_INTERNAL ||
-			 r.src > LMT_SRC_TRACE)
-			t->bad_recs++;
-		else if (r.kind != LMT_FREE && lmt_await_mark(r.naddr))
-			await_hold(t, v, &r);
-		else
-			ev_out(v, &r);
-	}
+	while (ev_next(t, &it, &r))
+		batch_ev(t, hd.tgid, v, &r);
 	if (v)
 		out_at(v->out, NULL, 0);
 }
@@ -500,12 +541,16 @@ static void on_exec(struct tr *t, uint32_t tgid)
  * up to where it was when taken (the end of a round), or for its slot to
  * be read by unbatch or slots_left; a record without a number (sent
  * before numbering began) precedes it. */
-static void take_add(struct tvm *v, const uint8_t *b, size_t sz)
+static void take_add(struct tr *t, struct tvm *v, const uint8_t *b, size_t sz)
 {
-	struct lmt_ev last;
+	struct lmt_batch hd;
+	struct lmt_ev r;
 	struct take *nt;
+	struct evs it;
+	long len = batch_head(b, sz, &hd);
+	unsigned n = 0;
 
-	if (sz <= sizeof(struct lmt_batch))
+	if (len <= (long)sizeof(hd))
 		return;
 	if (v->ntakes == v->takes_cap) {
 		const unsigned cap = v->takes_cap ? 2 * v->takes_cap : 4;
@@ -515,16 +560,24 @@ static void take_add(struct tvm *v, const uint8_t *b, size_t sz)
 		v->takes_cap = cap;
 	}
 	nt = &v->takes[v->ntakes];
-	if (!(nt->b = malloc(sz)))
+	it = evs_of(b, len);
+	/* at most an event every 3 words */
+	if (!(nt->ev = malloc((it.left / 3 + 1) * sizeof(*nt->ev))))
 		goto oom;
-	memcpy(nt->b, b, sz);
-	nt->len = sz;
-	memcpy(&last, b + sz - sizeof(last), sizeof(last));
-	nt->max = last.seq;
+	while (ev_next(t, &it, &r))
+		nt->ev[n++] = r;
+	if (!n) {
+		free(nt->ev);
+		return;
+	}
+	nt->n = n;
+	nt->max = nt->ev[n - 1].seq;
 	v->ntakes++;
 	return;
-oom: /* counted and said, as a record that cannot be read */
-	v->p->t->bad_recs += (sz - sizeof(struct lmt_batch)) / sizeof(struct lmt_ev);
+oom: /* counted and said, as records that cannot be read */
+	it = evs_of(b, len);
+	while (ev_next(t, &it, &r))
+		t->bad_recs++;
 }
 
 /* The VM's takes numbered below seq (all: UINT64_MAX), converted now, in
@@ -534,8 +587,10 @@ static void takes_below(struct tr *t, struct tvm *v, uint64_t seq)
 	unsigned k = 0;
 
 	for (; k < v->ntakes && v->takes[k].max < seq; k++) {
-		on_batch(t, v->takes[k].b, v->takes[k].len);
-		free(v->takes[k].b);
+		for (unsigned i = 0; i < v->takes[k].n; i++)
+			batch_ev(t, (uint32_t)v->p->pid, v, &v->takes[k].ev[i]);
+		out_at(v->out, NULL, 0);
+		free(v->takes[k].ev);
 	}
 	if (!k)
 		return;
@@ -548,7 +603,7 @@ static void takes_below(struct tr *t, struct tvm *v, uint64_t seq)
 void takes_free(struct tvm *v)
 {
 	for (unsigned k = 0; k < v->ntakes; k++)
-		free(v->takes[k].b);
+		free(v->takes[k].ev);
 	free(v->takes);
 	v->takes = NULL;
 	v->ntakes = v->takes_cap = 0;
@@ -587,15 +642,19 @@ static uint64_t rec_seq(const void *data, size_t sz, uint32_t *tgid, uint32_t *v
 	case LMT_REC_TRACE: SEQ_OF(struct lmt_trace, sizeof(struct lmt_trace));
 	case LMT_REC_FORGET: SEQ_OF(struct lmt_forget, sizeof(struct lmt_forget));
 	case LMT_REC_STACK: SEQ_OF(struct lmt_stack, offsetof(struct lmt_stack, f));
-	case LMT_REC_BATCH: {
-		const struct lmt_batch *b = data;
+	case LMT_REC_BATCH: { /* its first event's */
+		struct lmt_batch hd;
 		struct lmt_ev e;
+		long len = batch_head(data, sz, &hd);
+		struct evs it;
 
-		if (sz < sizeof(*b) + sizeof(e))
+		if (len < 0)
 			return 0;
-		memcpy(&e, (const uint8_t *)data + sizeof(*b), sizeof(e));
-		*tgid = b->tgid;
-		*vm = b->vm;
+		it = evs_of(data, len);
+		if (!it.left || !lmt_ev_unpack(it.w, it.left, &e))
+			return 0;
+		*tgid = hd.tgid;
+		*vm = hd.vm;
 		return e.seq;
 	}
 	case LMT_REC_CLOSE: { /* after all its VM sent */
@@ -723,7 +782,7 @@ static int slot_take(struct tr *t, struct lmt_slot *s, int keep)
 
 		memcpy(&hd, s->buf, sizeof(hd));
 		if (keep && (v = vm_get(t, hd.tgid, hd.vm))) {
-			take_add(v, s->buf, s->len);
+			take_add(t, v, s->buf, s->len);
 			t->takes = 1;
 		} else {
 			take_before(t, hd.tgid, hd.vm, UINT64_MAX);
@@ -731,6 +790,7 @@ static int slot_take(struct tr *t, struct lmt_slot *s, int keep)
 		}
 	}
 	s->len = sizeof(struct lmt_batch);
+	s->nev = 0;
 	__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -804,6 +864,7 @@ void slots_left(struct tr *t, uint32_t tgid, int release)
 		if (s->len > sizeof(struct lmt_batch) && s->len < LMT_SBUF)
 			on_batch(t, s->buf, s->len);
 		s->len = sizeof(struct lmt_batch);
+		s->nev = 0;
 		if (release) { /* its process is gone: the slot is free again */
 			__atomic_store_n(&s->live, 0, __ATOMIC_RELEASE);
 			__atomic_store_n(&s->tgid, 0, __ATOMIC_RELEASE);

@@ -114,10 +114,11 @@ struct tvm {
 	unsigned ntakes, takes_cap;
 };
 
-/* A batch taken from a slot: its bytes, its last event's number. */
+/* A batch taken from a slot: its events, unpacked, and its last one's
+ * number. */
 struct take {
-	uint8_t *b;
-	size_t len;
+	struct lmt_ev *ev;
+	unsigned n;
 	uint64_t max;
 };
 
