@@ -266,7 +266,8 @@ static __always_inline __u8 charge_jit(struct ctx *c, const struct lmt_vm *vm,
 	if (exit) {
 		e->flags |= LMT_EV_EXIT;
 		e->line = px[1];
-	} else if (seen && !jit_trace && !trace_ret(c, ti.mcode, ti.szmcode, &ofs)) {
+	} else if (seen && !jit_trace && !ab_leaves(LMT_AB_W_SEARCH) &&
+		   !trace_ret(c, ti.mcode, ti.szmcode, &ofs)) {
 		e->flags |= LMT_EV_MCOFS;
 		e->line = ofs;
 	}

@@ -115,7 +115,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 	}
 	ev.osize = ev.kind == LMT_ALLOC ? 0 : osize;
 	q.got = 0;
-	if (no_attr) {
+	if (no_attr || ab_leaves(LMT_AB_W_ATTR)) {
 		charge_internal(&ev);
 	} else {
 		fn_forget(&c, ptr);
@@ -179,7 +179,7 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 {
 	struct ctx c = { .regs = ctx };
 
-	if ((ab && ab_floor) || ctx_open(&c, ctx))
+	if ((ab && !ab_without && ab_floor) || ctx_open(&c, ctx))
 		return 0;
 	await_arrive(&c, ret);
 	return 0;

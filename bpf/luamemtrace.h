@@ -38,6 +38,13 @@ enum lmt_vmst {
  * clock (--ab=MS) */
 #define LMT_AB_MARKED 1
 #define LMT_AB_TIMED 2
+/* --ab-without (benchmark): the parts of tracing the floor's windows go
+ * without, tracing all the rest, instead of doing nothing; each part's
+ * cost is then the pairs' ratio (bpf/state.h: ab_leaves) */
+#define LMT_AB_W_SEARCH 1 /* the search of the stack in a trace (bpf/trace.h) */
+#define LMT_AB_W_ATTR 2   /* attribution: every event the VM's, no read */
+#define LMT_AB_W_RING 4   /* the ring: a full batch is dropped (counted lost),
+			   * user space reads nothing */
 
 /* Offsets (bytes) into LuaJIT's structures for one build variant: only
  * what BPF reads (user/layout.c is the table). */

@@ -57,7 +57,8 @@ static __always_inline void flush_locked(struct ctx *c, struct lmt_slot *sl)
 		return;
 	BOUND(len, 0xfff); /* LMT_SBUF - 1 */
 	n = sl->nev;
-	if (bpf_ringbuf_output(&rb, sl->buf, len, wake_flags(c, len))) {
+	if (ab_leaves(LMT_AB_W_RING) ||
+	    bpf_ringbuf_output(&rb, sl->buf, len, wake_flags(c, len))) {
 		c->st->lost += n;
 	} else {
 		c->st->events += n;

@@ -19,6 +19,7 @@ const volatile __u64 wakeup_bytes = 256 * 1024;
  * by time (user/duty.c). Off, the verifier drops this code (a constant at
  * load). */
 const volatile __u8 ab = 0; /* LMT_AB_MARKED, LMT_AB_TIMED */
+const volatile __u8 ab_without = 0; /* LMT_AB_W_*: --ab-without */
 __u8 ab_floor;
 
 /* Set by user space before load. one_stream: several VMs of the process
@@ -123,7 +124,14 @@ static __always_inline int ab_skip(__u64 nsize)
 		return 0;
 	if (ab == LMT_AB_MARKED && nsize == LMT_AB_MARK)
 		ab_floor = !ab_floor;
-	return ab_floor;
+	return !ab_without && ab_floor;
+}
+
+/* --ab-without: is this run in the floor's window, going without part
+ * (LMT_AB_W_*)? Off, the verifier drops it. */
+static __always_inline int ab_leaves(__u8 part)
+{
+	return (ab_without & part) && *(volatile __u8 *)&ab_floor;
 }
 
 #endif

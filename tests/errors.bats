@@ -134,6 +134,15 @@ one_line() {
 	run "$LMT" --ab=5 -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
 	[ "$output" = "luamemtrace: bad --ab '5' (milliseconds between switches, 10 to 60000) (luamemtrace --help)" ]
+	run "$LMT" --ab=500 --ab-without search,rings -p 1 -o "$T/x.bin"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: bad --ab-without 'search,rings' (search, attribution, ring, comma-separated) (luamemtrace --help)" ]
+	run "$LMT" --ab=500 --ab-without , -p 1 -o "$T/x.bin"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: bad --ab-without ',' (search, attribution, ring, comma-separated) (luamemtrace --help)" ]
+	run "$LMT" --ab-without ring -p 1 -o "$T/x.bin"
+	[ "$status" -eq 2 ]
+	[ "$output" = "luamemtrace: --ab-without changes --ab's floor: give --ab or --ab=MS (luamemtrace --help)" ]
 	run "$LMT" --floor=ev -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
 	[ "$output" = "luamemtrace: bad --floor 'ev' (give --floor, or --floor=events) (luamemtrace --help)" ]

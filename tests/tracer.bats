@@ -465,6 +465,39 @@ jit_on_off() {
 	[ "$traced" -gt $((made / 4)) ] && [ "$traced" -lt $((made * 3 / 4)) ]
 }
 
+@test "--ab-without: the floor's turns trace without a part instead; attribution: every table still recorded, the VM's; ring: those turns' batches counted lost" {
+	cd "$LUA_DIR"
+	"$LMT" -q --ab=100 --ab-without attribution -o "$T/aw.bin" -- luajit abtime.lua \
+		> "$T/aw.out" 2> "$T/aw.err"
+	made=$(cat "$T/aw.out")
+	grep -- '--ab: ' "$T/aw.err" | awk '
+		$3 != (NR % 2 ? "traced" : "without-attribution") { print "turn " NR ": " $3; exit 1 }
+		{ n = NR } END { if (n < 6) { print n " turns"; exit 1 } }'
+	# nothing lost: both turns record every allocation
+	"$LMT" report "$T/aw.bin" > "$T/aw.txt"
+	traced=$(counts ALLOCATIONS @abtime.lua:5 "$T/aw.txt")
+	[ "$traced" -gt $((made / 4)) ] && [ "$traced" -lt $((made * 3 / 4)) ]
+	# every table of the loop is in the stream, at its line or the VM's
+	size=$("$BATS_TEST_DIRNAME/../build/mpdump" "$T/aw.bin" |
+		awk '$1 == "alloc" && $2 == "lfunc" { print $NF; exit }')
+	tables=$("$BATS_TEST_DIRNAME/../build/mpdump" "$T/aw.bin" |
+		awk -v s="$size" '$1 == "alloc" && $NF == s { n++ } END { print n + 0 }')
+	[ "$tables" -ge "$made" ] && [ "$tables" -le $((made + 100)) ]
+	internal=$(counts ALLOCATIONS INTERNAL "$T/aw.txt" | tr , '\n' | awk '{ s += $1 } END { print s + 0 }')
+	[ "$internal" -ge $((made - traced)) ]
+	# without the ring: those turns' full batches are dropped, counted
+	"$LMT" -q --ab=100 --ab-without ring -o "$T/ar.bin" -- luajit abtime.lua \
+		> "$T/ar.out" 2> "$T/ar.err"
+	grep -q -- '--ab: without-ring from ' "$T/ar.err"
+	rc=0
+	"$LMT" report "$T/ar.bin" > "$T/ar.txt" 2> "$T/ar.rerr" || rc=$?
+	[ "$rc" -eq 3 ]
+	lost=$(sed -n 's/.*: \([0-9]*\) events, 0 symbol records and 0 new VMs or dlopens were lost while tracing: the report is incomplete$/\1/p' "$T/ar.rerr")
+	made=$(cat "$T/ar.out")
+	traced=$(counts ALLOCATIONS @abtime.lua:5 "$T/ar.txt")
+	[ "$lost" -gt $((made / 4)) ] && [ "$traced" -gt $((made / 4)) ]
+}
+
 @test "both readers (kernel stack, per-CPU scratch) give the same report" {
 	# alloc_enter reads on the kernel stack where the kernel has task
 	# works, alloc_enter_compat into per-CPU scratch elsewhere; coroutines

@@ -374,6 +374,7 @@ int open_load(struct tr *t, int kst)
 		t->skel->rodata->wakeup_bytes = wb < 4096 ? 4096 : wb;
 	}
 	t->skel->rodata->ab = o->ab_ms ? LMT_AB_TIMED : o->ab ? LMT_AB_MARKED : 0;
+	t->skel->rodata->ab_without = (uint8_t)o->ab_without;
 	t->skel->rodata->one_stream = !t->dir;
 	t->skel->rodata->follow = (uint8_t)t->dir;
 	t->skel->rodata->all_procs = (uint8_t)o->all;

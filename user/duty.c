@@ -128,13 +128,14 @@ static int closed(struct tr *t, int wait)
 /* -- --ab=MS ---------------------------------------------------------------- */
 
 /* Benchmark: the programs switch between tracing and the floor (they
- * return at once: bpf/state.h, ab_skip) every MS ms, each switch said
+ * return at once: bpf/state.h, ab_skip; with --ab-without, tracing
+ * without those parts: ab_leaves) every MS ms, each switch said
  * with the wall clock, so that a load's own log can be cut into paired
  * windows a few hundred ms apart: the host's drift over seconds, larger
  * than the cost measured, falls out of the pairs (tests/bench/hosts.sh). */
 static void ab_say(struct tr *t, double tn)
 {
-	err1("--ab: %s from %.3f", t->skel->bss->ab_floor ? "floor" : "traced", wall_now());
+	err1("--ab: %s from %.3f", t->skel->bss->ab_floor ? t->o->ab_name : "traced", wall_now());
 	t->duty.ab_next = tn + t->o->ab_ms / 1000;
 }
 

@@ -73,6 +73,11 @@ static const char usage[] =
 	"                         stderr with the wall clock (tracing first); an\n"
 	"                         allocation a switch to the floor cuts in two loses\n"
 	"                         its address (counted lost)\n"
+	"      --ab-without PARTS benchmark, with --ab: instead of the floor, trace\n"
+	"                         without PARTS (comma-separated): search (of the\n"
+	"                         stack in a trace), attribution (every event the\n"
+	"                         VM's, no read), ring (full batches dropped, counted\n"
+	"                         lost); each part's cost is the windows' ratio\n"
 	"  -q, --quiet            no summary\n"
 	"  -v, --verbose          say where probes go and what was found\n"
 	"  -h, --help             this text\n"
@@ -181,11 +186,47 @@ static int add_exes(struct topts *o, const char *arg)
 	return 0;
 }
 
+/* --ab-without's PARTS into o: the LMT_AB_W_* bits and the name of the
+ * windows without them ("without-search,ring"). -1 if a part is unknown. */
+static int ab_parts(const char *arg, struct topts *o)
+{
+	static const struct { const char *name; int bit; } parts[] = {
+		{ "search", LMT_AB_W_SEARCH },
+		{ "attribution", LMT_AB_W_ATTR },
+		{ "ring", LMT_AB_W_RING },
+	};
+	char buf[64], *save = NULL;
+	int bits = 0;
+
+	if (strlen(arg) >= sizeof(buf))
+		return -1;
+	strcpy(buf, arg);
+	for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		unsigned i = 0;
+
+		while (i < sizeof(parts) / sizeof(parts[0]) && strcmp(p, parts[i].name))
+			i++;
+		if (i == sizeof(parts) / sizeof(parts[0]))
+			return -1;
+		bits |= parts[i].bit;
+	}
+	if (!bits)
+		return -1;
+	o->ab_without = bits;
+	snprintf(o->ab_name, sizeof(o->ab_name), "without-%s%s%s%s%s",
+		 bits & LMT_AB_W_SEARCH ? "search" : "",
+		 (bits & LMT_AB_W_SEARCH) && (bits & ~LMT_AB_W_SEARCH) ? "," : "",
+		 bits & LMT_AB_W_ATTR ? "attribution" : "",
+		 (bits & LMT_AB_W_ATTR) && (bits & LMT_AB_W_RING) ? "," : "",
+		 bits & LMT_AB_W_RING ? "ring" : "");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB,
 	       OPT_STRICT, OPT_ALL, OPT_EXE, OPT_JIT, OPT_STACKS, OPT_DEPTH, OPT_NOLOSS,
-	       OPT_DUTY };
+	       OPT_DUTY, OPT_AB_WITHOUT };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "all", no_argument, NULL, OPT_ALL },
@@ -206,6 +247,7 @@ int main(int argc, char **argv)
 		{ "probes", required_argument, NULL, OPT_PROBES },
 		{ "floor", optional_argument, NULL, OPT_FLOOR },
 		{ "ab", optional_argument, NULL, OPT_AB },
+		{ "ab-without", required_argument, NULL, OPT_AB_WITHOUT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -318,6 +360,11 @@ int main(int argc, char **argv)
 				return bad_usage("bad --floor '%s' (give --floor, or "
 						 "--floor=events)", optarg);
 			break;
+		case OPT_AB_WITHOUT:
+			if (ab_parts(optarg, &o))
+				return bad_usage("bad --ab-without '%s' (search, attribution, "
+						 "ring, comma-separated)", optarg);
+			break;
 		case OPT_AB:
 			o.ab = 1;
 			o.ab_ms = 0;
@@ -365,6 +412,11 @@ int main(int argc, char **argv)
 	if (o.ab && (o.floor || o.floor_events))
 		return bad_usage("%s", "--ab already alternates with the floor: "
 				       "not with --floor");
+	if (o.ab_without && !o.ab)
+		return bad_usage("%s", "--ab-without changes --ab's floor: give --ab "
+				       "or --ab=MS");
+	if (!o.ab_without)
+		snprintf(o.ab_name, sizeof(o.ab_name), "floor");
 	if (o.ab && o.duty)
 		return bad_usage("%s", "--ab alternates full tracing with the floor: "
 				       "not with --duty");

@@ -36,6 +36,10 @@ struct topts {
 		      * and back */
 	double ab_ms; /* --ab=MS: the switch by time instead, every MS ms,
 		       * each switch said on stderr with the wall clock */
+	int ab_without; /* --ab-without: LMT_AB_W_*, the parts the floor's
+			 * windows trace without (0: the floor) */
+	char ab_name[40]; /* how a switch names those windows: "floor", or
+			   * "without-" and the parts */
 	int verbose;
 	int quiet;   /* no summary */
 	int top;     /* allocation sites in the summary */

@@ -122,19 +122,35 @@ ab_line() {
 		"windows' medians: floor $(awk '$2 == "floor" {print $3}' "$TMP/$1.ab" | median | xargs printf '%.0f'), traced $(awk '$2 == "traced" {print $3}' "$TMP/$1.ab" | median | xargs printf '%.0f') $2"
 }
 # ab_flips: the switches the tracer said on $TMP/terr, for pairs.awk
-ab_flips() { sed -n 's/.*--ab: \([a-z]*\) from \([0-9.]*\)$/\1 \2/p' "$TMP/terr"; }
-rm -rf "$TMP/ab"
-"$LMT" -t 0 --ab="$ABMS" -p "$PIDS" -o "$TMP/ab/" 2> "$TMP/terr" &
-TPID=$!
-wait_for "$TMP/terr" "tracing " || { cat "$TMP/terr" >&2; exit 1; }
-: > "$TMP/ngx/logs/t.log"
-wrk -t2 -c32 -d"${ABSECS}s" "http://127.0.0.1:$NGX_PORT/t" > /dev/null
-kill -INT "$TPID"
-wait "$TPID"
-ab_flips > "$TMP/ngx.flips"
-sort -g "$TMP/ngx/logs/t.log" | awk 'NR % 50 == 0 {print $1, NR}' > "$TMP/ngx.reqs"
-awk -v guard=0.1 -f tests/bench/pairs.awk "$TMP/ngx.flips" "$TMP/ngx.reqs" > "$TMP/ngx.ab"
+ab_flips() { sed -n 's/.*--ab: \([a-z,-]*\) from \([0-9.]*\)$/\1 \2/p' "$TMP/terr"; }
+# part_line NAME PARTS: what tracing without PARTS saves, from $TMP/NAME.ab
+# (--ab-without: the floor's windows trace without them)
+part_line() {
+	echo "$1: without $2/traced $(awk '$1 == "pair" {print $2}' "$TMP/$1.ab" | median)x" \
+		"in paired ${ABMS} ms windows ($(grep -c '^pair' "$TMP/$1.ab") pairs): what $2 costs"
+}
+# ngx_ab NAME [ARGS]: nginx under one tracer with --ab=ABMS and ARGS, into
+# $TMP/NAME.ab
+ngx_ab() {
+	rm -rf "$TMP/ab"
+	"$LMT" -t 0 --ab="$ABMS" "${@:2}" -p "$PIDS" -o "$TMP/ab/" 2> "$TMP/terr" &
+	TPID=$!
+	wait_for "$TMP/terr" "tracing " || { cat "$TMP/terr" >&2; exit 1; }
+	: > "$TMP/ngx/logs/t.log"
+	wrk -t2 -c32 -d"${ABSECS}s" "http://127.0.0.1:$NGX_PORT/t" > /dev/null
+	kill -INT "$TPID"
+	wait "$TPID" || true # --ab-without ring: batches dropped, counted lost
+	ab_flips > "$TMP/$1.flips"
+	sort -g "$TMP/ngx/logs/t.log" | awk 'NR % 50 == 0 {print $1, NR}' > "$TMP/$1.reqs"
+	awk -v guard=0.1 -f tests/bench/pairs.awk "$TMP/$1.flips" "$TMP/$1.reqs" > "$TMP/$1.ab"
+}
+ngx_ab ngx
 ab_line ngx req/s
+# where traced's excess goes: the parts, each in windows of its own run
+for part in search attribution ring; do
+	ngx_ab "ngx-$part" --ab-without "$part"
+	part_line "ngx-$part" "$part"
+done
 
 # -- nginx, --duty 5 ----------------------------------------------------------
 # A handler with sites of several weights (a request's own strings, so
@@ -261,11 +277,21 @@ function thread_done(tid)
   f:close()
 end
 LUA
-SB_COUNT_DIR=$TMP/sbab "$LMT" -t 0 --ab="$ABMS" -o "$TMP/sab/" -- sysbench "$TMP/sbab/alloc.lua" \
-	--threads=2 --time="$ABSECS" run > /dev/null 2> "$TMP/terr"
-ab_flips > "$TMP/sb.flips"
-awk -v guard=0.1 -f tests/bench/pairs.awk "$TMP/sb.flips" "$TMP"/sbab/stamps.* > "$TMP/sb.ab"
+# sb_ab NAME [ARGS]: sysbench under --ab=ABMS and ARGS, into $TMP/NAME.ab
+sb_ab() {
+	rm -rf "$TMP/sab" "$TMP"/sbab/stamps.*
+	SB_COUNT_DIR=$TMP/sbab "$LMT" -t 0 --ab="$ABMS" "${@:2}" -o "$TMP/sab/" -- \
+		sysbench "$TMP/sbab/alloc.lua" --threads=2 --time="$ABSECS" run \
+		> /dev/null 2> "$TMP/terr" || true # --ab-without ring: counted lost
+	ab_flips > "$TMP/$1.flips"
+	awk -v guard=0.1 -f tests/bench/pairs.awk "$TMP/$1.flips" "$TMP"/sbab/stamps.* > "$TMP/$1.ab"
+}
+sb_ab sb
 ab_line sb events/s
+for part in search attribution ring; do
+	sb_ab "sb-$part" --ab-without "$part"
+	part_line "sb-$part" "$part"
+done
 echo "a process --all --exe leaves out: untraced/left-out $(ratio "$TMP/sb.untraced" "$TMP/sb.left-out")x"
 echo "sb, one stream for its VMs (-o FILE): floor/one-file $(ratio "$TMP/sb.floor" "$TMP/sb.one-file")x, traced/one-file $(ratio "$TMP/sb.traced" "$TMP/sb.one-file")x"
 

@@ -1,7 +1,8 @@
 # pairs.awk: the floor against tracing in one tracer's --ab=MS windows.
 #
-# Files: first the switches ("traced T" or "floor T": a window of that
-# side began at wall time T), then one file per source of a count: "T N"
+# Files: first the switches ("traced T" or "floor T", or with
+# --ab-without "without-PARTS T": a window of that side began at wall
+# time T), then one file per source of a count: "T N"
 # lines, N the source's count up to wall time T, both rising (an nginx's
 # access log's requests, a sysbench thread's events). A window's rate is
 # the sources' counts between its start (plus -v guard seconds, where the
@@ -61,7 +62,7 @@ END {
 		# only neighbours pair: no window left out between them
 		if (wix[j + 1] != wix[j] + 1 || wside[j] == wside[j + 1] || wrate[j] <= 0 || wrate[j + 1] <= 0)
 			continue
-		if (wside[j] == "floor")
+		if (wside[j] != "traced") # the floor, or --ab-without's windows
 			print "pair", wrate[j] / wrate[j + 1]
 		else
 			print "pair", wrate[j + 1] / wrate[j]
