@@ -28,7 +28,8 @@ struct obj_val {
 	__u32 bpf_lines; /* prototypes: line table too big to send; BPF
 			  * computes their lines */
 	__u32 sizebc;    /* prototypes: instructions */
-	__u32 pad;
+	__u32 gen;       /* prototypes: offgen when announced; another
+			  * means its address may hold a new one */
 };
 
 struct {
@@ -104,13 +105,13 @@ struct {
  * (lj_trace_alloc, in vmstate ASM), so such an allocation bumps trgen,
  * which every slot's check word covers: the next event of each trace
  * reads J->trace again, and a GCtrace other than the one known, or with
- * other machine code (see_trace), is a new trace, announced. So does an allocation whose vmstate could not be
- * read, and user space as a --duty window opens (the probes were off). */
+ * other machine code (see_trace), is a new trace, announced. So does an
+ * allocation whose vmstate could not be read, and tracing coming back
+ * after time without it (bpf/state.h: tracing_back). trgen is in
+ * bpf/state.h. */
 #define TRC_BITS 10
 #define TRC_N (1 << TRC_BITS)
 #define TRC_SALT 0x7472616365732121ULL
-
-__u64 trgen; /* bumped by every allocation of the assembler */
 
 static __always_inline __u64 trc_salt(void)
 {
@@ -167,7 +168,7 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 	__u32 len = 0, n, zero = 0, sizebc, numline, w;
 
 	hit = bpf_map_lookup_elem(&objs, &k);
-	if (hit && hit->vm == vm->id)
+	if (hit && hit->vm == vm->id && hit->gen == (__u32)*(volatile __u64 *)&offgen)
 		return hit;
 	p = bpf_map_lookup_elem(&protobuf, &zero);
 	if (!p || rd(c, win, LMT_PTWIN, pt))
@@ -210,6 +211,7 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 	v.bpf_lines = p->li_width == 0;
 	v.sizebc = sizebc;
 	v.vm = vm->id;
+	v.gen = (__u32)*(volatile __u64 *)&offgen;
 	{
 		__u64 sz = p->li_len;
 		BOUND(sz, 0x3fff);

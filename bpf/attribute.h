@@ -81,6 +81,13 @@ struct fninfo {
 	__u8 ffid, flags;
 };
 
+/* The entries' salt: one cached before tracing was last back may name a
+ * GCfunc freed unseen (bpf/state.h: offgen). */
+static __always_inline __u64 fnc_salt(void)
+{
+	return FNC_SALT ^ *(volatile __u64 *)&offgen * LMT_HASH_K;
+}
+
 /* A GCfunc's entry and its tag (struct fnc). */
 static __always_inline __u32 fnc_slot(__u64 fn, __u32 tgid, __u16 *tag)
 {
@@ -129,7 +136,7 @@ static __always_inline int fn_get(struct ctx *c, const struct lmt_vm *vm,
 
 	if (!e)
 		return -1;
-	if (dm_get(e, w, 4, FNC_SALT) && w[0] == fn && w[2] == meta &&
+	if (dm_get(e, w, 4, fnc_salt()) && w[0] == fn && w[2] == meta &&
 	    *fntag_of(k) == tag) {
 		fi->pcf = w[1] & ((1ULL << 48) - 1);
 		fi->ffid = (__u8)(w[1] >> 48);
@@ -159,7 +166,7 @@ static __always_inline int fn_get(struct ctx *c, const struct lmt_vm *vm,
 	w[1] = fi->pcf | (__u64)fi->ffid << 48 | (__u64)fi->flags << 56;
 	w[2] = meta;
 	w[3] = fi->sizebc;
-	dm_put(e, w, 4, FNC_SALT);
+	dm_put(e, w, 4, fnc_salt());
 	asm volatile("" ::: "memory");
 	*fntag_of(k) = tag;
 	return 0;

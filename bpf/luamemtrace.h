@@ -43,8 +43,8 @@ enum lmt_vmst {
  * cost is then the pairs' ratio (bpf/state.h: ab_leaves) */
 #define LMT_AB_W_SEARCH 1 /* the search of the stack in a trace (bpf/trace.h) */
 #define LMT_AB_W_ATTR 2   /* attribution: every event the VM's, no read */
-#define LMT_AB_W_RING 4   /* the ring: a full batch is dropped (counted lost),
-			   * user space reads nothing */
+#define LMT_AB_W_RING 4   /* the ring: a full batch is dropped (counted lost);
+			   * an event sent alone still goes */
 
 /* Offsets (bytes) into LuaJIT's structures for one build variant: only
  * what BPF reads (user/layout.c is the table). */

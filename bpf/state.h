@@ -54,6 +54,13 @@ const volatile __u8 await_test = 0;
 const volatile __u32 ncpus = 1;
 
 __u64 pcgen; /* bumped by every announced prototype's free */
+__u64 trgen; /* bumped by every allocation of the assembler (bpf/announce.h) */
+/* Bumped, with pcgen and trgen, as tracing comes back after time without
+ * it (a --duty window opening, --ab's turn from the floor or from
+ * --ab-without's windows): frees it did not see may have let new GCfuncs
+ * and prototypes take old ones' addresses, so what was cached or announced
+ * before is checked again (struct obj_val's gen, fncache's salt). */
+__u64 offgen;
 __u32 multi;   /* VMs share a stream: events are numbered (struct lmt_slot) */
 __u32 nobatch; /* VMs share a ud: no batching (struct lmt_slot) */
 /* The sequence's last number given. A section of its own: it is written
@@ -116,14 +123,25 @@ static __always_inline int ctx_open(struct ctx *c, void *regs)
 	return 0;
 }
 
+/* Tracing is back after time without it (see offgen). */
+static __always_inline void tracing_back(void)
+{
+	__sync_fetch_and_add(&offgen, 1);
+	__sync_fetch_and_add(&pcgen, 1);
+	__sync_fetch_and_add(&trgen, 1);
+}
+
 /* --ab: an allocation of LMT_AB_MARK bytes switches between the floor and
  * tracing; 1 while the floor is on. Off, the verifier drops it all. */
 static __always_inline int ab_skip(__u64 nsize)
 {
 	if (!ab)
 		return 0;
-	if (ab == LMT_AB_MARKED && nsize == LMT_AB_MARK)
+	if (ab == LMT_AB_MARKED && nsize == LMT_AB_MARK) {
 		ab_floor = !ab_floor;
+		if (!ab_floor)
+			tracing_back();
+	}
 	return !ab_without && ab_floor;
 }
 

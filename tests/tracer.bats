@@ -442,6 +442,21 @@ jit_on_off() {
 	count_is ALLOCATIONS @ab.lua:10 "$T/ab.txt" ""
 }
 
+@test "--ab: prototypes freed while tracing was off, their addresses reused once it is back: each named anew" {
+	# The floor sees no free: what was announced or cached before it is
+	# checked again when tracing comes back (bpf/state.h: offgen), as
+	# when a --duty window opens.
+	cd "$LUA_DIR"
+	"$LMT" -q --ab -o "$T/abr.bin" -- luajit ab_reuse.lua > /dev/null
+	"$BATS_TEST_DIRNAME/../build/mpdump" "$T/abr.bin" > "$T/abr.txt"
+	awk '/^sym lfunc/ { name[$3] = $5 }
+	     /^alloc lfunc/ && $4 == 1 && name[$3] ~ /^=chunk/ { print name[$3] }' "$T/abr.txt" > "$T/seq"
+	for i in $(seq 0 4); do seq $((40 * i + 1)) $((40 * i + 20)); done | sed 's/^/=chunk/' > "$T/want"
+	cmp "$T/seq" "$T/want"
+	# and an address was indeed reused across the floor
+	awk '/^sym lfunc/ && $5 ~ /^=chunk/ { n[$3]++ } END { for (a in n) if (n[a] > 1) r++; exit !(r > 0) }' "$T/abr.txt"
+}
+
 @test "--ab=MS: tracing and the floor take turns by time, each turn said" {
 	cd "$LUA_DIR"
 	"$LMT" -q --ab=100 -o "$T/abt.bin" -- luajit abtime.lua > "$T/abt.out" 2> "$T/abt.err"

@@ -125,6 +125,15 @@ static int closed(struct tr *t, int wait)
 	return 1;
 }
 
+/* Tracing comes back after time without it: bpf/state.h's tracing_back,
+ * before the programs trace again. */
+static void tracing_back(struct tr *t)
+{
+	__atomic_fetch_add(&t->skel->bss->offgen, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&t->skel->bss->pcgen, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&t->skel->bss->trgen, 1, __ATOMIC_SEQ_CST);
+}
+
 /* -- --ab=MS ---------------------------------------------------------------- */
 
 /* Benchmark: the programs switch between tracing and the floor (they
@@ -145,6 +154,8 @@ static void ab_turn(struct tr *t)
 
 	if (!t->o->ab_ms || tn < t->duty.ab_next)
 		return;
+	if (t->skel->bss->ab_floor)
+		tracing_back(t);
 	__atomic_store_n(&t->skel->bss->ab_floor, !t->skel->bss->ab_floor, __ATOMIC_SEQ_CST);
 	ab_say(t, tn);
 }
@@ -190,9 +201,9 @@ void duty_turn(struct tr *t)
 	 * closes: it is taken off the window, so that they are on for
 	 * PERCENT of the time (periods keep a window at least twice it). */
 	d->next = tn + window(t) - (d->tail < window(t) / 2 ? d->tail : window(t) / 2);
-	/* Traces compiled while the probes were off went unseen: the trace
-	 * cache is checked again (bpf/announce.h: trgen). */
-	__atomic_fetch_add(&t->skel->bss->trgen, 1, __ATOMIC_SEQ_CST);
+	/* What the probes did not see while off (traces made, functions and
+	 * prototypes freed, their addresses reused) is checked again. */
+	tracing_back(t);
 	__atomic_store_n(&t->skel->bss->duty_off, 0, __ATOMIC_SEQ_CST);
 	alloc_probes_on(t);
 	if (t->o->verbose)
