@@ -96,26 +96,26 @@ static __always_inline __u32 await_lock(struct lmt_slot *sl)
 static __always_inline int await_fill(struct ctx *c, struct lmt_slot *sl, __u32 off,
 				      __u64 mark, __u64 ret)
 {
-	__u64 *w, h, oaddr;
-	__u32 na;
-	__u8 fl;
+	__u64 *w, oaddr;
+	__u32 na, nw;
+	__u8 kind, fl;
 	int done = 0;
 
 	if (await_lock(sl))
 		return 0;
 	off &= LMT_SBUF - 8;
 	w = (__u64 *)(sl->buf + off);
-	h = w[0];
-	fl = (__u8)(h >> 16);
+	kind = lmt_ev_kind(w[0]);
+	fl = lmt_ev_flags(w[0]);
+	nw = lmt_ev_nw(w[0]);
 	na = lmt_ev_naddr_w(fl);
-	if (off + 8 * ((h >> 24) & 0xff) <= sl->len && (__u8)h != LMT_FREE &&
-	    w[na] == mark) {
+	if (off + 8 * nw <= sl->len && kind != LMT_FREE && w[na] == mark) {
 		if (await_test == 2) {
 			flush_locked(c, sl);
 		} else {
 			/* a realloc's oaddr: after its naddr and nsize */
-			oaddr = (__u8)h == LMT_REALLOC ? w[(na + 2) & 7] : 0;
-			if (multi && lmt_await_renumbers((__u8)h, oaddr, ret)) {
+			oaddr = kind == LMT_REALLOC ? w[(na + 2) & 7] : 0;
+			if (multi && lmt_await_renumbers(kind, oaddr, ret)) {
 				/* Packed before numbering began, it has no
 				 * word for one: its batch goes now, and its
 				 * address after it, alone and numbered
@@ -124,7 +124,7 @@ static __always_inline int await_fill(struct ctx *c, struct lmt_slot *sl, __u32 
 					flush_locked(c, sl);
 					goto out;
 				}
-				w[(((h >> 24) & 0xff) - 1) & 7] = seq_next(); /* last */
+				w[(nw - 1) & 7] = seq_next(); /* the last word */
 			}
 			w[na] = ret;
 			done = 1;
@@ -160,7 +160,7 @@ static long await_scan_one(__u32 i, void *arg)
 		return 0;
 	off &= LMT_SBUF - 8;
 	w = (__u64 *)(sl->buf + off);
-	if (w[lmt_ev_naddr_w((__u8)(w[0] >> 16))] != a->mark)
+	if (w[lmt_ev_naddr_w(lmt_ev_flags(w[0]))] != a->mark)
 		return 0;
 	a->done = await_fill(a->c, sl, off, a->mark, a->ret);
 	return 1;

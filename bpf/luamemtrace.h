@@ -289,6 +289,23 @@ enum lmt_src {
 #define LMT_EV_WIRE (LMT_EV_LOC | LMT_EV_STK | LMT_EV_SEQ)
 #define LMT_EV_WMAX 8 /* words of the longest event */
 
+/* The header word's fields: kind, flags and words (src and line are read
+ * by lmt_ev_unpack alone). */
+static inline __u8 lmt_ev_kind(__u64 h)
+{
+	return (__u8)h;
+}
+
+static inline __u8 lmt_ev_flags(__u64 h)
+{
+	return (__u8)(h >> 16);
+}
+
+static inline __u32 lmt_ev_nw(__u64 h)
+{
+	return (__u8)(h >> 24);
+}
+
 /* The word of the event with flags fl holding its naddr (an allocation, a
  * realloc, a return). */
 static inline __u32 lmt_ev_naddr_w(__u8 fl)
@@ -337,8 +354,8 @@ static __always_inline __u32 lmt_ev_pack(__u64 *w, const struct lmt_ev *e, __u64
 static inline __u32 lmt_ev_unpack(const __u64 *w, __u64 avail, struct lmt_ev *e)
 {
 	const __u64 h = w[0];
-	const __u8 kind = (__u8)h, fl = (__u8)(h >> 16);
-	const __u32 n = (__u8)(h >> 24);
+	const __u8 kind = lmt_ev_kind(h), fl = lmt_ev_flags(h);
+	const __u32 n = lmt_ev_nw(h);
 	__u32 i = 1;
 
 	if (!avail || kind < LMT_ALLOC || kind > LMT_RET || n != lmt_ev_words(kind, fl) ||

@@ -351,30 +351,28 @@ static void batch_ev(struct tr *t, uint32_t tgid, struct tvm *v, const struct lm
 		ev_out(v, r);
 }
 
-/* A batch's header into hd and its events' bytes (struct lmt_batch's
- * len): -1 if it has no header. */
-static long batch_head(const uint8_t *b, size_t sz, struct lmt_batch *hd)
-{
-	if (sz < sizeof(*hd))
-		return -1;
-	memcpy(hd, b, sizeof(*hd));
-	return (long)(hd->len >= sizeof(*hd) && hd->len < sz ? hd->len : sz);
-}
-
 /* Batch b's events (packed: struct lmt_ev's words on the wire), in
  * order: ev_next gives each, 0 after the last. One that does not unpack
  * ends it: the rest cannot be told, and count as one record that cannot
- * be read (said). b is 8-byte aligned (a ring record, a slot's buffer, a
- * take's copy). */
+ * be read (said). b is 8-byte aligned (a ring record, a slot's buffer). */
 struct evs {
 	const __u64 *w;
 	size_t left; /* words */
 };
 
-static struct evs evs_of(const uint8_t *b, long len)
+/* Batch b of sz bytes: its header into hd, its events (up to the
+ * header's len where the record is longer) into it; -1 if it has no
+ * header. */
+static int batch_open(const uint8_t *b, size_t sz, struct lmt_batch *hd, struct evs *it)
 {
-	return (struct evs){ .w = (const __u64 *)(const void *)(b + sizeof(struct lmt_batch)),
-			     .left = ((size_t)len - sizeof(struct lmt_batch)) / 8 };
+	if (sz < sizeof(*hd))
+		return -1;
+	memcpy(hd, b, sizeof(*hd));
+	if (hd->len >= sizeof(*hd) && hd->len < sz)
+		sz = hd->len;
+	*it = (struct evs){ .w = (const __u64 *)(const void *)(b + sizeof(*hd)),
+			    .left = (sz - sizeof(*hd)) / 8 };
+	return 0;
 }
 
 static int ev_next(struct tr *t, struct evs *it, struct lmt_ev *r)
@@ -393,6 +391,15 @@ static int ev_next(struct tr *t, struct evs *it, struct lmt_ev *r)
 	return 1;
 }
 
+/* The rest of a batch's events, counted as records that cannot be read. */
+static void evs_lost(struct tr *t, struct evs *it)
+{
+	struct lmt_ev r;
+
+	while (ev_next(t, it, &r))
+		t->bad_recs++;
+}
+
 /* A slot's batch (struct lmt_slot), or returns alone (LMT_VM_NONE). */
 static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 {
@@ -400,15 +407,12 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 	struct lmt_ev r;
 	struct tvm *v = NULL;
 	struct evs it;
-	long len = batch_head(b, sz, &hd);
 
-	if (len < 0)
+	if (batch_open(b, sz, &hd, &it))
 		return;
-	it = evs_of(b, len);
 	if (hd.vm != LMT_VM_NONE && !(v = vm_of(t, hd.tgid, hd.vm))) {
 		/* a VM we cannot tell: its events are lost, and said */
-		while (ev_next(t, &it, &r))
-			t->bad_recs++;
+		evs_lost(t, &it);
 		return;
 	}
 	while (ev_next(t, &it, &r))
@@ -547,10 +551,9 @@ static void take_add(struct tr *t, struct tvm *v, const uint8_t *b, size_t sz)
 	struct lmt_ev r;
 	struct take *nt;
 	struct evs it;
-	long len = batch_head(b, sz, &hd);
 	unsigned n = 0;
 
-	if (len <= (long)sizeof(hd))
+	if (batch_open(b, sz, &hd, &it) || !it.left)
 		return;
 	if (v->ntakes == v->takes_cap) {
 		const unsigned cap = v->takes_cap ? 2 * v->takes_cap : 4;
@@ -560,7 +563,6 @@ static void take_add(struct tr *t, struct tvm *v, const uint8_t *b, size_t sz)
 		v->takes_cap = cap;
 	}
 	nt = &v->takes[v->ntakes];
-	it = evs_of(b, len);
 	/* at most an event every 3 words */
 	if (!(nt->ev = malloc((it.left / 3 + 1) * sizeof(*nt->ev))))
 		goto oom;
@@ -575,9 +577,7 @@ static void take_add(struct tr *t, struct tvm *v, const uint8_t *b, size_t sz)
 	v->ntakes++;
 	return;
 oom: /* counted and said, as records that cannot be read */
-	it = evs_of(b, len);
-	while (ev_next(t, &it, &r))
-		t->bad_recs++;
+	evs_lost(t, &it);
 }
 
 /* The VM's takes numbered below seq (all: UINT64_MAX), converted now, in
@@ -645,13 +645,10 @@ static uint64_t rec_seq(const void *data, size_t sz, uint32_t *tgid, uint32_t *v
 	case LMT_REC_BATCH: { /* its first event's */
 		struct lmt_batch hd;
 		struct lmt_ev e;
-		long len = batch_head(data, sz, &hd);
 		struct evs it;
 
-		if (len < 0)
-			return 0;
-		it = evs_of(data, len);
-		if (!it.left || !lmt_ev_unpack(it.w, it.left, &e))
+		if (batch_open(data, sz, &hd, &it) || !it.left ||
+		    !lmt_ev_unpack(it.w, it.left, &e))
 			return 0;
 		*tgid = hd.tgid;
 		*vm = hd.vm;
