@@ -162,13 +162,14 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 	const struct lj_layout *lay = &vm->lay;
 	struct obj_key k = { .tgid = c->tgid, .addr = pt };
 	struct obj_val v = {}, *hit;
+	const __u32 gen = (__u32)*(volatile __u64 *)&offgen;
 	__u8 *win = c->pc->pw;
 	struct lmt_proto *p;
 	__u64 str, li;
 	__u32 len = 0, n, zero = 0, sizebc, numline, w;
 
 	hit = bpf_map_lookup_elem(&objs, &k);
-	if (hit && hit->vm == vm->id && hit->gen == (__u32)*(volatile __u64 *)&offgen)
+	if (hit && hit->vm == vm->id && hit->gen == gen)
 		return hit;
 	p = bpf_map_lookup_elem(&protobuf, &zero);
 	if (!p || rd(c, win, LMT_PTWIN, pt))
@@ -211,7 +212,7 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 	v.bpf_lines = p->li_width == 0;
 	v.sizebc = sizebc;
 	v.vm = vm->id;
-	v.gen = (__u32)*(volatile __u64 *)&offgen;
+	v.gen = gen; /* as checked: a bump since makes it checked again */
 	{
 		__u64 sz = p->li_len;
 		BOUND(sz, 0x3fff);

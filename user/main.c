@@ -195,7 +195,8 @@ static int ab_parts(const char *arg, struct topts *o)
 		{ "attribution", LMT_AB_W_ATTR },
 		{ "ring", LMT_AB_W_RING },
 	};
-	char buf[64], *save = NULL;
+	const unsigned nparts = sizeof(parts) / sizeof(parts[0]);
+	char buf[64], *save = NULL, *at = o->ab_name;
 	int bits = 0;
 
 	if (strlen(arg) >= sizeof(buf))
@@ -204,21 +205,20 @@ static int ab_parts(const char *arg, struct topts *o)
 	for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
 		unsigned i = 0;
 
-		while (i < sizeof(parts) / sizeof(parts[0]) && strcmp(p, parts[i].name))
+		while (i < nparts && strcmp(p, parts[i].name))
 			i++;
-		if (i == sizeof(parts) / sizeof(parts[0]))
+		if (i == nparts)
 			return -1;
 		bits |= parts[i].bit;
 	}
 	if (!bits)
 		return -1;
 	o->ab_without = bits;
-	snprintf(o->ab_name, sizeof(o->ab_name), "without-%s%s%s%s%s",
-		 bits & LMT_AB_W_SEARCH ? "search" : "",
-		 (bits & LMT_AB_W_SEARCH) && (bits & ~LMT_AB_W_SEARCH) ? "," : "",
-		 bits & LMT_AB_W_ATTR ? "attribution" : "",
-		 (bits & LMT_AB_W_ATTR) && (bits & LMT_AB_W_RING) ? "," : "",
-		 bits & LMT_AB_W_RING ? "ring" : "");
+	/* the parts in the table's order: fits, the names being known */
+	for (unsigned i = 0; i < nparts; i++)
+		if (bits & parts[i].bit)
+			at += sprintf(at, "%s%s", at == o->ab_name ? "without-" : ",",
+				      parts[i].name);
 	return 0;
 }
 
