@@ -244,6 +244,35 @@ static __always_inline __u8 charge_cfunc(struct lmt_ev *e, __u64 f)
 	return LMT_SRC_CFUNC;
 }
 
+/* Code of trace vmstate charged as charge_jit would, where it is the trace
+ * this CPU charged last (bpf/trace.h: tm_get): 0; -1 where charge_jit
+ * must (another trace, one made since, or the stack not readable in
+ * place). */
+static __always_inline int charge_memo(struct ctx *c, __s32 vmstate, struct lmt_ev *e)
+{
+	__u64 mc, sz;
+	long r = -1;
+
+	if (tm_get(c->pc->tm, c->tgid | (__u64)(__u32)vmstate << 32, c->vmid,
+		   *(volatile __u64 *)&trgen, &mc, &sz))
+		return -1;
+	if (!jit_trace && !ab_leaves(LMT_AB_W_SEARCH) && mc && sz) {
+		r = dr_trace_ret(c->pc, dr_pgd(c), PT_REGS_SP((struct pt_regs *)c->regs),
+				 mc, sz);
+		if (r == -2)
+			return -1;
+		dr_count(c);
+	}
+	e->src = LMT_SRC_TRACE;
+	e->loc = (__u32)vmstate;
+	e->line = 0;
+	if (r >= 0) {
+		e->flags |= LMT_EV_MCOFS;
+		e->line = (__u32)r;
+	}
+	return 0;
+}
+
 /* Code of trace vmstate, or a trace's exit (LMT_VMST_EXIT), announced on
  * the way (one call site of see_trace: the verifier walks it once).
  * Code: where in its machine code (LMT_EV_MCOFS), unless --jit=trace or
@@ -256,6 +285,8 @@ static __always_inline __u8 charge_jit(struct ctx *c, const struct lmt_vm *vm,
 {
 	const struct lj_layout *lay = &vm->lay;
 	__u32 px[2] = { (__u32)vmstate, 0 };
+	/* before see_trace: the memo must not outlive a trgen it did not see */
+	const __u64 gen = *(volatile __u64 *)&trgen;
 	struct tinfo ti;
 	__u32 ofs;
 	int seen;
@@ -267,6 +298,9 @@ static __always_inline __u8 charge_jit(struct ctx *c, const struct lmt_vm *vm,
 	seen = !see_trace(c, vm, px[0], &ti);
 	if (exit && !seen)
 		return charge_internal(e);
+	if (seen && !exit)
+		tm_put(c->pc->tm, c->tgid | (__u64)px[0] << 32, c->vmid, ti.mcode,
+		       ti.szmcode, gen);
 	e->src = LMT_SRC_TRACE;
 	e->loc = px[0];
 	e->line = 0;
@@ -543,6 +577,8 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 	return charge_from(c, vmstate, kind == LMT_VMST_INTERP ? APART_INTERP : 0, vm, q, e);
 	/* States that need no frame. */
 narrow:
+	if (vmstate >= 1 && !charge_memo(c, vmstate, e))
+		return LMT_SRC_TRACE;
 	if (vmstate >= 1 || kind == LMT_VMST_EXIT)
 		return charge_from(c, vmstate, vmstate < 1 ? APART_EXIT : 0, vm, NULL, e);
 	trace_made(vmstate, lay);

@@ -656,6 +656,9 @@ struct lmt_percpu {
 	/* bpf/trace.h: where the last return into a trace's code was
 	 * found, for that code, in those page tables; by the code's hash */
 	__u64 sh[LMT_SHINT][3];
+	/* bpf/trace.h: the trace whose code this CPU charged last, and a
+	 * check word (tm_get) */
+	__u64 tm[5];
 	__u8 gw[LMT_GWIN]; /* GG_State: main lua_State and global_State */
 	__u8 w[LMT_WIN];  /* lua_State / GCfunc */
 	__u8 pw[LMT_WIN]; /* GCproto */

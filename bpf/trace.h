@@ -83,6 +83,40 @@ __noinline long dr_trace_ret(struct lmt_percpu *t, __u64 pgd, __u64 sp,
 	return dr_same(t) ? -1 : -2;
 }
 
+/* -- The trace charged last ------------------------------------------------ */
+
+/* The trace whose code a CPU charged last (lmt_percpu's tm): its process
+ * and number (k1: tgid | traceno << 32), its VM, its machine code and
+ * size, and a check word (bpf/cache.h) salted with the trgen it was known
+ * under (bpf/announce.h), so that it reads as a miss once a trace may
+ * have been made since, as trcache's entries do, or while a run that
+ * preempted its writer tore it. An allocation-bound loop's events come
+ * from one trace or a few: a hit saves the trace's cache line and check
+ * and the charge's call apart (bpf/attribute.h: charge_memo). */
+#define TM_SALT 0x6c6173747472616bULL
+
+static __always_inline void tm_put(__u64 *tm, __u64 k1, __u64 vmid, __u64 mc,
+				   __u64 sz, __u64 gen)
+{
+	const __u64 w[4] = { k1, vmid, mc, sz };
+
+	dm_put(tm, w, 4, TM_SALT ^ gen * LMT_HASH_K);
+}
+
+/* 0 and the code's range if trace k1 of VM vmid is the one kept under
+ * trgen gen; -1 if not. */
+static __always_inline int tm_get(const __u64 *tm, __u64 k1, __u64 vmid, __u64 gen,
+				  __u64 *mc, __u64 *sz)
+{
+	__u64 w[4];
+
+	if (!dm_get(tm, w, 4, TM_SALT ^ gen * LMT_HASH_K) || w[0] != k1 || w[1] != vmid)
+		return -1;
+	*mc = w[2];
+	*sz = w[3];
+	return 0;
+}
+
 #ifndef LMT_DR_HOST
 /* The offset in [mc, mc + sz) of the return address nearest the stack
  * pointer: the compiled code's call into the VM (lj_tab_new1,

@@ -1,7 +1,8 @@
 /* Direct reads (bpf/direct.h) on the host: the page walk, dr_addr and
  * the search of the user stack for a trace's return (bpf/trace.h) against
  * page tables laid out as x86-64's four levels, in a buffer that stands
- * for physical memory (the direct map's base is its address). */
+ * for physical memory (the direct map's base is its address); and the
+ * trace a CPU charged last (bpf/trace.h: tm_get). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +23,8 @@ static __u64 kld(__u64 a)
 	return *(const __u64 *)(uintptr_t)a;
 }
 #include "direct.h"
+#pragma GCC diagnostic ignored "-Wunknown-pragmas" /* cache.h's clang loop hints */
+#include "cache.h"
 #include "../../bpf/trace.h" /* not user/trace.h */
 
 #include "check.h"
@@ -344,5 +347,30 @@ int main(void)
 
 	dr_po = 0;
 	CHECK("dr_addr: off until the direct map is found", !dr_addr(&t, pgd, va, 8));
+
+	/* The trace charged last: trace 7 of process 42's VM 3, under trgen 9. */
+	{
+		const __u64 k1 = 42 | 7ULL << 32, mc0 = 0x7f0000001000ULL;
+		__u64 mc = 0, sz = 0;
+
+		memset(t.tm, 0, sizeof(t.tm));
+		CHECK("tm_get: none kept yet", tm_get(t.tm, k1, 3, 9, &mc, &sz) == -1);
+		tm_put(t.tm, k1, 3, mc0, 0x400, 9);
+		CHECK("tm_get: its code, while trgen stands",
+		      tm_get(t.tm, k1, 3, 9, &mc, &sz) == 0 && mc == mc0 && sz == 0x400);
+		CHECK("tm_get: a trace may have been made since (trgen moved): a miss",
+		      tm_get(t.tm, k1, 3, 10, &mc, &sz) == -1);
+		CHECK("tm_get: another trace number, process or VM: a miss",
+		      tm_get(t.tm, 42 | 8ULL << 32, 3, 9, &mc, &sz) == -1 &&
+		      tm_get(t.tm, 43 | 7ULL << 32, 3, 9, &mc, &sz) == -1 &&
+		      tm_get(t.tm, k1, 4, 9, &mc, &sz) == -1);
+		t.tm[2] = mc0 + 0x1000; /* torn: another trace's code, not its check */
+		CHECK("tm_get: a word rewritten without its check word: a miss",
+		      tm_get(t.tm, k1, 3, 9, &mc, &sz) == -1);
+		tm_put(t.tm, k1, 3, mc0 + 0x1000, 0x200, 10);
+		CHECK("tm_get: kept again under the new trgen: the new code",
+		      tm_get(t.tm, k1, 3, 10, &mc, &sz) == 0 && mc == mc0 + 0x1000 &&
+		      sz == 0x200 && tm_get(t.tm, k1, 3, 9, &mc, &sz) == -1);
+	}
 	return fails != 0;
 }
