@@ -12,11 +12,25 @@
  * What is read is what the target sees at that instant, or nothing (the
  * caller then reads through the helper): only user addresses, only
  * entries present and user-accessible at every level, frames of RAM, no
- * special mappings (device memory). After the data, the leaf entry and
- * its parent are read again (dr_same): a page that moved, or a table
- * freed, changes them first. A walk is used again within its program run
- * on that check alone, as its first use is; kept for later runs, it is
- * first read again whole (dr_chain).
+ * special mappings (device memory).
+ *
+ * A walk stands while its mm's TLB generation does (x86's
+ * mm->context.tlb_gen). The kernel changes a present entry, or unhooks a
+ * table, and then flushes the TLBs before it frees the old frame or table
+ * (the TLBs may hold the old translation until then), and every flush of
+ * an mm's user range, immediate or batched for reclaim, first increments
+ * its generation (flush_tlb_mm_range, arch_tlbbatch_add_pending). So each
+ * read loads the generation, then (through a walk kept under that
+ * generation, or a new one) the data, then the generation again (dr_same):
+ * equal, nothing the walk passed through was freed before the data was
+ * loaded, which x86 keeps in order after the first load and before the
+ * second; the data is the page's, or its content at the instant it was
+ * unmapped. Otherwise the read goes through the helper and the walk is
+ * dropped. A kept walk needs no load of the page tables at all: their
+ * lines, which the MMU's own walks do not keep in the data caches, cost
+ * more than the rest of a read (docs/costs.md). Walks name the mm by its
+ * ctx_id, which the kernel never gives twice, so a walk kept in one
+ * process is never taken in a later one with the same PGD page.
  *
  * The direct map's base (page_offset_base, randomized at boot and not in
  * kallsyms) is found once, at start, by find_po (a syscall program run by
@@ -62,111 +76,69 @@ const volatile __u64 dr_top = ~0ULL;
 	((po) + ((e) & dr_mask) + (((va) >> (shift)) & 511) * 8)
 /* Present, user-accessible, and a frame of RAM (dr_top). */
 #define DR_OK(e) (((e) & (DR_P | DR_U)) == (DR_P | DR_U) && ((e) & dr_mask) < dr_top)
-#define DR_KEEP(w, a, e, pa, pe, ga, ge, ta, te)                         \
-	((w)[0] = (a), (w)[1] = (e), (w)[2] = (pa), (w)[3] = (pe),       \
-	 (w)[4] = (ga), (w)[5] = (ge), (w)[6] = (ta), (w)[7] = (te))
 
-/* The kernel address of va's page, 0 if it has none a read may use.
- * w: the address and value of the leaf entry, of its parent (the table
- * that holds the leaf), to check after the loads (dr_same), and of the
- * two above (the PGD's where the leaf is higher), to check a walk kept
- * from an earlier run before its loads (dr_chain). */
-static __always_inline __u64 dr_walk(__u64 po, __u64 pgd, __u64 va, __u64 *w)
+/* The kernel address of va's page, 0 if it has none a read may use. */
+static __always_inline __u64 dr_walk(__u64 po, __u64 pgd, __u64 va)
 {
-	__u64 pa = pgd + ((va >> 39) & 511) * 8, pe = kld(pa), a, e, span;
-	const __u64 ta = pa, te = pe;
-	__u64 ga = pa, ge = pe;
+	__u64 pe = kld(pgd + ((va >> 39) & 511) * 8), e, span;
 
 	if (!DR_OK(pe) || (pe & DR_PSE))
 		return 0;
 	/* The PUD, PMD and PTE levels: a leaf at any (PSE) or the last. */
 	for (int shift = 30; shift >= 12; shift -= 9) {
-		a = DR_NEXT(po, pe, va, shift);
-		e = kld(a);
+		e = kld(DR_NEXT(po, pe, va, shift));
 		if (!DR_OK(e))
 			return 0;
 		if (shift == 12 || (e & DR_PSE)) {
 			if (e & DR_SPEC)
 				return 0;
 			span = (1ULL << shift) - 1;
-			DR_KEEP(w, a, e, pa, pe, ga, ge, ta, te);
 			return po + (e & dr_mask & ~span) + (va & span & ~4095ULL);
 		}
-		ga = pa;
-		ge = pe;
-		pa = a;
 		pe = e;
 	}
 	return 0;
 }
 
-/* The page last walked (dr_addr) still where it was: its leaf entry and
- * the one that holds its table unchanged but for the accessed and dirty
- * bits the CPU sets. A page moved (migration, compaction, KSM) changes
- * its leaf before its frame is freed; a table freed (a range unmapped,
- * or collapsed into a huge page) is unhooked from its parent first. x86
- * keeps loads in order, so the data loaded before this check is the
- * page's. A walk that fails it is dropped. */
-#define DR_AD (3ULL << 5)
-#define DR_STANDS(w, i) (!((kld((w)[i]) ^ (w)[(i) + 1]) & ~DR_AD))
+/* After a read's loads through the page last walked (dr_addr): its mm's
+ * TLB generation as it was before them (see above). A walk that fails it
+ * is dropped. */
 static __always_inline int dr_same(struct lmt_percpu *t)
 {
-	struct lmt_walk *l = &t->walk[t->cur & 1];
-
-	if (DR_STANDS(l->w, 0) && DR_STANDS(l->w, 2))
+	asm volatile("" ::: "memory"); /* the data's loads before this one */
+	if (kld(t->tg) == t->gen)
 		return 1;
-	/* Kept, it would fail every later read of the page: walked again. */
-	l->pgd = 0;
+	t->walk[t->cur & 1].pgd = 0;
 	return 0;
-}
-
-/* A walk kept from an earlier run, read again before its loads: all four
- * entries as they were, from this run's PGD down, is what a walk now
- * would find (the same addresses, loaded in order), without waiting on
- * each load for the next one's address. */
-static __always_inline int dr_chain(const struct lmt_walk *k)
-{
-	return DR_STANDS(k->w, 6) && DR_STANDS(k->w, 4) && DR_STANDS(k->w, 2) &&
-	       DR_STANDS(k->w, 0);
 }
 
 /* LMT_WALK_PER_RUN=1 (benchmarks): a walk is kept for its run only. */
 const volatile __u8 dr_fresh = 0;
 
-/* A program run begins (dr_pgd): walks made before it are checked again
- * at their first use in it (dr_kept). */
+/* A program run begins (dr_pgd). */
 static __always_inline void dr_newrun(struct lmt_percpu *t)
 {
-	t->run++;
 	if (dr_fresh) {
 		t->walk[0].pgd = 0;
 		t->walk[1].pgd = 0;
 	}
 }
 
-/* Walk k for va's page in page tables pgd: 1 if it may be used; 0 if
- * it is another page's; -1 if it was this page's but no longer stands
- * (dropped). Made or checked in this run, it is used as a walk's first
- * use is: dr_same checks after the loads. */
-static __always_inline int dr_kept(struct lmt_percpu *t, struct lmt_walk *k, __u64 pgd,
-				   __u64 va)
+/* Walk k for va's page in page tables pgd, TLB generation gen: 1 if it
+ * may be used; 0 if it is another page's; -1 if it was this page's under
+ * an older generation (walked again in its place). */
+static __always_inline int dr_kept(const struct lmt_percpu *t, const struct lmt_walk *k,
+				   __u64 pgd, __u64 va, __u64 gen)
 {
-	if (va >> 12 != k->v || pgd != k->pgd)
+	if (va >> 12 != k->v || pgd != k->pgd || t->ctx != k->ctx)
 		return 0;
-	if (k->run == t->run)
-		return 1;
-	if (!dr_chain(k)) {
-		k->pgd = 0;
-		return -1;
-	}
-	k->run = t->run;
-	return 1;
+	return k->gen == gen ? 1 : -1;
 }
 
 /* The kernel address of [va, va + sz), 0 if the read must go through
  * the helper: va 8-aligned, all of it in one page. The page's walk is
- * left the last one (cur), whose entries the check after the loads
- * reads (dr_same).
+ * left the last one (cur), and the generation read first in t->gen, for
+ * the check after the loads (dr_same).
  *
  * The two pages last walked are kept in t: an event's reads come in runs
  * on a page (the GG_State's fields), and its events' on two (the
@@ -176,34 +148,37 @@ static __always_inline int dr_kept(struct lmt_percpu *t, struct lmt_walk *k, __u
  * branches multiply the verifier's paths past its limit. */
 __noinline __u64 dr_addr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
 {
-	__u64 po = dr_po, k, w[8] = {};
+	__u64 po = dr_po, k, gen;
 	struct lmt_walk *l;
 	__u32 i;
 	int r;
 
-	if (!t || !po || !pgd || (va & 7) || va >= DR_USER_END ||
+	if (!t || !po || !pgd || !t->tg || (va & 7) || va >= DR_USER_END ||
 	    (va & 4095) + sz > 4096)
 		return 0;
+	gen = kld(t->tg);
+	t->gen = gen;
+	asm volatile("" ::: "memory"); /* before the walk's loads and the data's */
 	i = t->cur & 1;
-	r = dr_kept(t, &t->walk[i], pgd, va);
+	r = dr_kept(t, &t->walk[i], pgd, va, gen);
 	if (!r) {
 		/* Not the last page: the other, or a walk in its place. */
 		i ^= 1;
-		r = dr_kept(t, &t->walk[i], pgd, va);
+		r = dr_kept(t, &t->walk[i], pgd, va, gen);
 	}
 	l = &t->walk[i];
 	if (r > 0) {
 		t->cur = i;
 		return l->k + (va & 4095);
 	}
-	k = dr_walk(po, pgd, va, w);
+	k = dr_walk(po, pgd, va);
 	if (!k)
-		return 0; /* both as they were, but a stale one dropped */
+		return 0; /* both as they were */
 	l->pgd = pgd;
 	l->v = va >> 12;
 	l->k = k;
-	l->run = t->run;
-	__builtin_memcpy(l->w, w, sizeof(w));
+	l->ctx = t->ctx;
+	l->gen = gen;
 	t->cur = i;
 	return k + (va & 4095);
 }
@@ -225,18 +200,23 @@ static __always_inline __u32 cur_tgid(struct ctx *c)
 	return (__u32)kld(cur_task(c) + bpf_core_field_offset(struct task_struct, tgid));
 }
 
-/* The current task's PGD, once per program run (struct ctx); the run's
- * walks begin (dr_newrun). */
+/* The current task's PGD, once per program run (struct ctx), and its
+ * mm's TLB generation's address and ID for the run's reads (dr_addr); 0
+ * where the kernel's mm has no TLB generation: the helper reads. */
 static __always_inline __u64 dr_pgd(struct ctx *c)
 {
 	__u64 mm;
 
-	if (!c->pgd) {
+	if (!c->pgd && c->pc &&
+	    bpf_core_field_exists(((struct mm_struct *)0)->context.tlb_gen) &&
+	    bpf_core_field_exists(((struct mm_struct *)0)->context.ctx_id)) {
 		mm = kld(cur_task(c) + bpf_core_field_offset(struct task_struct, mm));
-		if (mm)
+		if (mm) {
+			c->pc->tg = mm + bpf_core_field_offset(struct mm_struct, context.tlb_gen);
+			c->pc->ctx = kld(mm + bpf_core_field_offset(struct mm_struct, context.ctx_id));
 			c->pgd = kld(mm + bpf_core_field_offset(struct mm_struct, pgd));
-		if (c->pc)
-			dr_newrun(c->pc);
+		}
+		dr_newrun(c->pc);
 	}
 	return c->pgd;
 }

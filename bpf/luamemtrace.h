@@ -628,13 +628,11 @@ struct lmt_stats {
 			* to g's cur_L (lmt_gwin_fits): 440 bytes on
 			* Debian's luajit, 456 on luajit2; with the locals
 			* of its reader, under BPF's 512-byte frame */
-/* A page walked (bpf/direct.h): for page tables pgd, last walked or
- * checked in this CPU's run number run, the page's number and kernel
- * address; the address and value of its leaf entry, of the entry above,
- * and of the two above that (the PGD's where the leaf is higher). */
+/* A page walked (bpf/direct.h): for page tables pgd of the mm whose
+ * never-reused ID is ctx, the page's number and kernel address, walked
+ * under that mm's TLB generation gen. */
 struct lmt_walk {
-	__u64 pgd, v, k, run;
-	__u64 w[8];
+	__u64 pgd, v, k, ctx, gen;
 };
 
 struct lmt_percpu {
@@ -645,11 +643,11 @@ struct lmt_percpu {
 	 * its mark, sp at its return, where it went (process, slot), its
 	 * offset in the batch and its VM */
 	__u64 await[4];
-	/* bpf/direct.h: the two pages walked last, walk[cur & 1] the last
-	 * (dr_same checks its entries), and the number of this CPU's run
-	 * (dr_newrun) */
+	/* bpf/direct.h: the two pages walked last, walk[cur & 1] the last;
+	 * the run's mm: the address of its TLB generation and its ID
+	 * (dr_pgd); the generation the last dr_addr read (dr_same) */
 	struct lmt_walk walk[2];
-	__u64 run;
+	__u64 tg, ctx, gen;
 	__u32 cur, pad2;
 	__u8 wide[4];  /* per event kind: its last one needed a frame */
 	__u8 pad[4];
