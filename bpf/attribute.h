@@ -257,8 +257,12 @@ static __always_inline int charge_memo(struct ctx *c, __s32 vmstate, struct lmt_
 		   *(volatile __u64 *)&trgen, &mc, &sz))
 		return -1;
 	if (!jit_trace && !ab_leaves(LMT_AB_W_SEARCH) && mc && sz) {
-		r = dr_trace_ret(c->pc, dr_pgd(c), PT_REGS_SP((struct pt_regs *)c->regs),
-				 mc, sz);
+		const __u64 pgd = dr_pgd(c), sp = PT_REGS_SP((struct pt_regs *)c->regs);
+
+		/* where the last return into this code was: inline, no call */
+		r = pgd ? dr_trace_hint(c->pc, pgd, sp, mc, sz, 1) : -1;
+		if (r < 0)
+			r = dr_trace_ret(c->pc, pgd, sp, mc, sz);
 		if (r == -2)
 			return -1;
 		dr_count(c);

@@ -135,6 +135,28 @@ static __always_inline int dr_kept(const struct lmt_percpu *t, const struct lmt_
 	return k->gen == gen ? 1 : -1;
 }
 
+/* dr_addr's answer where one of the two kept walks stands for the page,
+ * inline: no call, no walk (a read's common case); 0 to ask dr_addr. */
+static __always_inline __u64 dr_kaddr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
+{
+	__u64 gen;
+	__u32 i;
+
+	if (!t->tg || (va & 7) || (va & 4095) + sz > 4096)
+		return 0;
+	gen = kld(t->tg);
+	asm volatile("" ::: "memory"); /* before the data's loads */
+	i = t->cur & 1;
+	if (dr_kept(t, &t->walk[i], pgd, va, gen) <= 0) {
+		i ^= 1;
+		if (dr_kept(t, &t->walk[i], pgd, va, gen) <= 0)
+			return 0;
+	}
+	t->gen = gen;
+	t->cur = i;
+	return t->walk[i].k + (va & 4095);
+}
+
 /* The kernel address of [va, va + sz), 0 if the read must go through
  * the helper: va 8-aligned, all of it in one page. The page's walk is
  * left the last one (cur), and the generation read first in t->gen, for
@@ -238,8 +260,8 @@ static __always_inline int dr_words(struct ctx *c, __u64 *dst, __u32 sz,
 
 	if (sz > DR_MAX || (sz & 7) || !t)
 		return -1;
-	k = dr_addr(t, dr_pgd(c), src, sz);
-	if (!k)
+	k = dr_kaddr(t, dr_pgd(c), src, sz);
+	if (!k && !(k = dr_addr(t, dr_pgd(c), src, sz)))
 		return -1;
 	for (__u32 i = 0; i < sz / 8; i++)
 		dst[i] = kld(k + i * 8);

@@ -27,14 +27,15 @@ static __always_inline __u64 *dr_hint_of(struct lmt_percpu *t, __u64 mc)
 }
 
 static __always_inline long dr_trace_hint(struct lmt_percpu *t, __u64 pgd, __u64 sp,
-					  __u64 mc, __u64 sz)
+					  __u64 mc, __u64 sz, const int kept)
 {
 	__u64 *h = dr_hint_of(t, mc), a = h[0], d, v;
 
 	if (h[1] != mc || h[2] != pgd || a < sp || a - sp >= LMT_STKW * 8)
 		return -1;
-	d = dr_addr(t, pgd, a, 8);
-	if (!d)
+	/* kept: through a kept walk alone (dr_kaddr), inline */
+	d = dr_kaddr(t, pgd, a, 8);
+	if (!d && (kept || !(d = dr_addr(t, pgd, a, 8))))
 		return -1;
 	v = kld(d);
 	return v - mc < sz && dr_same(t) ? (long)(v - mc) : -1;
@@ -52,7 +53,7 @@ __noinline long dr_trace_ret(struct lmt_percpu *t, __u64 pgd, __u64 sp,
 
 	if (!t)
 		return -2;
-	r = dr_trace_hint(t, pgd, sp, mc, sz);
+	r = dr_trace_hint(t, pgd, sp, mc, sz, 0);
 	if (r >= 0)
 		return r;
 	for (int i = 0; i < LMT_STKW; i++) {

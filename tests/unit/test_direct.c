@@ -160,8 +160,33 @@ int main(void)
 	CHECK("dr_addr: a kernel address: none", !dr_addr(&t, pgd, DR_USER_END, 8) &&
 	      !dr_addr(&t, pgd, 0xffff888000000000ULL, 8));
 	t.tg = 0;
-	CHECK("dr_addr: no TLB generation known (dr_pgd): none", !dr_addr(&t, pgd, va, 8));
+	CHECK("dr_addr: no TLB generation known (dr_pgd): none", !dr_addr(&t, pgd, va, 8) &&
+	      !dr_kaddr(&t, pgd, va, 8));
 	t.tg = (__u64)(uintptr_t)&tlbgen;
+
+	/* dr_kaddr: the kept walks alone, no walk */
+	t_init(&t);
+	loads = 0;
+	CHECK("dr_kaddr: nothing kept: 0, the generation alone read",
+	      !dr_kaddr(&t, pgd, va, 8) && loads == 1);
+	mem[3][10] = 6 * PG | E_PU;
+	dr_addr(&t, pgd, va, 8);
+	CHECK("dr_kaddr: a second page walked, the first kept behind it",
+	      dr_addr(&t, pgd, va_of(0xfe, 3, 7, 10, 0), 8) == po + 6 * PG &&
+	      OLDER(t).v == va >> 12);
+	loads = 0;
+	CHECK("dr_kaddr: the older kept page: its address, now the last, the generation kept",
+	      dr_kaddr(&t, pgd, va, 8) == po + 5 * PG + 0x128 && loads == 1 &&
+	      LAST(t).v == va >> 12 && t.gen == tlbgen && dr_same(&t));
+	t.ctx = MM_ID + 1;
+	CHECK("dr_kaddr: another mm: 0", !dr_kaddr(&t, pgd, va, 8));
+	t.ctx = MM_ID;
+	tlbgen++;
+	CHECK("dr_kaddr: a flush since: 0 (dr_addr walks again)", !dr_kaddr(&t, pgd, va, 8) &&
+	      dr_addr(&t, pgd, va, 8) == po + 5 * PG + 0x128 && dr_kaddr(&t, pgd, va, 8));
+	CHECK("dr_kaddr: across a page's end, or unaligned: 0",
+	      !dr_kaddr(&t, pgd, va_of(0xfe, 3, 7, 9, 0xff8), 16) && !dr_kaddr(&t, pgd, va + 4, 8));
+	mem[3][10] = 0;
 
 	/* Walks kept across runs while the generation stands; the two last
 	 * pages. */
@@ -263,8 +288,8 @@ int main(void)
 		      loads == 1 + 1 + 1 && loads < full);
 		tlbgen++;
 		loads = 0;
-		CHECK("trace_ret: ... after a flush: the page walked again",
-		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x40 && loads == 1 + 4 + 1 + 1);
+		CHECK("trace_ret: ... after a flush: no kept walk stands, the page walked again",
+		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x40 && loads == 1 + 1 + 4 + 1 + 1);
 		dr_newrun(&t);
 		loads = 0;
 		CHECK("trace_ret: through deeper C frames (sp lower): taken at once",
