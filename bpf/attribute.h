@@ -253,7 +253,7 @@ static __always_inline int charge_memo(struct ctx *c, __s32 vmstate, struct lmt_
 	__u64 mc, sz;
 	long r = -1;
 
-	if (tm_get(c->pc->tm, c->tgid | (__u64)(__u32)vmstate << 32, c->vmid,
+	if (tm_get(tm_of(c->pc, (__u32)vmstate), c->tgid | (__u64)(__u32)vmstate << 32, c->vmid,
 		   *(volatile __u64 *)&trgen, &mc, &sz))
 		return -1;
 	if (!jit_trace && !ab_leaves(LMT_AB_W_SEARCH) && mc && sz) {
@@ -303,7 +303,7 @@ static __always_inline __u8 charge_jit(struct ctx *c, const struct lmt_vm *vm,
 	if (exit && !seen)
 		return charge_internal(e);
 	if (seen && !exit)
-		tm_put(c->pc->tm, c->tgid | (__u64)px[0] << 32, c->vmid, ti.mcode,
+		tm_put(tm_of(c->pc, px[0]), c->tgid | (__u64)px[0] << 32, c->vmid, ti.mcode,
 		       ti.szmcode, gen);
 	e->src = LMT_SRC_TRACE;
 	e->loc = px[0];

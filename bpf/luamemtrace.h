@@ -622,6 +622,8 @@ struct lmt_stats {
 #define LMT_WIN 128
 #define LMT_SHINT_BITS 2 /* bpf/trace.h: 2^N traces' last returns kept */
 #define LMT_SHINT (1 << LMT_SHINT_BITS)
+#define LMT_TM 4 /* bpf/trace.h: traces charged last kept per CPU (a loop's
+		  * root trace and the side traces it exits to) */
 #define LMT_STKW 64 /* words of user stack searched for a return address
 		     * into a trace's machine code (bpf/trace.h) */
 #define LMT_GWIN 464 /* GG_State from the main lua_State's base field
@@ -654,9 +656,9 @@ struct lmt_percpu {
 	/* bpf/trace.h: where the last return into a trace's code was
 	 * found, for that code, in those page tables; by the code's hash */
 	__u64 sh[LMT_SHINT][3];
-	/* bpf/trace.h: the trace whose code this CPU charged last, and a
-	 * check word (tm_get) */
-	__u64 tm[5];
+	/* bpf/trace.h: the traces whose code this CPU charged last, one by
+	 * the low bits of its number, each with a check word (tm_get) */
+	__u64 tm[LMT_TM][5];
 	__u8 gw[LMT_GWIN]; /* GG_State: main lua_State and global_State */
 	__u8 w[LMT_WIN];  /* lua_State / GCfunc */
 	__u8 pw[LMT_WIN]; /* GCproto */

@@ -86,15 +86,22 @@ __noinline long dr_trace_ret(struct lmt_percpu *t, __u64 pgd, __u64 sp,
 
 /* -- The trace charged last ------------------------------------------------ */
 
-/* The trace whose code a CPU charged last (lmt_percpu's tm): its process
- * and number (k1: tgid | traceno << 32), its VM, its machine code and
- * size, and a check word (bpf/cache.h) salted with the trgen it was known
- * under (bpf/announce.h), so that it reads as a miss once a trace may
- * have been made since, as trcache's entries do, or while a run that
- * preempted its writer tore it. An allocation-bound loop's events come
- * from one trace or a few: a hit saves the trace's cache line and check
- * and the charge's call apart (bpf/attribute.h: charge_memo). */
+/* The traces whose code a CPU charged last (lmt_percpu's tm, an entry by
+ * the low bits of the trace's number: tm_of): its process and number (k1:
+ * tgid | traceno << 32), its VM, its machine code and size, and a check
+ * word (bpf/cache.h) salted with the trgen it was known under
+ * (bpf/announce.h), so that it reads as a miss once a trace may have been
+ * made since, as trcache's entries do, or while a run that preempted its
+ * writer tore it. An allocation-bound loop's events come from a few
+ * traces (a root trace and the side traces its exits grew, taking turns
+ * within a request): a hit saves the trace's cache line and check and the
+ * charge's call apart (bpf/attribute.h: charge_memo). */
 #define TM_SALT 0x6c6173747472616bULL
+
+static __always_inline __u64 *tm_of(struct lmt_percpu *t, __u32 traceno)
+{
+	return t->tm[traceno & (LMT_TM - 1)];
+}
 
 static __always_inline void tm_put(__u64 *tm, __u64 k1, __u64 vmid, __u64 mc,
 				   __u64 sz, __u64 gen)
