@@ -136,7 +136,8 @@ static __always_inline int dr_kept(const struct lmt_percpu *t, const struct lmt_
 }
 
 /* dr_addr's answer where one of the two kept walks stands for the page,
- * inline: no call, no walk (a read's common case); 0 to ask dr_addr. */
+ * inline: no call, no walk (a read's common case); 0 to ask dr_addr. The
+ * generation it loaded first is left in t->gen either way. */
 static __always_inline __u64 dr_kaddr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
 {
 	__u64 gen;
@@ -145,14 +146,14 @@ static __always_inline __u64 dr_kaddr(struct lmt_percpu *t, __u64 pgd, __u64 va,
 	if (!t->tg || (va & 7) || (va & 4095) + sz > 4096)
 		return 0;
 	gen = kld(t->tg);
-	asm volatile("" ::: "memory"); /* before the data's loads */
+	t->gen = gen;
+	asm volatile("" ::: "memory"); /* before the walk's loads and the data's */
 	i = t->cur & 1;
 	if (dr_kept(t, &t->walk[i], pgd, va, gen) <= 0) {
 		i ^= 1;
 		if (dr_kept(t, &t->walk[i], pgd, va, gen) <= 0)
 			return 0;
 	}
-	t->gen = gen;
 	t->cur = i;
 	return t->walk[i].k + (va & 4095);
 }
@@ -170,37 +171,30 @@ static __always_inline __u64 dr_kaddr(struct lmt_percpu *t, __u64 pgd, __u64 va,
  * branches multiply the verifier's paths past its limit. */
 __noinline __u64 dr_addr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
 {
-	__u64 po = dr_po, k, gen;
+	__u64 po = dr_po, k;
 	struct lmt_walk *l;
 	__u32 i;
-	int r;
 
 	if (!t || !po || !pgd || !t->tg || (va & 7) || va >= DR_USER_END ||
 	    (va & 4095) + sz > 4096)
 		return 0;
-	gen = kld(t->tg);
-	t->gen = gen;
-	asm volatile("" ::: "memory"); /* before the walk's loads and the data's */
+	k = dr_kaddr(t, pgd, va, sz);
+	if (k)
+		return k;
+	/* Walked in the place of this page's stale walk, if the last one is
+	 * it; else in the place of the other. */
 	i = t->cur & 1;
-	r = dr_kept(t, &t->walk[i], pgd, va, gen);
-	if (!r) {
-		/* Not the last page: the other, or a walk in its place. */
+	if (!dr_kept(t, &t->walk[i], pgd, va, t->gen))
 		i ^= 1;
-		r = dr_kept(t, &t->walk[i], pgd, va, gen);
-	}
-	l = &t->walk[i];
-	if (r > 0) {
-		t->cur = i;
-		return l->k + (va & 4095);
-	}
 	k = dr_walk(po, pgd, va);
 	if (!k)
 		return 0; /* both as they were */
+	l = &t->walk[i];
 	l->pgd = pgd;
 	l->v = va >> 12;
 	l->k = k;
 	l->ctx = t->ctx;
-	l->gen = gen;
+	l->gen = t->gen;
 	t->cur = i;
 	return k + (va & 4095);
 }
