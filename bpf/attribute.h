@@ -244,36 +244,37 @@ static __always_inline __u8 charge_cfunc(struct lmt_ev *e, __u64 f)
 	return LMT_SRC_CFUNC;
 }
 
-/* Code of trace vmstate charged as charge_jit would, where it is the trace
- * this CPU charged last (bpf/trace.h: tm_get): 0; -1 where charge_jit
- * must (another trace, one made since, or the stack not readable in
- * place). */
+/* Trace traceno's code, at offset ofs of its machine code if it is not
+ * -1 (LMT_EV_MCOFS). */
+static __always_inline __u8 charge_trace(struct lmt_ev *e, __u32 traceno, long ofs)
+{
+	e->src = LMT_SRC_TRACE;
+	e->loc = traceno;
+	e->line = 0;
+	if (ofs >= 0) {
+		e->flags |= LMT_EV_MCOFS;
+		e->line = (__u32)ofs;
+	}
+	return LMT_SRC_TRACE;
+}
+
+/* Code of trace vmstate charged as charge_jit would, where it is one of
+ * the traces this CPU charged last (bpf/trace.h: tm_get): 0; -1 where
+ * charge_jit must (another trace, one made since, or the stack not
+ * readable in place). */
 static __always_inline int charge_memo(struct ctx *c, __s32 vmstate, struct lmt_ev *e)
 {
 	__u64 mc, sz;
-	long r = -1;
+	__u32 ofs;
+	int r = -1;
 
-	if (tm_get(tm_of(c->pc, (__u32)vmstate), c->tgid | (__u64)(__u32)vmstate << 32, c->vmid,
-		   *(volatile __u64 *)&trgen, &mc, &sz))
+	if (tm_get(c->pc, c->tgid, (__u32)vmstate, c->vmid, *(volatile __u64 *)&trgen,
+		   &mc, &sz))
 		return -1;
-	if (!jit_trace && !ab_leaves(LMT_AB_W_SEARCH) && mc && sz) {
-		const __u64 pgd = dr_pgd(c), sp = PT_REGS_SP((struct pt_regs *)c->regs);
-
-		/* where the last return into this code was: inline, no call */
-		r = pgd ? dr_trace_hint(c->pc, pgd, sp, mc, sz, 1) : -1;
-		if (r < 0)
-			r = dr_trace_ret(c->pc, pgd, sp, mc, sz);
-		if (r == -2)
-			return -1;
-		dr_count(c);
-	}
-	e->src = LMT_SRC_TRACE;
-	e->loc = (__u32)vmstate;
-	e->line = 0;
-	if (r >= 0) {
-		e->flags |= LMT_EV_MCOFS;
-		e->line = (__u32)r;
-	}
+	if (!jit_trace && !ab_leaves(LMT_AB_W_SEARCH) &&
+	    (r = trace_ret(c, mc, sz, &ofs, 1)) == -2)
+		return -1;
+	charge_trace(e, (__u32)vmstate, r ? -1 : (long)ofs);
 	return 0;
 }
 
@@ -302,21 +303,17 @@ static __always_inline __u8 charge_jit(struct ctx *c, const struct lmt_vm *vm,
 	seen = !see_trace(c, vm, px[0], &ti);
 	if (exit && !seen)
 		return charge_internal(e);
-	if (seen && !exit)
-		tm_put(tm_of(c->pc, px[0]), c->tgid | (__u64)px[0] << 32, c->vmid, ti.mcode,
-		       ti.szmcode, gen);
-	e->src = LMT_SRC_TRACE;
-	e->loc = px[0];
-	e->line = 0;
 	if (exit) {
+		charge_trace(e, px[0], -1);
 		e->flags |= LMT_EV_EXIT;
 		e->line = px[1];
-	} else if (seen && !jit_trace && !ab_leaves(LMT_AB_W_SEARCH) &&
-		   !trace_ret(c, ti.mcode, ti.szmcode, &ofs)) {
-		e->flags |= LMT_EV_MCOFS;
-		e->line = ofs;
+		return LMT_SRC_TRACE;
 	}
-	return LMT_SRC_TRACE;
+	if (seen)
+		tm_put(c->pc, c->tgid, px[0], c->vmid, ti.mcode, ti.szmcode, gen);
+	return charge_trace(e, px[0],
+			    seen && !jit_trace && !ab_leaves(LMT_AB_W_SEARCH) &&
+			    !trace_ret(c, ti.mcode, ti.szmcode, &ofs, 0) ? (long)ofs : -1);
 }
 
 /* Lua function fi at the line of the instruction before ins; the VM's if

@@ -87,8 +87,7 @@ __noinline long dr_trace_ret(struct lmt_percpu *t, __u64 pgd, __u64 sp,
 /* -- The trace charged last ------------------------------------------------ */
 
 /* The traces whose code a CPU charged last (lmt_percpu's tm, an entry by
- * the low bits of the trace's number: tm_of): its process and number (k1:
- * tgid | traceno << 32), its VM, its machine code and size, and a check
+ * the low bits of the trace's number: tm_of): its process and number, its VM, its machine code and size, and a check
  * word (bpf/cache.h) salted with the trgen it was known under
  * (bpf/announce.h), so that it reads as a miss once a trace may have been
  * made since, as trcache's entries do, or while a run that preempted its
@@ -103,22 +102,23 @@ static __always_inline __u64 *tm_of(struct lmt_percpu *t, __u32 traceno)
 	return t->tm[traceno & (LMT_TM - 1)];
 }
 
-static __always_inline void tm_put(__u64 *tm, __u64 k1, __u64 vmid, __u64 mc,
-				   __u64 sz, __u64 gen)
+static __always_inline void tm_put(struct lmt_percpu *t, __u32 tgid, __u32 traceno,
+				   __u64 vmid, __u64 mc, __u64 sz, __u64 gen)
 {
-	const __u64 w[4] = { k1, vmid, mc, sz };
+	const __u64 w[4] = { tgid | (__u64)traceno << 32, vmid, mc, sz };
 
-	dm_put(tm, w, 4, TM_SALT ^ gen * LMT_HASH_K);
+	dm_put(tm_of(t, traceno), w, 4, TM_SALT ^ gen * LMT_HASH_K);
 }
 
-/* 0 and the code's range if trace k1 of VM vmid is the one kept under
- * trgen gen; -1 if not. */
-static __always_inline int tm_get(const __u64 *tm, __u64 k1, __u64 vmid, __u64 gen,
-				  __u64 *mc, __u64 *sz)
+/* 0 and the code's range if trace traceno of process tgid's VM vmid is
+ * the one kept under trgen gen; -1 if not. */
+static __always_inline int tm_get(struct lmt_percpu *t, __u32 tgid, __u32 traceno,
+				  __u64 vmid, __u64 gen, __u64 *mc, __u64 *sz)
 {
 	__u64 w[4];
 
-	if (!dm_get(tm, w, 4, TM_SALT ^ gen * LMT_HASH_K) || w[0] != k1 || w[1] != vmid)
+	if (!dm_get(tm_of(t, traceno), w, 4, TM_SALT ^ gen * LMT_HASH_K) ||
+	    w[0] != (tgid | (__u64)traceno << 32) || w[1] != vmid)
 		return -1;
 	*mc = w[2];
 	*sz = w[3];
@@ -129,19 +129,24 @@ static __always_inline int tm_get(const __u64 *tm, __u64 k1, __u64 vmid, __u64 g
 /* The offset in [mc, mc + sz) of the return address nearest the stack
  * pointer: the compiled code's call into the VM (lj_tab_new1,
  * lj_buf_putstr, lj_str_new...), below the allocator's own few frames.
- * -1 if none in the LMT_STKW words above sp. */
+ * -1 if none in the LMT_STKW words above sp; inplace: -2 where the
+ * words could not be read in place (instead of through the helper). */
 static __always_inline int trace_ret(struct ctx *c, __u64 mc, __u64 sz,
-				     __u32 *ofs)
+				     __u32 *ofs, const int inplace)
 {
 	struct pt_regs *regs = c->regs;
 	struct lmt_percpu *t = c->pc;
-	__u64 *w = t->stk, sp = PT_REGS_SP(regs);
+	__u64 *w = t->stk, sp = PT_REGS_SP(regs), pgd;
 	long r;
 
 	if (!mc || !sz)
 		return -1;
-	/* Through the helper, all of the words, where in place could not. */
-	r = dr_trace_ret(t, dr_pgd(c), sp, mc, sz);
+	/* where the last return into this code was, through a kept walk:
+	 * inline, no call; then the search */
+	pgd = dr_pgd(c);
+	r = pgd ? dr_trace_hint(t, pgd, sp, mc, sz, 1) : -1;
+	if (r < 0)
+		r = dr_trace_ret(t, pgd, sp, mc, sz);
 	if (r >= 0 || r == -1) {
 		dr_count(c);
 		if (r < 0)
@@ -149,6 +154,9 @@ static __always_inline int trace_ret(struct ctx *c, __u64 mc, __u64 sz,
 		*ofs = (__u32)r;
 		return 0;
 	}
+	if (inplace)
+		return -2;
+	/* Through the helper, all of the words, where in place could not. */
 	if (rd(c, w, LMT_STKW * 8, sp))
 		return -1;
 #pragma clang loop unroll(disable)

@@ -359,33 +359,31 @@ int main(void)
 
 	/* The trace charged last: trace 7 of process 42's VM 3, under trgen 9. */
 	{
-		const __u64 k1 = 42 | 7ULL << 32, mc0 = 0x7f0000001000ULL;
-		__u64 mc = 0, sz = 0;
-
-		__u64 *tm = tm_of(&t, 7);
+		const __u64 mc0 = 0x7f0000001000ULL;
+		__u64 mc = 0, sz = 0, *tm = tm_of(&t, 7);
 
 		memset(t.tm, 0, sizeof(t.tm));
-		CHECK("tm_get: none kept yet", tm_get(tm, k1, 3, 9, &mc, &sz) == -1);
-		tm_put(tm, k1, 3, mc0, 0x400, 9);
+		CHECK("tm_get: none kept yet", tm_get(&t, 42, 7, 3, 9, &mc, &sz) == -1);
+		tm_put(&t, 42, 7, 3, mc0, 0x400, 9);
 		CHECK("tm_get: its code, while trgen stands",
-		      tm_get(tm, k1, 3, 9, &mc, &sz) == 0 && mc == mc0 && sz == 0x400);
+		      tm_get(&t, 42, 7, 3, 9, &mc, &sz) == 0 && mc == mc0 && sz == 0x400);
 		CHECK("tm_get: a trace may have been made since (trgen moved): a miss",
-		      tm_get(tm, k1, 3, 10, &mc, &sz) == -1);
+		      tm_get(&t, 42, 7, 3, 10, &mc, &sz) == -1);
 		CHECK("tm_get: another trace number, process or VM: a miss",
-		      tm_get(tm, 42 | 8ULL << 32, 3, 9, &mc, &sz) == -1 &&
-		      tm_get(tm, 43 | 7ULL << 32, 3, 9, &mc, &sz) == -1 &&
-		      tm_get(tm, k1, 4, 9, &mc, &sz) == -1);
+		      tm_get(&t, 42, 7 + LMT_TM, 3, 9, &mc, &sz) == -1 &&
+		      tm_get(&t, 43, 7, 3, 9, &mc, &sz) == -1 &&
+		      tm_get(&t, 42, 7, 4, 9, &mc, &sz) == -1);
 		tm[2] = mc0 + 0x1000; /* torn: another trace's code, not its check */
 		CHECK("tm_get: a word rewritten without its check word: a miss",
-		      tm_get(tm, k1, 3, 9, &mc, &sz) == -1);
-		tm_put(tm, k1, 3, mc0 + 0x1000, 0x200, 10);
-		tm_put(tm_of(&t, 8), 42 | 8ULL << 32, 3, mc0 + 0x2000, 0x100, 9);
+		      tm_get(&t, 42, 7, 3, 9, &mc, &sz) == -1);
+		tm_put(&t, 42, 7, 3, mc0 + 0x1000, 0x200, 10);
+		tm_put(&t, 42, 8, 3, mc0 + 0x2000, 0x100, 9);
 		CHECK("tm_of: a root trace and its side trace each keep their own",
-		      tm_of(&t, 8) != tm && tm_get(tm_of(&t, 8), 42 | 8ULL << 32, 3, 9, &mc, &sz) == 0 &&
+		      tm_of(&t, 8) != tm && tm_get(&t, 42, 8, 3, 9, &mc, &sz) == 0 &&
 		      mc == mc0 + 0x2000 && tm_of(&t, 7 + LMT_TM) == tm);
 		CHECK("tm_get: kept again under the new trgen: the new code",
-		      tm_get(tm, k1, 3, 10, &mc, &sz) == 0 && mc == mc0 + 0x1000 &&
-		      sz == 0x200 && tm_get(tm, k1, 3, 9, &mc, &sz) == -1);
+		      tm_get(&t, 42, 7, 3, 10, &mc, &sz) == 0 && mc == mc0 + 0x1000 &&
+		      sz == 0x200 && tm_get(&t, 42, 7, 3, 9, &mc, &sz) == -1);
 	}
 	return fails != 0;
 }
