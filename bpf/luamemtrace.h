@@ -313,6 +313,13 @@ static inline __u32 lmt_ev_naddr_w(__u8 fl)
 	return 1 + !!(fl & LMT_EV_LOC);
 }
 
+/* The word of the event of kind with flags fl holding its oaddr (a free,
+ * a realloc: after its naddr and nsize); its osize is the next. */
+static inline __u32 lmt_ev_oaddr_w(__u8 kind, __u8 fl)
+{
+	return lmt_ev_naddr_w(fl) + 2 * (kind == LMT_REALLOC);
+}
+
 /* The words an event of kind with flags fl takes. */
 static inline __u32 lmt_ev_words(__u8 kind, __u8 fl)
 {
@@ -349,6 +356,21 @@ static __always_inline __u32 lmt_ev_pack(__u64 *w, const struct lmt_ev *e, __u64
 	return n;
 }
 
+/* The location, addresses and sizes of the event at w, of kind with flags
+ * fl (lmt_ev_words checked), each 0 where it has none. */
+static inline void lmt_ev_fields(const __u64 *w, __u8 kind, __u8 fl, __u64 *loc, __u64 *oaddr,
+				 __u64 *osize, __u64 *naddr, __u64 *nsize)
+{
+	const __u32 na = lmt_ev_naddr_w(fl), oa = lmt_ev_oaddr_w(kind, fl);
+	const int has_o = kind == LMT_FREE || kind == LMT_REALLOC;
+
+	*loc = (fl & LMT_EV_LOC) ? w[1] : 0;
+	*oaddr = has_o ? w[oa] : 0;
+	*osize = has_o ? w[oa + 1] : 0;
+	*naddr = kind == LMT_FREE ? 0 : w[na];
+	*nsize = kind == LMT_FREE ? 0 : w[na + 1];
+}
+
 /* Unpacks the event at w, of at most avail words, into e: its number of
  * words, 0 if they do not make an event. */
 static inline __u32 lmt_ev_unpack(const __u64 *w, __u64 avail, struct lmt_ev *e)
@@ -356,32 +378,23 @@ static inline __u32 lmt_ev_unpack(const __u64 *w, __u64 avail, struct lmt_ev *e)
 	const __u64 h = w[0];
 	const __u8 kind = lmt_ev_kind(h), fl = lmt_ev_flags(h);
 	const __u32 n = lmt_ev_nw(h);
-	__u32 i = 1;
+	__u32 i;
 
 	if (!avail || kind < LMT_ALLOC || kind > LMT_RET || n != lmt_ev_words(kind, fl) ||
 	    n > avail)
 		return 0;
-	*e = (struct lmt_ev){ .kind = kind, .src = (__u8)(h >> 8),
-			      .flags = fl & ~LMT_EV_WIRE, .line = (__u32)(h >> 32) };
-	if (fl & LMT_EV_LOC)
-		e->loc = w[i++];
-	if (kind == LMT_FREE) {
-		e->oaddr = w[i];
-		e->osize = w[i + 1];
-	} else {
-		e->naddr = w[i];
-		e->nsize = w[i + 1];
-	}
-	i += 2;
-	if (kind == LMT_REALLOC) {
-		e->oaddr = w[i];
-		e->osize = w[i + 1];
-		i += 2;
-	}
-	if (fl & LMT_EV_STK)
-		e->stk = w[i++];
-	if (fl & LMT_EV_SEQ)
-		e->seq = w[i++];
+	/* Field by field: a compound literal's zeroing is a rep stos, as
+	 * costly as the rest (user space unpacks every event). */
+	e->kind = kind;
+	e->src = (__u8)(h >> 8);
+	e->flags = fl & ~LMT_EV_WIRE;
+	e->pad = 0;
+	e->line = (__u32)(h >> 32);
+	lmt_ev_fields(w, kind, fl, &e->loc, &e->oaddr, &e->osize, &e->naddr, &e->nsize);
+	i = lmt_ev_oaddr_w(kind, fl) + 2; /* past the last address and size */
+	e->stk = (fl & LMT_EV_STK) ? w[i] : 0;
+	i += !!(fl & LMT_EV_STK);
+	e->seq = (fl & LMT_EV_SEQ) ? w[i] : 0;
 	return n;
 }
 

@@ -194,6 +194,42 @@ void cfunc_name(struct tvm *v, uint64_t f)
 					  .name = buf, .name_len = strlen(buf) });
 }
 
+/* Event r as the stream has it, before ev_where. Field by field: a
+ * compound literal's zeroing is a rep stos, whose start cost as much as
+ * the rest of a lone stream's event. */
+static inline void ev_event(struct mp_event *m, const struct lmt_ev *r)
+{
+	m->kind = r->kind;
+	m->src = r->src;
+	m->loc = r->loc;
+	m->line = r->line;
+	m->oaddr = r->oaddr;
+	m->osize = r->osize;
+	m->naddr = r->naddr;
+	m->nsize = r->nsize;
+}
+
+/* Event m's place in the source (src and flags as it came: LMT_EV_*): a
+ * position to its line; compiled code to its line through the trace's
+ * snapshots, where in *at (chain -2: not in a trace); an exit that cannot
+ * be told is the VM's, as in-VM. */
+static inline void ev_where(struct tvm *v, struct mp_event *m, uint8_t src, uint8_t flags,
+			    struct tloc *at)
+{
+	if (flags & LMT_EV_POS)
+		pos_line(v, m);
+	at->chain = -2;
+	if (src == LMT_SRC_TRACE && (flags & (LMT_EV_MCOFS | LMT_EV_EXIT)) &&
+	    traces_line(v, m, flags, at)) {
+		if (flags & LMT_EV_EXIT)
+			*m = (struct mp_event){ .kind = m->kind, .src = MP_SRC_INTERNAL,
+						.oaddr = m->oaddr, .osize = m->osize,
+						.naddr = m->naddr, .nsize = m->nsize };
+		else
+			m->line = 0;
+	}
+}
+
 /* An event of VM v into its stream. */
 static void ev_out(struct tvm *v, const struct lmt_ev *r)
 {
@@ -202,24 +238,8 @@ static void ev_out(struct tvm *v, const struct lmt_ev *r)
 
 	/* It, and the symbols it needs first, in its number's turn. */
 	out_at(v->out, v, r->seq);
-	m = (struct mp_event){ .kind = r->kind, .src = r->src, .loc = r->loc,
-			       .line = r->line, .oaddr = r->oaddr,
-			       .osize = r->osize, .naddr = r->naddr,
-			       .nsize = r->nsize };
-	if (r->flags & LMT_EV_POS)
-		pos_line(v, &m);
-	/* Compiled code: to its line through the trace's snapshots;
-	 * an exit that cannot be told is the VM's, as in-VM. */
-	at.chain = -2; /* not in a trace */
-	if (r->src == LMT_SRC_TRACE && (r->flags & (LMT_EV_MCOFS | LMT_EV_EXIT)) &&
-	    traces_line(v, &m, r->flags, &at)) {
-		if (r->flags & LMT_EV_EXIT)
-			m = (struct mp_event){ .kind = m.kind, .src = MP_SRC_INTERNAL,
-					       .oaddr = m.oaddr, .osize = m.osize,
-					       .naddr = m.naddr, .nsize = m.nsize };
-		else
-			m.line = 0;
-	}
+	ev_event(&m, r);
+	ev_where(v, &m, r->src, r->flags, &at);
 	if (m.src == MP_SRC_CFUNC) {
 		syms_cfunc(&v->p->syms, m.loc);
 		cfunc_name(v, m.loc);
@@ -400,6 +420,47 @@ static void evs_lost(struct tr *t, struct evs *it)
 		t->bad_recs++;
 }
 
+/* VM v's batch where its stream is lone (out_lone): each event straight
+ * into the stream, without ev_out's steps for what it does not need; one
+ * that needs more (an address awaited, a C function's names, a stack, an
+ * odd source) goes the general way. */
+static void lone_batch(struct tr *t, struct tvm *v, struct evs *it)
+{
+	struct lmt_ev r;
+	struct mp_event m;
+	struct tloc at;
+
+	while (it->left) {
+		const __u64 *w = it->w, h = w[0];
+		const __u8 kind = lmt_ev_kind(h), fl = lmt_ev_flags(h), src = (__u8)(h >> 8);
+		const __u32 n = lmt_ev_nw(h);
+		__u64 loc, oa, os, na, ns;
+
+		if (kind < LMT_ALLOC || kind > LMT_REALLOC || src < LMT_SRC_INTERNAL ||
+		    src > LMT_SRC_TRACE || src == LMT_SRC_CFUNC || (fl & LMT_EV_STK) ||
+		    n > it->left || n != lmt_ev_words(kind, fl) ||
+		    (kind != LMT_FREE && lmt_await_mark(w[lmt_ev_naddr_w(fl)]))) {
+			if (!ev_next(t, it, &r))
+				return;
+			batch_ev(t, v->p->pid, v, &r);
+			continue;
+		}
+		m.kind = kind;
+		m.src = src;
+		m.line = (uint32_t)(h >> 32);
+		lmt_ev_fields(w, kind, fl, &loc, &oa, &os, &na, &ns);
+		m.loc = loc;
+		m.oaddr = oa;
+		m.osize = os;
+		m.naddr = na;
+		m.nsize = ns;
+		it->w += n;
+		it->left -= n;
+		ev_where(v, &m, src, fl & ~LMT_EV_WIRE, &at);
+		out_lone_event(v->out, &m);
+	}
+}
+
 /* A slot's batch (struct lmt_slot), or returns alone (LMT_VM_NONE). */
 static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 {
@@ -415,8 +476,11 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 		evs_lost(t, &it);
 		return;
 	}
-	while (ev_next(t, &it, &r))
-		batch_ev(t, hd.tgid, v, &r);
+	if (v && out_lone(v->out))
+		lone_batch(t, v, &it);
+	else
+		while (ev_next(t, &it, &r))
+			batch_ev(t, hd.tgid, v, &r);
 	if (v)
 		out_at(v->out, NULL, 0);
 }

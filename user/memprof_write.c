@@ -55,19 +55,37 @@ static void put_raw(struct mpw *w, const void *p, size_t n)
 	}
 }
 
-/* Shortest-form ULEB128; at most 10 octets for a uint64. */
+/* Shortest-form ULEB128; at most 10 octets for a uint64. Below 2^56,
+ * the 7-bit groups are spread over a word at once and stored whole: up
+ * to 7 bytes past the last are scratch (callers leave room). */
 static inline unsigned char *uleb(unsigned char *p, uint64_t v)
 {
-	while (v >= 0x80) {
-		*p++ = (unsigned char)(v | 0x80);
-		v >>= 7;
+	uint64_t x;
+	unsigned n;
+
+	if (v < 0x80) {
+		*p = (unsigned char)v;
+		return p + 1;
 	}
-	*p++ = (unsigned char)v;
-	return p;
+	if (v >> 56) {
+		while (v >= 0x80) {
+			*p++ = (unsigned char)(v | 0x80);
+			v >>= 7;
+		}
+		*p++ = (unsigned char)v;
+		return p;
+	}
+	n = (unsigned)(70 - __builtin_clzll(v)) / 7; /* bytes: 2..8 */
+	x = (v & 0x7f) | (v << 1 & 0x7f00) | (v << 2 & 0x7f0000) | (v << 3 & 0x7f000000) |
+	    (v << 4 & 0x7f00000000ULL) | (v << 5 & 0x7f0000000000ULL) |
+	    (v << 6 & 0x7f000000000000ULL) | (v << 7 & 0x7f00000000000000ULL);
+	x |= 0x8080808080808080ULL & ((1ULL << (8 * n - 8)) - 1);
+	memcpy(p, &x, 8);
+	return p + n;
 }
 
 /* A record without strings fits a small stack buffer (hdr + 6 ulebs). */
-#define REC_MAX (1 + 6 * 10)
+#define REC_MAX (1 + 6 * 10 + 7)
 
 static void put_string(struct mpw *w, const char *s, size_t n)
 {

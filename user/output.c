@@ -125,11 +125,7 @@ static void event_now(void *ctx, const struct mp_event *e, uint32_t sid)
 		report_events_stk(o->rep, e, &sid, 1);
 	else if (o->tally)
 		report_event(o->rep, e);
-	o->n[e->kind & 3]++;
-	if (e->kind & MP_ALLOC)
-		o->bytes_alloc += e->nsize;
-	if (e->kind & MP_FREE)
-		o->bytes_free += e->osize;
+	out_count(o, e);
 }
 
 /* A record held out of order for want of memory: said once. */

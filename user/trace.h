@@ -375,6 +375,27 @@ int out_merge(struct tout *o);
 void proc_sym(void *ctx, const struct mp_sym *s);
 /* An event, and its stack's number in the companion (0: none). */
 void out_event(struct tout *o, const struct mp_event *e, uint32_t sid);
+/* Events may go straight to the stream (out_lone_event): one VM's, no
+ * companion, nothing tallied, not finished. */
+static inline int out_lone(const struct tout *o)
+{
+	return !o->mg && !o->sk && !o->tally && !o->finished && o->fd >= 0;
+}
+/* An event counted, by kind and bytes. */
+static inline void out_count(struct tout *o, const struct mp_event *e)
+{
+	o->n[e->kind & 3]++;
+	if (e->kind & MP_ALLOC)
+		o->bytes_alloc += e->nsize;
+	if (e->kind & MP_FREE)
+		o->bytes_free += e->osize;
+}
+/* out_event of an event without a stack where out_lone holds. */
+static inline void out_lone_event(struct tout *o, const struct mp_event *e)
+{
+	mpw_event(&o->w, e);
+	out_count(o, e);
+}
 /* Ends a stream: its epilogue and final sidecar. */
 void out_finish(struct tr *t, struct tout *o, const char *end);
 /* Its sidecar, now (done: final). */
