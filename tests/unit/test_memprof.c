@@ -203,6 +203,18 @@ static void test_uleb(void)
 		{ 128, "\x80\x01", 2 },
 		{ 300, "\xac\x02", 2 },
 		{ 0x40ac5728, "\xa8\xae\xb1\x85\x04", 5 },
+		/* each length of the writer's word-at-once form, 2 to 8
+		 * bytes, at and past its bounds; a user address */
+		{ 0x3fffULL, "\xff\x7f", 2 },
+		{ 0x4000ULL, "\x80\x80\x01", 3 },
+		{ 0x200000ULL, "\x80\x80\x80\x01", 4 },
+		{ 0x10000005ULL, "\x85\x80\x80\x80\x01", 5 },
+		{ 0x7ffffffffULL, "\xff\xff\xff\xff\x7f", 5 },
+		{ 0x40000000003ULL, "\x83\x80\x80\x80\x80\x80\x01", 7 },
+		{ 0x7f0123456789ULL, "\x89\xcf\x95\x9a\x92\xe0\x1f", 7 },
+		{ 0x2000000000000ULL, "\x80\x80\x80\x80\x80\x80\x80\x01", 8 },
+		{ 0xffffffffffffffULL, "\xff\xff\xff\xff\xff\xff\xff\x7f", 8 },
+		{ 0x100000000000000ULL, "\x80\x80\x80\x80\x80\x80\x80\x80\x01", 9 },
 		{ UINT64_MAX, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10 },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
