@@ -113,7 +113,6 @@ static __always_inline int await_fill(struct ctx *c, struct lmt_slot *sl, __u32 
 		if (await_test == 2) {
 			flush_locked(c, sl);
 		} else {
-			/* a realloc's oaddr: after its naddr and nsize */
 			oaddr = kind == LMT_REALLOC ? w[lmt_ev_oaddr_w(kind, fl) & 7] : 0;
 			if (multi && lmt_await_renumbers(kind, oaddr, ret)) {
 				/* Packed before numbering began, it has no

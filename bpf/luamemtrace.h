@@ -289,11 +289,20 @@ enum lmt_src {
 #define LMT_EV_WIRE (LMT_EV_LOC | LMT_EV_STK | LMT_EV_SEQ)
 #define LMT_EV_WMAX 8 /* words of the longest event */
 
-/* The header word's fields: kind, flags and words (src and line are read
- * by lmt_ev_unpack alone). */
+/* The header word's fields: kind, source, flags, words and line. */
 static inline __u8 lmt_ev_kind(__u64 h)
 {
 	return (__u8)h;
+}
+
+static inline __u8 lmt_ev_src(__u64 h)
+{
+	return (__u8)(h >> 8);
+}
+
+static inline __u32 lmt_ev_line(__u64 h)
+{
+	return (__u32)(h >> 32);
 }
 
 static inline __u8 lmt_ev_flags(__u64 h)
@@ -306,6 +315,21 @@ static inline __u32 lmt_ev_nw(__u64 h)
 	return (__u8)(h >> 24);
 }
 
+static inline __u32 lmt_ev_words(__u8 kind, __u8 fl);
+
+/* The words of the event whose header is h, of at most avail words: 0 if
+ * they do not make an event. */
+static inline __u32 lmt_ev_check(__u64 h, __u64 avail)
+{
+	const __u8 kind = lmt_ev_kind(h);
+	const __u32 n = lmt_ev_nw(h);
+
+	if (!avail || kind < LMT_ALLOC || kind > LMT_RET || n != lmt_ev_words(kind, lmt_ev_flags(h)) ||
+	    n > avail)
+		return 0;
+	return n;
+}
+
 /* The word of the event with flags fl holding its naddr (an allocation, a
  * realloc, a return). */
 static inline __u32 lmt_ev_naddr_w(__u8 fl)
@@ -313,8 +337,10 @@ static inline __u32 lmt_ev_naddr_w(__u8 fl)
 	return 1 + !!(fl & LMT_EV_LOC);
 }
 
-/* The word of the event of kind with flags fl holding its oaddr (a free,
- * a realloc: after its naddr and nsize); its osize is the next. */
+/* The word of the event of kind with flags fl holding its oaddr (a free;
+ * a realloc: after its naddr and nsize), its osize the next; for the
+ * other kinds, which have none, naddr's: so + 2 is past the last address
+ * and size of any kind. */
 static inline __u32 lmt_ev_oaddr_w(__u8 kind, __u8 fl)
 {
 	return lmt_ev_naddr_w(fl) + 2 * (kind == LMT_REALLOC);
@@ -357,7 +383,7 @@ static __always_inline __u32 lmt_ev_pack(__u64 *w, const struct lmt_ev *e, __u64
 }
 
 /* The location, addresses and sizes of the event at w, of kind with flags
- * fl (lmt_ev_words checked), each 0 where it has none. */
+ * fl (lmt_ev_check passed), each 0 where it has none. */
 static inline void lmt_ev_fields(const __u64 *w, __u8 kind, __u8 fl, __u64 *loc, __u64 *oaddr,
 				 __u64 *osize, __u64 *naddr, __u64 *nsize)
 {
@@ -375,23 +401,22 @@ static inline void lmt_ev_fields(const __u64 *w, __u8 kind, __u8 fl, __u64 *loc,
  * words, 0 if they do not make an event. */
 static inline __u32 lmt_ev_unpack(const __u64 *w, __u64 avail, struct lmt_ev *e)
 {
-	const __u64 h = w[0];
+	const __u64 h = avail ? w[0] : 0;
 	const __u8 kind = lmt_ev_kind(h), fl = lmt_ev_flags(h);
-	const __u32 n = lmt_ev_nw(h);
+	const __u32 n = lmt_ev_check(h, avail);
 	__u32 i;
 
-	if (!avail || kind < LMT_ALLOC || kind > LMT_RET || n != lmt_ev_words(kind, fl) ||
-	    n > avail)
+	if (!n)
 		return 0;
 	/* Field by field: a compound literal's zeroing is a rep stos, as
 	 * costly as the rest (user space unpacks every event). */
 	e->kind = kind;
-	e->src = (__u8)(h >> 8);
+	e->src = lmt_ev_src(h);
 	e->flags = fl & ~LMT_EV_WIRE;
 	e->pad = 0;
-	e->line = (__u32)(h >> 32);
+	e->line = lmt_ev_line(h);
 	lmt_ev_fields(w, kind, fl, &e->loc, &e->oaddr, &e->osize, &e->naddr, &e->nsize);
-	i = lmt_ev_oaddr_w(kind, fl) + 2; /* past the last address and size */
+	i = lmt_ev_oaddr_w(kind, fl) + 2;
 	e->stk = (fl & LMT_EV_STK) ? w[i] : 0;
 	i += !!(fl & LMT_EV_STK);
 	e->seq = (fl & LMT_EV_SEQ) ? w[i] : 0;

@@ -359,13 +359,24 @@ static void awaits_end(struct tr *t, uint32_t tgid)
 /* -- Batches --------------------------------------------------------------- */
 
 /* An event of process tgid's VM v (NULL: a return alone). */
+static inline int ev_src_ok(uint8_t src)
+{
+	return src >= LMT_SRC_INTERNAL && src <= LMT_SRC_TRACE;
+}
+
+/* An allocation whose address its return will bring (await_hold). */
+static inline int ev_awaits(uint8_t kind, uint64_t naddr)
+{
+	return kind != LMT_FREE && kind != LMT_RET && lmt_await_mark(naddr);
+}
+
 static void batch_ev(struct tr *t, uint32_t tgid, struct tvm *v, const struct lmt_ev *r)
 {
 	if (r->kind == LMT_RET)
 		await_ret(t, tgid, r);
-	else if (!v || r->src < LMT_SRC_INTERNAL || r->src > LMT_SRC_TRACE)
+	else if (!v || !ev_src_ok(r->src))
 		t->bad_recs++;
-	else if (r->kind != LMT_FREE && lmt_await_mark(r->naddr))
+	else if (ev_awaits(r->kind, r->naddr))
 		await_hold(t, v, r);
 	else
 		ev_out(v, r);
@@ -420,11 +431,12 @@ static void evs_lost(struct tr *t, struct evs *it)
 		t->bad_recs++;
 }
 
-/* VM v's batch where its stream is lone (out_lone): each event straight
- * into the stream, without ev_out's steps for what it does not need; one
- * that needs more (an address awaited, a C function's names, a stack, an
- * odd source) goes the general way. */
-static void lone_batch(struct tr *t, struct tvm *v, struct evs *it)
+/* VM v's batch where its stream is lone (out_lone), of process tgid:
+ * each event from its words straight into the stream, without ev_next's
+ * and ev_out's copies; one that needs more (a return, an address awaited,
+ * a C function's names, a stack) or that does not check goes the general
+ * way, which counts what cannot be read. */
+static void lone_batch(struct tr *t, uint32_t tgid, struct tvm *v, struct evs *it)
 {
 	struct lmt_ev r;
 	struct mp_event m;
@@ -432,22 +444,22 @@ static void lone_batch(struct tr *t, struct tvm *v, struct evs *it)
 
 	while (it->left) {
 		const __u64 *w = it->w, h = w[0];
-		const __u8 kind = lmt_ev_kind(h), fl = lmt_ev_flags(h), src = (__u8)(h >> 8);
-		const __u32 n = lmt_ev_nw(h);
+		const __u8 kind = lmt_ev_kind(h), fl = lmt_ev_flags(h), src = lmt_ev_src(h);
+		const __u32 n = lmt_ev_check(h, it->left);
 		__u64 loc, oa, os, na, ns;
 
-		if (kind < LMT_ALLOC || kind > LMT_REALLOC || src < LMT_SRC_INTERNAL ||
-		    src > LMT_SRC_TRACE || src == LMT_SRC_CFUNC || (fl & LMT_EV_STK) ||
-		    n > it->left || n != lmt_ev_words(kind, fl) ||
-		    (kind != LMT_FREE && lmt_await_mark(w[lmt_ev_naddr_w(fl)]))) {
+		if (!n || kind == LMT_RET || !ev_src_ok(src) || src == LMT_SRC_CFUNC ||
+		    (fl & LMT_EV_STK) || ev_awaits(kind, w[lmt_ev_naddr_w(fl)])) {
 			if (!ev_next(t, it, &r))
 				return;
-			batch_ev(t, v->p->pid, v, &r);
+			batch_ev(t, tgid, v, &r);
 			continue;
 		}
+		/* Field by field: a compound literal's zeroing is a rep stos,
+		 * whose start was a third of this loop. */
 		m.kind = kind;
 		m.src = src;
-		m.line = (uint32_t)(h >> 32);
+		m.line = lmt_ev_line(h);
 		lmt_ev_fields(w, kind, fl, &loc, &oa, &os, &na, &ns);
 		m.loc = loc;
 		m.oaddr = oa;
@@ -477,7 +489,7 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 		return;
 	}
 	if (v && out_lone(v->out))
-		lone_batch(t, v, &it);
+		lone_batch(t, hd.tgid, v, &it);
 	else
 		while (ev_next(t, &it, &r))
 			batch_ev(t, hd.tgid, v, &r);

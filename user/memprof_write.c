@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "memprof_write.h"
+#include "uleb.h"
 
 #define LJS_PROLOGUE "ljs\x03\x00\x00\x00"
 #define LJM_PROLOGUE "ljm\x03\x00\x00\x00"
@@ -55,42 +56,13 @@ static void put_raw(struct mpw *w, const void *p, size_t n)
 	}
 }
 
-/* Shortest-form ULEB128; at most 10 octets for a uint64. Below 2^56,
- * the 7-bit groups are spread over a word at once and stored whole: up
- * to 7 bytes past the last are scratch (callers leave room). */
-static inline unsigned char *uleb(unsigned char *p, uint64_t v)
-{
-	uint64_t x;
-	unsigned n;
-
-	if (v < 0x80) {
-		*p = (unsigned char)v;
-		return p + 1;
-	}
-	if (v >> 56) {
-		while (v >= 0x80) {
-			*p++ = (unsigned char)(v | 0x80);
-			v >>= 7;
-		}
-		*p++ = (unsigned char)v;
-		return p;
-	}
-	n = (unsigned)(70 - __builtin_clzll(v)) / 7; /* bytes: 2..8 */
-	x = (v & 0x7f) | (v << 1 & 0x7f00) | (v << 2 & 0x7f0000) | (v << 3 & 0x7f000000) |
-	    (v << 4 & 0x7f00000000ULL) | (v << 5 & 0x7f0000000000ULL) |
-	    (v << 6 & 0x7f000000000000ULL) | (v << 7 & 0x7f00000000000000ULL);
-	x |= 0x8080808080808080ULL & ((1ULL << (8 * n - 8)) - 1);
-	memcpy(p, &x, 8);
-	return p + n;
-}
-
 /* A record without strings fits a small stack buffer (hdr + 6 ulebs). */
-#define REC_MAX (1 + 6 * 10 + 7)
+#define REC_MAX (1 + 6 * 10)
 
 static void put_string(struct mpw *w, const char *s, size_t n)
 {
 	unsigned char tmp[10];
-	put_raw(w, tmp, (size_t)(uleb(tmp, n) - tmp));
+	put_raw(w, tmp, (size_t)(uleb_put(tmp, n) - tmp));
 	put_raw(w, s, n);
 }
 
@@ -119,17 +91,17 @@ void mpw_sym(struct mpw *w, const struct mp_sym *s)
 	hdr = w->in_events ? (unsigned char)(AEVENT_SYMTAB | ((s->kind + 2) << ASOURCE_SHIFT))
 			   : s->kind;
 	*p++ = hdr;
-	p = uleb(p, s->addr);
+	p = uleb_put(p, s->addr);
 	if (s->kind == MP_SYM_TRACE) {
-		p = uleb(p, s->proto);
-		p = uleb(p, s->line);
+		p = uleb_put(p, s->proto);
+		p = uleb_put(p, s->line);
 		put_raw(w, rec, (size_t)(p - rec));
 		return;
 	}
 	put_raw(w, rec, (size_t)(p - rec));
 	put_string(w, s->name, s->name_len);
 	if (s->kind == MP_SYM_LFUNC) {
-		p = uleb(rec, s->line);
+		p = uleb_put(rec, s->line);
 		put_raw(w, rec, (size_t)(p - rec));
 	}
 }
@@ -161,23 +133,23 @@ void mpw_event(struct mpw *w, const struct mp_event *e)
 	*p++ = (unsigned char)(e->kind | (e->src << ASOURCE_SHIFT));
 	switch (e->src) {
 	case MP_SRC_LFUNC:
-		p = uleb(p, e->loc);
-		p = uleb(p, e->line);
+		p = uleb_put(p, e->loc);
+		p = uleb_put(p, e->line);
 		break;
 	case MP_SRC_CFUNC:
 	case MP_SRC_TRACE:
-		p = uleb(p, e->loc);
+		p = uleb_put(p, e->loc);
 		break;
 	default:
 		break;
 	}
 	if (e->kind & MP_FREE) {
-		p = uleb(p, e->oaddr);
-		p = uleb(p, e->osize);
+		p = uleb_put(p, e->oaddr);
+		p = uleb_put(p, e->osize);
 	}
 	if (e->kind & MP_ALLOC) {
-		p = uleb(p, e->naddr);
-		p = uleb(p, e->nsize);
+		p = uleb_put(p, e->naddr);
+		p = uleb_put(p, e->nsize);
 	}
 	if (s == rec) {
 		put_raw(w, rec, (size_t)(p - rec));

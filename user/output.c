@@ -117,14 +117,16 @@ static void event_now(void *ctx, const struct mp_event *e, uint32_t sid)
 		return;
 	if (sid)
 		sid = stk_number(o, sid); /* a held stack's, numbered now */
-	if (o->fd >= 0)
-		mpw_event(&o->w, e);
 	if (o->sk)
 		skw_event(o->sk, sid);
-	if (o->tally && o->stk)
+	if (!o->stk) {
+		out_lone_event(o, e);
+		return;
+	}
+	if (o->fd >= 0)
+		mpw_event(&o->w, e);
+	if (o->tally)
 		report_events_stk(o->rep, e, &sid, 1);
-	else if (o->tally)
-		report_event(o->rep, e);
 	out_count(o, e);
 }
 

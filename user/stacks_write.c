@@ -8,6 +8,7 @@
 
 #include "stacks.h"
 #include "stacks_bytes.h"
+#include "uleb.h"
 
 #define SK_PEND_MAX 4096 /* events per EVENTS record at most */
 
@@ -37,22 +38,12 @@ static unsigned char *room(struct skw *w, size_t n)
 	return w->err ? NULL : w->buf + w->len;
 }
 
-static unsigned char *uleb(unsigned char *p, uint64_t v)
-{
-	do {
-		unsigned char b = v & 0x7f;
-		v >>= 7;
-		*p++ = b | (v ? 0x80 : 0);
-	} while (v);
-	return p;
-}
-
 static void put_uleb(struct skw *w, uint64_t v)
 {
 	unsigned char *p = room(w, 10);
 
 	if (p)
-		w->len = (size_t)(uleb(p, v) - w->buf);
+		w->len = (size_t)(uleb_put(p, v) - w->buf);
 }
 
 static void put_byte(struct skw *w, unsigned char b)

@@ -18,6 +18,7 @@
 
 #include "luamemtrace.skel.h"
 #include "memprof_write.h"
+#include "report.h"
 #include "stacks.h"
 #include "probe.h"
 #include "proc.h"
@@ -376,10 +377,10 @@ void proc_sym(void *ctx, const struct mp_sym *s);
 /* An event, and its stack's number in the companion (0: none). */
 void out_event(struct tout *o, const struct mp_event *e, uint32_t sid);
 /* Events may go straight to the stream (out_lone_event): one VM's, no
- * companion, nothing tallied, not finished. */
+ * stacks, not finished. */
 static inline int out_lone(const struct tout *o)
 {
-	return !o->mg && !o->sk && !o->tally && !o->finished && o->fd >= 0;
+	return !o->mg && !o->sk && !o->stk && !o->finished;
 }
 /* An event counted, by kind and bytes. */
 static inline void out_count(struct tout *o, const struct mp_event *e)
@@ -390,10 +391,13 @@ static inline void out_count(struct tout *o, const struct mp_event *e)
 	if (e->kind & MP_FREE)
 		o->bytes_free += e->osize;
 }
-/* out_event of an event without a stack where out_lone holds. */
+/* An event without a stack written, tallied (top sites) and counted. */
 static inline void out_lone_event(struct tout *o, const struct mp_event *e)
 {
-	mpw_event(&o->w, e);
+	if (o->fd >= 0)
+		mpw_event(&o->w, e);
+	if (o->tally)
+		report_event(o->rep, e);
 	out_count(o, e);
 }
 /* Ends a stream: its epilogue and final sidecar. */
