@@ -137,7 +137,7 @@ clean:
 	rm -rf $(OUT) luamemtrace
 
 # Test helpers built from tests/ (not installed).
-$(OUT)/mpdump: tests/tools/mpdump.c user/memprof_read.c user/memprof_write.c user/esc.c user/memprof.h user/memprof_read.h user/memprof_write.h user/esc.h | $(OUT)
+$(OUT)/mpdump: tests/tools/mpdump.c user/memprof_read.c user/memprof_write.c user/esc.c user/memprof.h user/memprof_read.h user/memprof_write.h user/uleb.h user/esc.h | $(OUT)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/tools/mpdump.c user/memprof_read.c user/memprof_write.c user/esc.c
 
 $(OUT)/host: tests/c/host.c | $(OUT)
@@ -145,6 +145,9 @@ $(OUT)/host: tests/c/host.c | $(OUT)
 
 $(OUT)/collapse: tests/tools/collapse.c | $(OUT)
 	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+$(OUT)/bpflines: tests/tools/bpflines.c | $(OUT)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -lbpf
 
 # A Lua C module (tests/faults.bats: a module loaded just before the exit).
 $(OUT)/lmtmod.so: tests/c/lmtmod.c | $(OUT)
