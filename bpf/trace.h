@@ -33,9 +33,10 @@ static __always_inline long dr_trace_hint(struct lmt_percpu *t, __u64 pgd, __u64
 
 	if (h[1] != mc || h[2] != pgd || a < sp || a - sp >= LMT_STKW * 8)
 		return -1;
-	/* kept: through a kept walk alone (dr_kaddr), inline */
-	d = dr_kaddr(t, pgd, a, 8);
-	if (!d && (kept || !(d = dr_addr(t, pgd, a, 8))))
+	/* kept: through a kept walk alone (dr_kaddr), inline; else dr_addr,
+	 * which tries the kept walks first itself */
+	d = kept ? dr_kaddr(t, pgd, a, 8) : dr_addr(t, pgd, a, 8);
+	if (!d)
 		return -1;
 	v = kld(d);
 	return v - mc < sz && dr_same(t) ? (long)(v - mc) : -1;

@@ -358,7 +358,7 @@ static void awaits_end(struct tr *t, uint32_t tgid)
 
 /* -- Batches --------------------------------------------------------------- */
 
-/* An event of process tgid's VM v (NULL: a return alone). */
+/* A source an event may have. */
 static inline int ev_src_ok(uint8_t src)
 {
 	return src >= LMT_SRC_INTERNAL && src <= LMT_SRC_TRACE;
@@ -370,6 +370,7 @@ static inline int ev_awaits(uint8_t kind, uint64_t naddr)
 	return kind != LMT_FREE && kind != LMT_RET && lmt_await_mark(naddr);
 }
 
+/* An event of process tgid's VM v (NULL: a return alone). */
 static void batch_ev(struct tr *t, uint32_t tgid, struct tvm *v, const struct lmt_ev *r)
 {
 	if (r->kind == LMT_RET)
@@ -455,8 +456,7 @@ static void lone_batch(struct tr *t, uint32_t tgid, struct tvm *v, struct evs *i
 			batch_ev(t, tgid, v, &r);
 			continue;
 		}
-		/* Field by field: a compound literal's zeroing is a rep stos,
-		 * whose start was a third of this loop. */
+		/* Field by field, as ev_event. */
 		m.kind = kind;
 		m.src = src;
 		m.line = lmt_ev_line(h);

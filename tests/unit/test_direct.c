@@ -288,8 +288,9 @@ int main(void)
 		      loads == 1 + 1 + 1 && loads < full);
 		tlbgen++;
 		loads = 0;
-		CHECK("trace_ret: ... after a flush: no kept walk stands, the page walked again",
-		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x40 && loads == 1 + 1 + 4 + 1 + 1);
+		CHECK("trace_ret: ... after a flush: no kept walk stands, the page walked again "
+		      "(the generation, the walk, the word, the check)",
+		      dr_trace_ret(&t, pgd, sp, mc, sz) == 0x40 && loads == 1 + 4 + 1 + 1);
 		dr_newrun(&t);
 		loads = 0;
 		CHECK("trace_ret: through deeper C frames (sp lower): taken at once",
