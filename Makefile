@@ -91,6 +91,12 @@ $(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) $(FG_OBJ) user/probe
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
 		-o $@ $< $(LIB_SRC) $(FG_OBJ) user/probe.c user/layout.c -lcapstone -lprotobuf-c -lz -lm -lpthread
 
+# bpf/lja.h against the real allocator: Debian's libluajit.
+$(OUT)/unit/test_lja: tests/unit/test_lja.c tests/unit/check.h bpf/lja.h | $(OUT)
+	@mkdir -p $(OUT)/unit
+	$(CC) $(ALL_CFLAGS) -I/usr/include/luajit-2.1 -fsanitize=address,undefined \
+		-fno-sanitize-recover=all -o $@ $< -lluajit-5.1
+
 unit: $(UNIT_BIN)
 	@bash tests/run-unit.sh $(UNIT_BIN)
 

@@ -26,6 +26,7 @@
 #include "state.h"
 #include "lj.h"
 #include "direct.h"
+#include "lja.h"
 #include "read.h"
 #include "cache.h"
 #include "stop.h"
@@ -52,15 +53,18 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * sleep: per-CPU scratch is as safe as in a non-sleepable program. The
  * floor's programs are sleepable too, so the floor is the cheapest probe. */
 /* An attributed event goes, noted for its return (bpf/await.h); the
- * run's reads counted. */
-static __always_inline void deliver(struct ctx *c, struct lmt_ev *ev)
+ * run's reads counted. sess: the probe is a session, whose entry says
+ * whether its return runs: not for a free, nor for an allocation whose
+ * address the entry told (ev->naddr set), which then leave no note. */
+static __always_inline void deliver(struct ctx *c, struct lmt_ev *ev, const int sess)
 {
 	__u64 mark;
 	__u32 off = 0;
 
-	if (ev->kind == LMT_FREE) {
+	if (ev->kind == LMT_FREE || (sess && ev->naddr)) {
 		send(c, ev);
-		await_none(c, AW_FREE);
+		if (!sess)
+			await_none(c, AW_FREE);
 	} else {
 		mark = await_mark(c);
 		ev->naddr = mark;
@@ -68,6 +72,64 @@ static __always_inline void deliver(struct ctx *c, struct lmt_ev *ev)
 	}
 	c->st->reads += c->reads;
 	c->st->direct += c->direct;
+}
+
+/* -- Addresses told at entry (bpf/lja.h) ------------------------------- */
+
+/* A session's cookie: what its entry told its return, the address told
+ * and the VM's slot, for the return to check. */
+#define PRED_CK (1ULL << 63)
+#define PRED_SI(k) ((__u32)((k) >> 48) & (LMT_NSLOT - 1))
+#define PRED_ADDR(k) ((k) & ((1ULL << 48) - 1))
+
+/* An allocation's address at its entry, for a VM in a slot whose returns
+ * have not contradicted it: into ev->naddr where the VM's allocator has
+ * earned it (its returns agreed LMT_PRED_TRUST times) and this one is not
+ * checked (one in LMT_PRED_EVERY, or all under LMT_TEST_PREDICT), else
+ * into the cookie for the return to check. */
+static __always_inline void pred_tell(struct ctx *c, __u64 ud, struct lmt_ev *ev,
+				      __u64 *ck)
+{
+	struct lmt_slot *sl = c->sl;
+	__u64 a;
+
+	if (!sl || sl->pwrong || no_pred || no_attr || !(a = lja_predict(c, ud, ev->nsize)) ||
+	    a >= (1ULL << 48))
+		return;
+	if (pred_test == 2 && sl->pok >= LMT_PRED_TRUST)
+		a += LJA_MEM; /* the test of a contradiction after trust */
+	if (sl->pok >= LMT_PRED_TRUST && pred_test != 1 &&
+	    (++c->pc->pn & (LMT_PRED_EVERY - 1))) {
+		ev->naddr = a;
+		c->st->pred++;
+		return;
+	}
+	*ck = PRED_CK | (__u64)c->si << 48 | a;
+}
+
+/* The return's check of what its entry told (cookie k). A contradiction
+ * ends telling for the slot's VM: on trial (its allocator is not
+ * lj_alloc's: nothing told was used), or after (then the addresses told
+ * since its last check may be wrong: user space says so loudly,
+ * user/summary.c). */
+static __always_inline void pred_check(struct ctx *c, __u64 k, __u64 ret)
+{
+	__u32 si = PRED_SI(k);
+	struct lmt_slot *sl = bpf_map_lookup_elem(&slots, &si);
+
+	c->st->pchk++;
+	if (!sl)
+		return;
+	if (PRED_ADDR(k) == ret) {
+		if (sl->pok < LMT_PRED_TRUST)
+			sl->pok++;
+		return;
+	}
+	if (sl->pok >= LMT_PRED_TRUST)
+		c->st->pwrong++;
+	else
+		c->st->pdecl++;
+	sl->pwrong = 1;
 }
 
 /* --stacks: the event left in struct stk gets its stack (bpf/stack.h),
@@ -90,13 +152,18 @@ __noinline int stack_send(struct pt_regs *ctx)
 	s->ev.stk = stack_of(&c, vm, s);
 	if (!s->ev.stk)
 		c.st->lost_stk++;
-	deliver(&c, &s->ev);
+	deliver(&c, &s->ev, 0);
 	return 0;
 }
 
+/* An allocator call at its entry. ck: the session's cookie (NULL: the
+ * probe is no session; its return runs whatever this returns). A
+ * session's return runs where this returns 0: an allocation recorded
+ * whose address it did not tell, and, in the floor's --ab windows, every
+ * allocation (the floor's probes). */
 static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 				 __u64 osize, __u64 nsize, const int kst,
-				 const int stk)
+				 const int stk, __u64 *ck)
 {
 	struct ctx c = { .regs = ctx };
 	struct lmt_ev ev = { .kind = nsize == 0 ? LMT_FREE :
@@ -104,12 +171,17 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 			     .oaddr = ptr, .nsize = nsize };
 	const struct lmt_vm *vm;
 	struct gq q;
+	int ret;
 
-	if (ab_skip(nsize) || ctx_open(&c, ctx))
-		return 0;
+	if (ab_skip(nsize))
+		return nsize == 0;
+	if (ctx_open(&c, ctx))
+		return 1;
 	/* Not recorded: its return must not take an older note for its
 	 * own. */
 	if (duty_off || !(vm = vm_of(&c, ud))) {
+		if (ck)
+			return 1;
 		await_none(&c, nsize ? AW_NONE : AW_FREE);
 		return 0;
 	}
@@ -122,6 +194,8 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 		attribute(&c, vm, ptr, &ev, kst, &q);
 		obj_freed(&c, vm, &ev);
 	}
+	if (ck && ev.kind == LMT_ALLOC)
+		pred_tell(&c, ud, &ev, ck);
 	/* --stacks: stack_send walks the stack and sends the event. */
 	if (stk && ev.src != LMT_SRC_INTERNAL) {
 		struct stk *s = stk_get();
@@ -140,8 +214,11 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 		}
 		c.st->lost_stk++;
 	}
-	deliver(&c, &ev);
-	return 0;
+	/* No return for a free, nor for an address told (deliver marks
+	 * the others). */
+	ret = ck && (ev.kind == LMT_FREE || ev.naddr);
+	deliver(&c, &ev, ck != NULL);
+	return ret;
 }
 
 /* The allocator's entry probe: alloc_enter where the kernel keeps gread_k
@@ -150,39 +227,80 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 SEC("uprobe.s")
 int BPF_KPROBE(alloc_enter, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 {
-	return enter(ctx, ud, ptr, osize, nsize, 1, 0);
+	return enter(ctx, ud, ptr, osize, nsize, 1, 0, NULL);
 }
 
 SEC("uprobe.s")
 int BPF_KPROBE(alloc_enter_compat, __u64 ud, __u64 ptr, __u64 osize,
 	       __u64 nsize)
 {
-	return enter(ctx, ud, ptr, osize, nsize, 0, 0);
+	return enter(ctx, ud, ptr, osize, nsize, 0, 0, NULL);
 }
 
 SEC("uprobe.s")
 int BPF_KPROBE(alloc_enter_stk, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 {
-	return enter(ctx, ud, ptr, osize, nsize, 1, 1);
+	return enter(ctx, ud, ptr, osize, nsize, 1, 1, NULL);
 }
 
 SEC("uprobe.s")
 int BPF_KPROBE(alloc_enter_stk_compat, __u64 ud, __u64 ptr, __u64 osize,
 	       __u64 nsize)
 {
-	return enter(ctx, ud, ptr, osize, nsize, 0, 1);
+	return enter(ctx, ud, ptr, osize, nsize, 0, 1, NULL);
 }
 
 /* An allocation's return: its new address into its event. */
-SEC("uretprobe.s")
-int BPF_KRETPROBE(alloc_return, __u64 ret)
+static __always_inline void leave(struct pt_regs *ctx, __u64 ret, __u64 k)
 {
 	struct ctx c = { .regs = ctx };
 
 	if ((ab && !ab_without && ab_floor) || ctx_open(&c, ctx))
-		return 0;
+		return;
 	await_arrive(&c, ret);
+	if (k & PRED_CK)
+		pred_check(&c, k, ret);
+}
+
+SEC("uretprobe.s")
+int BPF_KRETPROBE(alloc_return, __u64 ret)
+{
+	leave(ctx, ret, 0);
 	return 0;
+}
+
+/* The allocator's probes as one session (BPF_TRACE_UPROBE_SESSION, kernel
+ * 6.13+): one program at the entry and, where the entry returned 0, at the
+ * return. The return of a free, and of an allocation whose address the
+ * entry told (bpf/lja.h), is not probed at all: no trap. Without
+ * --stacks; where the kernel stack takes reads, or not. */
+extern bool bpf_session_is_return(void) __ksym __weak;
+extern __u64 *bpf_session_cookie(void) __ksym __weak;
+
+static __always_inline int session(struct pt_regs *ctx, const int kst)
+{
+	__u64 *ck = bpf_session_cookie();
+
+	if (!ck)
+		return 0;
+	if (bpf_session_is_return()) {
+		leave(ctx, PT_REGS_RC(ctx), *ck);
+		return 0;
+	}
+	return enter(ctx, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+		     PT_REGS_PARM4(ctx), kst, 0, ck);
+}
+
+SEC("uprobe.s")
+int alloc_session(struct pt_regs *ctx)
+{
+	return session(ctx, 1);
+}
+
+SEC("uprobe.s")
+int alloc_session_compat(struct pt_regs *ctx)
+{
+	return session(ctx, 0);
 }
 
 /* -- The process --------------------------------------------------------- */
@@ -385,6 +503,17 @@ SEC("uretprobe.s")
 int floor_return(struct pt_regs *ctx)
 {
 	return 0;
+}
+
+/* The floor as a session: the return of every allocation runs, as it
+ * would without addresses told at entry; a free's does not (--floor=entry:
+ * none does). */
+SEC("uprobe.s")
+int floor_session(struct pt_regs *ctx)
+{
+	if (bpf_session_is_return())
+		return 0;
+	return floor_entry || PT_REGS_PARM4(ctx) == 0;
 }
 
 /* -- Start ------------------------------------------------------------------ */

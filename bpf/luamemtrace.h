@@ -145,6 +145,11 @@ struct lmt_vm {
 #define LMT_SBUF 4096
 #define LMT_BUSY_BPF 1  /* lmt_slot.busy: a program holds it */
 #define LMT_BUSY_USER 2 /* user space holds it */
+/* bpf/lja.h: a VM's allocation addresses are told at entry once this many
+ * returns agreed with what the entry told, and one in LMT_PRED_EVERY of
+ * them (a power of two) is checked at its return after that. */
+#define LMT_PRED_TRUST 64
+#define LMT_PRED_EVERY 64
 
 /* The one record of events: a header, then events. An event sent on its
  * own is a batch of one. */
@@ -183,7 +188,9 @@ struct lmt_slot {
 	__u32 tgid; /* owner; 0: free */
 	__u8 live;
 	__u8 shared; /* another process has a VM with this ud */
-	__u8 pad[2];
+	__u8 pok;    /* bpf/lja.h: addresses told at entry that the returns
+		      * confirmed, up to LMT_PRED_TRUST (then they are used) */
+	__u8 pwrong; /* one did not: none told for this VM any more */
 	__u64 ud;
 	struct lmt_vm vm;
 	__u32 len;  /* bytes used in buf */
@@ -653,6 +660,13 @@ struct lmt_stats {
 	__u64 ev_recs;    /* ring buffer records the events went in */
 	__u64 direct;     /* of the reads, those done through the page
 			   * tables (bpf/direct.h) */
+	__u64 pred;       /* allocations whose address was told at entry,
+			   * their return not probed (bpf/lja.h) */
+	__u64 pchk;       /* addresses told at entry checked at the return */
+	__u64 pwrong;     /* of them, those the return contradicted after
+			   * its VM's were used */
+	__u64 pdecl;      /* VMs whose allocator failed its trial: none of
+			   * their addresses told */
 };
 
 /* Per-CPU value of the stats map: the counters, then BPF's scratch space
@@ -688,7 +702,9 @@ struct lmt_percpu {
 	 * (dr_pgd); the generation the last dr_addr read (dr_same) */
 	struct lmt_walk walk[2];
 	__u64 tg, ctx, gen;
-	__u32 cur, pad2;
+	__u32 cur;
+	__u32 pn;      /* allocations told at entry: every LMT_PRED_EVERY-th
+			* is checked at its return all the same */
 	__u8 wide[4];  /* per event kind: its last one needed a frame */
 	__u8 pad[4];
 	/* bpf/trace.h: where the last return into a trace's code was

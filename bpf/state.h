@@ -49,6 +49,13 @@ const volatile __u8 no_loss = 0;
  * sent first, so that its address goes alone, as when its event had
  * left its batch. */
 const volatile __u8 await_test = 0;
+/* bpf/lja.h: addresses not told at entry (LMT_NO_PREDICT=1). Tests
+ * (LMT_TEST_PREDICT): every one told checked at its return, none used
+ * (1); every one told wrong once its VM's allocator is trusted (2). */
+const volatile __u8 no_pred = 0;
+/* --floor=entry: the floor's session asks for no return at all. */
+const volatile __u8 floor_entry = 0;
+const volatile __u8 pred_test = 0;
 /* CPUs whose per-CPU values a return may look at (bpf/await.h): the
  * possible CPUs. Set by user space before load. */
 const volatile __u32 ncpus = 1;

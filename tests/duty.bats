@@ -77,8 +77,13 @@ duty_run() {
 	"$LMT" report --flamegraph "$T/d.bin" 2>/dev/null | grep -q '<title>.*estimates: a --duty sample'
 }
 
-@test "--duty 20 over 4 s (uprobe_multi links): windows, the summary's estimate, the sidecar; every report scaled by duration/sampled and labelled; shares exact; no probe left" {
+@test "--duty 20 over 4 s (a session link): windows, the summary's estimate, the sidecar; every report scaled by duration/sampled and labelled; shares exact; no probe left" {
 	duty_run
+	grep -q 'allocator probes as a session (one uprobe_multi link)' "$T/sum"
+}
+
+@test "--duty 20 over 4 s, uprobe_multi links (LMT_NO_SESSION, as on kernels before 6.13): the same" {
+	LMT_NO_SESSION=1 duty_run
 	grep -q 'allocator probes as uprobe_multi links' "$T/sum"
 }
 

@@ -145,10 +145,10 @@ one_line() {
 	[ "$output" = "luamemtrace: --ab-without changes --ab's floor: give --ab or --ab=MS (luamemtrace --help)" ]
 	run "$LMT" --floor=ev -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
-	[ "$output" = "luamemtrace: bad --floor 'ev' (give --floor, or --floor=events) (luamemtrace --help)" ]
+	[ "$output" = "luamemtrace: bad --floor 'ev' (give --floor, --floor=entry or --floor=events) (luamemtrace --help)" ]
 	run "$LMT" --floor= -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
-	[ "$output" = "luamemtrace: bad --floor '' (give --floor, or --floor=events) (luamemtrace --help)" ]
+	[ "$output" = "luamemtrace: bad --floor '' (give --floor, --floor=entry or --floor=events) (luamemtrace --help)" ]
 	run "$LMT" --floor=events --stack-depth 4 -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
 	[ "$output" = "luamemtrace: --floor=events reads no stacks: not with --stacks or --stack-depth (luamemtrace --help)" ]

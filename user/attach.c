@@ -254,6 +254,7 @@ static void direct_start(struct tr *t)
  * events' global mutex: ~10x faster than perf links (docs/costs.md), which
  * is what --duty pays at every window's close. */
 #define LMT_TRACE_UPROBE_MULTI 48
+#define LMT_TRACE_UPROBE_SESSION 57
 #define LMT_F_UPROBE_MULTI_RETURN 1
 
 struct lmt_um_attr {
@@ -262,12 +263,13 @@ struct lmt_um_attr {
 	uint32_t cnt, um_flags, pid;
 };
 
-/* A link of prog at path's offs in pid: its fd, or -errno. */
+/* A link of prog at path's offs in pid: its fd, or -errno. ret: the
+ * return probes; type: LMT_TRACE_UPROBE_MULTI or _SESSION. */
 static int um_link(int prog_fd, const char *path, const uint64_t *offs, unsigned n, int ret,
-		   pid_t pid)
+		   pid_t pid, uint32_t type)
 {
 	struct lmt_um_attr l = { .prog_fd = (uint32_t)prog_fd,
-				 .attach_type = LMT_TRACE_UPROBE_MULTI,
+				 .attach_type = type,
 				 .path = (uint64_t)(uintptr_t)path,
 				 .offsets = (uint64_t)(uintptr_t)offs,
 				 .cnt = n,
@@ -282,15 +284,15 @@ static int um_link(int prog_fd, const char *path, const uint64_t *offs, unsigned
 	return fd < 0 ? -errno : fd;
 }
 
-/* Does the kernel take a sleepable uprobe_multi program? */
-static int um_supported(void)
+/* Does the kernel take a sleepable uprobe_multi program of this type? */
+static int um_supported(uint32_t type)
 {
 	struct bpf_insn prog[] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
 	LIBBPF_OPTS(bpf_prog_load_opts, opts,
-		    .expected_attach_type = (enum bpf_attach_type)LMT_TRACE_UPROBE_MULTI,
+		    .expected_attach_type = (enum bpf_attach_type)type,
 		    .prog_flags = BPF_F_SLEEPABLE);
 	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", prog, 2, &opts);
 
@@ -298,6 +300,14 @@ static int um_supported(void)
 		return 0;
 	close(fd);
 	return 1;
+}
+
+/* Is environment variable n "1"? */
+static uint8_t env_on(const char *n)
+{
+	const char *v = getenv(n);
+
+	return v && !strcmp(v, "1");
 }
 
 static void mfd_close(int *mfd)
@@ -351,18 +361,31 @@ int open_load(struct tr *t, int kst)
 		err1("cannot open the BPF object: %s", strerror(errno));
 		return -1;
 	}
+	/* The allocator's probes as one session link where the kernel has
+	 * them (without --stacks): a return trap only where its entry asks. */
+	t->sess = !o->stacks && !t->sess_refused && !getenv("LMT_NO_SESSION") &&
+		  !getenv("LMT_NO_UPROBE_MULTI") && um_supported(LMT_TRACE_UPROBE_SESSION);
 	{
-		/* One entry program of four: kernel-stack reads or not,
-		 * stacks or not. */
-		struct bpf_program *e[2][2] = {
+		/* One entry program of six: kernel-stack reads or not; no
+		 * stacks, stacks, or a session. */
+		struct bpf_program *e[3][2] = {
 			{ t->skel->progs.alloc_enter_compat, t->skel->progs.alloc_enter },
 			{ t->skel->progs.alloc_enter_stk_compat,
 			  t->skel->progs.alloc_enter_stk },
+			{ t->skel->progs.alloc_session_compat, t->skel->progs.alloc_session },
 		};
-		t->enter = e[!!o->stacks][!!kst];
-		for (int i = 0; i < 4; i++)
+		t->enter = e[t->sess ? 2 : !!o->stacks][!!kst];
+		for (int i = 0; i < 6; i++)
 			if (e[i / 2][i % 2] != t->enter)
 				bpf_program__set_autoload(e[i / 2][i % 2], false);
+		if (t->sess)
+			bpf_program__set_expected_attach_type(t->enter,
+				(enum bpf_attach_type)LMT_TRACE_UPROBE_SESSION);
+		if (t->sess && o->floor)
+			bpf_program__set_expected_attach_type(t->skel->progs.floor_session,
+				(enum bpf_attach_type)LMT_TRACE_UPROBE_SESSION);
+		else
+			bpf_program__set_autoload(t->skel->progs.floor_session, false);
 	}
 	if (o->rb_bytes)
 		bpf_map__set_max_entries(t->skel->maps.rb, (uint32_t)o->rb_bytes);
@@ -395,10 +418,22 @@ int open_load(struct tr *t, int kst)
 		t->skel->rodata->await_test = aw && (!strcmp(aw, "1") || !strcmp(aw, "2")) ?
 						      (uint8_t)(*aw - '0') : 0;
 	}
+	t->skel->rodata->floor_entry = (uint8_t)o->floor_entry;
+	t->skel->rodata->no_pred = env_on("LMT_NO_PREDICT");
+	{
+		const char *pt = getenv("LMT_TEST_PREDICT");
+
+		t->skel->rodata->pred_test = pt && (!strcmp(pt, "1") || !strcmp(pt, "2")) ?
+						     (uint8_t)(*pt - '0') : 0;
+	}
+	if (t->sess && o->verbose)
+		err1("allocator probes as a session (one uprobe_multi link): returns where "
+		     "the entry asks%s",
+		     env_on("LMT_NO_PREDICT") ? " (addresses not told at entry)" : "");
 	/* --duty closes its windows faster with uprobe_multi links, whose
 	 * programs are loaded for them. */
-	t->multi = o->duty && !o->floor && !t->multi_refused && !getenv("LMT_NO_UPROBE_MULTI") &&
-		   um_supported();
+	t->multi = o->duty && !o->floor && !t->sess && !t->multi_refused &&
+		   !getenv("LMT_NO_UPROBE_MULTI") && um_supported(LMT_TRACE_UPROBE_MULTI);
 	if (t->multi) {
 		if (o->verbose)
 			err1("--duty: allocator probes as uprobe_multi links");
@@ -415,6 +450,14 @@ int open_load(struct tr *t, int kst)
 				kst ? "kernel stack" : "per-CPU scratch");
 		direct_start(t);
 		return exes_fill(t);
+	}
+	if (t->sess) {
+		/* The kernel takes such programs but not these: as before. */
+		if (o->verbose)
+			err1("the programs did not load for a session (%s); "
+			     "entry and return probes", strerror(errno));
+		t->sess_refused = 1;
+		return open_load(t, kst);
 	}
 	if (t->multi) {
 		/* The kernel takes such programs but not these: perf links. */
@@ -446,7 +489,7 @@ static int attach_at(struct tr *t, struct allocf *a, struct tproc *p, uint64_t o
 	/* The return probe first, and gone last (a->rets): no allocation
 	 * is seen entering without its return being caught, or it would
 	 * count as missed. */
-	int r = ret ? link_add(&a->rets, bpf_program__attach_uprobe(pr, true,
+	int r = ret && !t->o->floor_entry ? link_add(&a->rets, bpf_program__attach_uprobe(pr, true,
 				p->pid, a->path, (size_t)off)) : 0;
 
 	if (r)
@@ -469,12 +512,31 @@ static int allocf_on_multi(struct tr *t, struct tproc *p, struct allocf *a)
 	const uint64_t ret = split ? a->plan.alloc_site.off : a->plan.all.off;
 	const uint64_t ent[2] = { ret, a->plan.free_site.off };
 	int fd = um_link(bpf_program__fd(t->skel->progs.alloc_return), a->path, &ret, 1, 1,
-			 p->pid);
+			 p->pid, LMT_TRACE_UPROBE_MULTI);
 
 	if (fd < 0)
 		return fd;
 	a->mfd[1] = fd + 1;
-	fd = um_link(bpf_program__fd(t->enter), a->path, ent, split ? 2 : 1, 0, p->pid);
+	fd = um_link(bpf_program__fd(t->enter), a->path, ent, split ? 2 : 1, 0, p->pid,
+		     LMT_TRACE_UPROBE_MULTI);
+	if (fd < 0)
+		return fd;
+	a->mfd[0] = fd + 1;
+	return 0;
+}
+
+/* Allocator a's probes as one session link: the entry program at both
+ * sites, which asks for the return where it needs it (the floor's: every
+ * allocation's). 0 or -errno. */
+static int allocf_on_sess(struct tr *t, struct tproc *p, struct allocf *a)
+{
+	const int split = split_of(t, a);
+	const uint64_t offs[2] = { split ? a->plan.alloc_site.off : a->plan.all.off,
+				   a->plan.free_site.off };
+	struct bpf_program *pg = t->o->floor ? t->skel->progs.floor_session : t->enter;
+	int fd = um_link(bpf_program__fd(pg), a->path, offs, split ? 2 : 1, 0, p->pid,
+			 LMT_TRACE_UPROBE_SESSION);
+
 	if (fd < 0)
 		return fd;
 	a->mfd[0] = fd + 1;
@@ -486,6 +548,8 @@ static int allocf_on(struct tr *t, struct tproc *p, struct allocf *a)
 {
 	int r;
 
+	if (t->sess)
+		return allocf_on_sess(t, p, a);
 	if (t->multi)
 		return allocf_on_multi(t, p, a);
 	if (split_of(t, a)) {
@@ -663,6 +727,8 @@ static int slot_take(struct lmt_slot *s, const struct lmt_vm_key *k,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return -1;
 	s->ud = k->ud;
+	s->pok = 0;
+	s->pwrong = 0;
 	s->vm = *vm;
 	*(struct lmt_batch *)s->buf = (struct lmt_batch){ .rec = LMT_REC_BATCH,
 							  .tgid = k->tgid,

@@ -63,9 +63,11 @@ static const char usage[] =
 	"      --variant NAME     use only this layout variant (see --list-variants)\n"
 	"      --list-variants    print the LuaJIT layouts luamemtrace knows\n"
 	"      --probes MODE      auto (default), single or entry: where to probe\n"
-	"      --floor[=events]   attach do-nothing programs (benchmark floor); events:\n"
-	"                         send every event, charged to the VM without a read\n"
-	"                         of the target (the floor of the event path)\n"
+	"      --floor[=WHAT]     attach do-nothing programs (benchmark floor): at the\n"
+	"                         allocator's entry and an allocation's return;\n"
+	"                         entry: at its entry only (no address can be had);\n"
+	"                         events: send every event, charged to the VM\n"
+	"                         without a read of the target (the event path)\n"
 	"      --ab               benchmark: each allocation of " STR(LMT_AB_MARK) " bytes (the\n"
 	"                         array of table.new(99991, 0)) switches between\n"
 	"                         doing nothing and tracing (the first one: nothing)\n"
@@ -354,11 +356,12 @@ int main(int argc, char **argv)
 			break;
 		case OPT_FLOOR:
 			/* the last one given counts */
-			o.floor = !optarg;
+			o.floor_entry = optarg && !strcmp(optarg, "entry");
+			o.floor = !optarg || o.floor_entry;
 			o.floor_events = optarg && !strcmp(optarg, "events");
-			if (optarg && !o.floor_events)
-				return bad_usage("bad --floor '%s' (give --floor, or "
-						 "--floor=events)", optarg);
+			if (optarg && !o.floor_events && !o.floor_entry)
+				return bad_usage("bad --floor '%s' (give --floor, --floor=entry "
+						 "or --floor=events)", optarg);
 			break;
 		case OPT_AB_WITHOUT:
 			if (ab_parts(optarg, &o))

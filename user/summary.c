@@ -47,6 +47,10 @@ void sum_stats(struct tr *t, struct lmt_stats *s)
 			s->lost_stk += a->lost_stk;
 			s->paused += a->paused;
 			s->ev_recs += a->ev_recs;
+			s->pred += a->pred;
+			s->pchk += a->pchk;
+			s->pwrong += a->pwrong;
+			s->pdecl += a->pdecl;
 		}
 	}
 	free(v);
@@ -72,6 +76,9 @@ void losses(const struct tr *t, const struct lmt_stats *st, struct info *in)
 	in->lost = st->lost + st->missed + t->bad_recs;
 	in->lost_sym = st->lost_sym;
 	in->lost_vm = st->lost_vm + (uint64_t)t->lost_vm + (uint64_t)t->ran_held;
+	/* An address told at entry that its return contradicted: those
+	 * told since its VM's last check may be wrong (bpf/lja.h). */
+	in->lost += st->pwrong * (LMT_PRED_EVERY - 1);
 	/* --stacks: an event without its stack is a lost record too. */
 	in->lost_sym += st->lost_stk + stk_unknown(t);
 }
@@ -159,6 +166,11 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 	if (t->o->floor_events)
 		fprintf(stderr, "  floor:   --floor=events: every event charged to the "
 			"VM, none attributed (a benchmark)\n");
+	else if (t->o->floor)
+		fprintf(stderr, "  floor:   --floor%s: the allocator's probes%s with programs "
+			"that do nothing, no event (a benchmark)\n",
+			t->o->floor_entry ? "=entry" : "",
+			t->o->floor_entry ? " at its entry alone" : "");
 	if (t->o->duty > 0) {
 		/* A sample: what it saw, then the estimate of the whole run. */
 		const struct info in = { .duty = t->o->duty, .sampled = duty_sampled(t),
@@ -200,6 +212,15 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 		fprintf(stderr, "  stacks:  %" PRIu64 " events without their stack (the "
 			"ring was full, or a frame could not be read)\n",
 			(uint64_t)s->lost_stk + stk_unknown(t));
+	/* bpf/lja.h: a return that contradicted its entry turned telling
+	 * off for its VM; the ones told since its last check may be wrong. */
+	if (s->pwrong)
+		fprintf(stderr, "  WRONG:   %" PRIu64 " allocation address%s told at entry "
+			"differed from the allocator's return: none told for %s VM since, "
+			"but up to %d told before may be wrong, counted lost "
+			"(LMT_NO_PREDICT=1 tells none)\n", (uint64_t)s->pwrong,
+			s->pwrong == 1 ? "" : "es", s->pwrong == 1 ? "its" : "their",
+			LMT_PRED_EVERY - 1);
 	if (s->paused)
 		fprintf(stderr, "  paused:  %" PRIu64 " time%s, the ring over half full "
 			"(--no-loss)\n", (uint64_t)s->paused, s->paused == 1 ? "" : "s");
@@ -236,6 +257,11 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 			(double)s->reads / (double)(evs ? evs : 1),
 			100.0 * (double)s->direct / (double)(s->reads ? s->reads : 1),
 			(double)s->events / (double)(s->ev_recs ? s->ev_recs : 1));
+	if (t->sess && evs)
+		fprintf(stderr, "  returns: %" PRIu64 " allocation addresses told at entry "
+			"(their return not probed), %" PRIu64 " checked at it%s\n",
+			(uint64_t)s->pred, (uint64_t)s->pchk,
+			s->pdecl ? "; an allocator not LuaJIT's own: its returns probed" : "");
 	if (evs)
 		fprintf(stderr, "  consumer: %.0f ns CPU per event\n",
 			(cpu_ns() - t->cpu0) / (double)evs);

@@ -30,6 +30,7 @@ struct topts {
 	unsigned long rb_bytes;
 	enum probe_mode probes;
 	int floor;   /* attach empty programs (benchmark floor), write no events */
+	int floor_entry; /* --floor=entry: at the allocator's entry only */
 	int floor_events; /* --floor=events: every event sent, none attributed
 			   * (benchmark: the event path's own cost) */
 	int ab;      /* benchmark: LMT_AB_MARK allocations switch to the floor

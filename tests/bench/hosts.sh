@@ -3,7 +3,9 @@
 # module (master and two workers, JIT on as in production, loaded with wrk
 # on the same two cores) and sysbench (two threads, a VM each, JIT on),
 # untraced, under the floor (the same probes with programs that do
-# nothing), the event path alone (--floor=events: every event sent, none
+# nothing: the allocator's entry, and an allocation's return), under the
+# entry's probes alone (--floor=entry: no address can be had so; the
+# lowest a tracer's probes can go), the event path alone (--floor=events: every event sent, none
 # attributed, no read of the target) and traced, every host process
 # covered by one luamemtrace (-o DIR). Modes interleave, their order
 # rotating, REPS rounds; ratios per round, then medians. Installs nothing:
@@ -43,6 +45,7 @@ tracer() {
 	case $1 in
 	untraced) return 0 ;;
 	floor) "$LMT" --floor -p "$2" -o "$TMP/f$RANDOM/" 2> "$TMP/terr" & ;;
+	entry) "$LMT" --floor=entry -p "$2" -o "$TMP/f$RANDOM/" 2> "$TMP/terr" & ;;
 	events) rm -rf "$TMP/e"; "$LMT" -t 0 --floor=events -p "$2" -o "$TMP/e/" 2> "$TMP/terr" & ;;
 	traced) rm -rf "$TMP/d"; "$LMT" -t 0 -p "$2" -o "$TMP/d/" 2> "$TMP/terr" & ;;
 	duty) rm -rf "$TMP/du"; "$LMT" -t 0 --duty 5 -p "$2" -o "$TMP/du/" 2> "$TMP/terr" & ;;
@@ -63,7 +66,7 @@ untracer() {
 	UT="$(sed -n 's/^  lost:    \([0-9]*\) events.*/\1/p' "$TMP/terr" | head -1) $(sed -n 's/^  consumer: \([0-9]*\) ns.*/\1/p' "$TMP/terr")"
 }
 
-MODES=(untraced floor events traced)
+MODES=(untraced floor entry events traced)
 
 # -- nginx --------------------------------------------------------------------
 NGX_JIT_OFF='' ngx_conf "$TMP/ngx"
@@ -77,8 +80,8 @@ echo "luamemtrace bench, real hosts: modes interleaved, medians"
 echo
 echo "== nginx + OpenResty's Lua module, master + 2 workers, JIT on, wrk -t2 -c32 -d${NSECS}s (same 2 cores), $NREPS rounds"
 for r in $(seq 1 "$NREPS"); do
-	for k in 0 1 2 3; do
-		m=${MODES[$(((k + r) % 4))]}
+	for k in $(seq 0 $((${#MODES[@]} - 1))); do
+		m=${MODES[$(((k + r) % ${#MODES[@]}))]}
 		tracer "$m" "$PIDS" || exit 1
 		rps=$(wrk -t2 -c32 -d"${NSECS}s" "http://127.0.0.1:$NGX_PORT/t" | awk '/^Requests\/sec:/ {print $2}')
 		untracer
@@ -100,6 +103,7 @@ report() { # name unit
 			"$(awk '{print $2}' "$TMP/$1.$m" | median)" "$(awk '{print $3}' "$TMP/$1.$m" | median)"
 	done
 	echo "$1: untraced/traced $(ratio "$TMP/$1.untraced" "$TMP/$1.traced")x, floor/traced $(ratio "$TMP/$1.floor" "$TMP/$1.traced")x (rounds $(spread "$TMP/$1.floor" "$TMP/$1.traced")), untraced/floor $(ratio "$TMP/$1.untraced" "$TMP/$1.floor")x"
+	echo "$1: entry/traced $(ratio "$TMP/$1.entry" "$TMP/$1.traced")x (rounds $(spread "$TMP/$1.entry" "$TMP/$1.traced")): against the allocator's entry probes alone, no return probed at all; floor/entry $(ratio "$TMP/$1.floor" "$TMP/$1.entry")x: what the returns cost the floor"
 	echo "$1: floor/events $(ratio "$TMP/$1.floor" "$TMP/$1.events")x (rounds $(spread "$TMP/$1.floor" "$TMP/$1.events")): the event path alone; events/traced $(ratio "$TMP/$1.events" "$TMP/$1.traced")x: attribution (its reads of the target)"
 }
 report ngx req/s
@@ -220,10 +224,10 @@ SB_JIT=on sb_script "$TMP/sb"
 # left-out: untraced while `luamemtrace --all --exe` traces other programs
 # (what a process a filter leaves out pays); one-file: traced into one
 # stream (-o FILE), the VMs' batches merged in the process's order
-MODES=(untraced floor events traced left-out one-file)
+MODES=(untraced floor entry events traced left-out one-file)
 for r in $(seq 1 "$REPS"); do
-	for k in 0 1 2 3 4 5; do
-		m=${MODES[$(((k + r) % 6))]}
+	for k in $(seq 0 $((${#MODES[@]} - 1))); do
+		m=${MODES[$(((k + r) % ${#MODES[@]}))]}
 		TPID=
 		case $m in
 		untraced) pre=() ;;
@@ -233,6 +237,7 @@ for r in $(seq 1 "$REPS"); do
 			TPID=$!
 			wait_for "$TMP/lerr" "tracing " ;;
 		floor) pre=("$LMT" --floor -o "$TMP/f$RANDOM/" --) ;;
+		entry) pre=("$LMT" --floor=entry -o "$TMP/f$RANDOM/" --) ;;
 		events) rm -rf "$TMP/e"; pre=("$LMT" -t 0 --floor=events -o "$TMP/e/" --) ;;
 		traced) rm -rf "$TMP/d"; pre=("$LMT" -t 0 -o "$TMP/d/" --) ;;
 		one-file) pre=("$LMT" -t 0 -f -o "$TMP/one.bin" --) ;;
