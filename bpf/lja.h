@@ -1,28 +1,36 @@
 /* LuaJIT's bundled allocator (lj_alloc.c, a dlmalloc): the address an
- * allocation will get, told at its entry from the allocator's state.
+ * allocation or reallocation will get, told at its entry from the
+ * allocator's state.
  *
  * An allocation's address comes at its return, and the return costs a
  * trap of its own (docs/costs.md). Where the VM's allocator is
  * lj_alloc_f, ud is its malloc_state and lj_alloc_malloc's common paths
  * take their chunk from a place the state names: the first chunk of a
  * small bin (an exact fit, or the next bin's), the designated victim
- * (dv), or the top chunk. The entry reads the state's head and, for a
- * bin, the bin's first chunk, and knows the address; the paths it cannot
- * follow (a tree bin, new system memory, a failure) leave the return to
- * tell. Nothing runs between the probe and the allocator's own reads on
- * the VM's thread, and no other thread uses a VM's allocator meanwhile.
+ * (dv), or the top chunk; lj_alloc_realloc keeps a block in place where
+ * its chunk (the header before it) is large enough or borders top with
+ * room, and otherwise allocates as malloc does. The entry reads the
+ * state's head, the block's header for a reallocation, and a bin's first
+ * chunk where it takes one, and knows the address; the paths it cannot
+ * follow (a tree bin, new system memory, a block of its own mapping, a
+ * failure) leave the return to tell. Nothing runs between the probe and
+ * the allocator's own reads on the VM's thread, and no other thread uses
+ * a VM's allocator meanwhile.
  *
- * Whether ud is lj_alloc's state at all is for the returns to say: an
- * allocator's addresses are taken from here only after its returns have
- * agreed for a while, and some are checked all along (bpf/luamemtrace.bpf.c,
- * struct lmt_slot's pred).
+ * Whether ud is lj_alloc's state at all is for the returns to say: a VM's
+ * addresses are taken from here only after LMT_PRED_TRUST of its returns
+ * agreed, and one in LMT_PRED_EVERY is checked after that
+ * (bpf/luamemtrace.bpf.c: pred_tell, pred_check). tests/unit/test_lja.c
+ * holds this to Debian's libluajit's allocator itself.
  *
  * Layout of struct malloc_state's head on 64-bit targets, the same in
  * every LuaJIT 2.1 and in OpenResty's luajit2: binmap_t smallmap, treemap
  * (32 bits each), size_t dvsize, topsize, mchunkptr dv, top, then at 56
  * smallbins, where bin i is the fake chunk at smallbins[2i], its fd at
- * smallbins[2i + 2]. MALLOC_ALIGNMENT is 8, a chunk's header 8 bytes,
- * its user memory 16 bytes on (chunk2mem). */
+ * smallbins[2i + 2]. MALLOC_ALIGNMENT is 8, a chunk's header 8 bytes
+ * (head: size, bit 0 the previous chunk in use, bit 1 this one), its user
+ * memory 16 bytes on (chunk2mem), prev_foot before head (bit 0 of a block
+ * of its own mapping, whose head has bit 0 clear). */
 #ifndef LMT_BPF_LJA_H
 #define LMT_BPF_LJA_H
 
@@ -97,19 +105,48 @@ static __always_inline int lja_plan(const __u64 *h, __u64 nsize, __u64 *v)
 	return LJA_NONE; /* alloc_sys */
 }
 
-#ifndef LMT_LJA_HOST
-/* The address the allocation of nsize bytes by allocator state ud will
- * get, or 0: the return must tell. Reads through the page tables only
- * (the state shares its page with the GG_State's head, whose walk the
- * entry keeps); a read that would need the helper is not worth a return
- * trap's saving. */
-static __always_inline __u64 lja_predict(struct ctx *c, __u64 ud, __u64 nsize)
+/* Where lj_alloc_realloc(ms, ptr, nsize) leaves the block, from ms's head
+ * h and the block's chunk header c (prev_foot, head: the 16 bytes before
+ * ptr): LJA_AT in place (it fits, or grows into top), else where a new
+ * allocation would go (lja_plan: malloc, copy, free), or LJA_NONE (a
+ * block of its own mapping: mremap). */
+static __always_inline int lja_plan_realloc(const __u64 *h, const __u64 *c, __u64 ptr,
+					    __u64 nsize, __u64 *v)
 {
-	__u64 h[LJA_HEAD / 8], v = 0, fd;
+	const __u64 oldsize = c[1] & ~3ULL, top = h[4], topsize = h[2];
+	__u64 nb;
+
+	if (nsize >= LJA_MAX_REQUEST || (!(c[1] & 1) && (c[0] & 1)))
+		return LJA_NONE; /* too large; is_direct */
+	nb = nsize < LJA_MIN_REQUEST ? LJA_MIN_CHUNK : (nsize + 15) & ~7ULL;
+	if (oldsize >= nb || (ptr - LJA_MEM + oldsize == top && oldsize + topsize > nb)) {
+		*v = ptr;
+		return LJA_AT;
+	}
+	return lja_plan(h, nsize, v);
+}
+
+#ifndef LMT_LJA_HOST
+/* The address the allocation (ptr 0) or reallocation of ptr to nsize
+ * bytes by allocator state ud will get, or 0: the return must tell.
+ * Reads through the page tables only (the state shares its page with the
+ * GG_State's head, whose walk the entry keeps); a read that would need
+ * the helper is not worth a return trap's saving. */
+static __always_inline __u64 lja_predict(struct ctx *c, __u64 ud, __u64 ptr, __u64 nsize)
+{
+	__u64 h[LJA_HEAD / 8], ch[2], v = 0, fd;
+	int how;
 
 	if (dr_words(c, h, LJA_HEAD, ud))
 		return 0;
-	switch (lja_plan(h, nsize, &v)) {
+	if (ptr) {
+		if (dr_words(c, ch, 16, ptr - LJA_MEM))
+			return 0;
+		how = lja_plan_realloc(h, ch, ptr, nsize, &v);
+	} else {
+		how = lja_plan(h, nsize, &v);
+	}
+	switch (how) {
 	case LJA_AT:
 		return v;
 	case LJA_BIN:

@@ -82,18 +82,20 @@ static __always_inline void deliver(struct ctx *c, struct lmt_ev *ev, const int 
 #define PRED_SI(k) ((__u32)((k) >> 48) & (LMT_NSLOT - 1))
 #define PRED_ADDR(k) ((k) & ((1ULL << 48) - 1))
 
-/* An allocation's address at its entry, for a VM in a slot whose returns
- * have not contradicted it: into ev->naddr where the VM's allocator has
- * earned it (its returns agreed LMT_PRED_TRUST times) and this one is not
- * checked (one in LMT_PRED_EVERY, or all under LMT_TEST_PREDICT), else
- * into the cookie for the return to check. */
+/* An allocation's or reallocation's address at its entry, for a VM in a
+ * slot whose returns have not contradicted it: into ev->naddr where the
+ * VM's allocator has earned it (its returns agreed LMT_PRED_TRUST times)
+ * and this one is not checked (one in LMT_PRED_EVERY, or all under
+ * LMT_TEST_PREDICT=1), else into the cookie for the return to check. Not
+ * with --floor=events, which reads nothing of the target. */
 static __always_inline void pred_tell(struct ctx *c, __u64 ud, struct lmt_ev *ev,
 				      __u64 *ck)
 {
 	struct lmt_slot *sl = c->sl;
 	__u64 a;
 
-	if (!sl || sl->pwrong || no_pred || no_attr || !(a = lja_predict(c, ud, ev->nsize)) ||
+	if (!sl || sl->pwrong || no_pred || no_attr ||
+	    !(a = lja_predict(c, ud, ev->oaddr, ev->nsize)) ||
 	    a >= (1ULL << 48))
 		return;
 	if (pred_test == 2 && sl->pok >= LMT_PRED_TRUST)
@@ -158,9 +160,9 @@ __noinline int stack_send(struct pt_regs *ctx)
 
 /* An allocator call at its entry. ck: the session's cookie (NULL: the
  * probe is no session; its return runs whatever this returns). A
- * session's return runs where this returns 0: an allocation recorded
- * whose address it did not tell, and, in the floor's --ab windows, every
- * allocation (the floor's probes). */
+ * session's return runs where this returns 0: an allocation or
+ * reallocation recorded whose address it did not tell, and, in the
+ * floor's --ab windows, every one (the floor's probes). */
 static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 				 __u64 osize, __u64 nsize, const int kst,
 				 const int stk, __u64 *ck)
@@ -194,7 +196,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 		attribute(&c, vm, ptr, &ev, kst, &q);
 		obj_freed(&c, vm, &ev);
 	}
-	if (ck && ev.kind == LMT_ALLOC)
+	if (ck && ev.kind != LMT_FREE)
 		pred_tell(&c, ud, &ev, ck);
 	/* --stacks: stack_send walks the stack and sends the event. */
 	if (stk && ev.src != LMT_SRC_INTERNAL) {

@@ -3,7 +3,8 @@
  * each of lj_alloc_malloc's branches and their bounds; then against the
  * real allocator, Debian's libluajit's (lua_getallocf gives its function
  * and state), over a long random run of allocations and frees of every
- * size class: each address told must be the one the allocator returns. */
+ * size class, and reallocations of them: each address told must be the
+ * one the allocator returns. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,25 @@ static void by_hand(void)
 	CHECK("large, top exact: system", plan(0, 0, 0, 312, 300, &v) == LJA_NONE);
 	CHECK("large, top one more", plan(0, 0, 0, 313, 300, &v) == LJA_AT && v == 0x8000 + 16);
 	CHECK("too large", plan(0, 0, ~0ULL, ~0ULL, ~0ULL - 100, &v) == LJA_NONE);
+	{
+		/* A block of 80 bytes (chunk 0x2000, user memory at 0x2010),
+		 * in use, its previous chunk too; top at 0x8000. */
+		const __u64 h[5] = { 0, 0, 4096, 0, 0x8000 }, in[2] = { 0, 80 | 3 },
+			    direct[2] = { 16 | 1, 4096 | 2 }, last[2] = { 0, (0x8000 - 0x2000) | 3 };
+
+		CHECK("realloc shrinking: in place",
+		      lja_plan_realloc(h, in, 0x2010, 20, &v) == LJA_AT && v == 0x2010);
+		CHECK("realloc to the chunk's own size: in place",
+		      lja_plan_realloc(h, in, 0x2010, 72, &v) == LJA_AT && v == 0x2010);
+		CHECK("realloc one byte more: moved, to top",
+		      lja_plan_realloc(h, in, 0x2010, 73, &v) == LJA_AT && v == 0x8000 + 16);
+		CHECK("realloc of the chunk before top: grown into it",
+		      lja_plan_realloc(h, last, 0x2010, 0x6800, &v) == LJA_AT && v == 0x2010);
+		CHECK("realloc before top, top not enough: moved, nowhere known",
+		      lja_plan_realloc(h, last, 0x2010, 0x6000 + 4096, &v) == LJA_NONE);
+		CHECK("realloc of a mapped block: mremap",
+		      lja_plan_realloc(h, direct, 0x2010, 20, &v) == LJA_NONE);
+	}
 }
 
 /* -- The real allocator -------------------------------------------------- */
@@ -103,7 +123,7 @@ static void real(void)
 	lua_State *L = luaL_newstate();
 	void *ud = NULL;
 	lua_Alloc f;
-	unsigned told = 0, none = 0, wrong = 0, allocs = 0, kinds[3] = { 0 };
+	unsigned told = 0, none = 0, wrong = 0, allocs = 0, reallocs = 0, kinds[3] = { 0 };
 
 	if (!L) {
 		CHECK("luaL_newstate", 0);
@@ -116,6 +136,32 @@ static void real(void)
 		void *p;
 		int how;
 
+		if (live[k] && rnd() % 4 == 0) {
+			/* a reallocation: in place, or moved */
+			const char *b = live[k];
+			__u64 ch[2];
+
+			memcpy(h, ud, sizeof(h));
+			memcpy(ch, b - LJA_MEM, sizeof(ch));
+			lsz[k] = size_of();
+			how = lja_plan_realloc(h, ch, (__u64)(uintptr_t)b, lsz[k], &v);
+			kinds[how]++;
+			want = how == LJA_AT ? v :
+			       how == LJA_BIN ? *(const __u64 *)((const char *)ud + LJA_BINFD(v)) +
+							LJA_MEM : 0;
+			p = f(ud, live[k], 0, lsz[k]);
+			reallocs++;
+			live[k] = p;
+			if (!want) {
+				none++;
+			} else {
+				told++;
+				if (want != (__u64)(uintptr_t)p && wrong++ < 5)
+					printf("# realloc to %zu bytes: told %#llx, got %p (plan %d)\n",
+					       lsz[k], (unsigned long long)want, p, how);
+			}
+			continue;
+		}
 		if (live[k]) {
 			f(ud, live[k], lsz[k], 0);
 			live[k] = NULL;
@@ -146,13 +192,14 @@ static void real(void)
 		if (live[k])
 			f(ud, live[k], lsz[k], 0);
 	lua_close(L);
-	printf("# %u allocations: %u told (%u from a bin, %u at dv or top), %u left to the "
-	       "return, %u wrong\n", allocs, told, kinds[LJA_BIN], kinds[LJA_AT], none, wrong);
+	printf("# %u allocations and %u reallocations: %u told (%u from a bin, %u in place or "
+	       "at dv or top), %u left to the return, %u wrong\n", allocs, reallocs, told,
+	       kinds[LJA_BIN], kinds[LJA_AT], none, wrong);
 	CHECK("the real allocator: no address told wrong", wrong == 0);
 	CHECK("the real allocator: addresses told from bins", kinds[LJA_BIN] > 0);
 	CHECK("the real allocator: addresses told at dv or top", kinds[LJA_AT] > 0);
 	CHECK("the real allocator: some left to the return (trees, mmap)", none > 0);
-	CHECK("the real allocator: most told", told > allocs / 2);
+	CHECK("the real allocator: most told", told > (allocs + reallocs) / 2);
 }
 
 int main(void)
