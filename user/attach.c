@@ -451,20 +451,14 @@ int open_load(struct tr *t, int kst)
 		direct_start(t);
 		return exes_fill(t);
 	}
-	if (t->sess) {
-		/* The kernel takes such programs but not these: as before. */
+	if (t->sess || t->multi) {
+		/* The kernel takes such programs but not these: without a
+		 * session, two links (--duty) or perf links; without
+		 * uprobe_multi links, perf links. */
 		if (o->verbose)
-			err1("the programs did not load for a session (%s); "
-			     "entry and return probes", strerror(errno));
-		t->sess_refused = 1;
-		return open_load(t, kst);
-	}
-	if (t->multi) {
-		/* The kernel takes such programs but not these: perf links. */
-		if (o->verbose)
-			err1("--duty: the programs did not load for uprobe_multi links (%s); "
-			     "perf links", strerror(errno));
-		t->multi_refused = 1;
+			err1("the programs did not load for %s (%s); the kind before",
+			     t->sess ? "a session" : "uprobe_multi links", strerror(errno));
+		*(t->sess ? &t->sess_refused : &t->multi_refused) = 1;
 		return open_load(t, kst);
 	}
 	if (kst) {
@@ -504,39 +498,27 @@ static int split_of(const struct tr *t, const struct allocf *a)
 	return a->plan.split && t->o->probes == PROBES_AUTO;
 }
 
-/* Allocator a's probes as two uprobe_multi links: the return first, as
+/* Allocator a's probes as uprobe_multi links: one session, the entry
+ * program at both sites asking for the return where it needs it (the
+ * floor's: every allocation's); else two links, the return first, as
  * attach_at's. 0 or -errno. */
-static int allocf_on_multi(struct tr *t, struct tproc *p, struct allocf *a)
+static int allocf_on_um(struct tr *t, struct tproc *p, struct allocf *a)
 {
 	const int split = split_of(t, a);
-	const uint64_t ret = split ? a->plan.alloc_site.off : a->plan.all.off;
-	const uint64_t ent[2] = { ret, a->plan.free_site.off };
-	int fd = um_link(bpf_program__fd(t->skel->progs.alloc_return), a->path, &ret, 1, 1,
-			 p->pid, LMT_TRACE_UPROBE_MULTI);
+	const uint64_t ent[2] = { split ? a->plan.alloc_site.off : a->plan.all.off,
+				  a->plan.free_site.off };
+	struct bpf_program *pe = t->sess && t->o->floor ? t->skel->progs.floor_session : t->enter;
+	int fd;
 
-	if (fd < 0)
-		return fd;
-	a->mfd[1] = fd + 1;
-	fd = um_link(bpf_program__fd(t->enter), a->path, ent, split ? 2 : 1, 0, p->pid,
-		     LMT_TRACE_UPROBE_MULTI);
-	if (fd < 0)
-		return fd;
-	a->mfd[0] = fd + 1;
-	return 0;
-}
-
-/* Allocator a's probes as one session link: the entry program at both
- * sites, which asks for the return where it needs it (the floor's: every
- * allocation's). 0 or -errno. */
-static int allocf_on_sess(struct tr *t, struct tproc *p, struct allocf *a)
-{
-	const int split = split_of(t, a);
-	const uint64_t offs[2] = { split ? a->plan.alloc_site.off : a->plan.all.off,
-				   a->plan.free_site.off };
-	struct bpf_program *pg = t->o->floor ? t->skel->progs.floor_session : t->enter;
-	int fd = um_link(bpf_program__fd(pg), a->path, offs, split ? 2 : 1, 0, p->pid,
-			 LMT_TRACE_UPROBE_SESSION);
-
+	if (!t->sess) {
+		fd = um_link(bpf_program__fd(t->skel->progs.alloc_return), a->path, ent, 1, 1,
+			     p->pid, LMT_TRACE_UPROBE_MULTI);
+		if (fd < 0)
+			return fd;
+		a->mfd[1] = fd + 1;
+	}
+	fd = um_link(bpf_program__fd(pe), a->path, ent, split ? 2 : 1, 0, p->pid,
+		     t->sess ? LMT_TRACE_UPROBE_SESSION : LMT_TRACE_UPROBE_MULTI);
 	if (fd < 0)
 		return fd;
 	a->mfd[0] = fd + 1;
@@ -548,10 +530,8 @@ static int allocf_on(struct tr *t, struct tproc *p, struct allocf *a)
 {
 	int r;
 
-	if (t->sess)
-		return allocf_on_sess(t, p, a);
-	if (t->multi)
-		return allocf_on_multi(t, p, a);
+	if (t->sess || t->multi)
+		return allocf_on_um(t, p, a);
 	if (split_of(t, a)) {
 		r = attach_at(t, a, p, a->plan.free_site.off, 0);
 		if (!r)

@@ -89,13 +89,10 @@ static void by_hand(void)
 
 /* -- The real allocator -------------------------------------------------- */
 
-static __u64 rnd_s = 0x9e3779b97f4a7c15ULL;
+/* glibc's generator, seeded in real(): the same run every time */
 static __u64 rnd(void)
 {
-	rnd_s ^= rnd_s << 13;
-	rnd_s ^= rnd_s >> 7;
-	rnd_s ^= rnd_s << 17;
-	return rnd_s;
+	return (__u64)random();
 }
 
 /* Sizes as a VM asks: mostly small objects, some strings and arrays, a few
@@ -130,63 +127,47 @@ static void real(void)
 		return;
 	}
 	f = lua_getallocf(L, &ud);
+	srandom(1);
 	for (unsigned i = 0; i < NOPS; i++) {
 		unsigned k = (unsigned)(rnd() % NLIVE);
-		__u64 h[LJA_HEAD / 8], v = 0, want = 0;
+		__u64 h[LJA_HEAD / 8], ch[2], v = 0, want;
+		const char *b = live[k];
 		void *p;
 		int how;
 
-		if (live[k] && rnd() % 4 == 0) {
-			/* a reallocation: in place, or moved */
-			const char *b = live[k];
-			__u64 ch[2];
-
-			memcpy(h, ud, sizeof(h));
-			memcpy(ch, b - LJA_MEM, sizeof(ch));
-			lsz[k] = size_of();
-			how = lja_plan_realloc(h, ch, (__u64)(uintptr_t)b, lsz[k], &v);
-			kinds[how]++;
-			want = how == LJA_AT ? v :
-			       how == LJA_BIN ? *(const __u64 *)((const char *)ud + LJA_BINFD(v)) +
-							LJA_MEM : 0;
-			p = f(ud, live[k], 0, lsz[k]);
-			reallocs++;
-			live[k] = p;
-			if (!want) {
-				none++;
-			} else {
-				told++;
-				if (want != (__u64)(uintptr_t)p && wrong++ < 5)
-					printf("# realloc to %zu bytes: told %#llx, got %p (plan %d)\n",
-					       lsz[k], (unsigned long long)want, p, how);
-			}
-			continue;
-		}
-		if (live[k]) {
+		if (b && rnd() % 4) {
 			f(ud, live[k], lsz[k], 0);
 			live[k] = NULL;
 			continue;
 		}
+		/* an allocation, or a quarter of the time a reallocation (in
+		 * place, or moved) */
 		lsz[k] = size_of();
 		memcpy(h, ud, sizeof(h));
-		how = lja_plan(h, lsz[k], &v);
+		if (b) {
+			memcpy(ch, b - LJA_MEM, sizeof(ch));
+			how = lja_plan_realloc(h, ch, (__u64)(uintptr_t)b, lsz[k], &v);
+			reallocs++;
+		} else {
+			how = lja_plan(h, lsz[k], &v);
+			allocs++;
+		}
 		kinds[how]++;
-		if (how == LJA_AT)
-			want = v;
-		else if (how == LJA_BIN)
-			want = *(const __u64 *)((const char *)ud + LJA_BINFD(v)) + LJA_MEM;
-		p = f(ud, NULL, 0, lsz[k]);
-		allocs++;
+		/* a bin's first chunk, read before the allocator takes it */
+		want = how == LJA_AT ? v :
+		       how == LJA_BIN ? *(const __u64 *)((const char *)ud + LJA_BINFD(v)) + LJA_MEM :
+					0;
+		p = f(ud, live[k], 0, lsz[k]);
 		live[k] = p;
 		if (!want) {
 			none++;
-		} else {
-			told++;
-			if (want != (__u64)(uintptr_t)p && wrong++ < 5)
-				printf("# %zu bytes: told %#llx, got %p (plan %d, bin/addr %#llx)\n",
-				       lsz[k], (unsigned long long)want, p, how,
-				       (unsigned long long)v);
+			continue;
 		}
+		told++;
+		if (want != (__u64)(uintptr_t)p && wrong++ < 5)
+			printf("# %s to %zu bytes: told %#llx, got %p (plan %d, bin/addr %#llx)\n",
+			       b ? "realloc" : "alloc", lsz[k], (unsigned long long)want, p, how,
+			       (unsigned long long)v);
 	}
 	for (unsigned k = 0; k < NLIVE; k++)
 		if (live[k])
