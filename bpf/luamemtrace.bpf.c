@@ -56,7 +56,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * run's reads counted. sess: the probe is a session, whose entry says
  * whether its return runs: not for a free, nor for an allocation whose
  * address the entry told (ev->naddr set), which then leave no note. */
-static __always_inline void deliver(struct ctx *c, struct lmt_ev *ev, const int sess)
+static __always_inline void deliver(struct ctx *c, struct lmt_ev *ev, int sess)
 {
 	__u64 mark;
 	__u32 off = 0;
@@ -135,27 +135,31 @@ static __always_inline void pred_check(struct ctx *c, __u64 k, __u64 ret)
 }
 
 /* --stacks: the event left in struct stk gets its stack (bpf/stack.h),
- * then goes as in enter(). A global function: the verifier walks it once,
- * apart from the entry program's many paths. */
-__noinline int stack_send(struct pt_regs *ctx)
+ * then goes as in enter(), which returns what this does (sess: from a
+ * session). A global function: the verifier walks it once, apart from
+ * the entry program's many paths. */
+__noinline int stack_send(struct pt_regs *ctx, int sess)
 {
 	struct ctx c = { .regs = ctx };
 	const struct lmt_vm *vm;
 	struct stk *s;
+	int ret;
 
 	if (!ctx || ctx_open(&c, ctx))
-		return 0;
+		return 1;
 	if (!(s = stk_get()) || !(vm = vm_of(&c, s->ud))) {
-		await_none(&c, AW_NONE);
-		return 0;
+		if (!sess)
+			await_none(&c, AW_NONE);
+		return 1;
 	}
 	c.reads = s->reads;
 	c.direct = s->direct;
 	s->ev.stk = stack_of(&c, vm, s);
 	if (!s->ev.stk)
 		c.st->lost_stk++;
-	deliver(&c, &s->ev, 0);
-	return 0;
+	ret = sess && (s->ev.kind == LMT_FREE || s->ev.naddr);
+	deliver(&c, &s->ev, sess);
+	return ret;
 }
 
 /* An allocator call at its entry. ck: the session's cookie (NULL: the
@@ -212,7 +216,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 			s->base = q.base;
 			s->stack = q.stack;
 			s->pc = (q.got & GQ_PC) ? q.spc : 0;
-			return stack_send(ctx);
+			return stack_send(ctx, ck != NULL) != 0;
 		}
 		c.st->lost_stk++;
 	}
@@ -274,12 +278,12 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 /* The allocator's probes as one session (BPF_TRACE_UPROBE_SESSION, kernel
  * 6.13+): one program at the entry and, where the entry returned 0, at the
  * return. The return of a free, and of an allocation whose address the
- * entry told (bpf/lja.h), is not probed at all: no trap. Without
- * --stacks; where the kernel stack takes reads, or not. */
+ * entry told (bpf/lja.h), is not probed at all: no trap. Four, as the
+ * entry programs above. */
 extern bool bpf_session_is_return(void) __ksym __weak;
 extern __u64 *bpf_session_cookie(void) __ksym __weak;
 
-static __always_inline int session(struct pt_regs *ctx, const int kst)
+static __always_inline int session(struct pt_regs *ctx, const int kst, const int stk)
 {
 	__u64 *ck = bpf_session_cookie();
 
@@ -290,19 +294,31 @@ static __always_inline int session(struct pt_regs *ctx, const int kst)
 		return 0;
 	}
 	return enter(ctx, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
-		     PT_REGS_PARM4(ctx), kst, 0, ck);
+		     PT_REGS_PARM4(ctx), kst, stk, ck);
 }
 
 SEC("uprobe.s")
 int alloc_session(struct pt_regs *ctx)
 {
-	return session(ctx, 1);
+	return session(ctx, 1, 0);
 }
 
 SEC("uprobe.s")
 int alloc_session_compat(struct pt_regs *ctx)
 {
-	return session(ctx, 0);
+	return session(ctx, 0, 0);
+}
+
+SEC("uprobe.s")
+int alloc_session_stk(struct pt_regs *ctx)
+{
+	return session(ctx, 1, 1);
+}
+
+SEC("uprobe.s")
+int alloc_session_stk_compat(struct pt_regs *ctx)
+{
+	return session(ctx, 0, 1);
 }
 
 /* -- The process --------------------------------------------------------- */

@@ -51,7 +51,7 @@ setup() {
 # (bpf/lja.h), its return not probed: the same stream as with every return
 # probed, leaks included; under LMT_TEST_PREDICT every address told is
 # checked at its return, and none differs.
-@test "addresses told at entry (a session): the report, leaks included, as with every return probed or without a session; every one checked under LMT_TEST_PREDICT, none wrong" {
+@test "addresses told at entry (a session): the report, leaks included, as with every return probed, without a session, or with --stacks; every one checked under LMT_TEST_PREDICT, none wrong" {
 	cd "$LUA_DIR"
 	local m
 	for m in told LMT_NO_PREDICT LMT_TEST_PREDICT LMT_NO_SESSION; do
@@ -69,6 +69,14 @@ setup() {
 	for m in LMT_NO_PREDICT LMT_TEST_PREDICT LMT_NO_SESSION; do
 		diff "$T/told.txt" "$T/$m.txt"
 	done
+	# and with --stacks, whose entry hands the event to stack_send (its
+	# report names C functions by Lua's names too: against its own kind)
+	for m in told LMT_NO_SESSION; do
+		env "$m=1" "$LMT" --stacks -o "$T/s$m.bin" -- luajit sizes.lua > /dev/null 2> "$T/s$m.err"
+		"$LMT" report "$T/s$m.bin" | sed 's/0x[0-9a-f]*//g' > "$T/s$m.txt"
+	done
+	grep -Eq '^  returns: [1-9][0-9]* allocation addresses told' "$T/stold.err"
+	diff "$T/stold.txt" "$T/sLMT_NO_SESSION.txt"
 	grep -q '^HEAP SUMMARY' "$T/told.txt"
 	# most told, the first LMT_PRED_TRUST and one in LMT_PRED_EVERY after
 	# them checked; none told under the test knob or without telling

@@ -362,20 +362,22 @@ int open_load(struct tr *t, int kst)
 		return -1;
 	}
 	/* The allocator's probes as one session link where the kernel has
-	 * them (without --stacks): a return trap only where its entry asks. */
-	t->sess = !o->stacks && !t->sess_refused && !getenv("LMT_NO_SESSION") &&
+	 * them: a return trap only where its entry asks. */
+	t->sess = !t->sess_refused && !getenv("LMT_NO_SESSION") &&
 		  !getenv("LMT_NO_UPROBE_MULTI") && um_supported(LMT_TRACE_UPROBE_SESSION);
 	{
-		/* One entry program of six: kernel-stack reads or not; no
-		 * stacks, stacks, or a session. */
-		struct bpf_program *e[3][2] = {
+		/* One entry program of eight: kernel-stack reads or not;
+		 * stacks or not; a session or an entry probe. */
+		struct bpf_program *e[4][2] = {
 			{ t->skel->progs.alloc_enter_compat, t->skel->progs.alloc_enter },
 			{ t->skel->progs.alloc_enter_stk_compat,
 			  t->skel->progs.alloc_enter_stk },
 			{ t->skel->progs.alloc_session_compat, t->skel->progs.alloc_session },
+			{ t->skel->progs.alloc_session_stk_compat,
+			  t->skel->progs.alloc_session_stk },
 		};
-		t->enter = e[t->sess ? 2 : !!o->stacks][!!kst];
-		for (int i = 0; i < 6; i++)
+		t->enter = e[2 * !!t->sess + !!o->stacks][!!kst];
+		for (int i = 0; i < 8; i++)
 			if (e[i / 2][i % 2] != t->enter)
 				bpf_program__set_autoload(e[i / 2][i % 2], false);
 		if (t->sess)

@@ -186,8 +186,8 @@ struct tr {
 	int multi;        /* --duty: allocator probes as uprobe_multi links */
 	int multi_refused; /* the programs did not load for them */
 	int sess;         /* allocator probes as one session link each
-			   * (kernel 6.13+, without --stacks): a return is
-			   * probed only where its entry asks (bpf/lja.h) */
+			   * (kernel 6.13+): a return is probed only where
+			   * its entry asks (bpf/lja.h) */
 	int sess_refused; /* the programs did not load for it */
 	uint64_t direct_po; /* reads through the page tables: the direct
 			     * map's base (bpf/direct.h); 0: off */

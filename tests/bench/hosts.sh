@@ -5,9 +5,9 @@
 # untraced, under the floor (the same probes with programs that do
 # nothing: the allocator's entry, and an allocation's return), under the
 # entry's probes alone (--floor=entry: no address can be had so; the
-# lowest a tracer's probes can go), the event path alone (--floor=events: every event sent, none
-# attributed, no read of the target) and traced, every host process
-# covered by one luamemtrace (-o DIR). Modes interleave, their order
+# lowest a tracer's probes can go), the event path alone (--floor=events:
+# every event sent, none attributed, no read of the target) and traced,
+# every host process covered by one luamemtrace (-o DIR). Modes interleave, their order
 # rotating, REPS rounds; ratios per round, then medians. Installs nothing:
 # `make deps` did (tests/hosts.bash unpacks nginx's private LuaJIT once).
 set -u
@@ -104,7 +104,7 @@ report() { # name unit
 	done
 	echo "$1: untraced/traced $(ratio "$TMP/$1.untraced" "$TMP/$1.traced")x, floor/traced $(ratio "$TMP/$1.floor" "$TMP/$1.traced")x (rounds $(spread "$TMP/$1.floor" "$TMP/$1.traced")), untraced/floor $(ratio "$TMP/$1.untraced" "$TMP/$1.floor")x"
 	echo "$1: entry/traced $(ratio "$TMP/$1.entry" "$TMP/$1.traced")x (rounds $(spread "$TMP/$1.entry" "$TMP/$1.traced")): against the allocator's entry probes alone, no return probed at all; floor/entry $(ratio "$TMP/$1.floor" "$TMP/$1.entry")x: what the returns cost the floor"
-	echo "$1: floor/events $(ratio "$TMP/$1.floor" "$TMP/$1.events")x (rounds $(spread "$TMP/$1.floor" "$TMP/$1.events")): the event path alone; events/traced $(ratio "$TMP/$1.events" "$TMP/$1.traced")x: attribution (its reads of the target)"
+	echo "$1: floor/events $(ratio "$TMP/$1.floor" "$TMP/$1.events")x (rounds $(spread "$TMP/$1.floor" "$TMP/$1.events")): the event path alone (every return probed, as the floor's); events/traced $(ratio "$TMP/$1.events" "$TMP/$1.traced")x: attribution (its reads of the target), less the returns that addresses told at entry save"
 }
 report ngx req/s
 
