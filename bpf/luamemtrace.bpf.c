@@ -297,29 +297,16 @@ static __always_inline int session(struct pt_regs *ctx, const int kst, const int
 		     PT_REGS_PARM4(ctx), kst, stk, ck);
 }
 
-SEC("uprobe.s")
-int alloc_session(struct pt_regs *ctx)
-{
-	return session(ctx, 1, 0);
-}
+#define ALLOC_SESSION(name, kst, stk)                      \
+	SEC("uprobe.s") int name(struct pt_regs *ctx)     \
+	{                                                 \
+		return session(ctx, kst, stk);            \
+	}
 
-SEC("uprobe.s")
-int alloc_session_compat(struct pt_regs *ctx)
-{
-	return session(ctx, 0, 0);
-}
-
-SEC("uprobe.s")
-int alloc_session_stk(struct pt_regs *ctx)
-{
-	return session(ctx, 1, 1);
-}
-
-SEC("uprobe.s")
-int alloc_session_stk_compat(struct pt_regs *ctx)
-{
-	return session(ctx, 0, 1);
-}
+ALLOC_SESSION(alloc_session, 1, 0)
+ALLOC_SESSION(alloc_session_compat, 0, 0)
+ALLOC_SESSION(alloc_session_stk, 1, 1)
+ALLOC_SESSION(alloc_session_stk_compat, 0, 1)
 
 /* -- The process --------------------------------------------------------- */
 
