@@ -6,8 +6,10 @@
  * finds the VM by ud (the programs run only in the traced process: every
  * probe is attached for its PID), charges the call by the in-VM profiler's
  * rules, and sends the event at once; alloc_return writes an
- * allocation's new address into it (bpf/await.h). Prototypes and traces
- * are announced ahead of the first event that names them.
+ * allocation's new address into it (bpf/await.h). As a session, the two
+ * are one program, and the return runs only where the entry did not tell
+ * the address itself (bpf/lja.h). Prototypes and traces are announced
+ * ahead of the first event that names them.
  *
  * The process: new VMs (lua_newstate's return), dlopen (_dl_debug_state),
  * exec and lua_close. A new VM whose allocator is not probed yet, and a
@@ -94,7 +96,7 @@ static __always_inline void pred_tell(struct ctx *c, __u64 ud, struct lmt_ev *ev
 	struct lmt_slot *sl = c->sl;
 	__u64 a;
 
-	if (!sl || sl->pwrong || no_pred || no_attr ||
+	if (!sl || sl->pwrong || no_pred || no_attr || ab_leaves(LMT_AB_W_TOLD) ||
 	    !(a = lja_predict(c, ud, ev->oaddr, ev->nsize)) ||
 	    a >= (1ULL << 48))
 		return;

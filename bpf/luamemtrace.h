@@ -45,6 +45,8 @@ enum lmt_vmst {
 #define LMT_AB_W_ATTR 2   /* attribution: every event the VM's, no read */
 #define LMT_AB_W_RING 4   /* the ring: a full batch is dropped (counted lost);
 			   * an event sent alone still goes */
+#define LMT_AB_W_TOLD 8   /* addresses told at entry (bpf/lja.h): every
+			   * allocation's return probed */
 
 /* Offsets (bytes) into LuaJIT's structures for one build variant: only
  * what BPF reads (user/layout.c is the table). */

@@ -136,10 +136,10 @@ one_line() {
 	[ "$output" = "luamemtrace: bad --ab '5' (milliseconds between switches, 10 to 60000) (luamemtrace --help)" ]
 	run "$LMT" --ab=500 --ab-without search,rings -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
-	[ "$output" = "luamemtrace: bad --ab-without 'search,rings' (search, attribution, ring, comma-separated) (luamemtrace --help)" ]
+	[ "$output" = "luamemtrace: bad --ab-without 'search,rings' (search, attribution, ring, told, comma-separated) (luamemtrace --help)" ]
 	run "$LMT" --ab=500 --ab-without , -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
-	[ "$output" = "luamemtrace: bad --ab-without ',' (search, attribution, ring, comma-separated) (luamemtrace --help)" ]
+	[ "$output" = "luamemtrace: bad --ab-without ',' (search, attribution, ring, told, comma-separated) (luamemtrace --help)" ]
 	run "$LMT" --ab-without ring -p 1 -o "$T/x.bin"
 	[ "$status" -eq 2 ]
 	[ "$output" = "luamemtrace: --ab-without changes --ab's floor: give --ab or --ab=MS (luamemtrace --help)" ]

@@ -544,7 +544,7 @@ jit_on_off() {
 	[ "$traced" -gt $((made / 4)) ] && [ "$traced" -lt $((made * 3 / 4)) ]
 }
 
-@test "--ab-without: the floor's turns trace without a part instead; attribution: every table still recorded, the VM's; ring: those turns' batches counted lost" {
+@test "--ab-without: the floor's turns trace without a part instead; attribution: every table still recorded, the VM's; ring: those turns' batches counted lost; told: every return probed, every table at its line" {
 	cd "$LUA_DIR"
 	"$LMT" -q --ab=100 --ab-without attribution -o "$T/aw.bin" -- luajit abtime.lua \
 		> "$T/aw.out" 2> "$T/aw.err"
@@ -575,6 +575,18 @@ jit_on_off() {
 	made=$(cat "$T/ar.out")
 	traced=$(counts ALLOCATIONS @abtime.lua:5 "$T/ar.txt")
 	[ "$lost" -gt $((made / 4)) ] && [ "$traced" -gt $((made / 4)) ]
+	# without addresses told: those turns probe every return, and every
+	# table is at its line either way
+	"$LMT" --ab=100 --ab-without told -o "$T/at.bin" -- luajit abtime.lua \
+		> "$T/at.out" 2> "$T/at.err"
+	grep -q -- '--ab: without-told from ' "$T/at.err"
+	no_lost "$T/at.err"
+	made=$(cat "$T/at.out")
+	"$LMT" report "$T/at.bin" > "$T/at.txt"
+	count_is ALLOCATIONS @abtime.lua:5 "$T/at.txt" "$made"
+	told=$(sed -n 's/^  returns: \([0-9]*\) allocation addresses told.*/\1/p' "$T/at.err")
+	[ "$told" -gt $((made / 4)) ] && [ "$told" -lt $((made * 3 / 4)) ] ||
+		{ echo "told $told of $made"; return 1; }
 }
 
 @test "both readers (kernel stack, per-CPU scratch) give the same report" {

@@ -79,7 +79,9 @@ static const char usage[] =
 	"                         without PARTS (comma-separated): search (of the\n"
 	"                         stack in a trace), attribution (every event the\n"
 	"                         VM's, no read), ring (full batches dropped, counted\n"
-	"                         lost); each part's cost is the windows' ratio\n"
+	"                         lost), told (addresses told at entry: every\n"
+	"                         return probed); each part's cost is the windows'\n"
+	"                         ratio\n"
 	"  -q, --quiet            no summary\n"
 	"  -v, --verbose          say where probes go and what was found\n"
 	"  -h, --help             this text\n"
@@ -196,6 +198,7 @@ static int ab_parts(const char *arg, struct topts *o)
 		{ "search", LMT_AB_W_SEARCH },
 		{ "attribution", LMT_AB_W_ATTR },
 		{ "ring", LMT_AB_W_RING },
+		{ "told", LMT_AB_W_TOLD },
 	};
 	const unsigned nparts = sizeof(parts) / sizeof(parts[0]);
 	char buf[64], *save = NULL, *at = o->ab_name;
@@ -366,7 +369,7 @@ int main(int argc, char **argv)
 		case OPT_AB_WITHOUT:
 			if (ab_parts(optarg, &o))
 				return bad_usage("bad --ab-without '%s' (search, attribution, "
-						 "ring, comma-separated)", optarg);
+						 "ring, told, comma-separated)", optarg);
 			break;
 		case OPT_AB:
 			o.ab = 1;

@@ -151,7 +151,7 @@ ngx_ab() {
 ngx_ab ngx
 ab_line ngx req/s
 # where traced's excess goes: the parts, each in windows of its own run
-for part in search attribution ring; do
+for part in search attribution ring told; do
 	ngx_ab "ngx-$part" --ab-without "$part"
 	part_line "ngx-$part" "$part"
 done
@@ -293,7 +293,7 @@ sb_ab() {
 }
 sb_ab sb
 ab_line sb events/s
-for part in search attribution ring; do
+for part in search attribution ring told; do
 	sb_ab "sb-$part" --ab-without "$part"
 	part_line "sb-$part" "$part"
 done
