@@ -103,7 +103,7 @@ static __always_inline void pred_tell(struct ctx *c, __u64 ud, struct lmt_ev *ev
 	if (pred_test == 2 && sl->pok >= LMT_PRED_TRUST)
 		a += LJA_MEM; /* the test of a contradiction after trust */
 	if (sl->pok >= LMT_PRED_TRUST && pred_test != 1 &&
-	    (++c->pc->pn & (LMT_PRED_EVERY - 1))) {
+	    (++sl->pn & (LMT_PRED_EVERY - 1))) {
 		ev->naddr = a;
 		c->st->pred++;
 		return;
@@ -148,11 +148,11 @@ __noinline int stack_send(struct pt_regs *ctx, int sess)
 	int ret;
 
 	if (!ctx || ctx_open(&c, ctx))
-		return 1;
+		return sess;
 	if (!(s = stk_get()) || !(vm = vm_of(&c, s->ud))) {
 		if (!sess)
 			await_none(&c, AW_NONE);
-		return 1;
+		return sess;
 	}
 	c.reads = s->reads;
 	c.direct = s->direct;
@@ -181,10 +181,12 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 	struct gq q;
 	int ret;
 
+	/* A perf link's program returns 0 (else the kernel sends a sample;
+	 * an old uprobe_multi kernel removes the probe). */
 	if (ab_skip(nsize))
-		return nsize == 0;
+		return ck ? nsize == 0 : 0;
 	if (ctx_open(&c, ctx))
-		return 1;
+		return ck != NULL;
 	/* Not recorded: its return must not take an older note for its
 	 * own. */
 	if (duty_off || !(vm = vm_of(&c, ud))) {

@@ -199,6 +199,10 @@ struct lmt_slot {
 	__u32 busy; /* lock of len, buf, last and nev */
 	__u32 last; /* offset of the batch's last event */
 	__u32 nev;  /* events in the batch */
+	__u32 pn;   /* bpf/lja.h: addresses told since the VM's allocator was
+		     * trusted: every LMT_PRED_EVERY-th is checked at its
+		     * return all the same (one thread at a time: no lock) */
+	__u32 pad3;
 	__u8 buf[LMT_SBUF + 64]; /* + 64: a masked offset below LMT_SBUF
 				  * plus an event (LMT_EV_WMAX words) stays in
 				  * bounds */
@@ -704,9 +708,7 @@ struct lmt_percpu {
 	 * (dr_pgd); the generation the last dr_addr read (dr_same) */
 	struct lmt_walk walk[2];
 	__u64 tg, ctx, gen;
-	__u32 cur;
-	__u32 pn;      /* allocations told at entry: every LMT_PRED_EVERY-th
-			* is checked at its return all the same */
+	__u32 cur, pad2;
 	__u8 wide[4];  /* per event kind: its last one needed a frame */
 	__u8 pad[4];
 	/* bpf/trace.h: where the last return into a trace's code was

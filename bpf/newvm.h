@@ -50,6 +50,7 @@ static __always_inline void slot_fill(struct lmt_slot *sl, __u32 tgid, __u64 ud,
 	sl->ud = ud;
 	sl->pok = 0;
 	sl->pwrong = 0;
+	sl->pn = 0;
 	__builtin_memcpy(&sl->vm, vm, sizeof(*vm));
 	h = (struct lmt_batch *)sl->buf;
 	h->rec = LMT_REC_BATCH;

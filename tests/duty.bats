@@ -80,6 +80,8 @@ duty_run() {
 @test "--duty 20 over 4 s (a session link): windows, the summary's estimate, the sidecar; every report scaled by duration/sampled and labelled; shares exact; no probe left" {
 	duty_run
 	grep -q 'allocator probes as a session (one uprobe_multi link)' "$T/sum"
+	# and the session told addresses: said only where it loaded
+	grep -Eq '^  returns: [1-9][0-9]* allocation addresses told at entry' "$T/sum"
 }
 
 @test "--duty 20 over 4 s, uprobe_multi links (LMT_NO_SESSION, as on kernels before 6.13): the same" {

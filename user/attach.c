@@ -428,10 +428,6 @@ int open_load(struct tr *t, int kst)
 		t->skel->rodata->pred_test = pt && (!strcmp(pt, "1") || !strcmp(pt, "2")) ?
 						     (uint8_t)(*pt - '0') : 0;
 	}
-	if (t->sess && o->verbose)
-		err1("allocator probes as a session (one uprobe_multi link): returns where "
-		     "the entry asks%s",
-		     env_on("LMT_NO_PREDICT") ? " (addresses not told at entry)" : "");
 	/* --duty closes its windows faster with uprobe_multi links, whose
 	 * programs are loaded for them. */
 	t->multi = o->duty && !o->floor && !t->sess && !t->multi_refused &&
@@ -447,6 +443,10 @@ int open_load(struct tr *t, int kst)
 	/* Children are followed only into streams of their own (with -o
 	 * FILE they are counted). */
 	if (!luamemtrace_bpf__load(t->skel)) {
+		if (t->sess && o->verbose)
+			err1("allocator probes as a session (one uprobe_multi link): returns "
+			     "where the entry asks%s",
+			     env_on("LMT_NO_PREDICT") ? " (addresses not told at entry)" : "");
 		if (o->verbose)
 			fprintf(stderr, "luamemtrace: reads land on the %s\n",
 				kst ? "kernel stack" : "per-CPU scratch");
@@ -456,12 +456,20 @@ int open_load(struct tr *t, int kst)
 	if (t->sess || t->multi) {
 		/* The kernel takes such programs but not these: without a
 		 * session, two links (--duty) or perf links; without
-		 * uprobe_multi links, perf links. */
+		 * uprobe_multi links, perf links. Refused for good only if
+		 * the other kind loads: else the compatible reader tries
+		 * this kind again. */
+		int *refused = t->sess ? &t->sess_refused : &t->multi_refused;
+
 		if (o->verbose)
 			err1("the programs did not load for %s (%s); the kind before",
 			     t->sess ? "a session" : "uprobe_multi links", strerror(errno));
-		*(t->sess ? &t->sess_refused : &t->multi_refused) = 1;
-		return open_load(t, kst);
+		*refused = 1;
+		if (open_load(t, kst)) {
+			*refused = 0;
+			return -1;
+		}
+		return 0;
 	}
 	if (kst) {
 		if (o->verbose)
@@ -711,6 +719,7 @@ static int slot_take(struct lmt_slot *s, const struct lmt_vm_key *k,
 	s->ud = k->ud;
 	s->pok = 0;
 	s->pwrong = 0;
+	s->pn = 0;
 	s->vm = *vm;
 	*(struct lmt_batch *)s->buf = (struct lmt_batch){ .rec = LMT_REC_BATCH,
 							  .tgid = k->tgid,
