@@ -57,6 +57,13 @@ static __always_inline __u32 lja_ffs(__u32 x)
 	return n;
 }
 
+/* The chunk size of a request of nsize bytes (request2size; for large
+ * requests pad_request, the same there). */
+static __always_inline __u64 lja_chunk(__u64 nsize)
+{
+	return nsize < LJA_MIN_REQUEST ? LJA_MIN_CHUNK : (nsize + 15) & ~7ULL;
+}
+
 /* Where lj_alloc_malloc(ms, nsize) takes its chunk, from ms's head h
  * (LJA_HEAD bytes as words): LJA_AT with the address in *v, LJA_BIN with
  * the bin whose first chunk it is in *v, or LJA_NONE (its return tells).
@@ -65,34 +72,27 @@ static __always_inline int lja_plan(const __u64 *h, __u64 nsize, __u64 *v)
 {
 	const __u32 smallmap = (__u32)h[0], treemap = (__u32)(h[0] >> 32);
 	const __u64 dvsize = h[1], topsize = h[2], dv = h[3], top = h[4];
-	__u64 nb;
+	const __u64 nb = lja_chunk(nsize);
 
 	if (nsize <= LJA_MAX_SMALL) {
-		__u32 idx, bits, left;
+		const __u32 idx = (__u32)(nb >> 3), bits = smallmap >> idx;
 
-		nb = nsize < LJA_MIN_REQUEST ? LJA_MIN_CHUNK : (nsize + 15) & ~7ULL;
-		idx = (__u32)(nb >> 3);
-		bits = smallmap >> idx;
 		if (bits & 3) { /* remainderless: this bin or the next */
 			*v = idx + (~bits & 1);
 			return LJA_BIN;
 		}
 		if (nb > dvsize) {
 			if (bits) { /* the next non-empty bin, split */
-				left = (bits << idx) &
-				       ((1U << idx << 1) | (~(1U << idx << 1) + 1));
-				*v = lja_ffs(left);
+				*v = lja_ffs((bits << idx) &
+					     ((1U << idx << 1) | (~(1U << idx << 1) + 1)));
 				return LJA_BIN;
 			}
 			if (treemap)
 				return LJA_NONE; /* tmalloc_small */
 		}
-	} else if (nsize >= LJA_MAX_REQUEST) {
-		return LJA_NONE;
-	} else {
-		nb = (nsize + 15) & ~7ULL;
-		if (treemap)
-			return LJA_NONE; /* tmalloc_large, which may decline */
+	} else if (nsize >= LJA_MAX_REQUEST || treemap) {
+		return LJA_NONE; /* too large (nb overflows); tmalloc_large,
+				  * which may decline */
 	}
 	if (nb <= dvsize) {
 		*v = dv + LJA_MEM;
@@ -113,12 +113,10 @@ static __always_inline int lja_plan(const __u64 *h, __u64 nsize, __u64 *v)
 static __always_inline int lja_plan_realloc(const __u64 *h, const __u64 *c, __u64 ptr,
 					    __u64 nsize, __u64 *v)
 {
-	const __u64 oldsize = c[1] & ~3ULL, top = h[4], topsize = h[2];
-	__u64 nb;
+	const __u64 oldsize = c[1] & ~3ULL, top = h[4], topsize = h[2], nb = lja_chunk(nsize);
 
 	if (nsize >= LJA_MAX_REQUEST || (!(c[1] & 1) && (c[0] & 1)))
 		return LJA_NONE; /* too large; is_direct */
-	nb = nsize < LJA_MIN_REQUEST ? LJA_MIN_CHUNK : (nsize + 15) & ~7ULL;
 	if (oldsize >= nb || (ptr - LJA_MEM + oldsize == top && oldsize + topsize > nb)) {
 		*v = ptr;
 		return LJA_AT;

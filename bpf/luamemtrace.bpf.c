@@ -57,13 +57,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* An attributed event goes, noted for its return (bpf/await.h); the
  * run's reads counted. sess: the probe is a session, whose entry says
  * whether its return runs: not for a free, nor for an allocation whose
- * address the entry told (ev->naddr set), which then leave no note. */
-static __always_inline void deliver(struct ctx *c, struct lmt_ev *ev, int sess)
+ * address the entry told (ev->naddr set), which then leave no note.
+ * What the session's entry returns: 1, no return. */
+static __always_inline int deliver(struct ctx *c, struct lmt_ev *ev, int sess)
 {
+	const int done = sess && (ev->kind == LMT_FREE || ev->naddr);
 	__u64 mark;
 	__u32 off = 0;
 
-	if (ev->kind == LMT_FREE || (sess && ev->naddr)) {
+	if (done || ev->kind == LMT_FREE) {
 		send(c, ev);
 		if (!sess)
 			await_none(c, AW_FREE);
@@ -74,6 +76,7 @@ static __always_inline void deliver(struct ctx *c, struct lmt_ev *ev, int sess)
 	}
 	c->st->reads += c->reads;
 	c->st->direct += c->direct;
+	return done;
 }
 
 /* -- Addresses told at entry (bpf/lja.h) ------------------------------- */
@@ -145,7 +148,6 @@ __noinline int stack_send(struct pt_regs *ctx, int sess)
 	struct ctx c = { .regs = ctx };
 	const struct lmt_vm *vm;
 	struct stk *s;
-	int ret;
 
 	if (!ctx || ctx_open(&c, ctx))
 		return sess;
@@ -159,9 +161,7 @@ __noinline int stack_send(struct pt_regs *ctx, int sess)
 	s->ev.stk = stack_of(&c, vm, s);
 	if (!s->ev.stk)
 		c.st->lost_stk++;
-	ret = sess && (s->ev.kind == LMT_FREE || s->ev.naddr);
-	deliver(&c, &s->ev, sess);
-	return ret;
+	return deliver(&c, &s->ev, sess);
 }
 
 /* An allocator call at its entry. ck: the session's cookie (NULL: the
@@ -179,7 +179,6 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 			     .oaddr = ptr, .nsize = nsize };
 	const struct lmt_vm *vm;
 	struct gq q;
-	int ret;
 
 	/* A perf link's program returns 0 (else the kernel sends a sample;
 	 * an old uprobe_multi kernel removes the probe). */
@@ -224,11 +223,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 		}
 		c.st->lost_stk++;
 	}
-	/* No return for a free, nor for an address told (deliver marks
-	 * the others). */
-	ret = ck && (ev.kind == LMT_FREE || ev.naddr);
-	deliver(&c, &ev, ck != NULL);
-	return ret;
+	return deliver(&c, &ev, ck != NULL);
 }
 
 /* The allocator's entry probe: alloc_enter where the kernel keeps gread_k

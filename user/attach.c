@@ -302,12 +302,13 @@ static int um_supported(uint32_t type)
 	return 1;
 }
 
-/* Is environment variable n "1"? */
-static uint8_t env_on(const char *n)
+/* Environment variable n's level: 1 to max for "1" to max (a digit),
+ * else 0. */
+static uint8_t env_level(const char *n, char max)
 {
 	const char *v = getenv(n);
 
-	return v && !strcmp(v, "1");
+	return v && v[0] >= '1' && v[0] <= max && !v[1] ? (uint8_t)(v[0] - '0') : 0;
 }
 
 static void mfd_close(int *mfd)
@@ -414,20 +415,10 @@ int open_load(struct tr *t, int kst)
 		t->skel->rodata->ncpus = ncpu > 0 ? (uint32_t)ncpu : 1;
 	}
 	direct_config(t);
-	{
-		const char *aw = getenv("LMT_TEST_AWAIT");
-
-		t->skel->rodata->await_test = aw && (!strcmp(aw, "1") || !strcmp(aw, "2")) ?
-						      (uint8_t)(*aw - '0') : 0;
-	}
+	t->skel->rodata->await_test = env_level("LMT_TEST_AWAIT", '2');
 	t->skel->rodata->floor_entry = (uint8_t)o->floor_entry;
-	t->skel->rodata->no_pred = env_on("LMT_NO_PREDICT");
-	{
-		const char *pt = getenv("LMT_TEST_PREDICT");
-
-		t->skel->rodata->pred_test = pt && (!strcmp(pt, "1") || !strcmp(pt, "2")) ?
-						     (uint8_t)(*pt - '0') : 0;
-	}
+	t->skel->rodata->no_pred = env_level("LMT_NO_PREDICT", '1');
+	t->skel->rodata->pred_test = env_level("LMT_TEST_PREDICT", '2');
 	/* --duty closes its windows faster with uprobe_multi links, whose
 	 * programs are loaded for them. */
 	t->multi = o->duty && !o->floor && !t->sess && !t->multi_refused &&
@@ -446,7 +437,7 @@ int open_load(struct tr *t, int kst)
 		if (t->sess && o->verbose)
 			err1("allocator probes as a session (one uprobe_multi link): returns "
 			     "where the entry asks%s",
-			     env_on("LMT_NO_PREDICT") ? " (addresses not told at entry)" : "");
+			     env_level("LMT_NO_PREDICT", '1') ? " (addresses not told at entry)" : "");
 		if (o->verbose)
 			fprintf(stderr, "luamemtrace: reads land on the %s\n",
 				kst ? "kernel stack" : "per-CPU scratch");

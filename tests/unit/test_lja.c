@@ -158,8 +158,7 @@ static void real(void)
 		}
 		kinds[how]++;
 		if (how != LJA_NONE) {
-			const __u64 nb = lsz[k] < LJA_MIN_REQUEST ? LJA_MIN_CHUNK :
-				     (lsz[k] + 15) & ~7ULL;
+			const __u64 nb = lja_chunk(lsz[k]);
 
 			if (how == LJA_BIN)
 				*(v <= (nb >> 3) + 1 ? &fit : &split) += 1;
