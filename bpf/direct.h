@@ -108,7 +108,7 @@ static __always_inline int dr_same(struct lmt_percpu *t)
 	asm volatile("" ::: "memory"); /* the data's loads before this one */
 	if (kld(t->tg) == t->gen)
 		return 1;
-	t->walk[t->cur & 1].pgd = 0;
+	t->walk[t->cur & (LMT_NWALK - 1)].pgd = 0;
 	return 0;
 }
 
@@ -118,10 +118,9 @@ const volatile __u8 dr_fresh = 0;
 /* A program run begins (dr_pgd). */
 static __always_inline void dr_newrun(struct lmt_percpu *t)
 {
-	if (dr_fresh) {
-		t->walk[0].pgd = 0;
-		t->walk[1].pgd = 0;
-	}
+	if (dr_fresh)
+		for (int j = 0; j < LMT_NWALK; j++)
+			t->walk[j].pgd = 0;
 }
 
 /* Walk k for va's page in page tables pgd, TLB generation gen: 1 if it
@@ -135,9 +134,10 @@ static __always_inline int dr_kept(const struct lmt_percpu *t, const struct lmt_
 	return k->gen == gen ? 1 : -1;
 }
 
-/* dr_addr's answer where one of the two kept walks stands for the page,
+/* dr_addr's answer where one of the kept walks stands for the page,
  * inline: no call, no walk (a read's common case); 0 to ask dr_addr. The
- * generation it loaded first is left in t->gen either way. */
+ * last one used is tried first. The generation it loaded first is left in
+ * t->gen either way. */
 static __always_inline __u64 dr_kaddr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
 {
 	__u64 gen;
@@ -148,14 +148,34 @@ static __always_inline __u64 dr_kaddr(struct lmt_percpu *t, __u64 pgd, __u64 va,
 	gen = kld(t->tg);
 	t->gen = gen;
 	asm volatile("" ::: "memory"); /* before the walk's loads and the data's */
-	i = t->cur & 1;
-	if (dr_kept(t, &t->walk[i], pgd, va, gen) <= 0) {
-		i ^= 1;
-		if (dr_kept(t, &t->walk[i], pgd, va, gen) <= 0)
-			return 0;
+	i = t->cur;
+	for (int n = 0; n < LMT_NWALK; n++, i++) {
+		i &= LMT_NWALK - 1;
+		if (dr_kept(t, &t->walk[i], pgd, va, gen) > 0) {
+			t->cur = i;
+			t->walk[i].used = ++t->clock;
+			return t->walk[i].k + (va & 4095);
+		}
 	}
-	t->cur = i;
-	return t->walk[i].k + (va & 4095);
+	return 0;
+}
+
+/* Where a new walk for va's page goes: in the place of that page's stale
+ * walk, if one is kept; else in the place of the one used longest ago. */
+static __always_inline __u32 dr_victim(const struct lmt_percpu *t, __u64 pgd, __u64 va)
+{
+	__u64 oldest = ~0ULL;
+	__u32 v = 0;
+
+	for (__u32 i = 0; i < LMT_NWALK; i++) {
+		if (dr_kept(t, &t->walk[i], pgd, va, t->gen))
+			return i;
+		if (t->walk[i].used < oldest) {
+			oldest = t->walk[i].used;
+			v = i;
+		}
+	}
+	return v;
 }
 
 /* The kernel address of [va, va + sz), 0 if the read must go through
@@ -163,9 +183,11 @@ static __always_inline __u64 dr_kaddr(struct lmt_percpu *t, __u64 pgd, __u64 va,
  * left the last one (cur), and the generation read first in t->gen, for
  * the check after the loads (dr_same).
  *
- * The two pages last walked are kept in t: an event's reads come in runs
- * on a page (the GG_State's fields), and its events' on two (the
- * GG_State's, and the stack's for a trace's return): docs/costs.md.
+ * The LMT_NWALK pages last walked are kept in t: an event's reads come
+ * in runs on a page (the GG_State's fields), and its events' on a few (the
+ * GG_State's, which holds the allocator's state too; the C stack's for a
+ * trace's return; the Lua stack's; a reallocated block's header):
+ * docs/costs.md.
  *
  * A global function, verified once: inlined at every read, the walk's
  * branches multiply the verifier's paths past its limit. */
@@ -181,20 +203,17 @@ __noinline __u64 dr_addr(struct lmt_percpu *t, __u64 pgd, __u64 va, __u64 sz)
 	k = dr_kaddr(t, pgd, va, sz);
 	if (k)
 		return k;
-	/* Walked in the place of this page's stale walk, if the last one is
-	 * it; else in the place of the other. */
-	i = t->cur & 1;
-	if (!dr_kept(t, &t->walk[i], pgd, va, t->gen))
-		i ^= 1;
+	i = dr_victim(t, pgd, va);
 	k = dr_walk(po, pgd, va);
 	if (!k)
-		return 0; /* both as they were */
+		return 0; /* all as they were */
 	l = &t->walk[i];
 	l->pgd = pgd;
 	l->v = va >> 12;
 	l->k = k;
 	l->ctx = t->ctx;
 	l->gen = t->gen;
+	l->used = ++t->clock;
 	t->cur = i;
 	return k + (va & 4095);
 }

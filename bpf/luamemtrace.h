@@ -690,10 +690,12 @@ struct lmt_stats {
 			* of its reader, under BPF's 512-byte frame */
 /* A page walked (bpf/direct.h): for page tables pgd of the mm whose
  * never-reused ID is ctx, the page's number and kernel address, walked
- * under that mm's TLB generation gen. */
+ * under that mm's TLB generation gen; used: when it was last (the CPU's
+ * clock of uses). */
 struct lmt_walk {
-	__u64 pgd, v, k, ctx, gen;
+	__u64 pgd, v, k, ctx, gen, used;
 };
+#define LMT_NWALK 4 /* pages walked kept per CPU: a power of 2 */
 
 struct lmt_percpu {
 	struct lmt_stats st;
@@ -703,11 +705,12 @@ struct lmt_percpu {
 	 * its mark, sp at its return, where it went (process, slot), its
 	 * offset in the batch and its VM */
 	__u64 await[4];
-	/* bpf/direct.h: the two pages walked last, walk[cur & 1] the last;
-	 * the run's mm: the address of its TLB generation and its ID
-	 * (dr_pgd); the generation the last dr_addr read (dr_same) */
-	struct lmt_walk walk[2];
-	__u64 tg, ctx, gen;
+	/* bpf/direct.h: the pages walked last, walk[cur] the last used, and
+	 * the count of uses that stamps them; the run's mm: the address of
+	 * its TLB generation and its ID (dr_pgd); the generation the last
+	 * dr_addr read (dr_same) */
+	struct lmt_walk walk[LMT_NWALK];
+	__u64 tg, ctx, gen, clock;
 	__u32 cur, pad2;
 	__u8 wide[4];  /* per event kind: its last one needed a frame */
 	__u8 pad[4];

@@ -33,9 +33,10 @@ static __u64 kld(__u64 a)
 #define PG 4096ULL
 /* bpf/trace.h's hint for the trace whose machine code is at mc */
 #define SH(t, mc) dr_hint_of(&(t), (mc))
-/* the page walked last, and the one before */
-#define LAST(t) ((t).walk[(t).cur & 1])
-#define OLDER(t) ((t).walk[((t).cur & 1) ^ 1])
+/* the walk used last */
+#define LAST(t) ((t).walk[(t).cur & (LMT_NWALK - 1)])
+/* Is va's page kept in t, for pgd, the mm and the generation now? */
+static int kept(const struct lmt_percpu *t, __u64 pgd, __u64 va);
 #define NPG 8
 #define E_PU (DR_P | DR_U | 2ULL) /* present, user, writable */
 #define NX (1ULL << 63)
@@ -50,6 +51,16 @@ static void t_init(struct lmt_percpu *t)
 	memset(t, 0, sizeof(*t));
 	t->tg = (__u64)(uintptr_t)&tlbgen;
 	t->ctx = MM_ID;
+}
+
+static int kept(const struct lmt_percpu *t, __u64 pgd, __u64 va)
+{
+	int n = 0;
+
+	for (int i = 0; i < LMT_NWALK; i++)
+		n += t->walk[i].pgd == pgd && t->walk[i].v == va >> 12 &&
+		     t->walk[i].ctx == t->ctx && t->walk[i].gen == tlbgen;
+	return n == 1; /* never twice */
 }
 
 static __u64 va_of(__u64 i4, __u64 i3, __u64 i2, __u64 i1, __u64 off)
@@ -173,7 +184,7 @@ int main(void)
 	dr_addr(&t, pgd, va, 8);
 	CHECK("dr_kaddr: a second page walked, the first kept behind it",
 	      dr_addr(&t, pgd, va_of(0xfe, 3, 7, 10, 0), 8) == po + 6 * PG &&
-	      OLDER(t).v == va >> 12);
+	      LAST(t).v != va >> 12 && kept(&t, pgd, va));
 	loads = 0;
 	CHECK("dr_kaddr: the older kept page: its address, now the last, the generation kept",
 	      dr_kaddr(&t, pgd, va, 8) == po + 5 * PG + 0x128 && loads == 1 &&
@@ -188,19 +199,23 @@ int main(void)
 	      !dr_kaddr(&t, pgd, va_of(0xfe, 3, 7, 9, 0xff8), 16) && !dr_kaddr(&t, pgd, va + 4, 8));
 	mem[3][10] = 0;
 
-	/* Walks kept across runs while the generation stands; the two last
-	 * pages. */
+	/* Walks kept across runs while the generation stands: the
+	 * LMT_NWALK pages used last. */
 	{
 		const __u64 vb = va_of(0xfe, 3, 7, 10, 0x40), vc = va_of(0xfe, 3, 7, 11, 0);
+		const __u64 vd = va_of(0xfe, 3, 7, 12, 0), ve = va_of(0xfe, 3, 7, 13, 0);
 
+		_Static_assert(LMT_NWALK == 4, "the pages below are four, and a fifth");
 		mem[3][10] = 6 * PG | E_PU;
 		mem[3][11] = 7 * PG | E_PU;
+		mem[3][12] = 4 * PG | E_PU;
+		mem[3][13] = 4 * PG | E_PU;
 		t_init(&t);
 		dr_newrun(&t);
 		dr_addr(&t, pgd, va, 8);
 		k = dr_addr(&t, pgd, vb, 8);
 		CHECK("kept: the second page's address, the first kept behind it",
-		      k == po + 6 * PG + 0x40 && OLDER(t).v == va >> 12 && LAST(t).v == vb >> 12);
+		      k == po + 6 * PG + 0x40 && kept(&t, pgd, va) && LAST(t).v == vb >> 12);
 		loads = 0;
 		dr_addr(&t, pgd, vb + 8, 8);
 		dr_addr(&t, pgd, va, 8);
@@ -209,27 +224,53 @@ int main(void)
 		CHECK("kept: either page, in this run or the next: the generation alone",
 		      loads == 3);
 		CHECK("kept: ... the page used last the one checked",
-		      LAST(t).v == vb >> 12 && OLDER(t).v == va >> 12 && dr_same(&t));
+		      LAST(t).v == vb >> 12 && kept(&t, pgd, va) && dr_same(&t));
 		dr_addr(&t, pgd, vc, 8);
-		CHECK("kept: a third page: the one used before goes",
-		      LAST(t).v == vc >> 12 && OLDER(t).v == vb >> 12);
+		dr_addr(&t, pgd, vd, 8);
+		CHECK("kept: four pages, all kept",
+		      LAST(t).v == vd >> 12 && kept(&t, pgd, va) && kept(&t, pgd, vb) &&
+		      kept(&t, pgd, vc) && kept(&t, pgd, vd));
+		loads = 0;
+		dr_addr(&t, pgd, vb, 8);
+		dr_addr(&t, pgd, vc, 8);
+		dr_addr(&t, pgd, vd, 8);
+		CHECK("kept: ... each read with the generation alone", loads == 3);
+		dr_addr(&t, pgd, ve, 8);
+		CHECK("kept: a fifth page: the one used longest ago goes",
+		      LAST(t).v == ve >> 12 && !kept(&t, pgd, va) && kept(&t, pgd, vb) &&
+		      kept(&t, pgd, vc) && kept(&t, pgd, vd));
 		loads = 0;
 		dr_addr(&t, pgd, va, 8);
-		CHECK("kept: ... and is walked again", loads == 5 && LAST(t).v == va >> 12);
+		CHECK("kept: ... and is walked again, in the place of the next oldest",
+		      loads == 5 && LAST(t).v == va >> 12 && !kept(&t, pgd, vb) &&
+		      kept(&t, pgd, ve));
 		/* any flush of the mm: every walk of it walked again, in its
-		 * own place, the other kept */
+		 * own place, the others kept */
 		dr_addr(&t, pgd, vb, 8);
 		mem[3][10] = 7 * PG | E_PU;
 		tlbgen++;
 		loads = 0;
 		k = dr_addr(&t, pgd, vb, 8);
-		CHECK("kept: a flush since: walked again in its own place",
-		      k == po + 7 * PG + 0x40 && loads == 5 && LAST(t).v == vb >> 12 &&
-		      OLDER(t).v == va >> 12);
+		{
+			const __u32 at = t.cur;
+
+			CHECK("kept: a flush since: walked again in its own place",
+			      k == po + 7 * PG + 0x40 && loads == 5 && LAST(t).v == vb >> 12 &&
+			      kept(&t, pgd, vb) && !kept(&t, pgd, va));
+			tlbgen--; /* as if the others were walked under this one */
+			CHECK("kept: ... the others kept where they were",
+			      t.walk[at].v == vb >> 12 && kept(&t, pgd, va) && kept(&t, pgd, vd) &&
+			      kept(&t, pgd, ve));
+			tlbgen++;
+		}
+		dr_addr(&t, pgd, va, 8);
+		dr_addr(&t, pgd, vd, 8);
+		dr_addr(&t, pgd, ve, 8);
+		dr_addr(&t, pgd, vb, 8);
 		mem[3][11] = 0;
-		CHECK("kept: a walk that fails: none, both kept as they were",
-		      !dr_addr(&t, pgd, vc, 8) && LAST(t).v == vb >> 12 && LAST(t).pgd == pgd &&
-		      OLDER(t).v == va >> 12 && OLDER(t).pgd == pgd);
+		CHECK("kept: a walk that fails: none, all kept as they were",
+		      !dr_addr(&t, pgd, vc, 8) && LAST(t).v == vb >> 12 && kept(&t, pgd, va) &&
+		      kept(&t, pgd, vb) && kept(&t, pgd, vd) && kept(&t, pgd, ve));
 		mem[3][11] = 7 * PG | E_PU;
 		mem[3][10] = 6 * PG | E_PU;
 		tlbgen++;
@@ -254,6 +295,8 @@ int main(void)
 		}
 		mem[3][10] = 0;
 		mem[3][11] = 0;
+		mem[3][12] = 0;
+		mem[3][13] = 0;
 		tlbgen++;
 	}
 
