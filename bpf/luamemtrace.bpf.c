@@ -79,6 +79,29 @@ static __always_inline int deliver(struct ctx *c, struct lmt_ev *ev, int sess)
 	return done;
 }
 
+/* -- Links shared by processes (user/attach.c: struct shl) ------------------ */
+
+/* Set by user space while a link with no PID is on: its probes are in
+ * every process that maps the file, and one not traced that hits it is
+ * noted here for user space to say (its hits run to vm_of and no further:
+ * no event, no return probed). */
+__u8 shl_on;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u8);
+} foreign SEC(".maps");
+
+static __always_inline void foreign_note(__u32 tgid)
+{
+	__u8 one = 1;
+
+	if (shl_on)
+		bpf_map_update_elem(&foreign, &tgid, &one, BPF_NOEXIST);
+}
+
 /* -- Addresses told at entry (bpf/lja.h) ------------------------------- */
 
 /* A session's cookie: what its entry told its return, the address told
@@ -189,6 +212,8 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 	/* Not recorded: its return must not take an older note for its
 	 * own. */
 	if (duty_off || !(vm = vm_of(&c, ud))) {
+		if (ck && !duty_off)
+			foreign_note(c.tgid);
 		if (ck)
 			return 1;
 		await_none(&c, nsize ? AW_NONE : AW_FREE);

@@ -81,6 +81,18 @@ no_probes_of() {
 	done
 }
 
+# No uprobe_multi link (bpftool's "type 12": session links too) is left on
+# the system; their release is deferred to a kernel worker: up to 2 s.
+no_multi_links() {
+	local i
+	for i in $(seq 1 40); do
+		bpftool link show 2>/dev/null | grep -q '^[0-9]*: type 12 ' || return 0
+		sleep 0.05
+	done
+	bpftool link show | grep '^[0-9]*: type 12 '
+	return 1
+}
+
 # no_lost FILE: no "lost:" line of a summary counts anything.
 no_lost() {
 	if grep -E '^ *lost:' "$1" | grep -q '[1-9]'; then

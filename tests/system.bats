@@ -99,6 +99,98 @@ report_of() {
 	no_probes_of "$T/"
 }
 
+# Processes that share their allocator's file (nginx's workers) share
+# one session link where no other process maps it: a link by PID would
+# have each process's probe hijack the others' returns (docs/costs.md).
+# A private copy of luajit: only this test's processes map it.
+@test "-p A,B sharing their allocator's file, no other process mapping it: one session link, exact counts; a process not traced that maps it since is said, its output unchanged; no link left" {
+	cp "$(command -v luajit)" "$T/lj"
+	waiter a "$T/lj"
+	exec 7> "$T/a.in"
+	waiter b "$T/lj"
+	exec 6> "$T/b.in"
+	wait_for "$T/a.out" ready
+	wait_for "$T/b.out" ready
+	local a b c
+	a=$(cat "$T/a.pid")
+	b=$(cat "$T/b.pid")
+	"$T/lj" -e 'local n = 0 for i = 1, 200000 do local t = { i } n = n + #t end print(n)' > "$T/c0.out"
+	"$LMT" -v -p "$a,$b" -o "$T/d" 2> "$T/err" 3>&- &
+	local tpid=$!
+	wait_for "$T/err" "tracing 2 processes"
+	grep -q "^luamemtrace: 2 processes' allocator in $T/lj: one session link for them (every process that maps it is traced)\$" "$T/err"
+	# not traced, it maps the file since: the shared probe is in it
+	"$T/lj" -e 'local n = 0 for i = 1, 200000 do local t = { i } n = n + #t end print(n)' > "$T/c.out" &
+	c=$!
+	wait "$c"
+	diff "$T/c0.out" "$T/c.out"
+	wait_for "$T/err" "warning: PID $c (lj), not traced, maps an allocator whose probe the traced processes share"
+	echo go >&7
+	echo go >&6
+	wait_for "$T/a.out" "wait.lua done"
+	wait_for "$T/b.out" "wait.lua done"
+	echo bye >&7
+	echo bye >&6
+	exec 7>&- 6>&-
+	wait "$a"
+	wait "$b"
+	local st=0
+	wait "$tpid" || st=$?
+	[ "$st" -eq 0 ]
+	no_lost "$T/err"
+	[ "$(grep -c "warning: PID $c " "$T/err")" -eq 1 ]
+	for p in "$a" "$b"; do
+		report_of "$T/d/lj.$p.vm0.bin"
+		count_is ALLOCATIONS @wait.lua:8 "$T/d/lj.$p.vm0.bin.txt" 700
+	done
+	no_multi_links
+}
+
+@test "-p A,B sharing their allocator's file that a process not traced maps too, or LMT_NO_SHARED=1: a link each, exact counts" {
+	cp "$(command -v luajit)" "$T/lj"
+	local m
+	for m in other LMT_NO_SHARED; do
+		waiter "a$m" "$T/lj"
+		exec 7> "$T/a$m.in"
+		waiter "b$m" "$T/lj"
+		exec 6> "$T/b$m.in"
+		wait_for "$T/a$m.out" ready
+		wait_for "$T/b$m.out" ready
+		if [ "$m" = other ]; then
+			waiter c "$T/lj"
+			exec 5> "$T/c.in"
+			wait_for "$T/c.out" ready
+		fi
+		local a b
+		a=$(cat "$T/a$m.pid")
+		b=$(cat "$T/b$m.pid")
+		env "$m=1" "$LMT" -v -p "$a,$b" -o "$T/d$m" 2> "$T/err$m" 3>&- &
+		local tpid=$!
+		wait_for "$T/err$m" "tracing 2 processes"
+		echo go >&7
+		echo go >&6
+		wait_for "$T/a$m.out" "wait.lua done"
+		wait_for "$T/b$m.out" "wait.lua done"
+		echo bye >&7
+		echo bye >&6
+		exec 7>&- 6>&-
+		wait "$a"
+		wait "$b"
+		local st=0
+		wait "$tpid" || st=$?
+		[ "$st" -eq 0 ]
+		[ "$m" = other ] && exec 5>&-
+		no_lost "$T/err$m"
+		absent "one session link for them" "$T/err$m"
+		grep -q "allocator probes as a session" "$T/err$m"
+		for p in "$a" "$b"; do
+			report_of "$T/d$m/lj.$p.vm0.bin"
+			count_is ALLOCATIONS @wait.lua:8 "$T/d$m/lj.$p.vm0.bin.txt" 700
+		done
+	done
+	no_multi_links
+}
+
 @test "-p A,B or --all with -o naming an existing file: refused in one line, the file unchanged (a new name is a directory)" {
 	echo old > "$T/x.bin"
 	run "$LMT" -p "$$,$PPID" -o "$T/x.bin"

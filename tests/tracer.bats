@@ -51,7 +51,7 @@ setup() {
 # (bpf/lja.h), its return not probed: the same stream as with every return
 # probed, leaks included; under LMT_TEST_PREDICT every address told is
 # checked at its return, and none differs.
-@test "addresses told at entry (a session): the report, leaks included, as with every return probed, without a session, or with --stacks; every one checked under LMT_TEST_PREDICT, none wrong" {
+@test "addresses told at entry (a session): the report, leaks included, as with every return probed, without a session (LMT_NO_SESSION=1, not =0), or with --stacks; every one checked under LMT_TEST_PREDICT, none wrong" {
 	cd "$LUA_DIR"
 	local m
 	for m in told LMT_NO_PREDICT LMT_TEST_PREDICT LMT_NO_SESSION; do
@@ -64,6 +64,9 @@ setup() {
 	grep -q 'allocator probes as a session' "$T/told.err"
 	! grep -q 'allocator probes as a session' "$T/LMT_NO_SESSION.err"
 	! grep -q '^  returns:' "$T/LMT_NO_SESSION.err"
+	# a switch is on at "1" alone, as LMT_NO_PREDICT
+	LMT_NO_SESSION=0 "$LMT" -v -o "$T/zero.bin" -- luajit sizes.lua > /dev/null 2> "$T/zero.err"
+	grep -q 'allocator probes as a session' "$T/zero.err"
 	# 4000 tables, and keep's first hash node (its growth: reallocations)
 	count_is ALLOCATIONS @sizes.lua:8 "$T/told.txt" "4001"
 	for m in LMT_NO_PREDICT LMT_TEST_PREDICT LMT_NO_SESSION; do

@@ -16,6 +16,8 @@
 #include <unistd.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <dirent.h>
 #include <sys/syscall.h>
 
 #include "trace.h"
@@ -124,6 +126,17 @@ void links_join(void)
 	memset(&reaper.q, 0, sizeof(reaper.q));
 }
 
+/* -- Knobs for tests and benchmarks ---------------------------------------- */
+
+/* Environment variable n's level: 1 to max for "1" to max (a digit),
+ * else 0. A switch is on at "1" alone (max '1'). */
+static uint8_t env_level(const char *n, char max)
+{
+	const char *v = getenv(n);
+
+	return v && v[0] >= '1' && v[0] <= max && !v[1] ? (uint8_t)(v[0] - '0') : 0;
+}
+
 /* -- The BPF object ------------------------------------------------------ */
 
 /* Does the kernel have task works (6.18+)? Then alloc_enter's reads can
@@ -134,7 +147,7 @@ int kernel_keeps_callbacks_on_stack(void)
 	int r;
 
 	/* For tests: the compatible reader on any kernel. */
-	if (getenv("LMT_COMPAT_READER"))
+	if (env_level("LMT_COMPAT_READER", '1'))
 		return 0;
 	b = btf__load_vmlinux_btf();
 	r = b && btf__find_by_name_kind(b, "bpf_task_work_schedule_signal_impl",
@@ -202,7 +215,7 @@ static void direct_config(struct tr *t)
 		t->skel->rodata->dr_mask = ((1ULL << bits) - 1) & ~4095ULL;
 	/* Unknown: nothing is RAM, no read is direct (direct_start). */
 	t->skel->rodata->dr_top = top;
-	t->skel->rodata->dr_fresh = getenv("LMT_WALK_PER_RUN") != NULL;
+	t->skel->rodata->dr_fresh = env_level("LMT_WALK_PER_RUN", '1');
 }
 
 /* After load: find_po finds the direct map and checks it by reading a
@@ -211,7 +224,6 @@ static void direct_config(struct tr *t)
 static void direct_start(struct tr *t)
 {
 	const unsigned bits = phys_bits();
-	const char *no = getenv("LMT_NO_DIRECT");
 	volatile uint64_t word = 0x6c6d7464ULL << 32 | (uint64_t)getpid() << 1 | 1;
 	struct lmt_po a = { .probe = (uint64_t)(uintptr_t)&word };
 	LIBBPF_OPTS(bpf_test_run_opts, ro, .ctx_in = &a, .ctx_size_in = sizeof(a));
@@ -219,7 +231,7 @@ static void direct_start(struct tr *t)
 
 	t->direct_po = 0;
 	a.want = word;
-	if (no && !strcmp(no, "1"))
+	if (env_level("LMT_NO_DIRECT", '1'))
 		why = "LMT_NO_DIRECT=1";
 	else if (!bits)
 		why = "5-level page tables, or no address sizes in /proc/cpuinfo";
@@ -302,15 +314,6 @@ static int um_supported(uint32_t type)
 	return 1;
 }
 
-/* Environment variable n's level: 1 to max for "1" to max (a digit),
- * else 0. */
-static uint8_t env_level(const char *n, char max)
-{
-	const char *v = getenv(n);
-
-	return v && v[0] >= '1' && v[0] <= max && !v[1] ? (uint8_t)(v[0] - '0') : 0;
-}
-
 static void mfd_close(int *mfd)
 {
 	if (*mfd)
@@ -364,8 +367,10 @@ int open_load(struct tr *t, int kst)
 	}
 	/* The allocator's probes as one session link where the kernel has
 	 * them: a return trap only where its entry asks. */
-	t->sess = !t->sess_refused && !getenv("LMT_NO_SESSION") &&
-		  !getenv("LMT_NO_UPROBE_MULTI") && um_supported(LMT_TRACE_UPROBE_SESSION);
+	t->no_shared = env_level("LMT_NO_SHARED", '1');
+	t->sess = !t->sess_refused && !env_level("LMT_NO_SESSION", '1') &&
+		  !env_level("LMT_NO_UPROBE_MULTI", '1') &&
+		  um_supported(LMT_TRACE_UPROBE_SESSION);
 	{
 		/* One entry program of eight: kernel-stack reads or not;
 		 * stacks or not; a session or an entry probe. */
@@ -422,7 +427,7 @@ int open_load(struct tr *t, int kst)
 	/* --duty closes its windows faster with uprobe_multi links, whose
 	 * programs are loaded for them. */
 	t->multi = o->duty && !o->floor && !t->sess && !t->multi_refused &&
-		   !getenv("LMT_NO_UPROBE_MULTI") && um_supported(LMT_TRACE_UPROBE_MULTI);
+		   !env_level("LMT_NO_UPROBE_MULTI", '1') && um_supported(LMT_TRACE_UPROBE_MULTI);
 	if (t->multi) {
 		if (o->verbose)
 			err1("--duty: allocator probes as uprobe_multi links");
@@ -526,11 +531,111 @@ static int allocf_on_um(struct tr *t, struct tproc *p, struct allocf *a)
 	return 0;
 }
 
-/* Allocator a's probes, by its plan. */
+/* -- Links shared by processes ------------------------------------------- */
+
+/* The kernel runs every link's program on a probe whatever process hit
+ * it, and a session link of another process answers "probe the return"
+ * there (its PID filter runs before the program): traced processes that
+ * share an allocator's file (nginx's workers) each had every return
+ * trapped for the others' sakes (docs/costs.md). One link with no PID
+ * for them runs once and asks for a return only where the entry could not
+ * tell the address; it puts the probe in every process that maps the
+ * file, so it is made only where those are all traced, and a process that
+ * maps the file since and hits it is said (foreign_check). */
+
+/* Allocator a's file and the offsets of its session link: 0, or -1. */
+static int shl_key(const struct tr *t, const struct allocf *a, struct shl *k)
+{
+	struct stat st;
+
+	if (stat(a->path, &st))
+		return -1;
+	memset(k, 0, sizeof(*k));
+	k->dev = st.st_dev;
+	k->ino = st.st_ino;
+	k->n = split_of(t, a) ? 2 : 1;
+	k->off[0] = k->n == 2 ? a->plan.alloc_site.off : a->plan.all.off;
+	k->off[1] = k->n == 2 ? a->plan.free_site.off : 0;
+	return 0;
+}
+
+static int shl_same(const struct shl *x, const struct shl *y)
+{
+	return x->dev == y->dev && x->ino == y->ino && x->n == y->n &&
+	       x->off[0] == y->off[0] && x->off[1] == y->off[1];
+}
+
+/* The open shared link for key k, if any. */
+static struct shl *shl_open_for(struct tr *t, const struct shl *k)
+{
+	for (unsigned i = 0; i < LMT_SHL_MAX; i++)
+		if (t->shl[i].mfd && shl_same(&t->shl[i], k))
+			return &t->shl[i];
+	return NULL;
+}
+
+/* Allocator a off its shared link; the link closed with its last. */
+static void shl_put(struct allocf *a)
+{
+	if (!a->sh)
+		return;
+	if (a->sh->refs && !--a->sh->refs)
+		mfd_close(&a->sh->mfd);
+	a->sh = NULL;
+}
+
+/* Is every process that maps file (dev, ino) one traced and live? A
+ * process's maps that cannot be read count as not. */
+static int mappers_traced(struct tr *t, uint64_t dev, uint64_t ino)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	char path[PATH_MAX], line[PATH_MAX + 128];
+	int ok = d != NULL;
+
+	while (ok && (e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		const struct tproc *p;
+		FILE *f;
+		int maps = 0;
+
+		if (*end || pid <= 0 || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+		if (!(f = fopen(path, "re")))
+			continue; /* gone */
+		while (!maps && fgets(line, sizeof(line), f)) {
+			unsigned maj, min;
+			unsigned long long in;
+
+			maps = sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &min, &in) == 3 &&
+			       in == ino && makedev(maj, min) == dev;
+		}
+		if (ferror(f))
+			maps = 1;
+		fclose(f);
+		p = maps ? u64map_get(&t->pmap, (uint64_t)pid | 1ULL << 32) : NULL;
+		if (maps && (!p || !p->attached || p->ended))
+			ok = 0;
+	}
+	if (d)
+		closedir(d);
+	return ok;
+}
+
+/* Allocator a's probes, by its plan; on the shared link of its file if
+ * one is open (the kernel put its probes in a's process with the rest). */
 static int allocf_on(struct tr *t, struct tproc *p, struct allocf *a)
 {
+	struct shl k, *sh;
 	int r;
 
+	if (t->sess && !t->no_shared && !shl_key(t, a, &k) && (sh = shl_open_for(t, &k))) {
+		sh->refs++;
+		a->sh = sh;
+		return 0;
+	}
 	if (t->sess || t->multi)
 		return allocf_on_um(t, p, a);
 	if (split_of(t, a)) {
@@ -550,17 +655,124 @@ static void allocf_off(struct allocf *a)
 	mfd_close(&a->mfd[0]);
 	links_free(&a->rets);
 	mfd_close(&a->mfd[1]);
+	shl_put(a);
 }
 
-void alloc_probes_on(struct tr *t)
+static int allocf_bare(const struct allocf *a)
 {
+	return !a->links.n && !a->rets.n && !a->mfd[0] && !a->mfd[1] && !a->sh;
+}
+
+/* The shared link for allocator a of process p and the others of its
+ * file that have no probes yet, where two or more processes have it and
+ * every process that maps it is traced: 1 made, 0 not (probes by PID),
+ * -errno. */
+static int shl_make(struct tr *t, struct tproc *p, struct allocf *a)
+{
+	struct shl k, *sh = NULL;
+	const int pe = bpf_program__fd(t->sess && t->o->floor ? t->skel->progs.floor_session :
+							     t->enter);
+	unsigned n = 0;
+	int fd;
+
+	if (!t->sess || t->no_shared || shl_key(t, a, &k))
+		return 0;
+	for (struct tproc *q = t->procs; q; q = q->next)
+		for (unsigned i = 0; q->attached && !q->ended && i < q->naf; i++) {
+			struct shl kq;
+
+			n += allocf_bare(&q->af[i]) && !shl_key(t, &q->af[i], &kq) &&
+			     shl_same(&k, &kq);
+		}
+	for (unsigned i = 0; !sh && i < LMT_SHL_MAX; i++)
+		if (!t->shl[i].mfd)
+			sh = &t->shl[i];
+	if (n < 2 || !sh || !mappers_traced(t, k.dev, k.ino))
+		return 0;
+	fd = um_link(pe, a->path, k.off, k.n, 0, 0, LMT_TRACE_UPROBE_SESSION);
+	if (fd < 0)
+		return fd;
+	*sh = k;
+	sh->mfd = fd + 1;
+	__atomic_store_n(&t->skel->bss->shl_on, 1, __ATOMIC_RELEASE);
+	for (struct tproc *q = t->procs; q; q = q->next)
+		for (unsigned i = 0; q->attached && !q->ended && i < q->naf; i++) {
+			struct shl kq;
+
+			if (allocf_bare(&q->af[i]) && !shl_key(t, &q->af[i], &kq) &&
+			    shl_same(&k, &kq)) {
+				q->af[i].sh = sh;
+				sh->refs++;
+			}
+		}
+	if (t->o->verbose) {
+		char f[PATH_MAX];
+		ssize_t l = readlink(a->path, f, sizeof(f) - 1);
+
+		f[l > 0 ? l : 0] = 0;
+		err1("%u processes' allocator in %s: one session link for them "
+		     "(every process that maps it is traced)", sh->refs, l > 0 ? f : a->path);
+	}
+	(void)p;
+	return 1;
+}
+
+/* A process that no one asked to trace hit a shared link (BPF noted it:
+ * foreign_note): said once, with what it costs it. */
+void foreign_check(struct tr *t)
+{
+	const struct bpf_map *m = t->skel->maps.foreign;
+	uint32_t k, next;
+	int more;
+
+	if (!t->skel->bss->shl_on)
+		return;
+	for (more = !bpf_map__get_next_key(m, NULL, &k, sizeof(k)); more; k = next) {
+		const struct tproc *p = u64map_get(&t->pmap, (uint64_t)k | 1ULL << 32);
+		char comm[64] = "?", path[64];
+		FILE *f;
+
+		more = !bpf_map__get_next_key(m, &k, &next, sizeof(next));
+		bpf_map__delete_elem(m, &k, sizeof(k), 0);
+		if ((p && p->attached && !p->ended) || u64set_add(&t->foreign, k) != 1)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/comm", k);
+		if ((f = fopen(path, "re"))) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+		}
+		err1("warning: PID %u (%s), not traced, maps an allocator whose probe the "
+		     "traced processes share: its calls trap (~0.5 us each, nothing "
+		     "recorded) until tracing ends (LMT_NO_SHARED=1: a probe for each "
+		     "process)", k, comm);
+	}
+}
+
+/* Every live process's allocators without probes get them: shared
+ * links first, where they can be. strict: a failure is said, and -1
+ * (else the process is taken as gone meanwhile). */
+int alloc_probes_on(struct tr *t, int strict)
+{
+	int r, bad = 0;
+
 	for (struct tproc *p = t->procs; p; p = p->next)
 		for (unsigned i = 0; i < p->naf; i++) {
 			struct allocf *a = &p->af[i];
-			if (p->attached && !p->ended && !a->links.n && !a->rets.n &&
-			    !a->mfd[0] && !a->mfd[1] && allocf_on(t, p, a))
+
+			if (!p->attached || p->ended || !allocf_bare(a))
+				continue;
+			r = shl_make(t, p, a);
+			if (!r)
+				r = allocf_on(t, p, a);
+			if (r < 0 && strict) {
+				err1("cannot attach uprobes to %s: %s", a->path, strerror(-r));
+				bad = -1;
+			}
+			if (r < 0)
 				allocf_off(a); /* gone meanwhile */
 		}
+	return bad;
 }
 
 static void links_move(struct links *from, struct links *to)
@@ -599,6 +811,11 @@ void alloc_probes_take(struct tr *t, struct links *out)
 			links_move(&p->af[i].rets, out);
 			mfd_move(&t->duty, &p->af[i].mfd[0]);
 			mfd_move(&t->duty, &p->af[i].mfd[1]);
+			if (p->af[i].sh) {
+				mfd_move(&t->duty, &p->af[i].sh->mfd);
+				p->af[i].sh->refs = 0;
+				p->af[i].sh = NULL;
+			}
 		}
 }
 
@@ -612,6 +829,7 @@ void proc_links_free(struct tproc *p, int later)
 			links_free_later(&a->links);
 			mfd_close(&a->mfd[0]);
 			mfd_close(&a->mfd[1]);
+			shl_put(a);
 		} else {
 			allocf_off(a);
 		}
@@ -687,8 +905,9 @@ static int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 			err1("warning: %s", a->plan.warning);
 		describe("allocator", &a->plan.all, t->o->verbose);
 	}
-	/* --duty: on in windows only (duty.c) */
-	r = !t->o->duty || t->duty.on ? allocf_on(t, p, a) : 0;
+	/* --duty: on in windows only (duty.c); the first processes' once
+	 * all are attached (alloc_probes_on) */
+	r = (!t->o->duty || t->duty.on) && !t->defer ? allocf_on(t, p, a) : 0;
 	pmaps_free(&m);
 	if (r) {
 		err1("cannot attach uprobes to %s: %s", path, strerror(-r));

@@ -205,7 +205,7 @@ void duty_turn(struct tr *t)
 	 * prototypes freed, their addresses reused) is checked again. */
 	tracing_back(t);
 	__atomic_store_n(&t->skel->bss->duty_off, 0, __ATOMIC_SEQ_CST);
-	alloc_probes_on(t);
+	alloc_probes_on(t, 0);
 	if (t->o->verbose)
 		err1("--duty: window %u opened at %.2f s, probes on in %.3f s", d->windows,
 		     tn - t->t0, now() - tn);

@@ -239,6 +239,7 @@ static void run_loop(struct tr *t)
 		settle_stops(t, 0);
 		merge_round(t);
 		duty_turn(t);
+		foreign_check(t);
 		if (t->o->live)
 			t->o->live(t);
 		for (unsigned i = 0; i < t->nouts; i++)
@@ -409,6 +410,9 @@ static int attach_target(struct tr *t, struct vmscan *scans)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* The allocators' probes once all are attached: processes that
+	 * share a file may share a link (alloc_probes_on). */
+	t->defer = t->sess && !o->duty;
 	for (unsigned i = 0; i < o->npids; i++) {
 		struct tproc *p = t->sel[i];
 		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
@@ -424,6 +428,11 @@ static int attach_target(struct tr *t, struct vmscan *scans)
 	}
 	if (o->all && select_all(t))
 		return -1;
+	if (t->defer) {
+		t->defer = 0;
+		if (alloc_probes_on(t, 1))
+			return -1;
+	}
 	t->t0 = now();
 	t->cpu0 = cpu_ns();
 	if (o->duration > 0)
@@ -537,6 +546,7 @@ static void cleanup(struct tr *t)
 	u64map_free(&t->vmap, NULL);
 	u64map_free(&t->awaits, free);
 	u64set_free(&t->watched);
+	u64set_free(&t->foreign);
 	u64set_free(&t->names);
 	u64set_free(&t->rescan);
 }

@@ -39,14 +39,28 @@ struct links {
 /* A probed allocator: its probes, kept apart from the process's other
  * links so that --duty can take them off and put them back (path: the
  * file they are in); return probes apart, to go after the entries. */
+/* One session link for the traced processes that share an allocator's
+ * file, where no other process maps it (attach.c: alloc_probes_on): a
+ * link by PID would have each process's probe hijack the others'
+ * returns. Its file (device, inode), its offsets, the link as fd + 1. */
+struct shl {
+	uint64_t dev, ino, off[2];
+	unsigned n;    /* offsets */
+	int mfd;
+	unsigned refs; /* allocators on it */
+};
+#define LMT_SHL_MAX 16
+
 struct allocf {
 	uint64_t addr;
 	struct probe_plan plan;
 	char path[128];
 	struct links links, rets;
-	/* --duty where the kernel has uprobe_multi links (attach.c): the
-	 * entries' link and the return's, as fd + 1 (0: none) */
+	/* --duty where the kernel has uprobe_multi links, and sessions
+	 * (attach.c): the entries' link and the return's, as fd + 1 (0:
+	 * none); or the link it shares with other processes */
 	int mfd[2];
+	struct shl *sh;
 };
 
 /* A stream and its sidecar. */
@@ -189,6 +203,11 @@ struct tr {
 			   * (kernel 6.13+): a return is probed only where
 			   * its entry asks (bpf/lja.h) */
 	int sess_refused; /* the programs did not load for it */
+	/* session links shared by processes (struct shl); while the first
+	 * processes attach, their allocators wait (defer) to be grouped */
+	struct shl shl[LMT_SHL_MAX];
+	int defer, no_shared;
+	struct u64set foreign; /* untraced processes said to hit a shared link */
 	uint64_t direct_po; /* reads through the page tables: the direct
 			     * map's base (bpf/direct.h); 0: off */
 	/* what is traced */
@@ -301,10 +320,14 @@ void links_free(struct links *ls);
 /* The same, on a thread of its own (an ended process's probes); links_join
  * waits until all are gone. */
 void links_free_later(struct links *ls);
-/* --duty: every traced process's allocator probes back on; or their
- * links moved to out (uprobe_multi links' fds to t->duty.dfd), each
+/* Every traced process's allocator probes on that have none (--duty's
+ * windows, and the first processes once all are attached), shared links
+ * first (struct shl); strict: a failure said, and -1. Or their links
+ * moved to out (uprobe_multi links' fds to t->duty.dfd), each
  * allocator's entries before its returns. */
-void alloc_probes_on(struct tr *t);
+int alloc_probes_on(struct tr *t, int strict);
+/* Says a process not traced that hit a shared link (struct shl). */
+void foreign_check(struct tr *t);
 void alloc_probes_take(struct tr *t, struct links *out);
 /* A process's links, its allocators' too (later: on the reaper thread). */
 void proc_links_free(struct tproc *p, int later);
