@@ -718,10 +718,13 @@ static int shl_make(struct tr *t, struct tproc *p, struct allocf *a)
 }
 
 /* A process that no one asked to trace hit a shared link (BPF noted it:
- * foreign_note): said once, with what it costs it. */
+ * foreign_note): said once, with what it costs it. Not before a second
+ * has passed: a process being attached (--all: its first VM's own
+ * allocations come before lua_newstate returns) hits it unknown too. */
 void foreign_check(struct tr *t)
 {
 	const struct bpf_map *m = t->skel->maps.foreign;
+	const double tn = now();
 	uint32_t k, next;
 	int more;
 
@@ -729,23 +732,48 @@ void foreign_check(struct tr *t)
 		return;
 	for (more = !bpf_map__get_next_key(m, NULL, &k, sizeof(k)); more; k = next) {
 		const struct tproc *p = u64map_get(&t->pmap, (uint64_t)k | 1ULL << 32);
-		char comm[64] = "?", path[64];
+		char path[64];
+		unsigned i, free_ = LMT_FOREIGN_MAX;
 		FILE *f;
 
 		more = !bpf_map__get_next_key(m, &k, &next, sizeof(next));
-		bpf_map__delete_elem(m, &k, sizeof(k), 0);
-		if ((p && p->attached && !p->ended) || u64set_add(&t->foreign, k) != 1)
+		if (p && p->attached && !p->ended) {
+			bpf_map__delete_elem(m, &k, sizeof(k), 0);
+			for (i = 0; i < LMT_FOREIGN_MAX; i++)
+				if (t->fseen[i].tgid == k)
+					t->fseen[i].tgid = 0;
 			continue;
-		snprintf(path, sizeof(path), "/proc/%u/comm", k);
-		if ((f = fopen(path, "re"))) {
-			if (fgets(comm, sizeof(comm), f))
-				comm[strcspn(comm, "\n")] = 0;
-			fclose(f);
 		}
+		/* first seen now, or a second ago */
+		for (i = 0; i < LMT_FOREIGN_MAX && t->fseen[i].tgid != k; i++)
+			if (!t->fseen[i].tgid && free_ == LMT_FOREIGN_MAX)
+				free_ = i;
+		if (i == LMT_FOREIGN_MAX) { /* its name while it runs */
+			if (free_ == LMT_FOREIGN_MAX)
+				continue;
+			t->fseen[free_].tgid = k;
+			t->fseen[free_].at = tn;
+			snprintf(t->fseen[free_].comm, sizeof(t->fseen[free_].comm), "?");
+			snprintf(path, sizeof(path), "/proc/%u/comm", k);
+			if ((f = fopen(path, "re"))) {
+				char *c = t->fseen[free_].comm;
+
+				if (fgets(c, sizeof(t->fseen[free_].comm), f))
+					c[strcspn(c, "\n")] = 0;
+				fclose(f);
+			}
+			continue;
+		}
+		if (tn - t->fseen[i].at < 1.0)
+			continue;
+		t->fseen[i].tgid = 0;
+		bpf_map__delete_elem(m, &k, sizeof(k), 0);
+		if (u64set_add(&t->foreign, k) != 1)
+			continue;
 		err1("warning: PID %u (%s), not traced, maps an allocator whose probe the "
 		     "traced processes share: its calls trap (~0.5 us each, nothing "
 		     "recorded) until tracing ends (LMT_NO_SHARED=1: a probe for each "
-		     "process)", k, comm);
+		     "process)", k, t->fseen[i].comm);
 	}
 }
 

@@ -208,6 +208,8 @@ struct tr {
 	struct shl shl[LMT_SHL_MAX];
 	int defer, no_shared;
 	struct u64set foreign; /* untraced processes said to hit a shared link */
+#define LMT_FOREIGN_MAX 64
+	struct { uint32_t tgid; double at; char comm[20]; } fseen[LMT_FOREIGN_MAX]; /* first seen */
 	uint64_t direct_po; /* reads through the page tables: the direct
 			     * map's base (bpf/direct.h); 0: off */
 	/* what is traced */
