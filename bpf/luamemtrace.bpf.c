@@ -81,25 +81,27 @@ static __always_inline int deliver(struct ctx *c, struct lmt_ev *ev, int sess)
 
 /* -- Links shared by processes (user/attach.c: struct shl) ------------------ */
 
-/* Set by user space while a link with no PID is on: its probes are in
- * every process that maps the file, and one not traced that hits it is
- * noted here for user space to say (its hits run to vm_of and no further:
- * no event, no return probed). */
-__u8 shl_on;
-
+/* While a link with no PID is on (shl_on), its probes are in every
+ * process that maps the file: one not traced that hits it is noted here,
+ * with its name, for user space to say (its hits run to vm_of and no
+ * further: no event, no return probed). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 64);
 	__type(key, __u32);
-	__type(value, __u8);
+	__type(value, struct lmt_comm);
 } foreign SEC(".maps");
 
+/* Once per process until user space takes it: a lookup first (an update
+ * of a key there locks its bucket all the same). */
 static __always_inline void foreign_note(__u32 tgid)
 {
-	__u8 one = 1;
+	struct lmt_comm v;
 
-	if (shl_on)
-		bpf_map_update_elem(&foreign, &tgid, &one, BPF_NOEXIST);
+	if (!shl_on || bpf_map_lookup_elem(&foreign, &tgid))
+		return;
+	bpf_get_current_comm(v.comm, sizeof(v.comm));
+	bpf_map_update_elem(&foreign, &tgid, &v, BPF_NOEXIST);
 }
 
 /* -- Addresses told at entry (bpf/lja.h) ------------------------------- */

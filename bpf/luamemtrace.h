@@ -186,6 +186,11 @@ struct lmt_ev {
 	__u64 seq;  /* the process's sequence (struct lmt_slot); 0 none */
 };
 
+/* The foreign map's value (bpf/luamemtrace.bpf.c): a process's name. */
+struct lmt_comm {
+	char comm[16];
+};
+
 struct lmt_slot {
 	__u32 tgid; /* owner; 0: free */
 	__u8 live;

@@ -189,9 +189,13 @@ static __always_inline const struct lmt_vm *vm_of(struct ctx *c, __u64 ud)
 	sl = bpf_map_lookup_elem(&slots, &c->si);
 	if (sl && sl->live && sl->ud == ud) {
 		c->tgid = sl->tgid;
-		if (sl->shared) {
+		/* A link with no PID (shl_on) runs in processes not traced
+		 * too: a fork child not followed has its parent's ud. */
+		if (sl->shared || shl_on) {
 			c->tgid = cur_tgid(c);
 			if (c->tgid != sl->tgid) {
+				if (!sl->shared)
+					goto map;
 				c->si = lmt_slot2_of(c->tgid, ud);
 				sl = bpf_map_lookup_elem(&slots, &c->si);
 				if (!sl || !sl->live || sl->ud != ud ||

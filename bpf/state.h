@@ -21,6 +21,10 @@ const volatile __u64 wakeup_bytes = 256 * 1024;
 const volatile __u8 ab = 0; /* LMT_AB_MARKED, LMT_AB_TIMED */
 const volatile __u8 ab_without = 0; /* LMT_AB_W_*: --ab-without */
 __u8 ab_floor;
+/* Set by user space while a session link with no PID is on (user/attach.c:
+ * struct shl): the allocator's programs then run in processes not traced
+ * too, which vm_of tells apart and foreign_note notes. */
+__u8 shl_on;
 
 /* Set by user space before load. one_stream: several VMs of the process
  * write one stream (-o FILE): a second VM turns numbering on (multi,

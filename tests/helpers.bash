@@ -81,16 +81,10 @@ no_probes_of() {
 	done
 }
 
-# No uprobe_multi link (bpftool's "type 12": session links too) is left on
-# the system; their release is deferred to a kernel worker: up to 2 s.
-no_multi_links() {
-	local i
-	for i in $(seq 1 40); do
-		bpftool link show 2>/dev/null | grep -q '^[0-9]*: type 12 ' || return 0
-		sleep 0.05
-	done
-	bpftool link show | grep '^[0-9]*: type 12 '
-	return 1
+# multi_links PID: how many uprobe_multi links (session links too)
+# process PID holds.
+multi_links() {
+	cat /proc/"$1"/fdinfo/* 2>/dev/null | grep -c '^link_type:[[:space:]]*uprobe_multi$' || true
 }
 
 # no_lost FILE: no "lost:" line of a summary counts anything.

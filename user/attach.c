@@ -15,7 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <dirent.h>
 #include <sys/syscall.h>
@@ -543,16 +545,15 @@ static int allocf_on_um(struct tr *t, struct tproc *p, struct allocf *a)
  * file, so it is made only where those are all traced, and a process that
  * maps the file since and hits it is said (foreign_check). */
 
-/* Allocator a's file and the offsets of its session link: 0, or -1. */
+/* Allocator a's file (as maps name it: the scan below compares maps with
+ * maps) and the offsets of its session link: 0, or -1. */
 static int shl_key(const struct tr *t, const struct allocf *a, struct shl *k)
 {
-	struct stat st;
-
-	if (stat(a->path, &st))
+	if (!a->ino)
 		return -1;
 	memset(k, 0, sizeof(*k));
-	k->dev = st.st_dev;
-	k->ino = st.st_ino;
+	k->dev = a->dev;
+	k->ino = a->ino;
 	k->n = split_of(t, a) ? 2 : 1;
 	k->off[0] = k->n == 2 ? a->plan.alloc_site.off : a->plan.all.off;
 	k->off[1] = k->n == 2 ? a->plan.free_site.off : 0;
@@ -584,14 +585,19 @@ static void shl_put(struct allocf *a)
 	a->sh = NULL;
 }
 
-/* Is every process that maps file (dev, ino) one traced and live? A
- * process's maps that cannot be read count as not. */
-static int mappers_traced(struct tr *t, uint64_t dev, uint64_t ino)
+/* Is every process that maps file (dev, ino) one traced and live, and
+ * are they at least the members (nmem: else maps name the file otherwise
+ * than we took it)? A process whose maps cannot be read even by root
+ * (PID 1 of some VMs, a non-dumpable process under an LSM) is taken as
+ * not mapping it: if it does, its first hits are said (foreign_check). */
+static int mappers_traced(struct tr *t, uint64_t dev, uint64_t ino, unsigned nmem,
+			  long *other)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
 	char path[PATH_MAX], line[PATH_MAX + 128];
 	int ok = d != NULL;
+	unsigned found = 0;
 
 	while (ok && (e = readdir(d))) {
 		char *end;
@@ -604,7 +610,7 @@ static int mappers_traced(struct tr *t, uint64_t dev, uint64_t ino)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
 		if (!(f = fopen(path, "re")))
-			continue; /* gone */
+			continue;
 		while (!maps && fgets(line, sizeof(line), f)) {
 			unsigned maj, min;
 			unsigned long long in;
@@ -616,12 +622,15 @@ static int mappers_traced(struct tr *t, uint64_t dev, uint64_t ino)
 			maps = 1;
 		fclose(f);
 		p = maps ? u64map_get(&t->pmap, (uint64_t)pid | 1ULL << 32) : NULL;
-		if (maps && (!p || !p->attached || p->ended))
+		if (maps && (!p || !p->attached || p->ended)) {
 			ok = 0;
+			*other = pid;
+		}
+		found += maps;
 	}
 	if (d)
 		closedir(d);
-	return ok;
+	return ok && found >= nmem;
 }
 
 /* Allocator a's probes, by its plan; on the shared link of its file if
@@ -675,20 +684,42 @@ static int shl_make(struct tr *t, struct tproc *p, struct allocf *a)
 	unsigned n = 0;
 	int fd;
 
+	struct statfs sf = { 0 };
+	long other = 0;
+
 	if (!t->sess || t->no_shared || shl_key(t, a, &k))
 		return 0;
+	/* Each with that key bare: one with probes of its own would have
+	 * both (each event twice). */
 	for (struct tproc *q = t->procs; q; q = q->next)
 		for (unsigned i = 0; q->attached && !q->ended && i < q->naf; i++) {
 			struct shl kq;
 
-			n += allocf_bare(&q->af[i]) && !shl_key(t, &q->af[i], &kq) &&
-			     shl_same(&k, &kq);
+			if (shl_key(t, &q->af[i], &kq) || !shl_same(&k, &kq))
+				continue;
+			if (!allocf_bare(&q->af[i]))
+				return 0;
+			n++;
 		}
 	for (unsigned i = 0; !sh && i < LMT_SHL_MAX; i++)
 		if (!t->shl[i].mfd)
 			sh = &t->shl[i];
-	if (n < 2 || !sh || !mappers_traced(t, k.dev, k.ino))
+	/* overlayfs: maps name the overlay's inode, the probe goes on the
+	 * layer's, which other containers' overlays show as theirs */
+	if (n < 2)
 		return 0;
+	if (!sh || statfs(a->path, &sf) || sf.f_type == 0x794c7630 ||
+	    !mappers_traced(t, k.dev, k.ino, n, &other)) {
+		if (t->o->verbose && other)
+			err1("%u processes share the allocator in %s: a link each (PID %ld, "
+			     "not traced, maps it)", n, a->path, other);
+		else if (t->o->verbose)
+			err1("%u processes share the allocator in %s: a link each (%s)", n,
+			     a->path, !sh ? "too many shared links" :
+			     sf.f_type == 0x794c7630 ? "a file on overlayfs" :
+			     "its processes' maps name it otherwise");
+		return 0;
+	}
 	fd = um_link(pe, a->path, k.off, k.n, 0, 0, LMT_TRACE_UPROBE_SESSION);
 	if (fd < 0)
 		return fd;
@@ -731,13 +762,16 @@ void foreign_check(struct tr *t)
 	if (!t->skel->bss->shl_on)
 		return;
 	for (more = !bpf_map__get_next_key(m, NULL, &k, sizeof(k)); more; k = next) {
-		const struct tproc *p = u64map_get(&t->pmap, (uint64_t)k | 1ULL << 32);
-		char path[64];
+		const struct tproc *p;
+		struct lmt_comm v;
 		unsigned i, free_ = LMT_FOREIGN_MAX;
-		FILE *f;
 
+		/* traced, or traced once (a VM being closed, a process that
+		 * ended since, hits it unknown too) */
+		for (p = t->procs; p && !(p->pid == (pid_t)k && p->attached); p = p->next)
+			;
 		more = !bpf_map__get_next_key(m, &k, &next, sizeof(next));
-		if (p && p->attached && !p->ended) {
+		if (p) {
 			bpf_map__delete_elem(m, &k, sizeof(k), 0);
 			for (i = 0; i < LMT_FOREIGN_MAX; i++)
 				if (t->fseen[i].tgid == k)
@@ -748,20 +782,16 @@ void foreign_check(struct tr *t)
 		for (i = 0; i < LMT_FOREIGN_MAX && t->fseen[i].tgid != k; i++)
 			if (!t->fseen[i].tgid && free_ == LMT_FOREIGN_MAX)
 				free_ = i;
-		if (i == LMT_FOREIGN_MAX) { /* its name while it runs */
+		if (i == LMT_FOREIGN_MAX) { /* its name, as BPF saw it */
 			if (free_ == LMT_FOREIGN_MAX)
 				continue;
 			t->fseen[free_].tgid = k;
 			t->fseen[free_].at = tn;
-			snprintf(t->fseen[free_].comm, sizeof(t->fseen[free_].comm), "?");
-			snprintf(path, sizeof(path), "/proc/%u/comm", k);
-			if ((f = fopen(path, "re"))) {
-				char *c = t->fseen[free_].comm;
-
-				if (fgets(c, sizeof(t->fseen[free_].comm), f))
-					c[strcspn(c, "\n")] = 0;
-				fclose(f);
-			}
+			if (bpf_map__lookup_elem(m, &k, sizeof(k), &v, sizeof(v), 0))
+				v.comm[0] = 0;
+			v.comm[sizeof(v.comm) - 1] = 0;
+			snprintf(t->fseen[free_].comm, sizeof(t->fseen[free_].comm), "%s",
+				 v.comm[0] ? v.comm : "?");
 			continue;
 		}
 		if (tn - t->fseen[i].at < 1.0)
@@ -782,18 +812,28 @@ void foreign_check(struct tr *t)
  * (else the process is taken as gone meanwhile). */
 int alloc_probes_on(struct tr *t, int strict)
 {
+	struct shl no[LMT_SHL_MAX]; /* keys found not to share, this pass */
+	unsigned nno = 0;
 	int r, bad = 0;
 
 	for (struct tproc *p = t->procs; p; p = p->next)
 		for (unsigned i = 0; i < p->naf; i++) {
 			struct allocf *a = &p->af[i];
+			struct shl k;
+			int asked = 0;
 
 			if (!p->attached || p->ended || !allocf_bare(a))
 				continue;
-			r = shl_make(t, p, a);
-			if (!r)
+			r = 0;
+			if (!shl_key(t, a, &k)) {
+				for (unsigned j = 0; j < nno; j++)
+					asked |= shl_same(&no[j], &k);
+				if (!asked && (r = shl_make(t, p, a)) <= 0 && nno < LMT_SHL_MAX)
+					no[nno++] = k; /* each its own: the scan once */
+			}
+			if (r <= 0) /* a shared link that failed: each its own */
 				r = allocf_on(t, p, a);
-			if (r < 0 && strict) {
+			if (r < 0 && strict && !t->o->all && !kill(p->pid, 0)) {
 				err1("cannot attach uprobes to %s: %s", a->path, strerror(-r));
 				bad = -1;
 			}
@@ -904,6 +944,8 @@ static int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 	a = &p->af[p->naf];
 	memset(a, 0, sizeof(*a));
 	a->addr = addr;
+	a->dev = makedev(mp->dev_major, mp->dev_minor);
+	a->ino = mp->inode;
 	pmap_file_path(p->pid, mp, path, sizeof(path));
 	snprintf(a->path, sizeof(a->path), "%s", path);
 	r = probe_plan(path, addr, addr - mp->lo + mp->off, &a->plan, err,

@@ -306,6 +306,8 @@ static void consider(struct tr *t, struct u64map *seen, pid_t pid)
 		 * process stays known, so its new VMs do not stop it. */
 		if (!proc_wanted(t, p))
 			proc_ignore(t, p);
+		else if (p->attached) /* listed by proc_begin: ended, not freed */
+			proc_end(t, p, "error");
 		else
 			proc_drop(t, p);
 	}
