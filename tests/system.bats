@@ -21,6 +21,21 @@ waiter() {
 	echo $! > "$T/$1.pid"
 }
 
+# a_ends PID STREAM: waiter a (PID, its FIFO on fd 7) runs its workload
+# and exits; back once STREAM is complete (the tracer going on), or ~5 s.
+a_ends() {
+	local i
+	echo go >&7
+	wait_for "$T/a.out" "wait.lua done"
+	echo bye >&7
+	exec 7>&-
+	wait "$1"
+	for i in $(seq 1 100); do
+		[ "$(info_val "$2.info" state 2>/dev/null)" = complete ] && break
+		sleep 0.05
+	done
+}
+
 # report_of FILE: its report in FILE.txt (exit status checked: 0).
 report_of() {
 	local st=0
@@ -69,17 +84,8 @@ report_of() {
 	"$LMT" -p "$a,$b" -o "$T/d" 2> "$T/err" 3>&- &
 	local tpid=$!
 	wait_for "$T/err" "tracing 2 processes"
-	echo go >&7
-	wait_for "$T/a.out" "wait.lua done"
-	echo bye >&7
-	exec 7>&-
-	wait "$a"
 	# A's stream is complete while the tracer goes on with B
-	local i
-	for i in $(seq 1 100); do
-		[ "$(info_val "$T/d/luajit.$a.vm0.bin.info" state 2>/dev/null)" = complete ] && break
-		sleep 0.05
-	done
+	a_ends "$a" "$T/d/luajit.$a.vm0.bin"
 	[ "$(info_val "$T/d/luajit.$a.vm0.bin.info" end)" = exited ]
 	kill -0 "$tpid"
 	echo go >&6
@@ -135,16 +141,7 @@ private_luajit() {
 	grep -q "^luamemtrace: 3 processes' allocator in $T/.*: one session link for them (every process that maps it is traced)\$" "$T/err"
 	[ "$(multi_links "$tpid")" -eq 1 ]
 	# A ends; the link stays for B and C
-	echo go >&7
-	wait_for "$T/a.out" "wait.lua done"
-	echo bye >&7
-	exec 7>&-
-	wait "$a"
-	local i
-	for i in $(seq 1 100); do
-		[ "$(info_val "$T/d/lj.$a.vm0.bin.info" state 2>/dev/null)" = complete ] && break
-		sleep 0.05
-	done
+	a_ends "$a" "$T/d/lj.$a.vm0.bin"
 	[ "$(multi_links "$tpid")" -eq 1 ]
 	# not traced, it maps the file since: the shared probe is in it
 	"$T/lj" -e 'local n = 0 for i = 1, 200000 do local t = { i } n = n + #t end print(n)' > "$T/x.out" 7>&- 6>&- 5>&- &

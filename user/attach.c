@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/sysmacros.h>
 #include <dirent.h>
 #include <sys/syscall.h>
@@ -510,12 +511,19 @@ static int split_of(const struct tr *t, const struct allocf *a)
  * program at both sites asking for the return where it needs it (the
  * floor's: every allocation's); else two links, the return first, as
  * attach_at's. 0 or -errno. */
+/* The allocator's entry program on uprobe_multi links: the session's
+ * floor under --floor. */
+static struct bpf_program *um_enter(const struct tr *t)
+{
+	return t->sess && t->o->floor ? t->skel->progs.floor_session : t->enter;
+}
+
 static int allocf_on_um(struct tr *t, struct tproc *p, struct allocf *a)
 {
 	const int split = split_of(t, a);
 	const uint64_t ent[2] = { split ? a->plan.alloc_site.off : a->plan.all.off,
 				  a->plan.free_site.off };
-	struct bpf_program *pe = t->sess && t->o->floor ? t->skel->progs.floor_session : t->enter;
+	struct bpf_program *pe = um_enter(t);
 	int fd;
 
 	if (!t->sess) {
@@ -672,70 +680,68 @@ static int allocf_bare(const struct allocf *a)
 	return !a->links.n && !a->rets.n && !a->mfd[0] && !a->mfd[1] && !a->sh;
 }
 
-/* The shared link for allocator a of process p and the others of its
- * file that have no probes yet, where two or more processes have it and
- * every process that maps it is traced: 1 made, 0 not (probes by PID),
- * -errno. */
-static int shl_make(struct tr *t, struct tproc *p, struct allocf *a)
+/* The live allocators of key k: how many, or -1 if one has probes of its
+ * own (a shared link would probe it twice: each event twice); with sh,
+ * each put on it. */
+static int shl_members(struct tr *t, const struct shl *k, struct shl *sh)
 {
-	struct shl k, *sh = NULL;
-	const int pe = bpf_program__fd(t->sess && t->o->floor ? t->skel->progs.floor_session :
-							     t->enter);
-	unsigned n = 0;
-	int fd;
+	int n = 0;
 
-	struct statfs sf = { 0 };
-	long other = 0;
-
-	if (!t->sess || t->no_shared || shl_key(t, a, &k))
-		return 0;
-	/* Each with that key bare: one with probes of its own would have
-	 * both (each event twice). */
 	for (struct tproc *q = t->procs; q; q = q->next)
 		for (unsigned i = 0; q->attached && !q->ended && i < q->naf; i++) {
-			struct shl kq;
+			struct allocf *b = &q->af[i];
+			struct shl kb;
 
-			if (shl_key(t, &q->af[i], &kq) || !shl_same(&k, &kq))
+			if (shl_key(t, b, &kb) || !shl_same(k, &kb))
 				continue;
-			if (!allocf_bare(&q->af[i]))
-				return 0;
+			if (!allocf_bare(b))
+				return -1;
+			if (sh) {
+				b->sh = sh;
+				sh->refs++;
+			}
 			n++;
 		}
+	return n;
+}
+
+/* The shared link for allocator a and the others of its file, where two
+ * or more processes have it, none has probes yet, and every process that
+ * maps it is traced: 1 made, 0 not (probes by PID), -errno. */
+static int shl_make(struct tr *t, struct allocf *a)
+{
+	struct shl k, *sh = NULL;
+	struct statfs sf = { 0 };
+	long other = 0;
+	int n, fd;
+
+	if (!t->sess || t->no_shared || shl_key(t, a, &k) || (n = shl_members(t, &k, NULL)) < 2)
+		return 0;
 	for (unsigned i = 0; !sh && i < LMT_SHL_MAX; i++)
 		if (!t->shl[i].mfd)
 			sh = &t->shl[i];
 	/* overlayfs: maps name the overlay's inode, the probe goes on the
 	 * layer's, which other containers' overlays show as theirs */
-	if (n < 2)
-		return 0;
-	if (!sh || statfs(a->path, &sf) || sf.f_type == 0x794c7630 ||
-	    !mappers_traced(t, k.dev, k.ino, n, &other)) {
+	if (!sh || statfs(a->path, &sf) || sf.f_type == OVERLAYFS_SUPER_MAGIC ||
+	    !mappers_traced(t, k.dev, k.ino, (unsigned)n, &other)) {
 		if (t->o->verbose && other)
-			err1("%u processes share the allocator in %s: a link each (PID %ld, "
+			err1("%d processes share the allocator in %s: a link each (PID %ld, "
 			     "not traced, maps it)", n, a->path, other);
 		else if (t->o->verbose)
-			err1("%u processes share the allocator in %s: a link each (%s)", n,
+			err1("%d processes share the allocator in %s: a link each (%s)", n,
 			     a->path, !sh ? "too many shared links" :
-			     sf.f_type == 0x794c7630 ? "a file on overlayfs" :
+			     sf.f_type == OVERLAYFS_SUPER_MAGIC ? "a file on overlayfs" :
 			     "its processes' maps name it otherwise");
 		return 0;
 	}
-	fd = um_link(pe, a->path, k.off, k.n, 0, 0, LMT_TRACE_UPROBE_SESSION);
+	fd = um_link(bpf_program__fd(um_enter(t)), a->path, k.off, k.n, 0, 0,
+		     LMT_TRACE_UPROBE_SESSION);
 	if (fd < 0)
 		return fd;
 	*sh = k;
 	sh->mfd = fd + 1;
 	__atomic_store_n(&t->skel->bss->shl_on, 1, __ATOMIC_RELEASE);
-	for (struct tproc *q = t->procs; q; q = q->next)
-		for (unsigned i = 0; q->attached && !q->ended && i < q->naf; i++) {
-			struct shl kq;
-
-			if (allocf_bare(&q->af[i]) && !shl_key(t, &q->af[i], &kq) &&
-			    shl_same(&k, &kq)) {
-				q->af[i].sh = sh;
-				sh->refs++;
-			}
-		}
+	shl_members(t, &k, sh);
 	if (t->o->verbose) {
 		char f[PATH_MAX];
 		ssize_t l = readlink(a->path, f, sizeof(f) - 1);
@@ -744,7 +750,6 @@ static int shl_make(struct tr *t, struct tproc *p, struct allocf *a)
 		err1("%u processes' allocator in %s: one session link for them "
 		     "(every process that maps it is traced)", sh->refs, l > 0 ? f : a->path);
 	}
-	(void)p;
 	return 1;
 }
 
@@ -828,7 +833,7 @@ int alloc_probes_on(struct tr *t, int strict)
 			if (!shl_key(t, a, &k)) {
 				for (unsigned j = 0; j < nno; j++)
 					asked |= shl_same(&no[j], &k);
-				if (!asked && (r = shl_make(t, p, a)) <= 0 && nno < LMT_SHL_MAX)
+				if (!asked && (r = shl_make(t, a)) <= 0 && nno < LMT_SHL_MAX)
 					no[nno++] = k; /* each its own: the scan once */
 			}
 			if (r <= 0) /* a shared link that failed: each its own */
