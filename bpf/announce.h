@@ -186,11 +186,15 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 	str = gcref(lay, F64(win, lay->pt_chunkname));
 	p->str = str + lay->str_size;
 	p->copied = 0;
-	if (str && !rd(c, &len, sizeof(len), str + lay->str_len)) {
-		n = len < LMT_NAME_MAX ? len : LMT_NAME_MAX;
-		if (n > 0 && n <= LMT_NAME_MAX &&
-		    !rd(c, p->name, n, str + lay->str_size))
-			p->copied = n;
+	if (str && !rd(c, &len, sizeof(len), str + lay->str_len) && len) {
+		/* 1 to LMT_NAME_MAX, bounded in the register the read takes
+		 * (6.1's verifier loses a bound checked before a spill) */
+		__u64 sz = (len < LMT_NAME_MAX ? len : LMT_NAME_MAX) - 1;
+
+		BOUND(sz, 0x3ff); /* LMT_NAME_MAX - 1 */
+		sz += 1;
+		if (!rd(c, p->name, (__u32)sz, str + lay->str_size))
+			p->copied = (__u32)sz;
 	}
 	p->len = len;
 	/* The line table: one entry per instruction after the header. */

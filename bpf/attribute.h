@@ -436,6 +436,35 @@ static __always_inline __u8 charge_frame(struct ctx *c, const struct lmt_vm *vm,
 
 /* -- Charges apart --------------------------------------------------------- */
 
+/* Kernels before 6.13 give a program and the global functions it calls
+ * 512 bytes of stack in all (no private stacks): the compatible entry
+ * programs keep their event and struct gq here (not their run: pointers
+ * stored in a map come back as numbers). A
+ * program on a CPU runs to its end before another there uses it (the
+ * reads in between do not sleep). */
+struct scratch {
+	struct gq q;
+	struct lmt_ev ev;
+};
+
+/* Defined after struct lmt_slot's map (ring.h): clang 14 writes a struct
+ * that a map's value first names through a pointer as a forward
+ * declaration only, and libbpf then cannot size the slots map. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratchs SEC(".maps");
+
+static __always_inline struct scratch *scratch_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&scratchs, &zero);
+}
+
+
 /* charge_jit and charge_frame are called through a global function: the
  * verifier walks it once, alone, instead of them once for every path of
  * the entry program that reaches them (inlined, they were most of what it
@@ -478,7 +507,10 @@ static __always_inline int apart_open(struct ctx *c, const struct apart *a, void
 	return 0;
 }
 
-/* charge_frame with q (gread's), else charge_jit. */
+/* charge_frame with q (gread's), else charge_jit: for the entry
+ * programs whose reads land on the kernel stack (6.18), where private
+ * stacks (6.13) let a program and what it calls have more than 512 bytes
+ * of stack in all. */
 __noinline int charge_apart(struct pt_regs *regs, struct apart *a, const struct lmt_vm *vm,
 			    struct gq *q, struct lmt_ev *e)
 {
@@ -502,8 +534,19 @@ __noinline int charge_apart(struct pt_regs *regs, struct apart *a, const struct 
  * what the charge changed of them is there when it returns. */
 static __always_inline __u8 charge_from(struct ctx *c, __s32 vmstate, __u32 how,
 					const struct lmt_vm *vm, struct gq *q,
-					struct lmt_ev *e)
+					struct lmt_ev *e, const int kst)
 {
+	if (!kst) {
+		/* The compatible programs: inline, in the entry's frame.
+		 * Before 6.13 (no private stacks) a program and the
+		 * functions it calls have 512 bytes of stack in all, which
+		 * charge_apart's frame and the entry's exceed; the verifier
+		 * walks every path of the entry through them (slower to
+		 * load: docs/costs.md). */
+		if (q)
+			return charge_frame(c, vm, q, (how & APART_INTERP) != 0, q->ptr, e);
+		return charge_jit(c, vm, vmstate, (how & APART_EXIT) != 0, e);
+	}
 	c->vmstate = vmstate;
 	c->how = how | (c->sl ? APART_SL : 0);
 	return charge_apart(c->regs, (struct apart *)&c->si, vm, q, e);
@@ -575,13 +618,13 @@ static __always_inline __u8 attribute(struct ctx *c, const struct lmt_vm *vm,
 			return charge_internal(e);
 		kind = LMT_VMST_INTERP;
 	}
-	return charge_from(c, vmstate, kind == LMT_VMST_INTERP ? APART_INTERP : 0, vm, q, e);
+	return charge_from(c, vmstate, kind == LMT_VMST_INTERP ? APART_INTERP : 0, vm, q, e, kst);
 	/* States that need no frame. */
 narrow:
 	if (vmstate >= 1 && !charge_memo(c, vmstate, e))
 		return LMT_SRC_TRACE;
 	if (vmstate >= 1 || kind == LMT_VMST_EXIT)
-		return charge_from(c, vmstate, vmstate < 1 ? APART_EXIT : 0, vm, NULL, e);
+		return charge_from(c, vmstate, vmstate < 1 ? APART_EXIT : 0, vm, NULL, e, kst);
 	trace_made(vmstate, lay);
 	return charge_internal(e);
 }

@@ -42,15 +42,21 @@
 #define LMT_BPF_DIRECT_H
 
 #ifndef LMT_DR_HOST
-extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id__k) __ksym;
+/* 6.2+. Weak: older kernels load the object with every direct read off
+ * (kf_rdonly_cast 0, set before load from user/kfeat.c's probe), and the
+ * verifier removes the calls it then never reaches. */
+extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id__k) __ksym __weak;
+const volatile __u8 kf_rdonly_cast = 1;
 
 /* A load of the kernel word at a: 0 where nothing is mapped. pt_regs is
  * any kernel struct whose first member is a 64-bit scalar. */
 static __always_inline __u64 kld(__u64 a)
 {
-	struct pt_regs *p = bpf_rdonly_cast((void *)a,
-					   bpf_core_type_id_kernel(struct pt_regs));
+	struct pt_regs *p;
 
+	if (!kf_rdonly_cast)
+		return 0;
+	p = bpf_rdonly_cast((void *)a, bpf_core_type_id_kernel(struct pt_regs));
 	return p->r15;
 }
 #endif /* the host's tests bring a kld of their own (tests/unit/test_direct.c) */

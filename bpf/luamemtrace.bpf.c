@@ -198,59 +198,71 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 				 __u64 osize, __u64 nsize, const int kst,
 				 const int stk, __u64 *ck)
 {
-	struct ctx c = { .regs = ctx };
-	struct lmt_ev ev = { .kind = nsize == 0 ? LMT_FREE :
-				     ptr == 0 ? LMT_ALLOC : LMT_REALLOC,
-			     .oaddr = ptr, .nsize = nsize };
+	struct ctx cs = {}, *c = &cs;
+	struct lmt_ev evs, *ev = &evs;
+	struct gq qs, *q = &qs;
 	const struct lmt_vm *vm;
-	struct gq q;
 
 	/* A perf link's program returns 0 (else the kernel sends a sample;
 	 * an old uprobe_multi kernel removes the probe). */
 	if (ab_skip(nsize))
 		return ck ? nsize == 0 : 0;
-	if (ctx_open(&c, ctx))
+	/* The compatible programs' event and q: in the scratch (struct
+	 * scratch), their stack kept for the charges inlined. */
+	if (!kst) {
+		struct scratch *sc = scratch_get();
+
+		if (!sc)
+			return ck != NULL;
+		ev = &sc->ev;
+		q = &sc->q;
+	}
+	__builtin_memset(ev, 0, sizeof(*ev));
+	ev->kind = nsize == 0 ? LMT_FREE : ptr == 0 ? LMT_ALLOC : LMT_REALLOC;
+	ev->oaddr = ptr;
+	ev->nsize = nsize;
+	if (ctx_open(c, ctx))
 		return ck != NULL;
 	/* Not recorded: its return must not take an older note for its
 	 * own. */
-	if (duty_off || !(vm = vm_of(&c, ud))) {
+	if (duty_off || !(vm = vm_of(c, ud))) {
 		if (ck && !duty_off)
-			foreign_note(c.tgid);
+			foreign_note(c->tgid);
 		if (ck)
 			return 1;
-		await_none(&c, nsize ? AW_NONE : AW_FREE);
+		await_none(c, nsize ? AW_NONE : AW_FREE);
 		return 0;
 	}
-	ev.osize = ev.kind == LMT_ALLOC ? 0 : osize;
-	q.got = 0;
+	ev->osize = ev->kind == LMT_ALLOC ? 0 : osize;
+	q->got = 0;
 	if (no_attr || ab_leaves(LMT_AB_W_ATTR)) {
-		charge_internal(&ev);
+		charge_internal(ev);
 	} else {
-		fn_forget(&c, ptr);
-		attribute(&c, vm, ptr, &ev, kst, &q);
-		obj_freed(&c, vm, &ev);
+		fn_forget(c, ptr);
+		attribute(c, vm, ptr, ev, kst, q);
+		obj_freed(c, vm, ev);
 	}
-	if (ck && ev.kind != LMT_FREE)
-		pred_tell(&c, ud, &ev, ck);
+	if (ck && ev->kind != LMT_FREE)
+		pred_tell(c, ud, ev, ck);
 	/* --stacks: stack_send walks the stack and sends the event. */
-	if (stk && ev.src != LMT_SRC_INTERNAL) {
+	if (stk && ev->src != LMT_SRC_INTERNAL) {
 		struct stk *s = stk_get();
 
 		if (s) {
-			s->ev = ev;
+			s->ev = *ev;
 			s->ud = ud;
-			s->reads = c.reads;
-			s->direct = c.direct;
-			s->have = (q.got & GQ_L) != 0;
-			s->L = q.L;
-			s->base = q.base;
-			s->stack = q.stack;
-			s->pc = (q.got & GQ_PC) ? q.spc : 0;
+			s->reads = c->reads;
+			s->direct = c->direct;
+			s->have = (q->got & GQ_L) != 0;
+			s->L = q->L;
+			s->base = q->base;
+			s->stack = q->stack;
+			s->pc = (q->got & GQ_PC) ? q->spc : 0;
 			return stack_send(ctx, ck != NULL) != 0;
 		}
-		c.st->lost_stk++;
+		c->st->lost_stk++;
 	}
-	return deliver(&c, &ev, ck != NULL);
+	return deliver(c, ev, ck != NULL);
 }
 
 /* The allocator's entry probe: alloc_enter where the kernel keeps gread_k
@@ -454,11 +466,23 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	n->ptgid = f.ptgid;
 	n->tgid = f.tgid;
-	if (follow && !fork_copy(&f, pr))
-		n->stopped = stop_task(child, f.tgid);
-	if (follow && !n->stopped)
-		count_lost_vm();
+	/* fork_stop NONE: user space counts the child not followed */
+	if (follow && fork_stop != LMT_FORK_STOP_NONE) {
+		if (!fork_copy(&f, pr))
+			n->stopped = stop_task(child, f.tgid);
+		if (!n->stopped)
+			count_lost_vm();
+	}
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* A new task's first code (kernels before 6.13: see stop_born). Loaded
+ * only there, and only where children are followed. */
+SEC("fexit/schedule_tail")
+int BPF_PROG(child_start, struct task_struct *prev)
+{
+	stop_born();
 	return 0;
 }
 

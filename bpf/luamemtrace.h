@@ -502,6 +502,7 @@ struct lmt_forget {
 /* Chunk names longer than this are sent as a prefix plus the GCstr's
  * address, and completed by user space from target memory. */
 #define LMT_NAME_MAX 1024
+_Static_assert((LMT_NAME_MAX & (LMT_NAME_MAX - 1)) == 0, "see_proto masks with it");
 
 /* Line tables up to this size travel with the prototype's record, and its
  * events carry bytecode positions; larger ones stay in the target and BPF
@@ -566,6 +567,10 @@ struct lmt_stop {
  * of which may have let it run unseen. soft: a stop that only paces the
  * process (--no-loss), where running on loses nothing unsaid. */
 enum { LMT_STOP_HELD = 1, LMT_STOP_RELEASED = 2 };
+
+/* How a forked child is stopped before it runs (bpf/stop.h: fork_stop):
+ * not at all, by its parent's fork (6.13), by itself (schedule_tail). */
+enum { LMT_FORK_STOP_NONE = 0, LMT_FORK_STOP_TASK = 1, LMT_FORK_STOP_SELF = 2 };
 
 struct lmt_hold {
 	__u8 state; /* LMT_STOP_* */

@@ -172,6 +172,7 @@ extern int bpf_task_work_schedule_signal_impl(struct task_struct *task,
 
 __u32 never; /* nobody sets it (gread) */
 
+
 static __always_inline __u64 gq_u64(const __u8 *b, __u64 o)
 {
 	return *(const __u64 *)(b + o);

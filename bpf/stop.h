@@ -46,8 +46,22 @@ static __always_inline __u8 stop_process(__u32 tgid, __u8 soft)
 	return 1;
 }
 
+/* 6.13+. Weak: older kernels load the object without it (fork_stop set
+ * before load from user/kfeat.c's probe): a child then stops itself
+ * (child_start, bpf/luamemtrace.bpf.c) from the stop made here, or, where
+ * that cannot run either, is not stopped at all (its VMs counted lost). */
 extern int bpf_send_signal_task(struct task_struct *task, int sig,
-				enum pid_type type, __u64 value) __ksym;
+				enum pid_type type, __u64 value) __ksym __weak;
+const volatile __u8 fork_stop = LMT_FORK_STOP_TASK;
+
+/* Children whose stop is made (stop_task) and whose SIGSTOP they send
+ * themselves, at their first scheduling: by tgid, the stop's key. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct lmt_stop);
+} born SEC(".maps");
 
 /* The same for a process that is not the current one (a new child, which
  * stops before its first instruction). */
@@ -57,13 +71,35 @@ static __always_inline __u8 stop_task(struct task_struct *task, __u32 tgid)
 			      .seq = __sync_fetch_and_add(&stopseq, 1) };
 	struct lmt_hold h = { .state = LMT_STOP_HELD };
 
-	if (bpf_map_update_elem(&lmt_stops, &k, &h, BPF_NOEXIST))
+	if (fork_stop == LMT_FORK_STOP_NONE ||
+	    bpf_map_update_elem(&lmt_stops, &k, &h, BPF_NOEXIST))
 		return 0;
-	if (bpf_send_signal_task(task, SIGSTOP, PIDTYPE_TGID, 0)) {
+	if (fork_stop == LMT_FORK_STOP_TASK ? bpf_send_signal_task(task, SIGSTOP, PIDTYPE_TGID, 0) :
+			     bpf_map_update_elem(&born, &tgid, &k, BPF_ANY)) {
 		bpf_map_delete_elem(&lmt_stops, &k);
 		return 0;
 	}
 	return 1;
+}
+
+/* A child of stop_task's, without bpf_send_signal_task, at its first
+ * scheduling (it has run nothing yet): its SIGSTOP, from itself, while
+ * its stop is still held (user space waits for it to be stopped before
+ * it releases it: user/consume.c). */
+static __always_inline void stop_born(void)
+{
+	const __u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct lmt_stop *b, k;
+	struct lmt_hold *h;
+
+	if ((__u32)id != tgid || !(b = bpf_map_lookup_elem(&born, &tgid)))
+		return;
+	k = *b;
+	bpf_map_delete_elem(&born, &tgid);
+	h = bpf_map_lookup_elem(&lmt_stops, &k);
+	if (h && h->state == LMT_STOP_HELD)
+		bpf_send_signal_thread(SIGSTOP);
 }
 
 /* A SIGCONT sent to tgid (tp signal_generate): each stop of it still

@@ -142,23 +142,6 @@ static uint8_t env_level(const char *n, char max)
 
 /* -- The BPF object ------------------------------------------------------ */
 
-/* Does the kernel have task works (6.18+)? Then alloc_enter's reads can
- * land on its stack (struct gq in bpf/read.h). */
-int kernel_keeps_callbacks_on_stack(void)
-{
-	struct btf *b;
-	int r;
-
-	/* For tests: the compatible reader on any kernel. */
-	if (env_level("LMT_COMPAT_READER", '1'))
-		return 0;
-	b = btf__load_vmlinux_btf();
-	r = b && btf__find_by_name_kind(b, "bpf_task_work_schedule_signal_impl",
-					BTF_KIND_FUNC) > 0;
-	btf__free(b);
-	return r;
-}
-
 /* -- Direct reads (bpf/direct.h) ----------------------------------------- */
 
 /* The CPU's physical address bits, from /proc/cpuinfo; 0 where the
@@ -236,6 +219,8 @@ static void direct_start(struct tr *t)
 	a.want = word;
 	if (env_level("LMT_NO_DIRECT", '1'))
 		why = "LMT_NO_DIRECT=1";
+	else if (!t->kf.rdonly_cast)
+		why = "the kernel has no bpf_rdonly_cast: 6.2";
 	else if (!bits)
 		why = "5-level page tables, or no address sizes in /proc/cpuinfo";
 	else if (!t->skel->rodata->dr_top)
@@ -262,21 +247,10 @@ static void direct_start(struct tr *t)
 
 /* -- uprobe_multi links (--duty) ---------------------------------------- */
 
-/* Kernels since 6.6 have them; libbpf 1.1.2 has no API for them, nor
- * Debian's kernel headers the fields: bpf_attr.link_create's head, then
- * its uprobe_multi member. One link covers a process's offsets of a
- * program, and removing it waits for one grace period outside the perf
- * events' global mutex: ~10x faster than perf links (docs/costs.md), which
- * is what --duty pays at every window's close. */
-#define LMT_TRACE_UPROBE_MULTI 48
-#define LMT_TRACE_UPROBE_SESSION 57
-#define LMT_F_UPROBE_MULTI_RETURN 1
-
-struct lmt_um_attr {
-	uint32_t prog_fd, target_fd, attach_type, flags;
-	uint64_t path, offsets, ref_ctr_offsets, cookies;
-	uint32_t cnt, um_flags, pid;
-};
+/* One link covers a process's offsets of a program, and removing it waits
+ * for one grace period outside the perf events' global mutex: ~10x faster
+ * than perf links (docs/costs.md), which is what --duty pays at every
+ * window's close. The attribute's layout: kfeat.h. */
 
 /* A link of prog at path's offs in pid: its fd, or -errno. ret: the
  * return probes; type: LMT_TRACE_UPROBE_MULTI or _SESSION. */
@@ -297,24 +271,6 @@ static int um_link(int prog_fd, const char *path, const uint64_t *offs, unsigned
 	memcpy(&a, &l, sizeof(l));
 	fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
 	return fd < 0 ? -errno : fd;
-}
-
-/* Does the kernel take a sleepable uprobe_multi program of this type? */
-static int um_supported(uint32_t type)
-{
-	struct bpf_insn prog[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, opts,
-		    .expected_attach_type = (enum bpf_attach_type)type,
-		    .prog_flags = BPF_F_SLEEPABLE);
-	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", prog, 2, &opts);
-
-	if (fd < 0)
-		return 0;
-	close(fd);
-	return 1;
 }
 
 static void mfd_close(int *mfd)
@@ -371,9 +327,7 @@ int open_load(struct tr *t, int kst)
 	/* The allocator's probes as one session link where the kernel has
 	 * them: a return trap only where its entry asks. */
 	t->no_shared = env_level("LMT_NO_SHARED", '1');
-	t->sess = !t->sess_refused && !env_level("LMT_NO_SESSION", '1') &&
-		  !env_level("LMT_NO_UPROBE_MULTI", '1') &&
-		  um_supported(LMT_TRACE_UPROBE_SESSION);
+	t->sess = !t->sess_refused && t->kf.session;
 	{
 		/* One entry program of eight: kernel-stack reads or not;
 		 * stacks or not; a session or an entry probe. */
@@ -398,6 +352,12 @@ int open_load(struct tr *t, int kst)
 		else
 			bpf_program__set_autoload(t->skel->progs.floor_session, false);
 	}
+	/* What the kernel lacks is switched off before load (kfeat.h). */
+	t->skel->rodata->kf_rdonly_cast = (uint8_t)t->kf.rdonly_cast;
+	t->skel->rodata->fork_stop = t->kf.signal_task ? LMT_FORK_STOP_TASK :
+				     t->kf.sched_tail ? LMT_FORK_STOP_SELF : LMT_FORK_STOP_NONE;
+	bpf_program__set_autoload(t->skel->progs.child_start,
+				  t->skel->rodata->fork_stop == LMT_FORK_STOP_SELF && t->dir);
 	if (o->rb_bytes)
 		bpf_map__set_max_entries(t->skel->maps.rb, (uint32_t)o->rb_bytes);
 	{
@@ -430,7 +390,7 @@ int open_load(struct tr *t, int kst)
 	/* --duty closes its windows faster with uprobe_multi links, whose
 	 * programs are loaded for them. */
 	t->multi = o->duty && !o->floor && !t->sess && !t->multi_refused &&
-		   !env_level("LMT_NO_UPROBE_MULTI", '1') && um_supported(LMT_TRACE_UPROBE_MULTI);
+		   t->kf.uprobe_multi;
 	if (t->multi) {
 		if (o->verbose)
 			err1("--duty: allocator probes as uprobe_multi links");

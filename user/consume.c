@@ -570,7 +570,7 @@ static void on_fork(struct tr *t, const struct lmt_fork *f)
 {
 	struct tproc *parent = proc_of(t, f->ptgid), *c;
 
-	if (!t->dir) {
+	if (!t->dir || t->skel->rodata->fork_stop == LMT_FORK_STOP_NONE) {
 		t->forks_skipped++;
 		return;
 	}
@@ -590,8 +590,10 @@ static void on_fork(struct tr *t, const struct lmt_fork *f)
 		proc_end(t, c, "error");
 		return;
 	}
-	/* It has not run: nothing of it to wait for before it continues. */
-	c->nowait = 1;
+	/* It has not run: nothing of it to wait for before it continues;
+	 * unless it stops itself (bpf/stop.h: stop_born), which it must have
+	 * done before its stop is released. */
+	c->nowait = t->skel->rodata->fork_stop == LMT_FORK_STOP_TASK;
 	if (!t->o->quiet)
 		fprintf(stderr, "luamemtrace: tracing PID %d (%s), a child of PID "
 			"%d\n", (int)c->pid, c->comm, (int)f->ptgid);

@@ -241,8 +241,10 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 			(uint64_t)s->lost_vm);
 	if (t->forks_skipped)
 		fprintf(stderr, "  not followed: %u child%s of traced processes "
-			"(-o DIR/ traces them too)\n", t->forks_skipped,
-			t->forks_skipped == 1 ? "" : "ren");
+			"(%s)\n", t->forks_skipped, t->forks_skipped == 1 ? "" : "ren",
+			t->dir ? "this kernel cannot stop a child before it runs: "
+				 "6.13, or schedule_tail under fexit" :
+				 "-o DIR/ traces them too");
 	if (names_cut)
 		fprintf(stderr, "  %" PRIu64 " chunk names cut to %d bytes (string "
 			"gone before it could be read)\n", names_cut, LMT_NAME_MAX);

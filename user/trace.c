@@ -97,8 +97,9 @@ static int has_caps(void)
 	       (eff & (1ULL << 19)); /* CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE */
 }
 
-/* Checks what the kernel and our privileges must provide. */
-static int preflight(void)
+/* Checks what the kernel and our privileges must provide, and probes
+ * what it offers (t->kf). */
+static int preflight(struct tr *t)
 {
 	const char *sys = getenv("LMT_SYSFS");
 	char p[PATH_MAX];
@@ -132,12 +133,23 @@ static int preflight(void)
 		     "CONFIG_BPF_SYSCALL=y", p);
 		return -1;
 	}
+	{
+		char why[256];
+
+		if (kfeat_probe(&t->kf, why, sizeof(why))) {
+			err1("%s", why);
+			return -1;
+		}
+		kfeat_restrict(&t->kf);
+		if (t->o->verbose)
+			kfeat_print(&t->kf, stderr);
+	}
 	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL) != 1 ||
 	    libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1 ||
 	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) != 1) {
 		err1("this kernel cannot load the BPF programs: needs Linux "
-		     "5.17+ (ring buffers, atomics, bpf_loop) with "
-		     "CONFIG_BPF_SYSCALL=y");
+		     "%d.%d+ (ring buffers, atomics, bpf_loop) with "
+		     "CONFIG_BPF_SYSCALL=y", KFEAT_MIN_MAJOR, KFEAT_MIN_MINOR);
 		return -1;
 	}
 	return 0;
@@ -329,10 +341,14 @@ static int select_target(struct tr *t, struct vmscan *scans)
  * exec, fork and SIGCONT watches, and -- COMMAND's hooks. */
 static int open_bpf(struct tr *t)
 {
-	const int kst = kernel_keeps_callbacks_on_stack();
+	const int kst = t->kf.kst;
 
 	if (open_load(t, kst) && (!kst || open_load(t, 0)))
 		return -1;
+	if (t->dir && t->skel->rodata->fork_stop == LMT_FORK_STOP_NONE)
+		err1("warning: this kernel cannot stop a forked child before it runs "
+		     "(needs 6.13, or schedule_tail under fexit): children of traced "
+		     "processes are not followed, only counted");
 	t->stops_fd = bpf_map__fd(t->skel->maps.lmt_stops);
 	t->guardian = guard_start(t->stops_fd);
 	if (t->guardian < 0) {
@@ -352,6 +368,11 @@ static int open_bpf(struct tr *t)
 	}
 	if (link_add(&t->links, bpf_program__attach(t->skel->progs.on_fork))) {
 		err1("cannot watch fork: %s", strerror(errno));
+		return -1;
+	}
+	if (bpf_program__autoload(t->skel->progs.child_start) &&
+	    link_add(&t->links, bpf_program__attach(t->skel->progs.child_start))) {
+		err1("cannot watch new processes' first scheduling: %s", strerror(errno));
 		return -1;
 	}
 	if (link_add(&t->links, bpf_program__attach(t->skel->progs.on_signal))) {
@@ -587,7 +608,7 @@ int trace_run(const struct topts *o)
 	t.sel = calloc(o->npids + 1, sizeof(*t.sel));
 	libbpf_set_print(libbpf_quiet);
 	/* Nothing is created before the targets and the options hold. */
-	if (!scans || !t.sel || preflight() || check_output(&t)) {
+	if (!scans || !t.sel || preflight(&t) || check_output(&t)) {
 		free(scans);
 		free(t.sel);
 		return LMT_ERR;

@@ -28,6 +28,7 @@
 #include "vm.h"
 #include "layout.h"
 #include "info.h"
+#include "kfeat.h"
 #include "merge.h"
 
 /* A set of probe links. */
@@ -197,6 +198,7 @@ struct duty {
 
 struct tr {
 	const struct topts *o;
+	struct kfeat kf;  /* what the kernel offers (kfeat.c) */
 	struct duty duty; /* --duty (duty.c) */
 	int multi;        /* --duty: allocator probes as uprobe_multi links */
 	int multi_refused; /* the programs did not load for them */
@@ -337,7 +339,6 @@ void proc_links_free(struct tproc *p, int later);
 void links_join(void);
 /* Does the kernel have task works (6.18+)? Then alloc_enter's reads can
  * land on its stack (struct gq in bpf/read.h). */
-int kernel_keeps_callbacks_on_stack(void);
 int open_load(struct tr *t, int kst);
 /* Registers VM v of process p and probes its allocator: 0, or -1 having
  * said why. */

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# run.sh [-k SERIES]... [-r suite|bench|shell] [-c CMD]: boots Debian's
+# own kernel packages (the newest linux-image-SERIES*-cloud-amd64-unsigned
+# in the archive; SERIES 6.1 and 6.12 by default) under QEMU's software
+# emulation with the initramfs of mkroot.sh, and prints what the guest
+# printed, each line of a suite's TAP prefixed by the kernel's release.
+# The packages are fetched with apt-get download into build/kernels/.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+K="$top/build/kernels"
+series=() run=suite cmd=
+while getopts k:r:c: o; do
+	case $o in
+	k) series+=("$OPTARG") ;;
+	r) run=$OPTARG ;;
+	c) cmd=$OPTARG ;;
+	*) exit 2 ;;
+	esac
+done
+[ ${#series[@]} -gt 0 ] || series=(6.1 6.12)
+mkdir -p "$K"
+
+# kernel SERIES: the path of the newest such kernel's vmlinuz, fetched
+# and unpacked once.
+kernel() {
+	local s=$1 pat pkg d
+	case $s in
+	6.1) pat='^linux-image-6\.1\.0-[0-9]+-cloud-amd64-unsigned$' ;;
+	*) pat="^linux-image-${s//./\\.}\\.[0-9]+\\+deb[0-9]+-cloud-amd64-unsigned\$" ;;
+	esac
+	pkg=$(apt-cache pkgnames linux-image- | grep -E "$pat" | sort -V | tail -1)
+	[ -n "$pkg" ] || { echo "no Debian package for kernel $s (apt-get update?)" >&2; return 1; }
+	d="$K/$pkg"
+	if [ ! -e "$d/vmlinuz" ]; then
+		rm -rf "$d" && mkdir -p "$d"
+		(cd "$d" && apt-get download -q "$pkg" > /dev/null 2>&1 && dpkg-deb -x ./*.deb x &&
+		 cp x/boot/vmlinuz-* vmlinuz && rm -rf x ./*.deb) ||
+			{ echo "cannot fetch $pkg" >&2; return 1; }
+	fi
+	echo "$d/vmlinuz"
+}
+
+root="$K/root.cpio"
+bash "$top/tests/kernels/mkroot.sh" "$root" || exit 1
+rc=0
+for s in "${series[@]}"; do
+	vm=$(kernel "$s") || { echo "not ok 1 kernel $s: no kernel to boot"; rc=1; continue; }
+	log=$(mktemp) con=$(mktemp)
+	append="console=ttyS0 panic=-1 quiet lmt.run=$run"
+	[ -n "$cmd" ] && append="$append lmt.cmd=$(printf '%s' "$cmd" | base64 -w0)"
+	# A hang guard, not a timing: a guest that never ends is a failure.
+	timeout 1500 qemu-system-x86_64 -accel tcg,thread=multi -smp 2 -m 3072 \
+		-cpu max,la57=off -nographic -no-reboot -monitor none \
+		-kernel "$vm" -initrd "$root" -append "$append" \
+		-serial "file:$con" -serial "file:$log" > /dev/null 2>&1
+	st=$?
+	rel=$(sed -n 's/^LMT-GUEST-BEGIN //p' "$log" | tr -d '\r')
+	if [ -z "$rel" ]; then
+		echo "not ok 1 kernel $s: the guest did not start the suite (qemu status $st)"
+		tail -30 "$con"
+		rc=1
+	else
+		tr -d '\r' < "$log" | sed -e '/^LMT-GUEST-/d' |
+			sed -E "s/^(ok|not ok) ([0-9]+) /\\1 \\2 [$rel] /"
+		grep -q '^LMT-GUEST-END 0' "$log" || rc=1
+		[ $st -eq 0 ] || { echo "# qemu ended with status $st"; rc=1; }
+	fi
+	rm -f "$log" "$con"
+done
+exit $rc
