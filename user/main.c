@@ -62,6 +62,8 @@ static const char usage[] =
 	"                         implies --stacks\n"
 	"      --variant NAME     use only this layout variant (see --list-variants)\n"
 	"      --list-variants    print the LuaJIT layouts luamemtrace knows\n"
+	"      --check            what this kernel offers, the path each feature\n"
+	"                         takes there, and whether the BPF object loads\n"
 	"      --probes MODE      auto (default), single or entry: where to probe\n"
 	"      --floor[=WHAT]     attach do-nothing programs (benchmark floor): at the\n"
 	"                         allocator's entry and an allocation's return;\n"
@@ -231,7 +233,7 @@ int main(int argc, char **argv)
 {
 	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB,
 	       OPT_STRICT, OPT_ALL, OPT_EXE, OPT_JIT, OPT_STACKS, OPT_DEPTH, OPT_NOLOSS,
-	       OPT_DUTY, OPT_AB_WITHOUT };
+	       OPT_DUTY, OPT_AB_WITHOUT, OPT_CHECK };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "all", no_argument, NULL, OPT_ALL },
@@ -249,6 +251,7 @@ int main(int argc, char **argv)
 		{ "top", required_argument, NULL, 't' },
 		{ "variant", required_argument, NULL, OPT_VARIANT },
 		{ "list-variants", no_argument, NULL, OPT_LIST },
+		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "probes", required_argument, NULL, OPT_PROBES },
 		{ "floor", optional_argument, NULL, OPT_FLOOR },
 		{ "ab", optional_argument, NULL, OPT_AB },
@@ -342,6 +345,8 @@ int main(int argc, char **argv)
 			o.variant = optarg;
 			break;
 		}
+		case OPT_CHECK:
+			return trace_check(&o);
 		case OPT_LIST:
 			for (unsigned i = 0; i < lj_nvariants; i++)
 				printf("%s\n", lj_variants[i].name);

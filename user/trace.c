@@ -597,6 +597,30 @@ static int command_status(struct tr *t, int rc)
 	return t->child_done ? child_rc(t) : LMT_ERR;
 }
 
+/* -- --check -------------------------------------------------------------- */
+
+int trace_check(const struct topts *o)
+{
+	struct tr t = { .o = o, .stops_fd = -1, .gate = -1 };
+	struct topts v = *o;
+	int rc = LMT_ERR;
+
+	libbpf_set_print(libbpf_quiet);
+	v.verbose = 0;
+	t.o = &v;
+	if (preflight(&t))
+		return LMT_ERR;
+	kfeat_print(&t.kf, stdout);
+	fflush(stdout);
+	/* What the probes say is only true if the object loads. */
+	if (!open_load(&t, t.kf.kst) || (t.kf.kst && !open_load(&t, 0))) {
+		printf("  the BPF object:       loads (%s)\n", bpf_program__name(t.enter));
+		rc = 0;
+	}
+	luamemtrace_bpf__destroy(t.skel);
+	return rc;
+}
+
 /* -- A trace ------------------------------------------------------------- */
 
 int trace_run(const struct topts *o)

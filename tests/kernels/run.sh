@@ -41,6 +41,9 @@ kernel() {
 }
 
 root="$K/root.cpio"
+# nginx's Lua module for the guest's hosts test, as the host suite has it.
+(BATS_TEST_DIRNAME="$top/tests"; . "$top/tests/hosts.bash"; hosts_unpack) ||
+	echo "# cannot unpack OpenResty's Lua module: the guests' nginx test will fail"
 bash "$top/tests/kernels/mkroot.sh" "$root" || exit 1
 rc=0
 for s in "${series[@]}"; do
@@ -62,6 +65,15 @@ for s in "${series[@]}"; do
 	else
 		tr -d '\r' < "$log" | sed -e '/^LMT-GUEST-/d' |
 			sed -E "s/^(ok|not ok) ([0-9]+) /\\1 \\2 [$rel] /"
+		# A guest that died before every test reported: the rest failed.
+		if [ "$run" = suite ]; then
+			plan=$(tr -d '\r' < "$log" | sed -n 's/^1\.\.\([0-9]*\)$/\1/p' | head -1)
+			got=$(tr -d '\r' < "$log" | grep -cE '^(ok|not ok) ')
+			if [ -z "$plan" ] || [ "$got" -lt "$plan" ]; then
+				echo "not ok 0 [$rel] the guest suite ended after $got of ${plan:-?} tests"
+				rc=1
+			fi
+		fi
 		grep -q '^LMT-GUEST-END 0' "$log" || rc=1
 		[ $st -eq 0 ] || { echo "# qemu ended with status $st"; rc=1; }
 	fi

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The guest suite (tests/kernels/init runs it on each kernel): the host
+# suites' own tests of what the kernel decides, picked by name, run as
+# they run on the host. One bats run, one plan.
+cd "$(dirname "$0")/../.." || exit 1
+tests=(
+	# tracer.bats: exact per-line counts, -- COMMAND and -p, the JIT
+	'-- CMD: exact event counts per chunk:line \(jit off\)'
+	'-- CMD: chunk names, C function names, INTERNAL frees'
+	'-p: attach to a waiting process, exact counts, Ctrl-C ends it'
+	'JIT on: per-line counts equal to the JIT-off run'
+	'JIT on: sunk tables made at a side exit'
+	'a C function by the name Lua gives it'
+	'the stream follows the format'
+	'traced output is the same as untraced output'
+	'SIGKILL of the tracer: target runs on, no probe left'
+	'one VM per thread \(sysbench-style\)'
+	# stacks.bats
+	'stacks, JIT off: exact stacks and counts of every chain'
+	'stacks, JIT on: the same stacks through compiled code'
+	'stacks match LuaJIT.s own debug.traceback'
+	# system.bats: a forked child, several processes, --all
+	'-o DIR -- a program that forks'
+	'-p A,B -o DIR: one tracer, a stream per process'
+	'--all --exe NAME: running and later processes of that name traced'
+	# faults.bats: never a process left stopped, --no-loss
+	'a traced process forks: the child.s allocations are not in the stream'
+	'--no-loss: a consumer stopped for a second'
+	# duty.bats: the links each kernel has
+	'--duty 20 over 4 s, perf links'
+	# hosts.bats: nginx with OpenResty's Lua module under load
+	'nginx \+ OpenResty.s Lua module: master and 2 workers under wrk'
+)
+re=$(IFS='|'; echo "^(${tests[*]})")
+exec bats --tap -f "$re" tests/tracer.bats tests/stacks.bats tests/system.bats \
+	tests/faults.bats tests/duty.bats tests/hosts.bats
