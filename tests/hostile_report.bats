@@ -77,6 +77,25 @@ companion() {
 	[ "$(printf '%s\n' "$output" | grep '^\[cut\]')" = "$want" ]
 }
 
+@test "report: a companion whose distinct stacks fold to more than 256 MiB of names is refused in one line, exit 1, memory bounded" {
+	cp "$S" "$T/b.bin"
+	# 8 frames of 8000 bytes; 9000 stacks of 8 of them, each its own order:
+	# each a 64007-byte key from 11 bytes of companion, 576 MB in all
+	companion "$T/b.bin.stacks" "
+		local t = {}
+		for f = 1, 8 do t[#t + 1] = '\1\5' .. uleb(8000) .. string.char(96 + f):rep(8000) end
+		for i = 1, 9000 do
+			t[#t + 1] = '\2\0\8'
+			local x = i
+			for d = 1, 8 do t[#t + 1] = string.char(x % 8 + 1) x = math.floor(x / 8) end
+		end
+		return table.concat(t) .. '\3\1\1\4'"
+	run --separate-stderr timeout 60 prlimit --as=$((1024 << 20)) -- "$LMT" report --folded "$T/b.bin"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "luamemtrace report: $T/b.bin.stacks: its stacks' names pass 256 MiB: refused" ]
+	[ -z "$output" ]
+}
+
 @test "report: a sidecar whose scale is 1e300 (sampled: 1e-300) is refused in one line, nothing scaled, exit 0" {
 	cp "$S" "$T/d.bin"
 	"$LMT" report "$T/d.bin" > "$T/want.txt"

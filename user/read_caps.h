@@ -26,7 +26,7 @@
 /* All the distinct folded stacks of one stream, in bytes: each may be
  * REPORT_KEY_MAX_BYTES from a few bytes of companion. Over it the
  * companion is refused (malformed), the report fails in one line. */
-#define REPORT_KEYS_MAX_BYTES (512ull << 20)
+#define REPORT_KEYS_MAX_BYTES (256ull << 20)
 
 /* -- Sidecar --------------------------------------------------------------- */
 
