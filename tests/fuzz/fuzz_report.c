@@ -43,6 +43,20 @@ static void put(const char *path, const uint8_t *data, size_t n, int keep)
 	close(fd);
 }
 
+/* At exit: the files and their directory go. */
+static void cleanup(void)
+{
+	static const char *const suffix[] = { "", ".stacks", ".info" };
+	char path[128];
+
+	for (int s = 0; s < NSTREAM; s++)
+		for (int k = 0; k < NPART; k++) {
+			snprintf(path, sizeof(path), "%s/s%d.bin%s", dir, s, suffix[k]);
+			unlink(path);
+		}
+	rmdir(dir);
+}
+
 static void run(int argc, char **argv)
 {
 	report_main(argc, argv);
@@ -64,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!dir[0]) {
 		strcpy(dir, "/tmp/lmt-fuzz-XXXXXX");
 		/* Output goes nowhere: only crashes, leaks and UB matter. */
-		if (!mkdtemp(dir) || !freopen("/dev/null", "w", stdout))
+		if (!mkdtemp(dir) || !freopen("/dev/null", "w", stdout) || atexit(cleanup))
 			abort();
 	}
 	for (int s = 0; s < NSTREAM && p < end; s++) {
