@@ -51,7 +51,7 @@ DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 	protobuf-c-compiler libprotobuf-c-dev golang-go chromium libncurses-dev tmux \
 	nginx-core curl procps wrk sysbench knot-resolver dnsperf iproute2
 
-.PHONY: all clean test unit bats bench fuzz asan demo deps
+.PHONY: all clean test unit bats bench fuzz fuzz-build asan demo deps
 all: luamemtrace
 
 luamemtrace: $(USER_OBJ)
@@ -114,12 +114,20 @@ asan:
 bench: luamemtrace
 	@bash tests/bench/run.sh
 
-fuzz: $(LIB_SRC) $(FG_OBJ) | $(OUT)
+# The fuzzers (tests/fuzz/fuzz_*.c), each with its corpus tests/fuzz/NAME/
+# (fuzz_memprof: tests/fuzz/corpus/); tests/hostile_report_fuzz.bats runs
+# each over its corpus and a bounded number of new inputs.
+FUZZERS := $(patsubst tests/fuzz/%.c,$(OUT)/%,$(wildcard tests/fuzz/fuzz_*.c))
+$(OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(FG_OBJ) | $(OUT)
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -Iuser -Ibpf \
-		-I$(OUT) -o $(OUT)/fuzz_memprof tests/fuzz/fuzz_memprof.c $(LIB_SRC) $(FG_OBJ) -lprotobuf-c -lz -lm -lpthread
-	mkdir -p $(OUT)/fuzz-corpus
+		-I$(OUT) -o $@ $< $(LIB_SRC) $(FG_OBJ) -lprotobuf-c -lz -lm -lpthread
+fuzz-build: $(FUZZERS)
+fuzz: $(FUZZERS)
+	mkdir -p $(OUT)/fuzz-corpus $(OUT)/fuzz-corpus-report
 	$(OUT)/fuzz_memprof -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 \
 		$(OUT)/fuzz-corpus tests/fuzz/corpus
+	$(OUT)/fuzz_report -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 \
+		-close_fd_mask=1 $(OUT)/fuzz-corpus-report tests/fuzz/report
 
 # Package scripts must not start services here (nginx): a policy-rc.d
 # that says no, unless the machine has one of its own.

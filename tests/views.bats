@@ -84,6 +84,56 @@ chrome() {
 	[ "$(stat -c %s "$T/f.png")" -gt 20000 ]
 }
 
+# A chunk named with markup (a target's name is its own to choose).
+HOSTILE_CHUNK='@<img src=x onerror="document.title=1,window.lmtPwned=1"></script><b id=lmtInjected>b</b>'
+
+@test "report --flamegraph: a chunk named with HTML is text only; hovering its frame changes nothing else in the page" {
+	cat > "$T/h.lua" <<-'EOF'
+		local f = load("local t = {} for i = 1, 2000 do t[i] = {i} end return t", arg[1])
+		keep = f()
+	EOF
+	"$LMT" -q -o "$T/h.bin" -- luajit -joff "$T/h.lua" "$HOSTILE_CHUNK"
+	"$LMT" report --flamegraph "$T/h.bin" > "$T/h.html"
+	# the page, then a probe: hover the frame of the chunk (mouseover on
+	# its element), then tell what changed in the document
+	cat "$T/h.html" - > "$T/p.html" <<-'EOF'
+		<script>
+		setTimeout(() => {
+			const all = () => document.getElementsByTagName('*').length;
+			const n0 = all(), title0 = document.title;
+			const g = [...document.querySelectorAll('g.frame')]
+				.find(e => (e.getAttribute('name') || '').includes('<img src=x'));
+			if (g)
+				g.dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));
+			setTimeout(() => {
+				const tip = document.querySelector('.d3-flame-graph-tip');
+				const name = g ? g.getAttribute('name') : '?';
+				const r = [
+					'frame=' + (g ? 1 : 0),
+					'elements=' + (all() === n0 ? 'same' : n0 + '->' + all()),
+					'img=' + document.getElementsByTagName('img').length,
+					'injected=' + (document.getElementById('lmtInjected') ? 1 : 0),
+					'title=' + (document.title === title0 ? 'same' : 'changed'),
+					'pwned=' + (window.lmtPwned ? 1 : 0),
+					'tip=' + (tip && tip.textContent.startsWith(name) ? 'text' : 'no'),
+					'details=' + (document.getElementById('details').textContent.startsWith(name) ? 'text' : 'no'),
+				];
+				document.body.dataset.hover = r.join(' ');
+			}, 1500);
+		}, 1500);
+		</script>
+	EOF
+	run chrome --dump-dom "file://$T/p.html"
+	[[ "$output" == *'data-hover="frame=1 elements=same img=0 injected=0 title=same pwned=0 tip=text details=text"'* ]] ||
+		{ echo "$output" | grep -o 'data-hover="[^"]*"'; false; }
+	# the chunk's name is shown as the report names it
+	node -e '
+		const h = require("fs").readFileSync(process.argv[1], "utf8");
+		const D = JSON.parse(h.match(/<script id="lmt-data" type="application\/json">([\s\S]*?)<\/script>/)[1]);
+		if (!D.keys.some(k => k.startsWith(process.argv[2] + ":"))) throw new Error("no key " + JSON.stringify(D.keys));
+	' "$T/h.html" "$HOSTILE_CHUNK"
+}
+
 @test "report --flamegraph: stdin or with another format says so in one line, exit 2" {
 	run "$LMT" report --flamegraph - < /dev/null
 	[ "$status" -eq 2 ]

@@ -551,8 +551,7 @@ static void on_newvm(struct tr *t, const struct lmt_newvm *n)
 			if (r)
 				t->lost_vm++;
 			else if (!p->nvm || (p->nvm == 1 && !t->o->quiet && t->o->all))
-				fprintf(stderr, "luamemtrace: tracing PID %d (%s)\n",
-					(int)p->pid, p->comm);
+				err1("tracing PID %d (%s)", (int)p->pid, p->comm);
 		} else {
 			err1("warning: new lua_State 0x%" PRIx64 " in PID %u not "
 			     "traced: %s", (uint64_t)n->L, n->tgid, why);
@@ -595,8 +594,8 @@ static void on_fork(struct tr *t, const struct lmt_fork *f)
 	 * done before its stop is released. */
 	c->nowait = t->skel->rodata->fork_stop == LMT_FORK_STOP_TASK;
 	if (!t->o->quiet)
-		fprintf(stderr, "luamemtrace: tracing PID %d (%s), a child of PID "
-			"%d\n", (int)c->pid, c->comm, (int)f->ptgid);
+		err1("tracing PID %d (%s), a child of PID %d", (int)c->pid, c->comm,
+		     (int)f->ptgid);
 }
 
 static void on_exec(struct tr *t, uint32_t tgid)

@@ -115,3 +115,8 @@ char *esc_str(char *dst, size_t cap, const char *s, size_t n, int flags)
 	dst[b.len] = 0;
 	return dst;
 }
+
+char *esc_cstr(char *dst, size_t cap, const char *s)
+{
+	return esc_str(dst, cap, s, strlen(s), 0);
+}

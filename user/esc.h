@@ -27,4 +27,11 @@ void esc_text(esc_put_fn *put, void *ctx, const char *s, size_t n, int flags);
  * character that would not fit: for messages. Returns dst. */
 char *esc_str(char *dst, size_t cap, const char *s, size_t n, int flags);
 
+/* Room for n bytes escaped (each at most \xHH) and the NUL. */
+#define ESC_MAX(n) (4 * (n) + 1)
+
+/* The NUL-terminated s escaped into dst (esc_str, flags 0): a path, a
+ * process name or a file's text in a message. Returns dst. */
+char *esc_cstr(char *dst, size_t cap, const char *s);
+
 #endif

@@ -11,22 +11,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "esc.h"
 #include "info.h"
 
-/* Keys and values are one line each: what could break a line goes. */
+/* Keys and values are one line each, escaped (esc.h): a name the target
+ * chose (comm, exe) can neither break a line nor drive a terminal that
+ * shows the file. Escaped text escapes to itself, so a value read back
+ * (or a sidecar someone else wrote) goes through the same rule. */
 static void clean(char *dst, size_t cap, const char *s)
 {
-	size_t i;
-
-	for (i = 0; i + 1 < cap && s[i]; i++)
-		dst[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-	dst[i] = 0;
+	esc_cstr(dst, cap, s);
 }
 
 size_t info_format(const struct info *in, char *buf, size_t len)
 {
-	char exe[sizeof(in->exe)], state[sizeof(in->state)], end[sizeof(in->end)];
-	char comm[sizeof(in->comm)], when[64] = "", vm[16] = "all", parent[16] = "";
+	char exe[ESC_MAX(sizeof(in->exe))], state[ESC_MAX(sizeof(in->state))];
+	char end[ESC_MAX(sizeof(in->end))], comm[ESC_MAX(sizeof(in->comm))], when[64] = "", vm[16] = "all", parent[16] = "";
 	const time_t t = (time_t)in->start;
 	struct tm tm;
 	int n;
@@ -93,10 +93,12 @@ int info_parse(const char *text, size_t n, struct info *out)
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		char line[512], *v;
+		char line[INFO_LINE_MAX], *v;
 		uint64_t x = 0;
 
-		if (l && l < sizeof(line)) {
+		if (l >= sizeof(line))
+			return -1;
+		if (l) {
 			memcpy(line, p, l);
 			line[l] = 0;
 			v = strstr(line, ": ");
@@ -153,12 +155,16 @@ int info_parse(const char *text, size_t n, struct info *out)
 		}
 		p += l + 1;
 	}
+	/* The scale, checked here, before any use: finite, at most the cap. */
+	if (out->duty > 100 || (out->duty > 0 && out->sampled > 0 &&
+				out->duration > out->sampled * INFO_SCALE_MAX))
+		return -1;
 	return out->state[0] ? 0 : -1;
 }
 
 int info_load(const char *stream, struct info *out)
 {
-	char path[PATH_MAX], buf[8192];
+	char path[PATH_MAX], buf[INFO_FILE_MAX];
 	struct stat st;
 	ssize_t n;
 	int fd;

@@ -12,22 +12,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "read_caps.h"
+
 #define INFO_MAGIC "luamemtrace stream info 1"
 #define INFO_SUFFIX ".info"
+
 
 struct info {
 	char version[16];
 	int pid;
 	int parent;        /* the traced process it forked from, 0 if none */
-	char comm[16];     /* the process's name */
-	char exe[256];     /* the target's executable */
+	char comm[64];     /* the process's name (escaped: esc.h) */
+	char exe[1024];    /* the target's executable (escaped) */
 	unsigned vms;      /* VMs traced */
 	int vm;            /* the VM's number (COMM.PID.vmN.bin); -1: the
 			    * stream holds every VM of its process */
 	double start;      /* wall clock, seconds since the epoch */
 	double duration;   /* seconds */
 	char state[16];    /* running, complete, incomplete */
-	char end[64];      /* why tracing ended */
+	char end[256];     /* why tracing ended (escaped) */
 	uint64_t events;   /* events written */
 	uint64_t lost;     /* events lost (ring full, late returns, bad records) */
 	uint64_t lost_sym; /* symbol records lost */
@@ -39,7 +42,8 @@ struct info {
 };
 
 /* A sampled stream's counts and bytes, to estimates for its whole run:
- * duration / sampled seconds, 1 if not sampled. */
+ * duration / sampled seconds, 1 if not sampled; at most INFO_SCALE_MAX
+ * (info_parse refuses a sidecar saying more). */
 static inline double info_scale(const struct info *in)
 {
 	return in->duty > 0 && in->sampled > 0 && in->duration > in->sampled ?

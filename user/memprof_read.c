@@ -57,8 +57,11 @@ static struct mpr *mpr_new(const char *name)
 	struct mpr *r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
+	name = name ? name : "-";
 	r->buf = malloc(BUF_CAP);
-	r->name = strdup(name ? name : "-");
+	/* Diagnostics name the stream: its name escaped (esc.h), once. */
+	if ((r->name = malloc(ESC_MAX(strlen(name)))))
+		esc_cstr(r->name, ESC_MAX(strlen(name)), name);
 	if (!r->buf || !r->name) {
 		mpr_close(r);
 		return NULL;

@@ -57,6 +57,11 @@ void report_stacks_on(struct report *rp); /* before any event */
 int report_frame(struct report *rp, uint32_t id, const struct sk_frame *f);
 int report_stack(struct report *rp, uint32_t id, const uint32_t *frames, uint32_t n,
 		 unsigned flags);
+/* report_stack's -2: the stream's distinct stacks name more than
+ * REPORT_KEYS_MAX_BYTES (read_caps.h); the report is then incomplete.
+ * Stacks whose folded name was cut to REPORT_KEY_MAX_FRAMES frames or
+ * REPORT_KEY_MAX_BYTES bytes (under a "[cut]" root): how many. */
+uint64_t report_stacks_cut(const struct report *rp);
 /* report_events with each event's stack number (0: none). */
 void report_events_stk(struct report *rp, const struct mp_event *ev, const uint32_t *sid,
 		       size_t n);

@@ -8,11 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "read_caps.h"
 #include "stacks.h"
 #include "stacks_bytes.h"
 
-#define SK_MAX_FRAMES 65536 /* per stack: more is not a stack */
-#define SK_MAX_NAME 65536
 
 struct skr {
 	int fd;

@@ -32,7 +32,7 @@ int main(void)
 	      out.lost_vm == 1 && out.in_flight == 5);
 	CHECK("parse: texts", !strcmp(out.state, "complete") &&
 	      !strcmp(out.end, "target exited") && !strcmp(out.version, "0.2.0") &&
-	      !strcmp(out.exe, "/usr/bin/luajit?state: complete"));
+	      !strcmp(out.exe, "/usr/bin/luajit\\nstate: complete"));
 	CHECK("parse: times", out.duration == 1.25 && out.start == 1795480300.5);
 	CHECK("lossy", info_lossy(&out));
 	in.lost = in.lost_sym = in.lost_vm = 0;
@@ -48,5 +48,31 @@ int main(void)
 	CHECK("refused: a NaN duration", P(INFO_MAGIC "\nduration: nan\nstate: x\n", &out));
 	CHECK("refused: a negative duration", P(INFO_MAGIC "\nduration: -1\nstate: x\n", &out));
 	CHECK("refused: empty", info_parse("", 0, &out));
+	/* A hostile name: escaped (esc.h) when written, and when read. */
+	strcpy(in.comm, "x\033]0;\302\233\233");
+	n = info_format(&in, buf, sizeof(buf));
+	CHECK("format: comm escaped", strstr(buf, "\ncomm: x\\x1b]0;\\xc2\\x9b\\x9b\n") != NULL);
+	CHECK("parse: comm as written", !info_parse(buf, n, &out) &&
+	      !strcmp(out.comm, "x\\x1b]0;\\xc2\\x9b\\x9b"));
+	CHECK("parse: a raw comm escaped",
+	      !P(INFO_MAGIC "\ncomm: \033[2J\302\233\nend: a\233b\nstate: x\n", &out) &&
+	      !strcmp(out.comm, "\\x1b[2J\\xc2\\x9b") && !strcmp(out.end, "a\\x9bb"));
+	/* The scale: finite and at most INFO_SCALE_MAX, or refused. */
+	CHECK("refused: a scale of 1e300",
+	      P(INFO_MAGIC "\nduration: 1\nduty: 5\nsampled: 1e-300\nstate: x\n", &out));
+	CHECK("refused: a scale over the cap",
+	      P(INFO_MAGIC "\nduration: 10001\nduty: 5\nsampled: 1\nstate: x\n", &out));
+	CHECK("refused: duty over 100",
+	      P(INFO_MAGIC "\nduration: 1\nduty: 101\nsampled: 1\nstate: x\n", &out));
+	CHECK("scale at the cap", !P(INFO_MAGIC "\nduration: 10000\nduty: 5\nsampled: 1\nstate: x\n",
+				     &out) && info_scale(&out) == INFO_SCALE_MAX);
+	{
+		static char big[INFO_LINE_MAX + 64];
+		const size_t ml = strlen(INFO_MAGIC "\nexe: ");
+		memcpy(big, INFO_MAGIC "\nexe: ", ml);
+		memset(big + ml, 'a', INFO_LINE_MAX);
+		memcpy(big + ml + INFO_LINE_MAX, "\nstate: x\n", 10);
+		CHECK("refused: a line over INFO_LINE_MAX", info_parse(big, ml + INFO_LINE_MAX + 10, &out));
+	}
 	return fails != 0;
 }

@@ -8,11 +8,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
 #include <sys/stat.h>
 #include <stdarg.h>
 #include <unistd.h>
+#include "esc.h"
 #include "info.h"
+#include "read_caps.h"
 #include "memprof_read.h"
 
 #include "exitcode.h"
@@ -60,6 +63,17 @@ static int usage_error(const char *fmt, ...)
 	return LMT_USAGE;
 }
 
+/* A path in a message: escaped (esc.h), as a file's name is anyone's to
+ * choose. Two at a time (a message names at most two). */
+static const char *pe(const char *path)
+{
+	static char buf[2][ESC_MAX(PATH_MAX)];
+	static int k;
+
+	k ^= 1;
+	return esc_cstr(buf[k], sizeof(buf[k]), path);
+}
+
 /* What the stream's sidecar says (info.h): 1 if the stream is known to be
  * incomplete, said on stderr. */
 static int sidecar_warns(const char *path)
@@ -69,26 +83,26 @@ static int sidecar_warns(const char *path)
 
 	if (r < 0)
 		fprintf(stderr, "luamemtrace report: warning: %s" INFO_SUFFIX
-			" is unreadable or not a luamemtrace sidecar: ignored\n", path);
+			" is unreadable or not a luamemtrace sidecar: ignored\n", pe(path));
 	if (r <= 0)
 		return 0;
 	if (info_lossy(&in)) {
 		fprintf(stderr, "luamemtrace report: warning: %s" INFO_SUFFIX ": %" PRIu64
 			" events, %" PRIu64 " symbol records and %" PRIu64
 			" new VMs or dlopens were lost while tracing: the report is "
-			"incomplete\n", path, in.lost, in.lost_sym, in.lost_vm);
+			"incomplete\n", pe(path), in.lost, in.lost_sym, in.lost_vm);
 		return 1;
 	}
 	if (!strcmp(in.state, "incomplete")) {
 		fprintf(stderr, "luamemtrace report: warning: %s" INFO_SUFFIX
 			" says tracing ended on an error (%s): the stream may be "
-			"incomplete\n", path, in.end[0] ? in.end : "unknown");
+			"incomplete\n", pe(path), in.end[0] ? in.end : "unknown");
 		return 1;
 	}
 	if (!strcmp(in.state, "running")) {
 		fprintf(stderr, "luamemtrace report: warning: %s" INFO_SUFFIX
 			" says tracing never ended (the tracer died?): the stream may "
-			"be incomplete\n", path);
+			"be incomplete\n", pe(path));
 		return 1;
 	}
 	return 0;
@@ -106,7 +120,7 @@ static double duty_scale(const char *path, struct report *rp)
 	report_scale(rp, k);
 	fprintf(stderr, "luamemtrace report: %s is a --duty sample (%g%% asked; windows "
 		"recorded %.2f of %.2f s): what was allocated is reported as estimates, x%.3f\n",
-		path, in.duty, in.sampled, in.duration, k);
+		pe(path), in.duty, in.sampled, in.duration, k);
 	return k;
 }
 
@@ -114,9 +128,10 @@ static double duty_scale(const char *path, struct report *rp)
 static const char *title_of(const char *path, double k, char *buf, size_t len)
 {
 	if (k <= 1)
-		return path;
-	snprintf(buf, len, "%s (estimates: a --duty sample, allocations x%.2f; held: "
-		 "the sample's own)", path, k);
+		snprintf(buf, len, "%s", pe(path));
+	else
+		snprintf(buf, len, "%s (estimates: a --duty sample, allocations x%.2f; held: "
+			 "the sample's own)", pe(path), k);
 	return buf;
 }
 
@@ -124,15 +139,23 @@ static const char *title_of(const char *path, double k, char *buf, size_t len)
  * need), -2 having said why. */
 static int stacks_open(const char *path, int need)
 {
+	struct stat st;
 	char sp[4096];
 	int fd;
 
 	if (snprintf(sp, sizeof(sp), "%s" STACKS_SUFFIX, path) >= (int)sizeof(sp))
 		return need ? -2 : -1;
-	fd = open(sp, O_RDONLY | O_CLOEXEC);
+	/* A FIFO or a device planted there must not hang or feed the reader:
+	 * opened without blocking, read only if a regular file. */
+	fd = open(sp, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 && (errno != ENOENT || need)) {
-		fprintf(stderr, "luamemtrace report: %s: %s%s\n", sp, strerror(errno),
+		fprintf(stderr, "luamemtrace report: %s: %s%s\n", pe(sp), strerror(errno),
 			errno == ENOENT ? " (trace with --stacks)" : "");
+		return -2;
+	}
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		fprintf(stderr, "luamemtrace report: %s: not a regular file: not read\n", pe(sp));
+		close(fd);
 		return -2;
 	}
 	return fd;
@@ -141,7 +164,8 @@ static int stacks_open(const char *path, int need)
 /* The next event's stack from the companion, defining frames and stacks
  * on the way: 0, or -1 having said why. Past the companion's end (a
  * tracer killed while writing), events have none (*rc says so). */
-static int next_stack(struct report *rp, struct skr *sk, uint32_t *sid, enum skr_rc *rc)
+static int next_stack(struct report *rp, struct skr *sk, const char *path, uint32_t *sid,
+		      enum skr_rc *rc)
 {
 	struct sk_frame f;
 	uint32_t id, n;
@@ -159,8 +183,17 @@ static int next_stack(struct report *rp, struct skr *sk, uint32_t *sid, enum skr
 			break;
 		case SKR_STACK:
 			fr = skr_stack(sk, &n, &flags);
-			if (report_stack(rp, id, fr, n, flags))
+			switch (report_stack(rp, id, fr, n, flags)) {
+			case 0:
+				break;
+			case -2:
+				fprintf(stderr, "luamemtrace report: %s" STACKS_SUFFIX ": its stacks' "
+					"names pass %llu MiB: refused\n", pe(path),
+					REPORT_KEYS_MAX_BYTES >> 20);
+				return -1;
+			default:
 				goto oom;
+			}
 			break;
 		case SKR_ERROR:
 			fprintf(stderr, "luamemtrace report: %s\n", skr_diag(sk));
@@ -194,7 +227,7 @@ static int read_stream(const char *path, int need_stacks, int quiet, struct repo
 	if (!strcmp(path, "-")) {
 		fd = 0;
 	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		fprintf(stderr, "luamemtrace report: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "luamemtrace report: %s: %s\n", pe(path), strerror(errno));
 		return LMT_ERR;
 	}
 	if (!(r = mpr_open_fd(fd, path))) {
@@ -217,7 +250,7 @@ static int read_stream(const char *path, int need_stacks, int quiet, struct repo
 	 * the batch first, as naming depends on stream order. */
 	for (;;) {
 		rc = mpr_next(r, &sym, &batch[nbatch]);
-		if (rc == MPR_EVENT && sk && next_stack(rp, sk, &sids[nbatch], &skrc)) {
+		if (rc == MPR_EVENT && sk && next_stack(rp, sk, path, &sids[nbatch], &skrc)) {
 			status = LMT_ERR;
 			goto out;
 		}
@@ -245,9 +278,16 @@ static int read_stream(const char *path, int need_stacks, int quiet, struct repo
 	}
 	if (fd > 0 && sidecar_warns(path))
 		status = LMT_LOSSY;
+	if (report_stacks_cut(rp)) {
+		fprintf(stderr, "luamemtrace report: warning: %s" STACKS_SUFFIX ": %llu stacks cut "
+			"to their innermost %u frames or %u bytes (under a [cut] root)\n", pe(path),
+			(unsigned long long)report_stacks_cut(rp), REPORT_KEY_MAX_FRAMES,
+			REPORT_KEY_MAX_BYTES);
+		status = LMT_LOSSY;
+	}
 	if (sk && skrc == SKR_TRUNC && rc == MPR_END) {
 		fprintf(stderr, "luamemtrace report: warning: %s" STACKS_SUFFIX ": %s; "
-			"events after it have no stack\n", path, skr_diag(sk));
+			"events after it have no stack\n", pe(path), skr_diag(sk));
 		status = LMT_LOSSY;
 	}
 out:
@@ -280,7 +320,7 @@ static int stream_paths(char **args, int n, char ***out, size_t *nout)
 
 		if (strcmp(args[i], "-") && !stat(args[i], &st) && S_ISDIR(st.st_mode)) {
 			if (!(d = opendir(args[i]))) {
-				fprintf(stderr, "luamemtrace report: %s: %s\n", args[i], strerror(errno));
+				fprintf(stderr, "luamemtrace report: %s: %s\n", pe(args[i]), strerror(errno));
 				goto fail;
 			}
 			while ((e = readdir(d))) {
@@ -297,7 +337,7 @@ static int stream_paths(char **args, int n, char ***out, size_t *nout)
 			}
 			closedir(d);
 			if (nv == first) {
-				fprintf(stderr, "luamemtrace report: %s: no streams (*.bin) in it\n", args[i]);
+				fprintf(stderr, "luamemtrace report: %s: no streams (*.bin) in it\n", pe(args[i]));
 				goto fail;
 			}
 			qsort(v + first, nv - first, sizeof(*v), cmp_str);
@@ -328,12 +368,13 @@ enum { NB = 200 };
 
 static int temporal_pass(const char *path, struct report *rp);
 
-/* A stream's label in a merged view: its file name, less ".bin". */
+/* A stream's label in a merged view: its file name (escaped), less ".bin". */
 static char *label_of(const char *path)
 {
 	const char *b = strrchr(path, '/');
-	char *l = strdup(b ? b + 1 : path);
-	size_t n = l ? strlen(l) : 0;
+	const char *base = b ? b + 1 : path;
+	char *l = malloc(ESC_MAX(strlen(base)));
+	size_t n = l ? strlen(esc_cstr(l, ESC_MAX(strlen(base)), base)) : 0;
 
 	if (n > 4 && !strcmp(l + n - 4, ".bin"))
 		l[n - 4] = 0;
@@ -410,7 +451,7 @@ static int report_many(char **paths, size_t n, struct report_opts *o, const char
 			if (o->format == REPORT_FOLDED)
 				rp->label = label;
 			else
-				printf("%s==> %s <==\n", i ? "\n" : "", paths[i]);
+				printf("%s==> %s <==\n", i ? "\n" : "", pe(paths[i]));
 			if (report_print(rp, stdout, o))
 				status = print_failed();
 		}

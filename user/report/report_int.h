@@ -205,6 +205,8 @@ struct report {
 	uint32_t nfr, fr_cap;
 	uint32_t *stkey;   /* stack number - 1 -> its folded name, root first */
 	uint32_t nstk, stk_cap;
+	uint64_t stk_cut;   /* stacks whose key was cut (read_caps.h) */
+	uint64_t stk_bytes; /* bytes of the distinct stack keys */
 	struct accset fold; /* folded name -> a: bytes allocated, b: events */
 
 	/* Over time. Always: events seen, bytes held now (the heap map's),
@@ -235,7 +237,13 @@ struct report {
 
 static inline uint64_t scaled(const struct report *rp, uint64_t v)
 {
-	return rp->scale > 1 ? (uint64_t)((double)v * rp->scale + 0.5) : v;
+	/* rp->scale is at most INFO_SCALE_MAX, v any count: saturates, as a
+	 * double at or past 2^64 has no uint64_t. */
+	const double x = (double)v * rp->scale + 0.5;
+
+	if (!(rp->scale > 1))
+		return v;
+	return x < 18446744073709551616.0 ? (uint64_t)x : UINT64_MAX;
 }
 
 /* -- tables.c -- */

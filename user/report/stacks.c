@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "esc.h"
+#include "read_caps.h"
 #include "report_int.h"
 
 void report_stacks_on(struct report *rp)
@@ -49,34 +50,71 @@ static int frame_def(struct report *rp, uint32_t id, const struct sk_frame *f)
 	return 0;
 }
 
+/* Bytes of name p[0..len) that a key of room bytes keeps: all, or cut
+ * before a UTF-8 continuation byte. */
+static uint32_t name_fit(const char *p, uint32_t len, size_t room)
+{
+	if (len <= room)
+		return len;
+	while (room && ((unsigned char)p[room] & 0xc0) == 0x80)
+		room--;
+	return (uint32_t)room;
+}
+
+/* Stack id's folded name, root first. At most REPORT_KEY_MAX_FRAMES
+ * frames and REPORT_KEY_MAX_BYTES bytes (read_caps.h): the innermost
+ * frames that fit are kept, the key then starts with "[cut]" and the
+ * stack is counted (stk_cut). -1 out of memory or a bad number, -2 the
+ * stream's keys over REPORT_KEYS_MAX_BYTES. */
 static int stack_def(struct report *rp, uint32_t id, const uint32_t *frames, uint32_t n,
 		     unsigned flags)
 {
-	uint32_t key;
+	static const char cut_root[] = "[cut];";
+	size_t room = REPORT_KEY_MAX_BYTES - (sizeof(cut_root) - 1), used = 0;
+	uint32_t key, keep = 0, last = 0, before;
 
 	if (id != rp->nstk + 1 ||
 	    grow(&rp->stkey, &rp->stk_cap, (size_t)rp->nstk + 1, sizeof(*rp->stkey)))
 		return -1;
-	rp->sb.len = 0;
-	if (flags & SK_TRUNCATED)
-		sb_puts(&rp->sb, n ? "[truncated];" : "[truncated]");
-	for (uint32_t i = n; i-- > 0;) {
-		const uint32_t fn = frames[i];
-		const char *p;
-		uint32_t len;
-
-		if (!fn || fn > rp->nfr)
+	for (uint32_t i = 0; i < n; i++)
+		if (!frames[i] || frames[i] > rp->nfr)
 			return -1;
-		p = str_ptr(&rp->sp, rp->frname[fn - 1]);
-		len = rp->sp.s[rp->frname[fn - 1]].len;
+	/* What fits, from the innermost frame out; last: bytes of the
+	 * outermost kept one (all of it unless it alone is over). */
+	for (; keep < n && keep < REPORT_KEY_MAX_FRAMES && used < room; keep++) {
+		const uint32_t nm = rp->frname[frames[keep] - 1];
+		const uint32_t fit = name_fit(str_ptr(&rp->sp, nm), rp->sp.s[nm].len,
+					      room - used);
+
+		if (fit < rp->sp.s[nm].len && keep)
+			break; /* an outer frame does not fit whole: it goes */
+		last = fit;
+		used += fit + 1;
+	}
+	rp->sb.len = 0;
+	if (keep < n || (keep && last < rp->sp.s[rp->frname[frames[keep - 1] - 1]].len)) {
+		sb_puts(&rp->sb, keep ? cut_root : "[cut]");
+		rp->stk_cut++;
+	} else if (flags & SK_TRUNCATED) {
+		sb_puts(&rp->sb, n ? "[truncated];" : "[truncated]");
+	}
+	for (uint32_t i = keep; i-- > 0;) {
+		const uint32_t nm = rp->frname[frames[i] - 1];
+		const char *p = str_ptr(&rp->sp, nm);
+		const uint32_t len = i == keep - 1 ? last : rp->sp.s[nm].len;
+
 		for (uint32_t k = 0; k < len; k++)
 			sb_put(&rp->sb, p[k] == ';' ? "," : &p[k], 1);
 		if (i)
 			sb_put(&rp->sb, ";", 1);
 	}
-	if (rp->sb.oom ||
-	    (key = intern(&rp->sp, rp->sb.p ? rp->sb.p : "", rp->sb.len)) == NONE)
+	if (rp->sb.oom)
 		return -1;
+	before = rp->sp.n;
+	if ((key = intern(&rp->sp, rp->sb.p ? rp->sb.p : "", rp->sb.len)) == NONE)
+		return -1;
+	if (rp->sp.n > before && (rp->stk_bytes += rp->sb.len) > REPORT_KEYS_MAX_BYTES)
+		return -2;
 	rp->stkey[rp->nstk++] = key;
 	return 0;
 }
@@ -95,9 +133,14 @@ int report_frame(struct report *rp, uint32_t id, const struct sk_frame *f)
 int report_stack(struct report *rp, uint32_t id, const uint32_t *frames, uint32_t n,
 		 unsigned flags)
 {
-	if (stack_def(rp, id, frames, n, flags)) {
+	const int rc = stack_def(rp, id, frames, n, flags);
+
+	if (rc)
 		rp->oom = 1;
-		return -1;
-	}
-	return 0;
+	return rc;
+}
+
+uint64_t report_stacks_cut(const struct report *rp)
+{
+	return rp->stk_cut;
 }

@@ -189,7 +189,7 @@ uint32_t intern(struct strpool *sp, const char *p, size_t n)
 	}
 	if (grow(&sp->s, &sp->cap, (size_t)sp->n + 1, sizeof(*sp->s)))
 		return NONE;
-	if (sp->alen + n > sp->acap) {
+	if (sp->alen + n > sp->acap || !sp->arena) { /* even for "": str_ptr's base */
 		size_t c = sp->acap ? sp->acap : 4096;
 		char *a;
 		while (c < sp->alen + n)

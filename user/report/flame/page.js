@@ -78,19 +78,58 @@
 	const rangeEl = document.getElementById('range');
 	let inverted = true, range = null; /* icicle first, as memray */
 
-	const tip = flamegraph.tooltip.defaultFlamegraphTooltip().html(d =>
-		d.data.name + '<br>' + fmtBytes(d.data.bytes) + ' in ' + d.data.count +
-		(weightSel.value === 'allocs' ? ' allocations' : ' blocks'));
+	// Names are the target's to choose: they reach the page as text only
+	// (textContent, text nodes, attributes), never as HTML. d3-flame-graph's
+	// own handlers that put names in the page are replaced by these.
+	const name = d => String(d.data.name);
+	let searchText = ''; /* what a search found, shown when no frame is hovered */
+	const what = d => fmtBytes(d.data.bytes) + ' in ' + d.data.count +
+		(weightSel.value === 'allocs' ? ' allocations' : ' blocks');
+	// The tooltip (d3-flame-graph calls tip(svg) at each draw, then
+	// tip.show(d, element) and tip.hide()): one div, its text two lines.
+	function textTip() {
+		let el = null;
+		function tip() {
+			if (el)
+				return;
+			el = document.createElement('div');
+			el.className = 'd3-flame-graph-tip';
+			el.style.cssText = 'display:none;position:absolute;pointer-events:none;white-space:pre-line';
+			document.body.appendChild(el);
+		}
+		tip.show = (d, node) => {
+			const r = node.getBoundingClientRect();
+			tip();
+			el.textContent = name(d) + '\n' + what(d);
+			el.style.left = (r.left + window.scrollX + 5) + 'px';
+			el.style.top = (r.bottom + window.scrollY + 5) + 'px';
+			el.style.display = 'block';
+			return tip;
+		};
+		tip.hide = () => {
+			if (el)
+				el.style.display = 'none';
+			return tip;
+		};
+		return tip;
+	}
 	const chart = flamegraph()
 		.width(Math.max(600, chartEl.clientWidth || window.innerWidth - 40))
 		.cellHeight(18)
 		.minFrameSize(1)
 		.transitionDuration(300)
 		.sort(true)
-		.tooltip(tip)
+		.tooltip(textTip())
+		.getName(name)
 		.setDetailsElement(details)
-		.setLabelHandler(d => d.data.name + ': ' + fmtBytes(d.data.bytes) + ', ' +
-			d.data.count + (weightSel.value === 'allocs' ? ' allocations' : ' blocks'));
+		.setSearchHandler((res, sum, total) => {
+			searchText = 'search: ' + (weightSel.value === 'allocs' ? sum : fmtBytes(sum)) +
+				' of ' + (weightSel.value === 'allocs' ? total : fmtBytes(total)) +
+				' (' + (total ? 100 * sum / total : 0).toFixed(3) + '%)';
+			details.textContent = searchText;
+		})
+		.setDetailsHandler(t => { details.textContent = t || searchText; })
+		.setLabelHandler(d => name(d) + ': ' + what(d));
 
 	function draw() {
 		const w = weightSel.value;
@@ -177,6 +216,7 @@
 	});
 	document.getElementById('clear').addEventListener('click', () => {
 		document.getElementById('search').value = '';
+		searchText = '';
 		chart.clear();
 	});
 	// ?weight=bytes|allocs|live|peak, ?range=A-B (buckets): a view to share
