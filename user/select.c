@@ -159,8 +159,8 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 		     (double)scan->scanned / (1 << 20));
 	if (!r && scan->over) {
 		p->vms_over += scan->over;
-		err1("PID %d: more than %d VMs: %zu more left out", (int)p->pid,
-		     LMT_VMS_MAX, scan->over);
+		err1("PID %d: more than %d VMs: %zu more candidates not checked, "
+		     "not traced", (int)p->pid, LMT_VMS_MAX, scan->over);
 	}
 	if (r) {
 		if (!quiet)

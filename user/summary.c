@@ -159,7 +159,7 @@ static void caps_said(const struct tr *t)
 			LMT_NAMES_NODES_MAX);
 	if (c[3])
 		fprintf(stderr, "  over caps: %" PRIu64 " VM candidates past %d VMs "
-			"a process: not traced\n", c[3], LMT_VMS_MAX);
+			"a process: not checked, not traced\n", c[3], LMT_VMS_MAX);
 	if (c[4])
 		fprintf(stderr, "  %" PRIu64 " chunk names over %d bytes cut to it "
 			"(ending in ...)\n", c[4], LMT_CHUNKNAME_MAX);
