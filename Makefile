@@ -89,7 +89,13 @@ $(OUT)/profile.pb-c.o: $(PB_C) $(PB_H)
 $(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) $(FG_OBJ) user/probe.c user/layout.c $(USER_H) bpf/*.h | $(OUT)
 	@mkdir -p $(OUT)/unit
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
-		-o $@ $< $(LIB_SRC) $(FG_OBJ) user/probe.c user/layout.c -lcapstone -lprotobuf-c -lz -lm -lpthread
+		-o $@ $< $(UNIT_EXTRA) $(LIB_SRC) $(FG_OBJ) user/probe.c user/layout.c -lcapstone -lprotobuf-c -lz -lm -lpthread
+
+# The readers of a target's memory, fed forged structures: the test reads
+# its own memory (it defines proc_read).
+READERS := user/traces.c user/luanames.c user/vm.c user/lines.c user/u64set.c
+$(OUT)/unit/test_forged: UNIT_EXTRA := $(READERS)
+$(OUT)/unit/test_forged: $(READERS) $(BPF_SKEL)
 
 # bpf/lja.h against the real allocator: Debian's libluajit.
 $(OUT)/unit/test_lja: tests/unit/test_lja.c tests/unit/check.h bpf/lja.h | $(OUT)

@@ -24,6 +24,7 @@
 #include "lines.h"
 #include "traces.h"
 #include "luanames.h"
+#include "readcaps.h"
 #include "callstacks.h"
 
 /* -- Routing ------------------------------------------------------------- */
@@ -92,11 +93,19 @@ static void proto_name(struct tvm *v, const struct lmt_proto *p, struct mp_sym *
 		if (err)
 			free(c);
 	}
-	if (p->len > n && p->len < (64u << 20) && (*full = malloc(p->len))) {
-		if (!proc_read((pid_t)p->tgid, p->str, *full, p->len) &&
+	/* Cut to LMT_CHUNKNAME_MAX, ending in "..." (readcaps.h). */
+	if (p->len > n && (*full = malloc(LMT_CHUNKNAME_MAX))) {
+		const uint32_t len = p->len > LMT_CHUNKNAME_MAX ? LMT_CHUNKNAME_MAX - 3 : p->len;
+
+		if (!proc_read((pid_t)p->tgid, p->str, *full, len) &&
 		    !memcmp(*full, p->name, n)) {
 			s->name = *full;
-			s->name_len = p->len;
+			s->name_len = len;
+			if (len < p->len) {
+				memcpy(*full + len, "...", 3);
+				s->name_len = LMT_CHUNKNAME_MAX;
+				v->p->names_long++;
+			}
 		} else {
 			v->p->names_cut++;
 		}
@@ -162,19 +171,23 @@ static void pos_line(struct tvm *v, struct mp_event *m)
 /* The name Lua code gives C function (or builtin, LUANAMES_FF) key, if
  * any. The target's tables are read again when a function they did not
  * name appears: at once for one not seen before (a module just loaded),
- * at most once a second for one they did not name last time. */
+ * up to LMT_NAMES_MISSED_MAX of them; the ones they did not name wait for
+ * the next walk, at most one every LMT_NAMES_REWALK_S (readcaps.h). */
 const char *lua_name(struct tvm *v, uint64_t key)
 {
 	const char *n = u64map_get(&v->cnames, key);
 
-	if (!n && v->var && (!u64set_has(&v->cmissed, key) || now() - v->cnames_at >= 1)) {
-		v->cnames_at = now();
-		u64set_free(&v->cmissed);
-		luanames_read(v->p->pid, v->var, v->g, &v->cnames);
-		n = u64map_get(&v->cnames, key);
-		if (!n)
-			u64set_add(&v->cmissed, key);
-	}
+	if (n || !v->var ||
+	    ((u64set_has(&v->cmissed, key) || v->cmissed.n >= LMT_NAMES_MISSED_MAX) &&
+	     now() - v->cnames_at < LMT_NAMES_REWALK_S))
+		return n;
+	v->cnames_at = now();
+	v->p->nm_walks++;
+	if (luanames_read(v->p->pid, v->var, v->g, &v->cnames, &v->p->nm_nodes) > 0)
+		v->p->nm_cut++;
+	n = u64map_get(&v->cnames, key);
+	if (!n && v->cmissed.n < LMT_NAMES_MISSED_MAX)
+		u64set_add(&v->cmissed, key);
 	return n;
 }
 

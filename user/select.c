@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "trace.h"
+#include "readcaps.h"
 
 #include "elfsym.h"
 #include "guard.h"
@@ -156,6 +157,11 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 		     (int)p->pid, scan->n, scan->n == 1 ? "" : "s",
 		     (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
 		     (double)scan->scanned / (1 << 20));
+	if (!r && scan->over) {
+		p->vms_over += scan->over;
+		err1("PID %d: more than %d VMs: %zu more candidates not checked, "
+		     "not traced", (int)p->pid, LMT_VMS_MAX, scan->over);
+	}
 	if (r) {
 		if (!quiet)
 			err1("cannot scan PID %d: %s", (int)p->pid, strerror(-r));

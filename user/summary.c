@@ -17,6 +17,7 @@
 #include "info.h"
 #include "memprof_write.h"
 #include "outfile.h"
+#include "readcaps.h"
 #include "report.h"
 #include "tracer.h"
 
@@ -69,6 +70,16 @@ static uint64_t stk_unknown(const struct tr *t)
 	return n;
 }
 
+/* What a process's memory held past a cap (readcaps.h): traces cut or
+ * evicted, walks for names cut, as lost symbols; VMs left out. */
+static void over_caps(const struct tr *t, uint64_t *sym, uint64_t *vm)
+{
+	for (const struct tproc *p = t->procs; p; p = p->next) {
+		*sym += p->tr_cut + p->tr_evicted + p->nm_cut;
+		*vm += p->vms_over;
+	}
+}
+
 /* What was lost, as the sidecar counts it: events, symbol records, VMs.
  * Counted for the whole trace: every stream of a lossy trace says so. */
 void losses(const struct tr *t, const struct lmt_stats *st, struct info *in)
@@ -81,6 +92,7 @@ void losses(const struct tr *t, const struct lmt_stats *st, struct info *in)
 	in->lost += st->pwrong * (LMT_PRED_EVERY - 1);
 	/* --stacks: an event without its stack is a lost record too. */
 	in->lost_sym += st->lost_stk + stk_unknown(t);
+	over_caps(t, &in->lost_sym, &in->lost_vm);
 }
 
 int trace_lossy(const struct tr *t, const struct lmt_stats *st)
@@ -119,6 +131,41 @@ static void streams(struct tr *t)
 			fprintf(stderr, " (a child of PID %d)", (int)o->p->parent);
 		fprintf(stderr, "%s\n", o->failed ? " INCOMPLETE" : "");
 	}
+}
+
+/* What was over a cap of readcaps.h; with -v, the walks for names. */
+static void caps_said(const struct tr *t)
+{
+	uint64_t c[7] = { 0 };
+
+	for (const struct tproc *p = t->procs; p; p = p->next) {
+		c[0] += p->tr_cut;
+		c[1] += p->tr_evicted;
+		c[2] += p->nm_cut;
+		c[3] += p->vms_over;
+		c[4] += p->names_long;
+		c[5] += p->nm_walks;
+		c[6] += p->nm_nodes;
+	}
+	if (c[0] || c[1])
+		fprintf(stderr, "  over caps: %" PRIu64 " traces cut or refused (a count, "
+			"link or index no LuaJIT makes, or over %u reads or %u MiB), %"
+			PRIu64 " evicted (over %u MiB a process): their events at "
+			"trace granularity\n", c[0], LMT_TRACE_READS_MAX,
+			LMT_TRACE_BYTES_MAX >> 20, c[1], LMT_PROC_TRACE_BYTES_MAX >> 20);
+	if (c[2])
+		fprintf(stderr, "  over caps: %" PRIu64 " walks of package.loaded cut "
+			"at %u nodes: C functions there unnamed\n", c[2],
+			LMT_NAMES_NODES_MAX);
+	if (c[3])
+		fprintf(stderr, "  over caps: %" PRIu64 " VM candidates past %d VMs "
+			"a process: not checked, not traced\n", c[3], LMT_VMS_MAX);
+	if (c[4])
+		fprintf(stderr, "  %" PRIu64 " chunk names over %d bytes cut to it "
+			"(ending in ...)\n", c[4], LMT_CHUNKNAME_MAX);
+	if (t->o->verbose)
+		fprintf(stderr, "  names:   %" PRIu64 " walks of package.loaded, %"
+			PRIu64 " nodes read\n", c[5], c[6]);
 }
 
 void summary(struct tr *t, const struct lmt_stats *s, double secs)
@@ -248,6 +295,7 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 	if (names_cut)
 		fprintf(stderr, "  %" PRIu64 " chunk names cut to %d bytes (string "
 			"gone before it could be read)\n", names_cut, LMT_NAME_MAX);
+	caps_said(t);
 	if (getenv("LMT_DEBUG_STATS"))
 		fprintf(stderr, "  bpf: events %llu reads %llu errs %llu protos %llu unknown_vm %llu\n",
 			(unsigned long long)s->events, (unsigned long long)s->reads,

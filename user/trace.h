@@ -169,6 +169,12 @@ struct tproc {
 	const char *end;
 	uint64_t protos, traces, names_cut, nolines;
 	uint64_t stk_unknown; /* events whose stack could not be told */
+	/* Over a cap of readcaps.h (the target is not trusted): traces cut
+	 * or refused, traces evicted for the process's budget, their bytes
+	 * kept; package.loaded's walks, nodes read and walks cut; chunk
+	 * names cut; VMs over LMT_VMS_MAX */
+	uint64_t tr_cut, tr_evicted, tr_bytes;
+	uint64_t nm_walks, nm_nodes, nm_cut, names_long, vms_over;
 	const struct lj_variant *var; /* its VMs' layout */
 	struct tproc *next;
 };

@@ -53,6 +53,7 @@
 #include "lines.h"
 #include "luanames.h"
 #include "proc.h"
+#include "readcaps.h"
 
 #define MAX_SITES 8
 
@@ -68,6 +69,9 @@ struct tsnap {
 	uint64_t pt, xpt;
 	int64_t line, xline;
 	uint32_t nalloc; /* allocating bytecodes its walk met */
+	uint32_t stop;   /* where its stretch ends: a snapshot's index + 1,
+			  * 0 none (stretch_ends) */
+	uint64_t spt;    /* as a stretch's end: its PC's prototype */
 	/* Several, in order (see the head of this file): their prototypes
 	 * and lines, and the call sites seen, ascending. */
 	uint32_t nb, nsite;
@@ -123,6 +127,11 @@ struct tproto {
 struct ttrace {
 	uint64_t T, startpt;
 	uint32_t nsnap;
+	/* Its budgets (readcaps.h): target reads made, bytes kept; over:
+	 * one was hit, what was left unread is not resolved */
+	uint32_t reads;
+	uint64_t bytes;
+	int over;
 	uint32_t nk, nins; /* IR refs [nk, nins), biased */
 	uint64_t *ir;      /* IR, from nk */
 	struct u64map protos; /* prototype -> struct tproto */
@@ -131,13 +140,33 @@ struct ttrace {
 	struct tsnap s[];
 };
 
-#define MAX_SNAPS 65536
 #define SNAP_FRAME 0x010000 /* lj_jit.h: a frame's slot */
 #define SNAP_CONT 0x020000  /* a continuation's */
 #define REF_BIAS 0x8000     /* constants lie below it */
-#define MAX_IR (1u << 20)
-#define MAX_BC (1u << 20)
-#define WALK_MAX 256
+#define MAX_BC LMT_PROTO_BC_MAX
+#define WALK_MAX LMT_WALK_STEPS
+
+/* A read of the target for trace tr, within its read budget. */
+static int rd(struct tvm *v, struct ttrace *tr, uint64_t addr, void *buf, size_t len)
+{
+	if (tr->reads >= LMT_TRACE_READS_MAX) {
+		tr->over = 1;
+		return -1;
+	}
+	tr->reads++;
+	return proc_read(v->p->pid, addr, buf, len);
+}
+
+/* n more bytes kept for trace tr: 0, or -1 over its budget. */
+static int keep(struct ttrace *tr, size_t n)
+{
+	if (tr->bytes + n > LMT_TRACE_BYTES_MAX) {
+		tr->over = 1;
+		return -1;
+	}
+	tr->bytes += n;
+	return 0;
+}
 
 static void tproto_free(void *p)
 {
@@ -178,18 +207,22 @@ static void sunk_origins(struct tvm *v, struct ttrace *tr, uint32_t i,
 static void read_ir(struct tvm *v, struct ttrace *tr, uint64_t T)
 {
 	const struct lj_ulayout *u = &v->var->u;
-	const pid_t pid = v->p->pid;
 	uint64_t ir = 0;
 	uint32_t nk = 0, nins = 0;
 
-	if (proc_read(pid, T + u->T_ir, &ir, 8) ||
-	    proc_read(pid, T + u->T_nk, &nk, 4) ||
-	    proc_read(pid, T + u->T_nins, &nins, 4) || !ir || nk >= nins ||
-	    nins - nk > MAX_IR)
+	/* Constants below REF_BIAS, instructions above it. */
+	if (rd(v, tr, T + u->T_ir, &ir, 8) || rd(v, tr, T + u->T_nk, &nk, 4) ||
+	    rd(v, tr, T + u->T_nins, &nins, 4) || !ir)
+		return;
+	if (nk > u->ref_bias || nins <= u->ref_bias || nins - nk > LMT_TRACE_IR_MAX) {
+		tr->over = 1;
+		return;
+	}
+	if (keep(tr, (size_t)(nins - nk) * 8))
 		return;
 	tr->ir = malloc((size_t)(nins - nk) * 8);
-	if (!tr->ir || proc_read(pid, ir + (uint64_t)nk * 8, tr->ir,
-				 (size_t)(nins - nk) * 8)) {
+	if (!tr->ir || rd(v, tr, ir + (uint64_t)nk * 8, tr->ir,
+			  (size_t)(nins - nk) * 8)) {
 		free(tr->ir);
 		tr->ir = NULL;
 		return;
@@ -226,7 +259,8 @@ static void frame_slots(struct ttrace *tr, struct tsnap *sn, const uint32_t *ent
 
 	for (uint32_t k = 0; k < nent; k++)
 		n += frame_entry(ent, nent, k);
-	if (!n || !tr->ir || !(sn->fr = calloc(n, sizeof(*sn->fr))))
+	if (!n || !tr->ir || keep(tr, n * sizeof(*sn->fr)) ||
+	    !(sn->fr = calloc(n, sizeof(*sn->fr))))
 		return;
 	for (uint32_t k = 0; k < nent; k++) {
 		const uint32_t ref = ent[k] & 0xffff;
@@ -271,6 +305,37 @@ static struct tlmemo *tl_slot(struct tvm *v, uint64_t key, uint32_t ofs)
 	return &v->tlm[((key ^ (uint64_t)ofs << 40) * LMT_HASH_K) >> (64 - TL_BITS)];
 }
 
+/* Trace tr of VM v gone: its bytes off its process's budget. */
+static void trace_drop(struct tvm *v, struct ttrace *tr)
+{
+	if (tr)
+		v->p->tr_bytes -= tr->bytes < v->p->tr_bytes ? tr->bytes : v->p->tr_bytes;
+	ttrace_free(tr);
+}
+
+/* Frees one trace of process p other than keep (its VMs' traces in
+ * table order): 0, or -1 if there is none. */
+static int evict_one(struct tproc *p, const struct ttrace *keep)
+{
+	for (unsigned i = 0; i < p->nvm; i++) {
+		struct tvm *v = p->vms[i];
+
+		for (size_t j = 0; v && j < v->traces.cap; j++) {
+			struct ttrace *tr = v->traces.v[j];
+
+			if (!tr || tr == keep)
+				continue;
+			u64map_del(&v->traces, v->traces.k[j]);
+			tl_changed(v);
+			trace_drop(v, tr);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static void stretch_ends(struct tvm *v, struct ttrace *tr);
+
 void traces_add(struct tvm *v, const struct lmt_trace *r)
 {
 	const struct lj_ulayout *u = &v->var->u;
@@ -281,17 +346,27 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 	struct ttrace *tr = NULL;
 	uint8_t *sb = NULL;
 	uint32_t *map = NULL;
+	size_t size;
 	int err;
 
 	tl_changed(v); /* the answers of a trace replaced are wrong */
-	ttrace_free(u64map_del(&v->traces, r->traceno | 1ULL << 32));
+	if (r->traceno - 1 >= LMT_TRACENO_MAX) {
+		v->p->tr_cut++;
+		return;
+	}
+	trace_drop(v, u64map_del(&v->traces, r->traceno | 1ULL << 32));
+	/* Its header: a count over a cap is a trace no LuaJIT makes. */
 	if (proc_read(pid, r->T + u->T_nsnap, &nsnap, 2) ||
 	    proc_read(pid, r->T + u->T_nsnapmap, &nsnapmap, 4) ||
 	    proc_read(pid, r->T + u->T_snap, &snap, 8) ||
-	    proc_read(pid, r->T + u->T_snapmap, &snapmap, 8) || !nsnap ||
-	    nsnapmap > 16 * MAX_SNAPS)
-		goto fail;
-	tr = calloc(1, sizeof(*tr) + nsnap * sizeof(tr->s[0]));
+	    proc_read(pid, r->T + u->T_snapmap, &snapmap, 8) || !nsnap)
+		return;
+	if (nsnap > LMT_TRACE_SNAPS_MAX || nsnapmap > LMT_TRACE_SNAPMAP_MAX) {
+		v->p->tr_cut++;
+		return;
+	}
+	size = sizeof(*tr) + nsnap * sizeof(tr->s[0]);
+	tr = calloc(1, size);
 	sb = malloc((size_t)nsnap * u->snap_size);
 	map = malloc((size_t)nsnapmap * 4 + 8);
 	if (!tr || !sb || !map ||
@@ -301,6 +376,7 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 	tr->T = r->T;
 	tr->startpt = r->proto;
 	tr->nsnap = nsnap;
+	tr->bytes = size + nsnap * sizeof(*tr->xsunk);
 	tr->xsunk = calloc(nsnap, sizeof(*tr->xsunk));
 	if (!tr->xsunk)
 		goto fail;
@@ -319,7 +395,8 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 		tr->s[i].mcofs = mcofs;
 		tr->s[i].ref = ref;
 		if ((uint64_t)mapofs + nent + 2 > nsnapmap) {
-			tr->s[i].resolved = 2;
+			tr->s[i].resolved = tr->s[i].xresolved = 2;
+			tr->over = 1;
 			continue;
 		}
 		memcpy(&pcbase, map + mapofs + nent, 8);
@@ -330,18 +407,26 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 		sunk_origins(v, tr, i, map + mapofs, nent,
 			     (uint32_t)(pcbase & 0xff) + 2);
 	}
-	u64map_put(&v->traces, r->traceno | 1ULL << 32, tr, &err);
-	if (err)
-		ttrace_free(tr);
 	free(sb);
 	free(map);
 	/* Every stretch now, while BPF holds the process (lmt_trace.stopped):
 	 * a short program may be gone when its events are read. */
-	for (uint32_t i = 0; !err && i < tr->nsnap; i++) {
+	stretch_ends(v, tr);
+	for (uint32_t i = 0; i < tr->nsnap; i++) {
 		resolve(v, tr, i);
 		resolve_exit(v, tr, i);
 		snap_frames(v, tr, &tr->s[i]);
 	}
+	u64map_put(&v->traces, r->traceno | 1ULL << 32, tr, &err);
+	if (err) {
+		ttrace_free(tr);
+		return;
+	}
+	v->p->tr_cut += tr->over != 0;
+	/* The process's budget: its other traces go, oldest table slot first. */
+	v->p->tr_bytes += tr->bytes;
+	while (v->p->tr_bytes > LMT_PROC_TRACE_BYTES_MAX && !evict_one(v->p, tr))
+		v->p->tr_evicted++;
 	return;
 fail:
 	ttrace_free(tr);
@@ -371,18 +456,17 @@ static uint32_t snap_of(const struct ttrace *tr, uint32_t ofs)
 static struct tproto *proto_get(struct tvm *v, struct ttrace *tr, uint64_t pt)
 {
 	const struct lj_layout *l = &v->var->lay;
-	const pid_t pid = v->p->pid;
 	struct tproto *tp = u64map_get(&tr->protos, pt);
 	uint8_t w[LMT_PTWIN];
 	uint32_t sizebc, numline, len = 0, width, n;
 	int32_t first;
 	uint64_t str, li;
-	char *name = NULL;
+	char name[LMT_CHUNKNAME_MAX];
 	int err;
 
 	if (tp)
 		return tp;
-	if (proc_read(pid, pt, w, sizeof(w)))
+	if (rd(v, tr, pt, w, sizeof(w)))
 		return NULL;
 	memcpy(&sizebc, w + l->pt_sizebc, 4);
 	memcpy(&numline, w + l->pt_numline, 4);
@@ -393,28 +477,34 @@ static struct tproto *proto_get(struct tvm *v, struct ttrace *tr, uint64_t pt)
 		return NULL;
 	width = numline < 256 ? 1 : numline < 65536 ? 2 : 4;
 	n = sizebc > 1 ? (sizebc - 1) * width : 0;
+	if (keep(tr, sizeof(*tp) + sizeof(*tp->lines) + n + (size_t)sizebc * 4))
+		return NULL;
 	tp = calloc(1, sizeof(*tp));
 	if (!tp || !(tp->lines = malloc(sizeof(*tp->lines) + n)) ||
 	    !(tp->bc = malloc((size_t)sizebc * 4)) ||
-	    proc_read(pid, pt + l->pt_size, tp->bc, (size_t)sizebc * 4)) {
+	    rd(v, tr, pt + l->pt_size, tp->bc, (size_t)sizebc * 4)) {
 		tproto_free(tp);
 		return NULL;
 	}
 	tp->sizebc = sizebc;
 	*tp->lines = (struct pline){ .firstline = first, .sizebc = sizebc,
 				     .numline = numline, .width = (uint8_t)width };
-	if (li && n && !proc_read(pid, li, tp->lines->li, n))
+	if (li && n && !rd(v, tr, li, tp->lines->li, n))
 		tp->lines->len = n;
-	if (str && !proc_read(pid, str + l->str_len, &len, 4) && len < (1u << 20) &&
-	    (name = malloc(len + 1)) && !proc_read(pid, str + l->str_size, name, len))
-		out_sym(v->out, &(struct mp_sym){ .kind = MP_SYM_LFUNC, .addr = pt,
-						  .line = (uint64_t)(int64_t)first,
-						  .name = name, .name_len = len });
-	else
-		out_sym(v->out, &(struct mp_sym){ .kind = MP_SYM_LFUNC, .addr = pt,
-						  .line = (uint64_t)(int64_t)first,
-						  .name = "", .name_len = 0 });
-	free(name);
+	/* Its chunk name, cut to LMT_CHUNKNAME_MAX (readcaps.h). */
+	if (!str || rd(v, tr, str + l->str_len, &len, 4))
+		len = 0;
+	if (len > LMT_CHUNKNAME_MAX) {
+		v->p->names_long++;
+		len = rd(v, tr, str + l->str_size, name, LMT_CHUNKNAME_MAX - 3) ?
+			      0 : LMT_CHUNKNAME_MAX;
+		memcpy(name + LMT_CHUNKNAME_MAX - 3, "...", 3);
+	} else if (len && rd(v, tr, str + l->str_size, name, len)) {
+		len = 0;
+	}
+	out_sym(v->out, &(struct mp_sym){ .kind = MP_SYM_LFUNC, .addr = pt,
+					  .line = (uint64_t)(int64_t)first,
+					  .name = name, .name_len = len });
 	u64map_put(&tr->protos, pt, tp, &err);
 	if (err) {
 		tproto_free(tp);
@@ -425,11 +515,10 @@ static struct tproto *proto_get(struct tvm *v, struct ttrace *tr, uint64_t pt)
 
 /* The prototype whose bytecode holds pc: the trace's start, else found
  * by walking back to the header instruction. 0 if none. */
-static uint64_t proto_of(struct tvm *v, const struct ttrace *tr, uint64_t pc)
+static uint64_t proto_of(struct tvm *v, struct ttrace *tr, uint64_t pc)
 {
 	const struct lj_ulayout *u = &v->var->u;
 	const uint64_t ptsz = v->var->lay.pt_size;
-	const pid_t pid = v->p->pid;
 	uint32_t w[64], sizebc;
 	uint8_t gct;
 
@@ -439,9 +528,17 @@ static uint64_t proto_of(struct tvm *v, const struct ttrace *tr, uint64_t pc)
 		    pc < tr->startpt + ptsz + 4 * (uint64_t)k->sizebc)
 			return tr->startpt;
 	}
+	/* One the trace has read already: no read of the target. */
+	for (size_t i = 0; i < tr->protos.cap; i++) {
+		const struct tproto *k = tr->protos.v[i];
+		const uint64_t at = tr->protos.k[i];
+
+		if (k && pc >= at + ptsz && pc < at + ptsz + 4 * (uint64_t)k->sizebc)
+			return at;
+	}
 	for (uint64_t end = pc + 4, n = 0; n < 4 * (uint64_t)MAX_BC; n += sizeof(w)) {
 		uint64_t at = end - sizeof(w);
-		if (proc_read(pid, at, w, sizeof(w)))
+		if (rd(v, tr, at, w, sizeof(w)))
 			return 0;
 		for (int i = 63; i >= 0; i--) {
 			const uint8_t op = (uint8_t)w[i];
@@ -449,8 +546,8 @@ static uint64_t proto_of(struct tvm *v, const struct ttrace *tr, uint64_t pc)
 
 			if (op < u->bc_func_lo || op > u->bc_func_hi)
 				continue;
-			if (proc_read(pid, pt + u->pt_gct, &gct, 1) ||
-			    proc_read(pid, pt + v->var->lay.pt_sizebc, &sizebc, 4) ||
+			if (rd(v, tr, pt + u->pt_gct, &gct, 1) ||
+			    rd(v, tr, pt + v->var->lay.pt_sizebc, &sizebc, 4) ||
 			    gct != u->tproto || (pc - bc0) / 4 >= sizebc)
 				return 0;
 			return pt;
@@ -481,19 +578,19 @@ static struct tproto *at_pc(struct tvm *v, struct ttrace *tr, uint64_t pc,
  * instructions there take as KGC constants, in order, and their
  * prototypes. */
 /* The prototype of Lua function fn (a GCfunc), or 0. */
-static uint64_t fn_proto(struct tvm *v, uint64_t fn)
+static uint64_t fn_proto(struct tvm *v, struct ttrace *tr, uint64_t fn)
 {
 	const struct lj_layout *l = &v->var->lay;
 	uint64_t pc;
 	uint8_t ffid;
 
-	if (proc_read(v->p->pid, fn + l->fn_ffid, &ffid, 1) || ffid != 0 /* FF_LUA */ ||
-	    proc_read(v->p->pid, fn + l->fn_pc, &pc, 8))
+	if (rd(v, tr, fn + l->fn_ffid, &ffid, 1) || ffid != 0 /* FF_LUA */ ||
+	    rd(v, tr, fn + l->fn_pc, &pc, 8))
 		return 0;
 	return pc - l->pt_size;
 }
 
-static unsigned inlined(struct tvm *v, const struct ttrace *tr, uint32_t lo,
+static unsigned inlined(struct tvm *v, struct ttrace *tr, uint32_t lo,
 			uint32_t hi, uint64_t *pts, uint64_t *fns, unsigned max)
 {
 	const struct lj_ulayout *u = &v->var->u;
@@ -517,14 +614,15 @@ static unsigned inlined(struct tvm *v, const struct ttrace *tr, uint32_t lo,
 			const uint8_t *kg;
 			unsigned j;
 
-			/* A function constant (IRT_FUNC; the type's low bits). */
-			if (c < tr->nk || c + 1 >= u->ref_bias)
+			/* A function constant (IRT_FUNC; the type's low bits),
+			 * its pointer in the next slot: both read. */
+			if (c < tr->nk || c + 1 >= tr->nins || c + 1 >= u->ref_bias)
 				continue;
 			kg = (const uint8_t *)&tr->ir[c - tr->nk];
 			if (kg[u->ir_o] != u->ir_kgc || (kg[u->ir_t] & 0x1f) != u->irt_func)
 				continue;
 			fn = tr->ir[c + 1 - tr->nk] & ((1ULL << 47) - 1);
-			if (!(pt = fn_proto(v, fn)))
+			if (!(pt = fn_proto(v, tr, fn)))
 				continue;
 			for (j = 0; j < n && pts[j] != pt; j++)
 				;
@@ -579,7 +677,6 @@ static uint64_t uget_callee(struct walk *w, const struct tproto *tp,
 			    uint32_t pos, uint64_t fn, uint64_t *cfn)
 {
 	const struct lj_ulayout *u = &w->v->var->u;
-	const pid_t pid = w->v->p->pid;
 	const uint32_t a = tp->bc[pos] >> 8 & 0xff;
 	uint64_t uv, tvp, tv;
 
@@ -591,13 +688,13 @@ static uint64_t uget_callee(struct walk *w, const struct tproto *tp,
 		if ((ins >> 8 & 0xff) != a)
 			continue;
 		if ((ins & 0xff) != u->bc_uget ||
-		    proc_read(pid, fn + u->fn_uvptr + 8 * (ins >> 16), &uv, 8) ||
-		    proc_read(pid, uv + u->uv_v, &tvp, 8) ||
-		    proc_read(pid, tvp, &tv, 8) ||
+		    rd(w->v, w->tr, fn + u->fn_uvptr + 8 * (ins >> 16), &uv, 8) ||
+		    rd(w->v, w->tr, uv + u->uv_v, &tvp, 8) ||
+		    rd(w->v, w->tr, tvp, &tv, 8) ||
 		    (int32_t)((int64_t)tv >> 47) != u->itype_func)
 			return 0;
 		*cfn = tv & ((1ULL << 47) - 1);
-		return fn_proto(w->v, *cfn);
+		return fn_proto(w->v, w->tr, *cfn);
 	}
 	return 0;
 }
@@ -612,7 +709,7 @@ static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
 	if (!w->stop || fr_get(w->stop, slot + 1, &link) || (link & 3) != 0)
 		return 0;
 	if (!fr_get(w->stop, slot, cfn))
-		return fn_proto(w->v, *cfn & ((1ULL << 47) - 1));
+		return fn_proto(w->v, w->tr, *cfn & ((1ULL << 47) - 1));
 	*cfn = 0;
 	return w->stop->baseslot == slot + 2 ? w->stop_pt : 0;
 }
@@ -722,12 +819,33 @@ static void keep_chain(struct tvm *v, struct ttrace *tr, struct tsnap *sn, int k
 {
 	struct chain *kc;
 
-	if ((!c->n && !c->tailed) || sn->ch[k] || !(kc = sn->ch[k] = malloc(sizeof(*c))))
+	if ((!c->n && !c->tailed) || sn->ch[k] || keep(tr, sizeof(*c)) ||
+	    !(kc = sn->ch[k] = malloc(sizeof(*c))))
 		return;
 	*kc = *c;
 	for (uint32_t j = 0; j < kc->n; j++) {
 		const struct tproto *tp = proto_get(v, tr, kc->pt[j]);
 		kc->line[j] = tp ? pline_line(tp->lines, kc->pos[j]) : -1;
+	}
+}
+
+/* Where each snapshot's stretch ends: at the next snapshot that is not a
+ * function's entry (the frame of an inlined call: its code is not apart),
+ * unless one before it cannot be located. One pass from the last, each
+ * snapshot's PC located once: linear in the snapshots. */
+static void stretch_ends(struct tvm *v, struct ttrace *tr)
+{
+	uint32_t next = 0;
+
+	for (uint32_t j = tr->nsnap; j-- > 1;) {
+		struct tproto *sp;
+		uint32_t spos;
+
+		if (!(sp = at_pc(v, tr, tr->s[j].pc, &tr->s[j].spt, &spos)))
+			next = 0;
+		else if (spos < sp->sizebc && spos > 0)
+			next = j + 1;
+		tr->s[j - 1].stop = next;
 	}
 }
 
@@ -757,20 +875,10 @@ static __attribute__((noinline)) int resolve_walk(struct tvm *v, struct ttrace *
 	sn->resolved = 2;
 	if (!at_pc(v, tr, sn->pc, &sn->pt, &pos))
 		return -1;
-	/* The stretch ends at the next snapshot that is not a function's
-	 * entry (the frame of an inlined call: its code is not apart). */
-	for (uint32_t j = i + 1; j < tr->nsnap && !w.stop_pc; j++) {
-		struct tproto *sp;
-		uint64_t spt;
-		uint32_t spos;
-
-		if (!(sp = at_pc(v, tr, tr->s[j].pc, &spt, &spos)))
-			break;
-		if (spos < sp->sizebc && spos > 0) {
-			w.stop = &tr->s[j];
-			w.stop_pc = tr->s[j].pc;
-			w.stop_pt = spt;
-		}
+	if (sn->stop) {
+		w.stop = &tr->s[sn->stop - 1];
+		w.stop_pc = w.stop->pc;
+		w.stop_pt = w.stop->spt;
 	}
 	w.callees = callees;
 	w.callee_fns = fns;
@@ -1046,15 +1154,15 @@ static int lua_frame(struct tvm *v, struct ttrace *tr, uint64_t pc, int d,
 
 /* A non-Lua frame's function fn (a GCfunc): a C function by its address,
  * a builtin as src 0 and its ffid. */
-static int fn_frame(struct tvm *v, uint64_t fn, struct sk_frame *f)
+static int fn_frame(struct tvm *v, struct ttrace *tr, uint64_t fn, struct sk_frame *f)
 {
 	const struct lj_layout *l = &v->var->lay;
 	uint8_t ffid;
 	uint64_t cf;
 
 	fn &= (1ULL << 47) - 1;
-	if (proc_read(v->p->pid, fn + l->fn_ffid, &ffid, 1) || ffid == 0 /* Lua */ ||
-	    proc_read(v->p->pid, fn + l->fn_f, &cf, 8))
+	if (rd(v, tr, fn + l->fn_ffid, &ffid, 1) || ffid == 0 /* Lua */ ||
+	    rd(v, tr, fn + l->fn_f, &cf, 8))
 		return -1;
 	*f = ffid == 1 ? (struct sk_frame){ .src = MP_SRC_CFUNC, .addr = cf } :
 			 (struct sk_frame){ .src = 0, .addr = ffid };
@@ -1065,21 +1173,23 @@ static int fn_frame(struct tvm *v, uint64_t fn, struct sk_frame *f)
 
 /* Snapshot sn's innermost frame and the frames below it, down to the
  * trace's base frame (slot 0): each frame's function slot and link (FR2).
- * Read while the process is stopped: its events may come after its end. */
+ * Read while the process is stopped: its events may come after its end.
+ * Each frame is two slots or more below the last (its function and link):
+ * a link saying less is not LuaJIT's, and ends the walk. */
 static void snap_frames(struct tvm *v, struct ttrace *tr, struct tsnap *sn)
 {
+	const unsigned cap = sn->baseslot / 2 + 1;
 	struct sk_frame *out;
-	uint64_t pc, link;
+	uint64_t pc, link, d;
 	int64_t fs;
 	unsigned n = 0;
 
 	if (sn->resolved != 1 || lua_frame(v, tr, sn->pc, 0, &sn->top))
 		return;
 	sn->has_top = 1;
-	/* at least two slots a frame */
-	if (!(out = calloc(sn->baseslot / 2 + 1, sizeof(*out))))
+	if (keep(tr, cap * sizeof(*out)) || !(out = calloc(cap, sizeof(*out))))
 		return;
-	for (fs = (int64_t)sn->baseslot - 2; fs > 0;) {
+	for (fs = (int64_t)sn->baseslot - 2; fs > 0 && n < cap;) {
 		if (fr_get(sn, (uint32_t)fs + 1, &link))
 			break;
 		if ((link & 3) == 0) { /* a Lua frame: its caller's return PC */
@@ -1105,12 +1215,17 @@ static void snap_frames(struct tvm *v, struct ttrace *tr, struct tsnap *sn)
 			break;
 		if ((link & 7) != 2)
 			pc = 0;
-		fs -= (int64_t)((link & ~7ULL) / 8);
-		if (fs < 0)
+		d = (link & ~7ULL) / 8;
+		if (d < 2) {
+			tr->over = 1; /* a forged link */
 			break;
+		}
+		if (d > (uint64_t)fs)
+			break;
+		fs -= (int64_t)d;
 		if (pc ? lua_frame(v, tr, pc, -1, &out[n]) :
 			 /* a builtin's (pcall) or a C function's frame */
-			 fr_get(sn, (uint32_t)fs, &pc) || fn_frame(v, pc, &out[n]))
+			 fr_get(sn, (uint32_t)fs, &pc) || fn_frame(v, tr, pc, &out[n]))
 			break;
 		n++;
 	}
@@ -1160,7 +1275,10 @@ unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_eve
 
 void traces_free(struct tvm *v)
 {
-	u64map_free(&v->traces, ttrace_free);
+	for (size_t j = 0; j < v->traces.cap; j++)
+		if (v->traces.v[j])
+			trace_drop(v, v->traces.v[j]);
+	u64map_free(&v->traces, NULL);
 	free(v->tlm);
 	v->tlm = NULL;
 }

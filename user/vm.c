@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "readcaps.h"
 #include "vm.h"
 
 #define CHUNK (1u << 20)
@@ -95,17 +96,17 @@ static int want(const struct lj_variant *v, const char *variant)
 	return !variant || !strcmp(v->name, variant);
 }
 
+/* A VM found, unless known (a set: the scan stays linear); at most
+ * LMT_VMS_MAX (readcaps.h). */
 static int push(struct vmscan *s, const struct vminfo *vi)
 {
 	struct vminfo *nv;
+	int r = u64set_add(&s->seen, vi->L);
 
-	for (size_t i = 0; i < s->n; i++)
-		if (s->v[i].L == vi->L)
-			return 0;
-	nv = realloc(s->v, (s->n + 1) * sizeof(*nv));
-	if (!nv)
+	if (r <= 0)
+		return r < 0 ? -ENOMEM : 0;
+	if (!s->n && !(s->v = malloc(LMT_VMS_MAX * sizeof(*nv))))
 		return -ENOMEM;
-	s->v = nv;
 	s->v[s->n++] = *vi;
 	return 0;
 }
@@ -133,6 +134,11 @@ static int consider(pid_t pid, const struct pmaps *m, const char *variant,
 		if (w != at - lay->L_glref + lay->gg_g || !want(v, variant))
 			continue;
 		s->candidates++;
+		/* Past the cap: counted, not read. */
+		if (s->n >= LMT_VMS_MAX) {
+			s->over++;
+			continue;
+		}
 		if (validate(pid, m, v, at - lay->L_glref, &vi, why, sizeof(why))) {
 			if (!s->first_reject[0])
 				snprintf(s->first_reject, sizeof(s->first_reject),
@@ -191,6 +197,7 @@ int vm_scan(pid_t pid, const struct pmaps *m, const char *variant,
 void vm_scan_free(struct vmscan *s)
 {
 	free(s->v);
+	u64set_free(&s->seen);
 	memset(s, 0, sizeof(*s));
 }
 

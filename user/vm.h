@@ -8,6 +8,7 @@
 
 #include "layout.h"
 #include "proc.h"
+#include "u64set.h"
 
 struct vminfo {
 	uint64_t L; /* main lua_State (start of GG_State) */
@@ -23,6 +24,8 @@ struct vmscan {
 	uint64_t scanned; /* bytes read */
 	/* What was seen when nothing validated, for the error message. */
 	size_t candidates; /* glref self-references found */
+	size_t over;       /* ones past LMT_VMS_MAX VMs: not checked */
+	struct u64set seen; /* VMs found (L) */
 	char first_reject[256];
 };
 
