@@ -189,6 +189,22 @@ __noinline int stack_send(struct pt_regs *ctx, int sess)
 	return deliver(&c, &s->ev, sess);
 }
 
+/* --stacks without a session in the compatible programs: stack_send by a
+ * tail call. Before 6.13 (no private stacks) a program and the functions
+ * it calls have 512 bytes of stack in all, and the entry's frame (the
+ * charges inlined) and stack_send's walk exceed them; a tail call leaves
+ * the entry's frame behind. Both programs are not sleepable: a sleepable
+ * program may not use a tail call's map (it costs the rcu_read_lock()
+ * around them: docs/costs.md). */
+#define STK_TAIL 2
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} stktail SEC(".maps");
+
 /* An allocator call at its entry. ck: the session's cookie (NULL: the
  * probe is no session; its return runs whatever this returns). A
  * session's return runs where this returns 0: an allocation or
@@ -258,11 +274,25 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 ud, __u64 ptr,
 			s->base = q->base;
 			s->stack = q->stack;
 			s->pc = (q->got & GQ_PC) ? q->spc : 0;
+			if (stk == STK_TAIL) {
+				bpf_tail_call(ctx, &stktail, 0);
+				/* not there: the event without its stack */
+				c->st->lost_stk++;
+				return deliver(c, ev, 0);
+			}
 			return stack_send(ctx, ck != NULL) != 0;
 		}
 		c->st->lost_stk++;
 	}
 	return deliver(c, ev, ck != NULL);
+}
+
+
+SEC("uprobe")
+int BPF_KPROBE(stack_tail)
+{
+	stack_send(ctx, 0);
+	return 0;
 }
 
 /* The allocator's entry probe: alloc_enter where the kernel keeps gread_k
@@ -287,11 +317,11 @@ int BPF_KPROBE(alloc_enter_stk, __u64 ud, __u64 ptr, __u64 osize, __u64 nsize)
 	return enter(ctx, ud, ptr, osize, nsize, 1, 1, NULL);
 }
 
-SEC("uprobe.s")
+SEC("uprobe") /* not sleepable: STK_TAIL */
 int BPF_KPROBE(alloc_enter_stk_compat, __u64 ud, __u64 ptr, __u64 osize,
 	       __u64 nsize)
 {
-	return enter(ctx, ud, ptr, osize, nsize, 0, 1, NULL);
+	return enter(ctx, ud, ptr, osize, nsize, 0, STK_TAIL, NULL);
 }
 
 /* An allocation's return: its new address into its event. */

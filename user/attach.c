@@ -343,6 +343,9 @@ int open_load(struct tr *t, int kst)
 		for (int i = 0; i < 8; i++)
 			if (e[i / 2][i % 2] != t->enter)
 				bpf_program__set_autoload(e[i / 2][i % 2], false);
+		/* alloc_enter_stk_compat sends the stack by a tail call */
+		bpf_program__set_autoload(t->skel->progs.stack_tail,
+					  t->enter == t->skel->progs.alloc_enter_stk_compat);
 		if (t->sess)
 			bpf_program__set_expected_attach_type(t->enter,
 				(enum bpf_attach_type)LMT_TRACE_UPROBE_SESSION);
@@ -410,6 +413,16 @@ int open_load(struct tr *t, int kst)
 			fprintf(stderr, "luamemtrace: reads land on the %s\n",
 				kst ? "kernel stack" : "per-CPU scratch");
 		direct_start(t);
+		if (bpf_program__autoload(t->skel->progs.stack_tail)) {
+			uint32_t zero = 0;
+			int fd = bpf_program__fd(t->skel->progs.stack_tail);
+
+			if (bpf_map__update_elem(t->skel->maps.stktail, &zero, sizeof(zero),
+						 &fd, sizeof(fd), BPF_ANY)) {
+				err1("cannot set the stack program: %s", strerror(errno));
+				return -1;
+			}
+		}
 		return exes_fill(t);
 	}
 	if (t->sess || t->multi) {
