@@ -2,7 +2,8 @@
 #
 #   make            build ./luamemtrace
 #   make test       C unit tests + bats suites (root needed for the tracer suites)
-#   make bench      tests/bench: overhead and decode speed
+#   make bench      tests/bench: overhead and decode speed (KERNELS=1: and
+#                   in the 6.1 and 6.12 guests, tests/kernels)
 #   make fuzz       bounded libFuzzer run of the stream decoder
 #   make asan       build with AddressSanitizer + UBSan (used by the tests)
 
@@ -117,8 +118,11 @@ asan:
 	$(MAKE) clean
 	$(MAKE) SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 
+# KERNELS=1: also the allocator workloads in Debian's 6.1 and 6.12 kernels
+# under QEMU (tests/kernels/bench.sh: ratios to the floor in each guest).
 bench: luamemtrace
 	@bash tests/bench/run.sh
+	@if [ "$(KERNELS)" = 1 ]; then bash tests/kernels/run.sh -r bench; fi
 
 # The fuzzers (tests/fuzz/fuzz_*.c), each with its corpus tests/fuzz/NAME/
 # (fuzz_memprof: tests/fuzz/corpus/); tests/hostile_report_fuzz.bats runs

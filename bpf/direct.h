@@ -235,9 +235,12 @@ static __always_inline __u64 cur_task(struct ctx *c)
 	return c->task;
 }
 
-/* The current process, bpf_get_current_pid_tgid() >> 32. */
+/* The current process, bpf_get_current_pid_tgid() >> 32: a load where
+ * the kernel has bpf_rdonly_cast, else the helper (kld reads 0 there). */
 static __always_inline __u32 cur_tgid(struct ctx *c)
 {
+	if (!kf_rdonly_cast)
+		return bpf_get_current_pid_tgid() >> 32;
 	return (__u32)kld(cur_task(c) + bpf_core_field_offset(struct task_struct, tgid));
 }
 

@@ -57,7 +57,7 @@ cmds="bash bats cat cp mv rm ln ls mkdir rmdir mktemp touch chmod chown
 	head tail sort uniq paste cut tr wc seq sleep date env tee
 	basename dirname realpath readlink stat od dd truncate yes nproc id expr
 	grep sed awk mawk find xargs cmp diff ps pgrep pkill kill timeout
-	setsid unshare prlimit flock mount umount nsenter chroot ss
+	setsid unshare prlimit flock mount umount nsenter chroot ss gzip
 	luajit bpftool wrk curl nginx"
 for c in $cmds; do
 	p=$(type -P "$c") || { echo "mkroot: no command $c here" >&2; exit 1; }

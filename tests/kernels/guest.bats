@@ -1,0 +1,39 @@
+#!/usr/bin/env bats
+# Guest-only tests (tests/kernels/suite.sh adds them): what a kernel's
+# limits make the tracer say, on the kernels that have them.
+
+load ../helpers
+
+setup() {
+	T="$BATS_TEST_TMPDIR"
+}
+
+@test "--check: the paths this kernel takes, and the BPF object loads" {
+	run "$LMT" --check
+	[ "$status" -eq 0 ]
+	echo "$output"
+	[ "${lines[0]}" = "kernel $(uname -r): supported (6.1 or later, BTF)" ]
+	case $(uname -r) in
+	6.1.*)
+		[[ "$output" == *"reads of the target:  through bpf_probe_read_user"* ]]
+		[[ "$output" == *"allocator probes:     perf links"* ]]
+		[[ "$output" == *"--duty windows:       perf links"* ]]
+		[[ "$output" == *"a forked child:       stops itself"* ]] ;;
+	6.12.*)
+		[[ "$output" == *"reads of the target:  through its page tables"* ]]
+		[[ "$output" == *"allocator probes:     perf links"* ]]
+		[[ "$output" == *"--duty windows:       uprobe_multi links"* ]]
+		[[ "$output" == *"a forked child:       stops itself"* ]] ;;
+	esac
+	[[ "$output" == *"the BPF object:       loads (alloc_enter_compat)"* ]]
+}
+
+@test "6.1: --stacks refused in one line naming the kernel; nothing created, the command not run" {
+	case $(uname -r) in 6.1.*) ;; *) skip "6.1 only: $(uname -r) loads the stack walk" ;; esac
+	cd "$LUA_DIR"
+	run "$LMT" --stacks -o "$T/s.bin" -- luajit alloc.lua
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "${lines[0]}" == "luamemtrace: --stacks: this kernel's verifier refuses the stack walk's programs ("*"kernel $(uname -r): 6.12 takes them); trace without --stacks" ]]
+	[ ! -e "$T/s.bin" ]
+}
