@@ -126,7 +126,7 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 	char a[32], f[32];
 	uint64_t n[4] = { 0 }, ba = 0, bf = 0, protos = 0, traces = 0,
 		 names_cut = 0, nolines = 0;
-	unsigned long csyms = 0;
+	unsigned long csyms = 0, cskipped = 0;
 	unsigned nvm = 0, np = 0;
 	struct tproc *one = NULL;
 
@@ -148,6 +148,7 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 		names_cut += p->names_cut;
 		nolines += p->nolines;
 		csyms += p->syms.nsyms;
+		cskipped += p->syms.skipped;
 	}
 	uint64_t evs = n[1] + n[2] + n[3];
 
@@ -243,6 +244,9 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 		fprintf(stderr, "  not followed: %u child%s of traced processes "
 			"(-o DIR/ traces them too)\n", t->forks_skipped,
 			t->forks_skipped == 1 ? "" : "ren");
+	if (cskipped)
+		fprintf(stderr, "  skipped: %lu object%s C names, over the caps on symbol "
+			"tables (said above)\n", cskipped, cskipped == 1 ? "'s" : "s'");
 	if (names_cut)
 		fprintf(stderr, "  %" PRIu64 " chunk names cut to %d bytes (string "
 			"gone before it could be read)\n", names_cut, LMT_NAME_MAX);

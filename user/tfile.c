@@ -68,7 +68,10 @@ int tfile_trusted(const struct tfile *f)
 
 uint64_t tfile_key(const struct tfile *f)
 {
-	return ((uint64_t)f->dev << 44 ^ f->ino) | 1;
+	/* mixed, not "| 1": inodes 2n and 2n + 1 stay apart */
+	uint64_t k = (f->ino ^ (uint64_t)f->dev << 40) * 0x9e3779b97f4a7c15ULL;
+
+	return k ? k : 1;
 }
 
 void tfile_close(struct tfile *f)
