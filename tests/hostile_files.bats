@@ -6,7 +6,7 @@
 # gigabytes or hours, a file cut short while it is read. Each test: the
 # tracer survives within a memory bound, no probe lands outside the
 # traced processes' own files, no other process is stopped, and the
-# traced process is traced exactly (tests/lua/hostile.lua's 700 tables).
+# traced process is traced exactly (tests/lua/wait.lua's 700 tables).
 
 load helpers
 
@@ -48,7 +48,7 @@ target() {
 traced_exact() {
 	local hwm st=0
 	echo go >&8
-	wait_for "$T/out" "hostile.lua done"
+	wait_for "$T/out" "wait.lua done"
 	echo bye >&8
 	exec 8>&-
 	wait "$PID"
@@ -59,7 +59,32 @@ traced_exact() {
 	wait "$TPID" || st=$?
 	[ "$st" -eq 0 ]
 	"$LMT" report "$1" > "$1.txt"
-	count_is ALLOCATIONS @hostile.lua:76 "$1.txt" 700
+	count_is ALLOCATIONS @wait.lua:8 "$1.txt" 700
+}
+
+# probe_files: the files of the tracer's (TPID) uprobes, one a line: the
+# name each was made with resolved (/proc/self/fd/N: the tracer's
+# descriptor N, held as long as the probe).
+probe_files() {
+	local f
+	bpftool perf show 2>/dev/null | awk -v p="$TPID" '$2 == p && /uprobe/ {
+		for (i = 1; i < NF; i++) if ($i == "filename") print $(i + 1) }' |
+	while read -r f; do
+		case $f in
+		/proc/self/fd/*) readlink "/proc/$TPID/fd/${f#/proc/self/fd/}" ;;
+		*) readlink -f "$f" ;;
+		esac
+	done
+}
+
+# all_started: the target, then --all (narrowed to it and to the hostile
+# processes: no LuaJIT process of others) started, TPID, stderr in
+# $T/err; back once the processes running are attached.
+all_started() {
+	target
+	"$LMT" --all --exe lmt-h,hostile -v -o "$T/d/" 2> "$T/err" 3>&- &
+	TPID=$!
+	wait_for "$T/err" "LuaJIT process.*Ctrl-C to stop"
 }
 
 @test "a path over 4 KiB whose tail reads as a line of maps: the allocator probed where it is, exact" {
@@ -118,10 +143,9 @@ traced_exact() {
 	for i in 1 2 3 4 5 6; do
 		wait_for "$T/sw$i.ready" ready
 	done
-	target
-	"$LMT" --all --exe lmt-h,hostile -v -o "$T/d/" 2> "$T/err" 3>&- &
-	TPID=$!
-	wait_for "$T/err" "LuaJIT process.*Ctrl-C to stop"
+	all_started
+	probe_files > "$T/probes"
+	absent vic.so "$T/probes"
 	# a process that calls the replacing file (as any calls libc)
 	"$H" call "$BATS_FILE_TMPDIR/vic.so" vic_newstate 1000 > "$T/call.out" 3>&- &
 	b=$!
@@ -131,6 +155,8 @@ traced_exact() {
 		[ "$i" = "$PID" ] || [ "$i" = "$TPID" ] || kill "$i"
 	done
 	absent "PID $b" "$T/err"
+	probe_files > "$T/probes"
+	absent vic.so "$T/probes"
 	traced_exact "$T/d/lmt-h.$PID.vm0.bin"
 	no_probes_of "$T/"
 }
@@ -142,11 +168,7 @@ traced_exact() {
 	"$H" swap "$T/own.so" "$T/own.so" "$T/sw.ready" 3>&- &
 	local sw=$!
 	wait_for "$T/sw.ready" ready
-	target
-	"$LMT" --all --exe lmt-h,hostile -v -o "$T/d/" 2> "$T/err" 3>&- &
-	TPID=$!
-	wait_for "$T/err" "LuaJIT process.*Ctrl-C to stop"
-	grep -q "watching lua_newstate in $T/own.so (PID $sw only: the file is not root's" "$T/err"
+	all_started
 	"$H" call "$T/own.so" lua_newstate 1000 > "$T/call.out" 3>&- &
 	b=$!
 	wait "$b"
@@ -154,6 +176,9 @@ traced_exact() {
 	kill "$sw"
 	wait "$sw" || true
 	absent "PID $b" "$T/err"
+	grep -q "watching lua_newstate in $T/own.so (PID $sw only: the file is not root's" "$T/err"
+	probe_files > "$T/probes"
+	grep -q "^$T/own.so$" "$T/probes"
 	traced_exact "$T/d/lmt-h.$PID.vm0.bin"
 	no_probes_of "$T/"
 }

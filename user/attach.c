@@ -58,7 +58,21 @@ void links_free(struct links *ls)
 	while (ls->n)
 		bpf_link__destroy(ls->v[--ls->n]);
 	free(ls->v);
+	while (ls->nfd)
+		close(ls->fds[--ls->nfd]);
+	free(ls->fds);
 	memset(ls, 0, sizeof(*ls));
+}
+
+void links_hold(struct links *ls, struct tfile *f)
+{
+	int *nv = realloc(ls->fds, (ls->nfd + 1) * sizeof(*nv));
+
+	if (!nv)
+		return; /* closed by its owner: the probes stay */
+	ls->fds = nv;
+	ls->fds[ls->nfd++] = f->fd;
+	f->fd = -1;
 }
 
 /* -- Links of ended processes ---------------------------------------------- */
@@ -1207,8 +1221,9 @@ static uint64_t watch_key(const struct tfile *f, pid_t pid)
 	return (tfile_key(f) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)pid << 1) | 1;
 }
 
-static void hooks_of(struct tr *t, struct tproc *p, const struct tfile *f)
+static void hooks_of(struct tr *t, struct tproc *p, struct tfile *f)
 {
+	const unsigned before = p->links.n;
 	char name[PATH_MAX];
 	uint64_t off;
 
@@ -1226,7 +1241,7 @@ static void hooks_of(struct tr *t, struct tproc *p, const struct tfile *f)
 	if ((t->o->all && (u64set_has(&t->watched, tfile_key(f)) ||
 			   u64set_has(&t->watched, watch_key(f, p->pid)))) ||
 	    elfsym_offset(f->fd, "lua_newstate", &off))
-		return;
+		goto out;
 	if (link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
 							   true, p->pid, f->path,
 							   (size_t)off)) == 0 &&
@@ -1237,6 +1252,9 @@ static void hooks_of(struct tr *t, struct tproc *p, const struct tfile *f)
 		link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.close_enter,
 							       false, p->pid, f->path,
 							       (size_t)off));
+out:
+	if (p->links.n > before)
+		links_hold(&p->links, f);
 }
 
 void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m)
@@ -1256,9 +1274,10 @@ void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m)
 	u64set_free(&seen);
 }
 
-int watch_file(struct tr *t, const struct tfile *f, pid_t pid)
+int watch_file(struct tr *t, struct tfile *f, pid_t pid)
 {
 	const int all = tfile_trusted(f);
+	const unsigned before = t->links.n;
 	char name[PATH_MAX];
 	uint64_t off;
 	int r;
@@ -1280,6 +1299,8 @@ int watch_file(struct tr *t, const struct tfile *f, pid_t pid)
 		r = link_add(&t->links, bpf_program__attach_uprobe(t->skel->progs.close_enter,
 								   false, all ? -1 : pid, f->path,
 								   (size_t)off));
+	if (t->links.n > before)
+		links_hold(&t->links, f);
 	if (r)
 		err1("warning: cannot watch %s for new VMs: %s",
 		     tfile_name(f, name, sizeof(name)), strerror(-r));

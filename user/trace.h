@@ -35,6 +35,10 @@
 struct links {
 	struct bpf_link **v;
 	unsigned n, cap;
+	/* descriptors of the files its probes name as /proc/self/fd/N
+	 * (tfile.h), open as long as they are: the name tells the file */
+	int *fds;
+	unsigned nfd;
 };
 
 /* A probed allocator: its probes, kept apart from the process's other
@@ -338,6 +342,9 @@ void alloc_probes_take(struct tr *t, struct links *out);
 /* A process's links, its allocators' too (later: on the reaper thread). */
 void proc_links_free(struct tproc *p, int later);
 void links_join(void);
+/* f's descriptor kept open with ls's links (closed by links_free); f is
+ * left without it. */
+void links_hold(struct links *ls, struct tfile *f);
 /* Does the kernel have task works (6.18+)? Then alloc_enter's reads can
  * land on its stack (struct gq in bpf/read.h). */
 int kernel_keeps_callbacks_on_stack(void);
@@ -357,8 +364,9 @@ struct tvm *vm_known(struct tr *t, struct tproc *p, uint32_t id, uint64_t L,
 void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m);
 /* --all: lua_newstate and lua_close of LuaJIT file f, for every process
  * if f is root's and writable by no one else (tfile_trusted), else for
- * process pid only (none if pid <= 0). 0, or -errno said. */
-int watch_file(struct tr *t, const struct tfile *f, pid_t pid);
+ * process pid only (none if pid <= 0). 0, or -errno said. f's descriptor
+ * stays with the probes (links_hold). */
+int watch_file(struct tr *t, struct tfile *f, pid_t pid);
 /* Into the trace's list of processes. */
 void proc_link(struct tr *t, struct tproc *p);
 /* --all: a process left out by --exe; BPF ignores it until it ends. */
