@@ -71,8 +71,9 @@ probe_files() {
 		for (i = 1; i < NF; i++) if ($i == "filename") print $(i + 1) }' |
 	while read -r f; do
 		case $f in
-		/proc/self/fd/*) readlink "/proc/$TPID/fd/${f#/proc/self/fd/}" ;;
-		*) readlink -f "$f" ;;
+		/proc/self/fd/*) readlink "/proc/$TPID/fd/${f#/proc/self/fd/}" ||
+			echo "$f (not held: its file unknown)" ;;
+		*) readlink -f "$f" || echo "$f (gone)" ;;
 		esac
 	done
 }

@@ -985,7 +985,7 @@ static int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 		pmaps_free(&m);
 		return -1;
 	}
-	a->dev = a->f.dev;
+	a->dev = makedev(mp->dev_major, mp->dev_minor); /* as maps name it */
 	a->ino = a->f.ino;
 	r = probe_plan(a->f.fd, addr, addr - mp->lo + mp->off, &a->plan, err,
 		       sizeof(err));

@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -33,6 +35,16 @@ static int from_fd(struct tfile *f, int fd)
 	return 0;
 }
 
+/* btrfs: maps give a file's filesystem's device, stat its subvolume's
+ * (both anonymous, major 0); the inode alone is checked there. */
+static int btrfs_subvolume(const struct tfile *f, const struct pmap *m)
+{
+	struct statfs sf;
+
+	return m->dev_major == 0 && major(f->dev) == 0 && !fstatfs(f->fd, &sf) &&
+	       sf.f_type == BTRFS_SUPER_MAGIC;
+}
+
 int tfile_open(struct tfile *f, pid_t pid, const struct pmap *m)
 {
 	char p[96];
@@ -45,7 +57,8 @@ int tfile_open(struct tfile *f, pid_t pid, const struct pmap *m)
 		return -errno;
 	if ((r = from_fd(f, fd)))
 		return r;
-	if (f->ino != m->inode || f->dev != (uint64_t)makedev(m->dev_major, m->dev_minor)) {
+	if (f->ino != m->inode || (f->dev != (uint64_t)makedev(m->dev_major, m->dev_minor) &&
+				   !btrfs_subvolume(f, m))) {
 		tfile_close(f);
 		return -ESTALE;
 	}

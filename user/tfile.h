@@ -47,7 +47,8 @@
 
 struct tfile {
 	int fd;          /* -1: none */
-	uint64_t dev, ino; /* st_dev (as makedev), st_ino: the maps entry's */
+	uint64_t dev, ino; /* st_dev, st_ino: the maps entry's (on btrfs,
+			    * maps give another device: the inode's checked) */
 	uid_t uid;
 	mode_t mode;
 	uint64_t size;

@@ -68,7 +68,7 @@ struct allocf {
 	 * none); or the link it shares with other processes */
 	int mfd[2];
 	struct shl *sh;
-	uint64_t dev, ino; /* its file's identity: maps' and f's */
+	uint64_t dev, ino; /* its file, as the process's maps name it */
 };
 
 /* A stream and its sidecar. */
