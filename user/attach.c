@@ -28,6 +28,7 @@
 #include "elfsym.h"
 #include "proc.h"
 #include "symbols.h"
+#include "tfile.h"
 #include "traces.h"
 #include "callstacks.h"
 
@@ -57,7 +58,21 @@ void links_free(struct links *ls)
 	while (ls->n)
 		bpf_link__destroy(ls->v[--ls->n]);
 	free(ls->v);
+	while (ls->nfd)
+		close(ls->fds[--ls->nfd]);
+	free(ls->fds);
 	memset(ls, 0, sizeof(*ls));
+}
+
+void links_hold(struct links *ls, struct tfile *f)
+{
+	int *nv = realloc(ls->fds, (ls->nfd + 1) * sizeof(*nv));
+
+	if (!nv)
+		return; /* closed by its owner: the probes stay */
+	ls->fds = nv;
+	ls->fds[ls->nfd++] = f->fd;
+	f->fd = -1;
 }
 
 /* -- Links of ended processes ---------------------------------------------- */
@@ -474,12 +489,12 @@ static int attach_at(struct tr *t, struct allocf *a, struct tproc *p, uint64_t o
 	 * is seen entering without its return being caught, or it would
 	 * count as missed. */
 	int r = ret && !t->o->floor_entry ? link_add(&a->rets, bpf_program__attach_uprobe(pr, true,
-				p->pid, a->path, (size_t)off)) : 0;
+				p->pid, a->f.path, (size_t)off)) : 0;
 
 	if (r)
 		return r;
 	return link_add(&a->links, bpf_program__attach_uprobe(pe, false, p->pid,
-							      a->path, (size_t)off));
+							      a->f.path, (size_t)off));
 }
 
 /* Allocator a probed on its two paths (probe.c's split plan). */
@@ -508,13 +523,13 @@ static int allocf_on_um(struct tr *t, struct tproc *p, struct allocf *a)
 	int fd;
 
 	if (!t->sess) {
-		fd = um_link(bpf_program__fd(t->skel->progs.alloc_return), a->path, ent, 1, 1,
+		fd = um_link(bpf_program__fd(t->skel->progs.alloc_return), a->f.path, ent, 1, 1,
 			     p->pid, LMT_TRACE_UPROBE_MULTI);
 		if (fd < 0)
 			return fd;
 		a->mfd[1] = fd + 1;
 	}
-	fd = um_link(bpf_program__fd(pe), a->path, ent, split ? 2 : 1, 0, p->pid,
+	fd = um_link(bpf_program__fd(pe), a->f.path, ent, split ? 2 : 1, 0, p->pid,
 		     t->sess ? LMT_TRACE_UPROBE_SESSION : LMT_TRACE_UPROBE_MULTI);
 	if (fd < 0)
 		return fd;
@@ -584,7 +599,8 @@ static int mappers_traced(struct tr *t, uint64_t dev, uint64_t ino, unsigned nme
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
-	char path[PATH_MAX], line[PATH_MAX + 128];
+	char path[64], *line = NULL;
+	size_t lcap = 0;
 	int ok = d != NULL;
 	unsigned found = 0;
 
@@ -600,7 +616,9 @@ static int mappers_traced(struct tr *t, uint64_t dev, uint64_t ino, unsigned nme
 		snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
 		if (!(f = fopen(path, "re")))
 			continue;
-		while (!maps && fgets(line, sizeof(line), f)) {
+		/* getline: a path over 4 KiB would end a fixed buffer's line
+		 * early, and its rest parse as a mapping */
+		while (!maps && getline(&line, &lcap, f) > 0) {
 			unsigned maj, min;
 			unsigned long long in;
 
@@ -617,6 +635,7 @@ static int mappers_traced(struct tr *t, uint64_t dev, uint64_t ino, unsigned nme
 		}
 		found += maps;
 	}
+	free(line);
 	if (d)
 		closedir(d);
 	return ok && found >= nmem;
@@ -702,20 +721,26 @@ static int shl_make(struct tr *t, struct allocf *a)
 		if (!t->shl[i].mfd)
 			sh = &t->shl[i];
 	/* overlayfs: maps name the overlay's inode, the probe goes on the
-	 * layer's, which other containers' overlays show as theirs */
-	if (!sh || statfs(a->path, &sf) || sf.f_type == OVERLAYFS_SUPER_MAGIC ||
+	 * layer's, which other containers' overlays show as theirs. A file
+	 * not root's alone may be a target's making: no probe for every
+	 * process on it (tfile_trusted). */
+	if (!sh || !tfile_trusted(&a->f) || fstatfs(a->f.fd, &sf) ||
+	    sf.f_type == OVERLAYFS_SUPER_MAGIC ||
 	    !mappers_traced(t, k.dev, k.ino, (unsigned)n, &other)) {
+		char f[PATH_MAX];
+
 		if (t->o->verbose && other)
 			err1("%d processes share the allocator in %s: a link each (PID %ld, "
-			     "not traced, maps it)", n, a->path, other);
+			     "not traced, maps it)", n, tfile_name(&a->f, f, sizeof(f)), other);
 		else if (t->o->verbose)
 			err1("%d processes share the allocator in %s: a link each (%s)", n,
-			     a->path, !sh ? "too many shared links" :
+			     tfile_name(&a->f, f, sizeof(f)), !sh ? "too many shared links" :
+			     !tfile_trusted(&a->f) ? "a file not root's, or writable by others" :
 			     sf.f_type == OVERLAYFS_SUPER_MAGIC ? "a file on overlayfs" :
 			     "its processes' maps name it otherwise");
 		return 0;
 	}
-	fd = um_link(bpf_program__fd(um_enter(t)), a->path, k.off, k.n, 0, 0,
+	fd = um_link(bpf_program__fd(um_enter(t)), a->f.path, k.off, k.n, 0, 0,
 		     LMT_TRACE_UPROBE_SESSION);
 	if (fd < 0)
 		return fd;
@@ -725,11 +750,10 @@ static int shl_make(struct tr *t, struct allocf *a)
 	shl_members(t, &k, sh);
 	if (t->o->verbose) {
 		char f[PATH_MAX];
-		ssize_t l = readlink(a->path, f, sizeof(f) - 1);
 
-		f[l > 0 ? l : 0] = 0;
 		err1("%u processes' allocator in %s: one session link for them "
-		     "(every process that maps it is traced)", sh->refs, l > 0 ? f : a->path);
+		     "(every process that maps it is traced)", sh->refs,
+		     tfile_name(&a->f, f, sizeof(f)));
 	}
 	return 1;
 }
@@ -820,7 +844,10 @@ int alloc_probes_on(struct tr *t, int strict)
 			if (r <= 0) /* a shared link that failed: each its own */
 				r = allocf_on(t, p, a);
 			if (r < 0 && strict && !t->o->all && !kill(p->pid, 0)) {
-				err1("cannot attach uprobes to %s: %s", a->path, strerror(-r));
+				char f[PATH_MAX];
+
+				err1("cannot attach uprobes to %s: %s",
+				     tfile_name(&a->f, f, sizeof(f)), strerror(-r));
 				bad = -1;
 			}
 			if (r < 0)
@@ -905,7 +932,7 @@ static int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 	struct allocf *a;
 	const struct pmap *mp;
 	struct pmaps m;
-	char path[128], err[256];
+	char err[256];
 	int r;
 
 	for (unsigned i = 0; i < p->naf; i++)
@@ -930,14 +957,22 @@ static int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 	a = &p->af[p->naf];
 	memset(a, 0, sizeof(*a));
 	a->addr = addr;
-	a->dev = makedev(mp->dev_major, mp->dev_minor);
-	a->ino = mp->inode;
-	pmap_file_path(p->pid, mp, path, sizeof(path));
-	snprintf(a->path, sizeof(a->path), "%s", path);
-	r = probe_plan(path, addr, addr - mp->lo + mp->off, &a->plan, err,
+	/* the file, once: what is read and probed is what maps named */
+	r = tfile_open(&a->f, p->pid, mp);
+	if (r) {
+		err1("PID %d: cannot open the allocator's file %s: %s", (int)p->pid,
+		     mp->path, r == -ESTALE ? "another file is mapped there now" :
+		     strerror(-r));
+		pmaps_free(&m);
+		return -1;
+	}
+	a->dev = makedev(mp->dev_major, mp->dev_minor); /* as maps name it */
+	a->ino = a->f.ino;
+	r = probe_plan(a->f.fd, addr, addr - mp->lo + mp->off, &a->plan, err,
 		       sizeof(err));
 	if (r) {
 		err1("%s", err);
+		tfile_close(&a->f);
 		pmaps_free(&m);
 		return -1;
 	}
@@ -964,12 +999,14 @@ static int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 	/* --duty: on in windows only (duty.c); the first processes' once
 	 * all are attached (alloc_probes_on) */
 	r = (!t->o->duty || t->duty.on) && !t->defer ? allocf_on(t, p, a) : 0;
-	pmaps_free(&m);
 	if (r) {
-		err1("cannot attach uprobes to %s: %s", path, strerror(-r));
+		err1("cannot attach uprobes to %s: %s", mp->path, strerror(-r));
 		allocf_off(a); /* what did attach (a is not counted) */
+		tfile_close(&a->f);
+		pmaps_free(&m);
 		return -1;
 	}
+	pmaps_free(&m);
 	p->naf++;
 	return 0;
 }
@@ -1158,31 +1195,47 @@ int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v)
  * or before the command's first line), lua_close, and the dynamic linker's
  * _dl_debug_state (a dlopen: C names read while the module is mapped).
  * With --all the first two are watched for every process (watch_file). */
-static void hooks_of(struct tr *t, struct tproc *p, const char *path)
+/* The key of file f's per-process watch for pid (watch_file), in
+ * t->watched with the files watched for every process. */
+static uint64_t watch_key(const struct tfile *f, pid_t pid)
 {
-	struct stat st;
+	return (tfile_key(f) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)pid << 1) | 1;
+}
+
+static void hooks_of(struct tr *t, struct tproc *p, struct tfile *f)
+{
+	const unsigned before = p->links.n;
+	char name[PATH_MAX];
 	uint64_t off;
 
-	if (stat(path, &st) ||
-	    u64set_add(&p->hooked, ((uint64_t)st.st_dev << 44 ^ st.st_ino) | 1) != 1)
+	if (u64set_add(&p->hooked, tfile_key(f)) != 1)
 		return;
-	if (!elfsym_offset(path, "_dl_debug_state", &off) &&
+	if (!elfsym_offset(f->fd, "_dl_debug_state", &off) &&
 	    !link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.dl_state,
-							   false, p->pid, path,
+							   false, p->pid, f->path,
 							   (size_t)off)) &&
 	    t->o->verbose)
-		err1("PID %d: watching dlopen in %s", (int)p->pid, path);
-	if (t->o->all || elfsym_offset(path, "lua_newstate", &off))
-		return;
+		err1("PID %d: watching dlopen in %s", (int)p->pid,
+		     tfile_name(f, name, sizeof(name)));
+	/* --all watches the rest: for every process (a file of root's), or
+	 * for the process that mapped it when found (watch_file) */
+	if ((t->o->all && (u64set_has(&t->watched, tfile_key(f)) ||
+			   u64set_has(&t->watched, watch_key(f, p->pid)))) ||
+	    elfsym_offset(f->fd, "lua_newstate", &off))
+		goto out;
 	if (link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
-							   true, p->pid, path,
+							   true, p->pid, f->path,
 							   (size_t)off)) == 0 &&
 	    t->o->verbose)
-		err1("PID %d: watching lua_newstate in %s", (int)p->pid, path);
-	if (!elfsym_offset(path, "lua_close", &off))
+		err1("PID %d: watching lua_newstate in %s", (int)p->pid,
+		     tfile_name(f, name, sizeof(name)));
+	if (!elfsym_offset(f->fd, "lua_close", &off))
 		link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.close_enter,
-							       false, p->pid, path,
+							       false, p->pid, f->path,
 							       (size_t)off));
+out:
+	if (p->links.n > before)
+		links_hold(&p->links, f);
 }
 
 void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m)
@@ -1191,38 +1244,53 @@ void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m)
 
 	for (size_t i = 0; i < m->n; i++) {
 		const struct pmap *mp = &m->v[i];
-		char path[128];
+		struct tfile f;
+
 		if (mp->perms[2] != 'x' || !pmap_is_file(mp) ||
-		    u64set_add(&seen, mp->inode) != 1)
+		    u64set_add(&seen, mp->inode) != 1 || tfile_open(&f, p->pid, mp))
 			continue;
-		pmap_file_path(p->pid, mp, path, sizeof(path));
-		hooks_of(t, p, path);
+		hooks_of(t, p, &f);
+		tfile_close(&f);
 	}
 	u64set_free(&seen);
 }
 
-int watch_file(struct tr *t, const char *path)
+int watch_file(struct tr *t, struct tfile *f, pid_t pid)
 {
-	struct stat st;
+	const int all = tfile_trusted(f);
+	const unsigned before = t->links.n;
+	char name[PATH_MAX];
 	uint64_t off;
 	int r;
 
-	if (stat(path, &st) ||
-	    u64set_add(&t->watched, ((uint64_t)st.st_dev << 44 ^ st.st_ino) | 1) != 1)
+	if (!all && pid <= 0) {
+		if (t->o->verbose)
+			err1("not watching %s for new VMs: not root's, or writable by others",
+			     tfile_name(f, name, sizeof(name)));
 		return 0;
-	if (elfsym_offset(path, "lua_newstate", &off))
+	}
+	if (u64set_add(&t->watched, all ? tfile_key(f) : watch_key(f, pid)) != 1)
+		return 0;
+	if (elfsym_offset(f->fd, "lua_newstate", &off))
 		return -1;
 	r = link_add(&t->links, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
-							   true, -1, path,
+							   true, all ? -1 : pid, f->path,
 							   (size_t)off));
-	if (!r && !elfsym_offset(path, "lua_close", &off))
+	if (!r && !elfsym_offset(f->fd, "lua_close", &off))
 		r = link_add(&t->links, bpf_program__attach_uprobe(t->skel->progs.close_enter,
-								   false, -1, path,
+								   false, all ? -1 : pid, f->path,
 								   (size_t)off));
+	if (t->links.n > before)
+		links_hold(&t->links, f);
 	if (r)
-		err1("warning: cannot watch %s for new VMs: %s", path, strerror(-r));
+		err1("warning: cannot watch %s for new VMs: %s",
+		     tfile_name(f, name, sizeof(name)), strerror(-r));
+	else if (t->o->verbose && all)
+		err1("watching lua_newstate in %s (every process)",
+		     tfile_name(f, name, sizeof(name)));
 	else if (t->o->verbose)
-		err1("watching lua_newstate in %s (every process)", path);
+		err1("watching lua_newstate in %s (PID %d only: the file is not root's, "
+		     "or is writable by others)", tfile_name(f, name, sizeof(name)), (int)pid);
 	return r;
 }
 
@@ -1354,9 +1422,12 @@ static void on_needed(void *ctx, uint64_t unused, const char *soname)
 	if (!strstr(soname, "luajit") || !c)
 		return;
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		struct tfile f;
+
 		snprintf(p, sizeof(p), "%s/%s", dirs[i], soname);
-		if (!access(p, R_OK)) {
-			hooks_of(t, c, p);
+		if (!tfile_open_path(&f, p)) {
+			hooks_of(t, c, &f);
+			tfile_close(&f);
 			return;
 		}
 	}
@@ -1370,6 +1441,7 @@ int cmd_probes(struct tr *t, const char *exe)
 	const char *bin = exe;
 	FILE *f = fopen(exe, "re");
 	struct tproc *c = u64map_get(&t->pmap, (uint64_t)t->cmd_pid | 1ULL << 32);
+	struct tfile bf, lf;
 	unsigned before;
 
 	if (!c)
@@ -1389,10 +1461,16 @@ int cmd_probes(struct tr *t, const char *exe)
 	}
 	if (f)
 		fclose(f);
-	if (!elfsym_interp(bin, line, sizeof(line)))
-		hooks_of(t, c, line);
+	/* the operator's program, read once by its descriptor */
+	if (tfile_open_path(&bf, bin))
+		return -1;
+	if (!elfsym_interp(bf.fd, line, sizeof(line)) && !tfile_open_path(&lf, line)) {
+		hooks_of(t, c, &lf);
+		tfile_close(&lf);
+	}
 	before = c->links.n;
-	hooks_of(t, c, bin);
-	elfsym_needed(bin, on_needed, t);
+	hooks_of(t, c, &bf);
+	elfsym_needed(bf.fd, on_needed, t);
+	tfile_close(&bf);
 	return c->links.n > before ? 0 : -1;
 }

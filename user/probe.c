@@ -16,8 +16,6 @@
  */
 #define _GNU_SOURCE
 #include <capstone/capstone.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -206,22 +204,15 @@ int probe_plan_code(const uint8_t *code, size_t len, uint64_t addr,
 	return 0;
 }
 
-int probe_plan(const char *path, uint64_t addr, uint64_t off,
+int probe_plan(int fd, uint64_t addr, uint64_t off,
 	       struct probe_plan *p, char *err, size_t errlen)
 {
 	uint8_t code[CODE_MAX];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = pread(fd, code, sizeof(code), (off_t)off);
 
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		return -1;
-	}
-	n = pread(fd, code, sizeof(code), (off_t)off);
-	close(fd);
 	if (n <= 0) {
-		snprintf(err, errlen, "cannot read the allocator's code in %s",
-			 path);
+		snprintf(err, errlen, "cannot read the allocator's code (offset 0x%llx "
+			 "of its file)", (unsigned long long)off);
 		return -1;
 	}
 	return probe_plan_code(code, (size_t)n, addr, off, p, err, errlen);

@@ -21,8 +21,9 @@ struct probe_plan {
 };
 
 /* Plans probes for the function at runtime address addr, whose code is at
- * file offset off of the file at path. 0, or -1 with err set. */
-int probe_plan(const char *path, uint64_t addr, uint64_t off,
+ * file offset off of the file open at fd (tfile.h: the file the probes go
+ * on, read by its descriptor). 0, or -1 with err set. */
+int probe_plan(int fd, uint64_t addr, uint64_t off,
 	       struct probe_plan *p, char *err, size_t errlen);
 /* The same from bytes in memory (for tests). */
 int probe_plan_code(const uint8_t *code, size_t len, uint64_t addr,

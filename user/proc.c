@@ -12,8 +12,8 @@
 
 int pmaps_load(pid_t pid, struct pmaps *m)
 {
-	char fn[64], line[4096];
-	size_t cap = 0;
+	char fn[64], *line = NULL;
+	size_t cap = 0, lcap = 0;
 	FILE *f;
 
 	m->v = NULL;
@@ -22,7 +22,9 @@ int pmaps_load(pid_t pid, struct pmaps *m)
 	f = fopen(fn, "re");
 	if (!f)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
+	/* getline: a line is as long as its path (over 4 KiB in a deep
+	 * directory), and a fixed buffer would parse its rest as a line */
+	while (getline(&line, &lcap, f) > 0) {
 		struct pmap p = { 0 };
 		int pos = 0;
 
@@ -41,6 +43,7 @@ int pmaps_load(pid_t pid, struct pmaps *m)
 			cap = cap ? 2 * cap : 64;
 			nv = realloc(m->v, cap * sizeof(*nv));
 			if (!nv) {
+				free(line);
 				fclose(f);
 				pmaps_free(m);
 				return -ENOMEM;
@@ -49,6 +52,7 @@ int pmaps_load(pid_t pid, struct pmaps *m)
 		}
 		m->v[m->n++] = p;
 	}
+	free(line);
 	fclose(f);
 	return 0;
 }

@@ -28,6 +28,7 @@
 
 #include "elfsym.h"
 #include "guard.h"
+#include "tfile.h"
 
 /* -- A process ------------------------------------------------------------- */
 
@@ -99,6 +100,8 @@ void proc_drop(struct tr *t, struct tproc *p)
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	proc_links_free(p, 0);
+	for (unsigned i = 0; i < p->naf; i++)
+		tfile_close(&p->af[i].f);
 	u64set_free(&p->hooked);
 	syms_free(&p->syms);
 	free(p->vms);
@@ -128,12 +131,12 @@ int proc_wanted(const struct tr *t, const struct tproc *p)
 
 /* -- Its VMs --------------------------------------------------------------- */
 
-int is_luajit(const char *path)
+int is_luajit(int fd)
 {
 	uint64_t off;
 
-	return !elfsym_offset(path, "lua_newstate", &off) &&
-	       !elfsym_offset(path, "luaJIT_setmode", &off);
+	return !elfsym_offset(fd, "lua_newstate", &off) &&
+	       !elfsym_offset(fd, "luaJIT_setmode", &off);
 }
 
 int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
@@ -171,11 +174,12 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 	if (!scan->n && !quiet) {
 		int lj = 0;
 		for (size_t i = 0; i < m.n && !lj; i++) {
-			char path[128];
-			if (m.v[i].perms[2] != 'x' || !pmap_is_file(&m.v[i]))
+			struct tfile f;
+			if (m.v[i].perms[2] != 'x' || !pmap_is_file(&m.v[i]) ||
+			    tfile_open(&f, p->pid, &m.v[i]))
 				continue;
-			pmap_file_path(p->pid, &m.v[i], path, sizeof(path));
-			lj = is_luajit(path);
+			lj = is_luajit(f.fd);
+			tfile_close(&f);
 		}
 		/* Self-pointers like L->glref also occur by chance
 		 * (allocator free lists): only LuaJIT's own symbols
@@ -237,20 +241,27 @@ void proc_unlock(struct tproc *p)
 
 /* -- --all ----------------------------------------------------------------- */
 
-/* LuaJIT files found: dev ^ inode -> 1 LuaJIT, 2 not. */
-static int file_is_luajit(struct u64map *seen, pid_t pid, const struct pmap *m,
-			  char *path, size_t len)
+/* Does pid's mapping m hold LuaJIT? Then its file is watched (for every
+ * process only if root's: watch_file). Files found: dev ^ inode -> 1
+ * LuaJIT, 2 not; each read from the one descriptor that maps named. */
+static int file_is_luajit(struct tr *t, struct u64map *seen, pid_t pid,
+			  const struct pmap *m)
 {
 	uint64_t key = ((uint64_t)m->dev_major << 52 ^ (uint64_t)m->dev_minor << 40 ^
 			m->inode) | 1;
 	intptr_t v = (intptr_t)u64map_get(seen, key);
+	struct tfile f;
 	int err;
 
-	pmap_file_path(pid, m, path, len);
+	if (v == 2 || tfile_open(&f, pid, m))
+		return 0;
 	if (!v) {
-		v = is_luajit(path) ? 1 : 2;
+		v = is_luajit(f.fd) ? 1 : 2;
 		u64map_put(seen, key, (void *)v, &err);
 	}
+	if (v == 1)
+		watch_file(t, &f, pid);
+	tfile_close(&f);
 	return v == 1;
 }
 
@@ -271,13 +282,14 @@ static void watch_known(struct tr *t, struct u64map *seen)
 		if (glob(known_files[i], 0, NULL, &g))
 			continue;
 		for (size_t j = 0; j < g.gl_pathc; j++) {
-			struct stat st;
-			char rp[PATH_MAX];
+			struct tfile f;
 
 			(void)seen;
-			if (realpath(g.gl_pathv[j], rp) && !stat(rp, &st) &&
-			    S_ISREG(st.st_mode) && is_luajit(rp))
-				watch_file(t, rp);
+			if (tfile_open_path(&f, g.gl_pathv[j]))
+				continue;
+			if (is_luajit(f.fd))
+				watch_file(t, &f, 0);
+			tfile_close(&f);
 		}
 		globfree(&g);
 	}
@@ -295,13 +307,10 @@ static void consider(struct tr *t, struct u64map *seen, pid_t pid)
 	if (pmaps_load(pid, &m))
 		return;
 	for (size_t i = 0; i < m.n; i++) {
-		char path[128];
 		const struct pmap *mp = &m.v[i];
-		if (mp->perms[2] != 'x' || !pmap_is_file(mp) ||
-		    !file_is_luajit(seen, pid, mp, path, sizeof(path)))
-			continue;
-		lj = 1;
-		watch_file(t, path);
+		if (mp->perms[2] == 'x' && pmap_is_file(mp) &&
+		    file_is_luajit(t, seen, pid, mp))
+			lj = 1;
 	}
 	pmaps_free(&m);
 	if (!lj || !(p = proc_new(t, pid, 1)))

@@ -173,7 +173,7 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 	char a[32], f[32];
 	uint64_t n[4] = { 0 }, ba = 0, bf = 0, protos = 0, traces = 0,
 		 names_cut = 0, nolines = 0;
-	unsigned long csyms = 0;
+	unsigned long csyms = 0, cskipped = 0;
 	unsigned nvm = 0, np = 0;
 	struct tproc *one = NULL;
 
@@ -195,6 +195,7 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 		names_cut += p->names_cut;
 		nolines += p->nolines;
 		csyms += p->syms.nsyms;
+		cskipped += p->syms.skipped;
 	}
 	uint64_t evs = n[1] + n[2] + n[3];
 
@@ -292,6 +293,9 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 			t->dir ? "this kernel cannot stop a child before it runs: "
 				 "6.13, or schedule_tail under fexit" :
 				 "-o DIR/ traces them too");
+	if (cskipped)
+		fprintf(stderr, "  skipped: %lu object%s C names, over the caps on symbol "
+			"tables (said above)\n", cskipped, cskipped == 1 ? "'s" : "s'");
 	if (names_cut)
 		fprintf(stderr, "  %" PRIu64 " chunk names cut to %d bytes (string "
 			"gone before it could be read)\n", names_cut, LMT_NAME_MAX);

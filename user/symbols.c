@@ -9,6 +9,8 @@
 #include "elfsym.h"
 #include "proc.h"
 #include "symbols.h"
+#include "tfile.h"
+#include "trace.h"
 
 void syms_init(struct syms *s, pid_t pid, sym_emit_fn emit, void *ctx)
 {
@@ -82,6 +84,28 @@ static struct cobj *find_obj(struct syms *s, uint64_t dev, uint64_t inode)
 	return NULL;
 }
 
+/* Object o's function symbols, read from the file its mapping p holds
+ * (tfile.h: the very file maps names, or none); an object over elfsym's
+ * caps gives none, counted and said once. */
+static void obj_syms(struct syms *s, struct cobj *o, const struct pmap *p)
+{
+	static struct u64set said; /* objects said: once, not per process */
+	struct tfile f;
+	const char *why;
+
+	o->bias = p->lo - p->off;
+	if (tfile_open(&f, s->pid, p))
+		return;
+	elfsym_bias(f.fd, p->lo, p->off, &o->bias);
+	if (elfsym_funcs(f.fd, o->bias, on_func, s, &why) == ELFSYM_OVER_CAP) {
+		s->skipped++;
+		if (u64set_add(&said, tfile_key(&f)) == 1)
+			err1("warning: PID %d: no C names from %s: %s (caps: docs/security.md)", (int)s->pid,
+			     o->name, why);
+	}
+	tfile_close(&f);
+}
+
 int syms_scan(struct syms *s)
 {
 	struct pmaps m;
@@ -93,7 +117,6 @@ int syms_scan(struct syms *s)
 		const struct pmap *p = &m.v[i];
 		uint64_t dev = ((uint64_t)p->dev_major << 32) | p->dev_minor;
 		struct cobj *o, *nv;
-		char path[128];
 		const char *base;
 
 		if (p->perms[2] != 'x' || !pmap_is_file(p))
@@ -119,10 +142,7 @@ int syms_scan(struct syms *s)
 		base = strrchr(p->path, '/');
 		snprintf(o->name, sizeof(o->name), "%.63s", base ? base + 1 : p->path);
 		o->name[strcspn(o->name, " ")] = 0; /* " (deleted)" */
-		pmap_file_path(s->pid, p, path, sizeof(path));
-		if (elfsym_bias(path, p->lo, p->off, &o->bias))
-			o->bias = p->lo - p->off;
-		elfsym_funcs(path, o->bias, on_func, s);
+		obj_syms(s, o, p);
 	}
 	pmaps_free(&m);
 	return 0;

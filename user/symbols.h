@@ -30,6 +30,7 @@ struct syms {
 	size_t nobj;
 	struct u64set named; /* addresses some record names exactly */
 	unsigned long nsyms;
+	unsigned long skipped; /* objects over elfsym's caps: no names */
 	struct csym *log; /* every record emitted, in order */
 	size_t nlog, caplog;
 	struct u64map byaddr; /* address -> its last name in log (index + 1) */

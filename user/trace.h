@@ -23,6 +23,7 @@
 #include "probe.h"
 #include "proc.h"
 #include "symbols.h"
+#include "tfile.h"
 #include "tracer.h"
 #include "u64set.h"
 #include "vm.h"
@@ -35,6 +36,10 @@
 struct links {
 	struct bpf_link **v;
 	unsigned n, cap;
+	/* descriptors of the files its probes name as /proc/self/fd/N
+	 * (tfile.h), open as long as they are: the name tells the file */
+	int *fds;
+	unsigned nfd;
 };
 
 /* A probed allocator: its probes, kept apart from the process's other
@@ -55,7 +60,9 @@ struct shl {
 struct allocf {
 	uint64_t addr;
 	struct probe_plan plan;
-	char path[128];
+	/* its file, held open from the mapping maps named (tfile.h): read
+	 * and probed through f.path, whatever the process maps since */
+	struct tfile f;
 	struct links links, rets;
 	/* --duty where the kernel has uprobe_multi links, and sessions
 	 * (attach.c): the entries' link and the return's, as fd + 1 (0:
@@ -299,8 +306,8 @@ struct tproc *proc_new(struct tr *t, pid_t pid, int quiet);
 void proc_drop(struct tr *t, struct tproc *p);
 /* Does the process pass --exe? */
 int proc_wanted(const struct tr *t, const struct tproc *p);
-/* Does the file at path (an executable mapping) hold LuaJIT? */
-int is_luajit(const char *path);
+/* Does the file open at fd (an executable mapping) hold LuaJIT? */
+int is_luajit(int fd);
 /* --all: every process running now that maps LuaJIT, attached; the
  * LuaJIT files found are watched for new VMs. 0, or -1 having said why. */
 int select_all(struct tr *t);
@@ -343,6 +350,9 @@ void alloc_probes_take(struct tr *t, struct links *out);
 /* A process's links, its allocators' too (later: on the reaper thread). */
 void proc_links_free(struct tproc *p, int later);
 void links_join(void);
+/* f's descriptor kept open with ls's links (closed by links_free); f is
+ * left without it. */
+void links_hold(struct links *ls, struct tfile *f);
 /* Does the kernel have task works (6.18+)? Then alloc_enter's reads can
  * land on its stack (struct gq in bpf/read.h). */
 int open_load(struct tr *t, int kst);
@@ -359,8 +369,11 @@ struct tvm *vm_known(struct tr *t, struct tproc *p, uint32_t id, uint64_t L,
 /* The hooks of a process's objects (lua_newstate, lua_close, dlopen); with
  * --all only dlopen: the rest is watched for every process at once. */
 void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m);
-/* --all: lua_newstate and lua_close of a LuaJIT file, for every process. */
-int watch_file(struct tr *t, const char *path);
+/* --all: lua_newstate and lua_close of LuaJIT file f, for every process
+ * if f is root's and writable by no one else (tfile_trusted), else for
+ * process pid only (none if pid <= 0). 0, or -errno said. f's descriptor
+ * stays with the probes (links_hold). */
+int watch_file(struct tr *t, struct tfile *f, pid_t pid);
 /* Into the trace's list of processes. */
 void proc_link(struct tr *t, struct tproc *p);
 /* --all: a process left out by --exe; BPF ignores it until it ends. */
