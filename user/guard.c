@@ -9,30 +9,128 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <stdio.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "guard.h"
 #include "luamemtrace.h"
 
-size_t guard_stops(int stops_fd, struct held **v)
+/* The map's stops in state (all but expired ones if state is 0), their
+ * values read if keep, else zeroed. */
+static size_t stops_in(int stops_fd, int state, int keep, struct held **v)
 {
 	struct held *a = NULL, *na;
-	struct lmt_stop k;
+	struct lmt_stop k, prev;
+	struct lmt_hold h;
 	size_t n = 0, cap = 0;
+	int first = 1;
 
-	while (!bpf_map_get_next_key(stops_fd, n ? &a[n - 1].k : NULL, &k)) {
+	while (!bpf_map_get_next_key(stops_fd, first ? NULL : &prev, &k)) {
+		first = 0;
+		prev = k;
+		if (bpf_map_lookup_elem(stops_fd, &k, &h))
+			memset(&h, 0, sizeof(h)); /* going: as before */
+		if (state ? h.state != state : h.state == LMT_STOP_EXPIRED)
+			continue;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 8;
 			if (!(na = realloc(a, cap * sizeof(*a))))
 				break;
 			a = na;
 		}
-		memset(&a[n].h, 0, sizeof(a[n].h));
+		if (keep)
+			a[n].h = h;
+		else
+			memset(&a[n].h, 0, sizeof(a[n].h));
 		a[n++].k = k;
 	}
 	*v = a;
 	return n;
+}
+
+size_t guard_stops(int stops_fd, struct held **v)
+{
+	return stops_in(stops_fd, 0, 0, v);
+}
+
+size_t guard_expired(int stops_fd, struct held **v)
+{
+	size_t n = stops_in(stops_fd, LMT_STOP_EXPIRED, 1, v);
+
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(stops_fd, &(*v)[i].k);
+	return n;
+}
+
+/* -- A process by its identity --------------------------------------------- */
+
+/* The boot-time offset of our time namespace, in ns (/proc/PID/stat
+ * shows start times with it added). */
+static int64_t boot_offset(void)
+{
+	static int done;
+	static int64_t off;
+	char line[128];
+	FILE *f;
+
+	if (done)
+		return off;
+	done = 1;
+	if (!(f = fopen("/proc/self/timens_offsets", "re")))
+		return off;
+	while (fgets(line, sizeof(line), f)) {
+		long long sec;
+		long nsec;
+
+		if (sscanf(line, "boottime %lld %ld", &sec, &nsec) == 2)
+			off = (int64_t)sec * 1000000000 + nsec;
+	}
+	fclose(f);
+	return off;
+}
+
+/* Field 22 of /proc/PID/stat: its start, in clock ticks; 0 if unknown. */
+static uint64_t start_ticks(pid_t pid)
+{
+	char p[64], st[1024];
+	const char *c;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, st, sizeof(st) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	st[n] = 0;
+	c = strrchr(st, ')'); /* the name may hold anything */
+	if (!c || sscanf(c + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)
+		return 0;
+	return v;
+}
+
+int guard_cont(const struct held *s)
+{
+	int fd = (int)syscall(SYS_pidfd_open, (pid_t)s->k.tgid, 0), r = -1;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	if (fd < 0)
+		return -1;
+	/* Opened first, then its start read: a process started since our
+	 * stop (the PID given again) shows a later start. */
+	if (!s->h.start || hz <= 0 ||
+	    start_ticks((pid_t)s->k.tgid) ==
+		    (uint64_t)((int64_t)s->h.start + boot_offset()) /
+			    (uint64_t)(1000000000 / hz))
+		r = syscall(SYS_pidfd_send_signal, fd, SIGCONT, NULL, 0) ? -1 : 0;
+	close(fd);
+	return r;
 }
 
 /* -- Stops of other tracers ------------------------------------------------ */
@@ -187,12 +285,67 @@ int guard_release(int stops_fd, struct held *v, size_t n)
 	}
 	for (size_t i = 0; i < n; i++)
 		if (held_first(v, i) && !(held && held[i]))
-			kill((pid_t)v[i].k.tgid, SIGCONT);
+			guard_cont(&v[i]);
 	free(held);
 	for (size_t i = 0; i < n; i++)
 		bpf_map_delete_elem(stops_fd, &v[i].k);
 	errno = err;
 	return r;
+}
+
+/* -- The watchdog ---------------------------------------------------------- */
+
+static uint64_t boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+/* The deadline of a stop, in ns (guard.h: LMT_HOLD_MAX_MS). */
+static uint64_t hold_max_ns(void)
+{
+	const char *d = getenv("LMT_TEST_DEADLINE"), *h = getenv("LMT_TEST_HOLD");
+	uint64_t ms = LMT_HOLD_MAX_MS;
+
+	if (d && atol(d) > 0)
+		ms = (uint64_t)atol(d);
+	else if (h && atol(h) > 0)
+		ms += (uint64_t)atol(h);
+	return ms * 1000000;
+}
+
+/* Stops held longer than max: marked expired, and their processes
+ * continued unless a stop of them is held still (one of ours made later,
+ * or a peer's: each ends by its own deadline). */
+static void expire(int stops_fd, uint64_t max)
+{
+	struct held *v;
+	size_t n = stops_in(stops_fd, LMT_STOP_HELD, 1, &v), k = 0;
+	const uint64_t now = boot_ns();
+	uint8_t *held;
+
+	for (size_t i = 0; i < n; i++)
+		if (v[i].h.since <= now && now - v[i].h.since > max)
+			v[k++] = v[i];
+	if (!k || !(held = calloc(k, 1))) {
+		free(v);
+		return;
+	}
+	for (size_t i = 0; i < k; i++) {
+		struct lmt_hold h = v[i].h;
+
+		h.state = LMT_STOP_EXPIRED;
+		bpf_map_update_elem(stops_fd, &v[i].k, &h, BPF_EXIST);
+	}
+	held_in(stops_fd, v, k, held);
+	held_by_peers(stops_fd, v, k, held); /* one not looked at: as none */
+	for (size_t i = 0; i < k; i++)
+		if (held_first(v, i) && !held[i])
+			guard_cont(&v[i]);
+	free(held);
+	free(v);
 }
 
 /* Moves fd to want (want < 3 + 2: the guardian's two). */
@@ -208,6 +361,7 @@ static void guard_main(int stops_fd, int pidfd)
 	static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP,
 				       SIGTTIN, SIGTTOU, SIGPIPE, SIGUSR1, SIGUSR2 };
 	struct pollfd p = { .events = POLLIN };
+	const uint64_t max = hold_max_ns();
 	int nul;
 
 	setsid(); /* out of the tracer's process group and terminal */
@@ -231,10 +385,17 @@ static void guard_main(int stops_fd, int pidfd)
 			close(nul);
 	}
 	/* A pidfd turns readable when the whole thread group has exited:
-	 * its descriptors, and so its probes, are gone by then. */
+	 * its descriptors, and so its probes, are gone by then. Meanwhile,
+	 * stops held too long are ended. */
 	p.fd = 4;
-	while (poll(&p, 1, -1) < 0 && errno == EINTR)
-		;
+	for (;;) {
+		int r = poll(&p, 1, LMT_HOLD_TICK_MS);
+
+		if (r > 0 || (r < 0 && errno != EINTR))
+			break;
+		if (!r)
+			expire(3, max);
+	}
 	/* A stop still held in our own map when we looked (made after we
 	 * read it) is released on the next turn. */
 	for (int turn = 0; turn < 100; turn++) {

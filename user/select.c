@@ -76,6 +76,14 @@ struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 		free(p);
 		return NULL;
 	}
+	/* Its memory by descriptor from now on (proc.h). */
+	if (proc_bind(pid, p->pidfd)) {
+		if (!quiet)
+			err1("cannot open process %d's memory", (int)pid);
+		close(p->pidfd);
+		free(p);
+		return NULL;
+	}
 	p->start = start_time(pid);
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
@@ -95,6 +103,7 @@ void proc_drop(struct tr *t, struct tproc *p)
 {
 	(void)t;
 	proc_unlock(p);
+	proc_unbind(p->pid, p->pidfd);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	proc_links_free(p, 0);

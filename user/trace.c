@@ -213,8 +213,15 @@ static void reap(struct tr *t)
 		return;
 	drain(t);
 	for (struct tproc *p = t->procs; p; p = p->next)
-		if (p->exited)
+		if (p->exited) {
+			const uint32_t tg = (uint32_t)p->pid;
+
 			proc_end(t, p, "exited");
+			if (t->o->no_loss) { /* bpf/ring.h: its ring share */
+				bpf_map__delete_elem(t->skel->maps.ring_sent, &tg, sizeof(tg), 0);
+				bpf_map__delete_elem(t->skel->maps.ring_taken, &tg, sizeof(tg), 0);
+			}
+		}
 }
 
 /* Polls until tracing ends; says why in t->end. */

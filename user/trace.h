@@ -230,6 +230,7 @@ struct tr {
 	const struct lj_variant *var;
 	int lost_vm;          /* VMs or processes we could not attach to */
 	int ran_held;         /* processes that ran while stopped for us */
+	unsigned expired;     /* processes the guardian continued: we stalled */
 	int peers_warned;     /* other tracers' stops could not be seen */
 	int warned;           /* the probe plan's warning, said once */
 	struct lmt_slot *slots; /* the slots map, mmapped */
