@@ -1,6 +1,7 @@
 /* The guardian (see guard.h). */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -135,19 +137,22 @@ int guard_cont(const struct held *s)
 
 /* -- Stops of other tracers ------------------------------------------------ */
 
-/* Other tracers' stops maps found so far, by ID (an ID is not given
- * again), and the highest ID looked at: a release opens only those, and
- * looks at the maps made since. Per process: the tracer's, the
- * guardian's. */
+/* Each tracer's guardian, which holds its stops map at descriptor 3 as
+ * long as any stop of it may be held, is named by a record only root can
+ * write: LMT_PEERS/GUARDIAN_PID holds the map's ID. A peer's map is one a
+ * record names and its guardian holds (/proc/PID/fdinfo/3): a map merely
+ * named lmt_stops (anyone may make one where unprivileged BPF is allowed)
+ * is never one. */
+#define LMT_PEERS_TOP "/run/luamemtrace"
+#define LMT_PEERS "peers"
+
 static struct {
-	__u32 *ids;
-	size_t n, cap;
-	__u32 top, own;
+	__u32 own; /* our map's ID */
 } peers;
 
 static int is_stops(const struct bpf_map_info *in)
 {
-	return !strcmp(in->name, "lmt_stops") && in->type == BPF_MAP_TYPE_HASH &&
+	return in->type == BPF_MAP_TYPE_HASH &&
 	       in->key_size == sizeof(struct lmt_stop) &&
 	       in->value_size == sizeof(struct lmt_hold);
 }
@@ -169,40 +174,141 @@ static void held_in(int fd, const struct held *v, size_t n, uint8_t *held)
 	}
 }
 
-/* Map id, read-only: its descriptor; -1 if it is gone, -2 (errno) if it
- * cannot be opened. */
-static int peer_open(__u32 id)
+/* Is dirfd/name, opened with flags, root's and writable by root alone
+ * (no symlink followed)? Its descriptor, or -1. */
+static int root_only(int dirfd, const char *name, int flags)
+{
+	struct stat st;
+	int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || st.st_uid != 0 || (st.st_mode & 022) ||
+	    ((flags & O_DIRECTORY) ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The records' directory, made if need be: its descriptor, or -1 (errno). */
+static int peers_dir(int make)
+{
+	int top, d;
+
+	if (make)
+		mkdir(LMT_PEERS_TOP, 0700);
+	if ((top = root_only(AT_FDCWD, LMT_PEERS_TOP, O_RDONLY | O_DIRECTORY)) < 0)
+		return -1;
+	if (make)
+		mkdirat(top, LMT_PEERS, 0700);
+	d = root_only(top, LMT_PEERS, O_RDONLY | O_DIRECTORY);
+	close(top);
+	return d;
+}
+
+/* Does process pid hold map id at descriptor 3 (a guardian's)? */
+static int holds_map(pid_t pid, __u32 id)
+{
+	char p[64], buf[1024], *m;
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%d/fdinfo/3", (int)pid);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	m = strstr(buf, "\nmap_id:");
+	return m && strtoul(m + 8, NULL, 10) == id;
+}
+
+int guard_record(pid_t guardian, int stops_fd)
+{
+	struct bpf_map_info in;
+	__u32 len = sizeof(in);
+	char name[32], tmp[40], txt[32];
+	int d, fd, ok;
+
+	memset(&in, 0, sizeof(in));
+	if (bpf_obj_get_info_by_fd(stops_fd, &in, &len) || (d = peers_dir(1)) < 0)
+		return -1;
+	snprintf(name, sizeof(name), "%d", (int)guardian);
+	snprintf(tmp, sizeof(tmp), ".%d.tmp", (int)guardian);
+	snprintf(txt, sizeof(txt), "%u\n", in.id);
+	unlinkat(d, tmp, 0);
+	fd = openat(d, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	ok = fd >= 0 && write(fd, txt, strlen(txt)) == (ssize_t)strlen(txt);
+	if (fd >= 0)
+		close(fd);
+	ok = ok && !renameat(d, tmp, d, name);
+	if (!ok)
+		unlinkat(d, tmp, 0);
+	close(d);
+	return ok ? 0 : -1;
+}
+
+/* The guardian's record goes with it. */
+static void record_drop(void)
+{
+	char name[32];
+	int d = peers_dir(0);
+
+	if (d < 0)
+		return;
+	snprintf(name, sizeof(name), "%d", (int)getpid());
+	unlinkat(d, name, 0);
+	close(d);
+}
+
+/* The map a record names, if its guardian holds it: its descriptor
+ * (read-only), or -1. */
+static int peer_open(int d, const char *name)
 {
 	LIBBPF_OPTS(bpf_get_fd_by_id_opts, o, .open_flags = BPF_F_RDONLY);
-	int fd = bpf_map_get_fd_by_id_opts(id, &o);
+	struct bpf_map_info in;
+	__u32 len = sizeof(in), id;
+	char txt[32], *end;
+	unsigned long pid;
+	ssize_t n;
+	int fd;
 
-	return fd >= 0 ? fd : errno == ENOENT ? -1 : -2;
-}
-
-/* Adds id to the maps found: 0, or -1 out of memory. */
-static int peer_add(__u32 id)
-{
-	if (peers.n == peers.cap) {
-		size_t cap = peers.cap ? 2 * peers.cap : 4;
-		__u32 *na = realloc(peers.ids, cap * sizeof(*na));
-
-		if (!na)
-			return -1;
-		peers.ids = na;
-		peers.cap = cap;
+	pid = strtoul(name, &end, 10);
+	if (*end || !pid || pid > INT32_MAX ||
+	    (fd = root_only(d, name, O_RDONLY)) < 0)
+		return -1;
+	n = read(fd, txt, sizeof(txt) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	txt[n] = 0;
+	id = (__u32)strtoul(txt, &end, 10);
+	if (*end != '\n' || !id || id == peers.own || !holds_map((pid_t)pid, id))
+		return -1;
+	if ((fd = bpf_map_get_fd_by_id_opts(id, &o)) < 0)
+		return -1;
+	memset(&in, 0, sizeof(in));
+	/* The guardian may have ended meanwhile, the ID is not given again:
+	 * still the map it held. */
+	if (bpf_obj_get_info_by_fd(fd, &in, &len) || in.id != id || !is_stops(&in)) {
+		close(fd);
+		return -1;
 	}
-	peers.ids[peers.n++] = id;
-	return 0;
+	return fd;
 }
 
-/* The same for every other tracer's stops map: 0, or -1 (errno) if not
- * every map of the system could be looked at (one that could not is
- * looked at again next time). */
+/* The same for every other tracer's stops map: 0, or -1 (errno) if the
+ * records could not be read. */
 static int held_by_peers(int own_fd, const struct held *v, size_t n, uint8_t *held)
 {
 	struct bpf_map_info in;
-	__u32 len, id;
-	int fd, bad = 0;
+	struct dirent *de;
+	__u32 len;
+	DIR *dir;
+	int d, fd;
 
 	if (!peers.own) {
 		memset(&in, 0, sizeof(in));
@@ -211,46 +317,20 @@ static int held_by_peers(int own_fd, const struct held *v, size_t n, uint8_t *he
 			return -1;
 		peers.own = in.id;
 	}
-	for (size_t i = 0; i < peers.n; i++) {
-		if ((fd = peer_open(peers.ids[i])) == -1) { /* its tracer ended */
-			peers.ids[i--] = peers.ids[--peers.n];
+	if ((d = peers_dir(0)) < 0)
+		return errno == ENOENT ? 0 : -1; /* no tracer wrote one */
+	if (!(dir = fdopendir(d))) {
+		close(d);
+		return -1;
+	}
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] == '.' || (fd = peer_open(d, de->d_name)) < 0)
 			continue;
-		}
-		if (fd < 0) {
-			bad = errno;
-			continue;
-		}
 		held_in(fd, v, n, held);
 		close(fd);
 	}
-	id = peers.top;
-	while (!bpf_map_get_next_id(id, &id)) {
-		int stops;
-
-		if ((fd = peer_open(id)) == -1)
-			continue;
-		memset(&in, 0, sizeof(in));
-		len = sizeof(in);
-		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &in, &len)) {
-			bad = errno;
-			if (fd >= 0)
-				close(fd);
-			break; /* from here again next time */
-		}
-		stops = id != peers.own && is_stops(&in);
-		if (stops)
-			held_in(fd, v, n, held);
-		close(fd);
-		if (stops && peer_add(id)) {
-			bad = ENOMEM;
-			break;
-		}
-		peers.top = id;
-	}
-	if (!bad && errno != ENOENT)
-		bad = errno;
-	errno = bad;
-	return bad ? -1 : 0;
+	closedir(dir);
+	return 0;
 }
 
 int guard_release(int stops_fd, struct held *v, size_t n)
@@ -407,6 +487,7 @@ static void guard_main(int stops_fd, int pidfd)
 		guard_release(3, v, n);
 		free(v);
 	}
+	record_drop();
 	_exit(0);
 }
 

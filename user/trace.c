@@ -308,7 +308,7 @@ static int select_target(struct tr *t, struct vmscan *scans)
 			err1("cannot run %s: command not found", o->cmd[0]);
 			return -1;
 		}
-		t->cmd_pid = start_child(o->cmd, &t->gate);
+		t->cmd_pid = start_child(o, &t->gate);
 		if (t->cmd_pid < 0) {
 			err1("cannot start %s: %s", o->cmd[0], strerror(errno));
 			return -1;
@@ -344,6 +344,11 @@ static int open_bpf(struct tr *t)
 	t->guardian = guard_start(t->stops_fd);
 	if (t->guardian < 0) {
 		err1("cannot start the guardian process: %s", strerror(errno));
+		return -1;
+	}
+	/* Other tracers see our stops only through this record. */
+	if (guard_record(t->guardian, t->stops_fd)) {
+		err1("cannot write /run/luamemtrace/peers: %s", strerror(errno));
 		return -1;
 	}
 	if (map_slots(t))

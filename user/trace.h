@@ -441,7 +441,7 @@ void proc_end(struct tr *t, struct tproc *p, const char *end);
 /* -- spawn.c -------------------------------------------------------------- */
 
 int resolve_cmd(const char *name, char *out);
-pid_t start_child(char **cmd, int *gate);
+pid_t start_child(const struct topts *o, int *gate);
 /* Passes on to -- COMMAND a signal sent to us alone (forward_sig). */
 void forward_signal(struct tr *t);
 void wait_child(struct tr *t);
