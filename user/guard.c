@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "guard.h"
+#include "proc.h"
 #include "luamemtrace.h"
 
 /* The map's stops in state (all but expired ones if state is 0), their
@@ -93,30 +94,6 @@ static int64_t boot_offset(void)
 	return off;
 }
 
-/* Field 22 of /proc/PID/stat: its start, in clock ticks; 0 if unknown. */
-static uint64_t start_ticks(pid_t pid)
-{
-	char p[64], st[1024];
-	const char *c;
-	unsigned long long v = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
-	n = read(fd, st, sizeof(st) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	st[n] = 0;
-	c = strrchr(st, ')'); /* the name may hold anything */
-	if (!c || sscanf(c + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-			 "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)
-		return 0;
-	return v;
-}
-
 int guard_cont(const struct held *s)
 {
 	int fd = (int)syscall(SYS_pidfd_open, (pid_t)s->k.tgid, 0), r = -1;
@@ -127,7 +104,7 @@ int guard_cont(const struct held *s)
 	/* Opened first, then its start read: a process started since our
 	 * stop (the PID given again) shows a later start. */
 	if (!s->h.start || hz <= 0 ||
-	    start_ticks((pid_t)s->k.tgid) ==
+	    proc_start((pid_t)s->k.tgid) ==
 		    (uint64_t)((int64_t)s->h.start + boot_offset()) /
 			    (uint64_t)(1000000000 / hz))
 		r = syscall(SYS_pidfd_send_signal, fd, SIGCONT, NULL, 0) ? -1 : 0;

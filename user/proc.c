@@ -82,6 +82,31 @@ int pmap_is_file(const struct pmap *m)
 	return m->inode != 0 && m->path[0] == '/';
 }
 
+/* -- Identity ------------------------------------------------------------- */
+
+uint64_t proc_start(pid_t pid)
+{
+	char p[64], st[1024];
+	const char *c;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, st, sizeof(st) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	st[n] = 0;
+	c = strrchr(st, ')'); /* the name may hold anything */
+	if (!c || sscanf(c + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)
+		return 0;
+	return v;
+}
+
 /* -- Memory, by descriptor ------------------------------------------------ */
 
 /* A bound process: its memory, open since it was bound, and its pidfd

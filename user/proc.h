@@ -46,6 +46,10 @@ int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* As much as is readable from addr on: bytes read, or -errno. */
 ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len);
 
+/* Field 22 of /proc/PID/stat: when it started, in clock ticks since
+ * boot; 0 if unknown. */
+uint64_t proc_start(pid_t pid);
+
 /* Is pidfd's process alive (not yet reaped)? */
 int proc_alive(int pidfd);
 /* Sends sig to pidfd's process: 0 or -errno (ESRCH: it is gone). */

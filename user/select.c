@@ -30,30 +30,6 @@
 
 /* -- A process ------------------------------------------------------------- */
 
-/* Field 22 of /proc/PID/stat: when it started, in clock ticks since boot. */
-static uint64_t start_time(pid_t pid)
-{
-	char p[64], st[1024];
-	const char *c;
-	unsigned long long v = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
-	n = read(fd, st, sizeof(st) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	st[n] = 0;
-	c = strrchr(st, ')'); /* the name may hold anything */
-	if (!c || sscanf(c + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-			 "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)
-		return 0;
-	return v;
-}
-
 struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 {
 	struct tproc *p = calloc(1, sizeof(*p));
@@ -84,7 +60,7 @@ struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 		free(p);
 		return NULL;
 	}
-	p->start = start_time(pid);
+	p->start = proc_start(pid);
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
 		n = read(fd, p->comm, sizeof(p->comm) - 1);
