@@ -1039,8 +1039,7 @@ static void check_held(struct tr *t, const struct held *v, size_t n)
 		struct tproc *p = proc_of(t, v[i].k.tgid);
 		size_t j;
 
-		if (!v[i].h.conts || v[i].h.soft || v[i].h.state == LMT_STOP_EXPIRED ||
-		    (p && p->ran_held))
+		if (!v[i].h.conts || v[i].h.soft || (p && p->ran_held))
 			continue;
 		for (j = 0; j < i && !(v[j].k.tgid == v[i].k.tgid && v[j].h.conts &&
 				       !v[j].h.soft); j++)
@@ -1112,6 +1111,7 @@ void settle_stops(struct tr *t, int block)
 	struct held *v;
 	size_t n = guard_expired(t->stops_fd, &v);
 
+	check_held(t, v, n); /* a SIGCONT not ours came first: said as such */
 	said_expired(t, v, n);
 	free(v);
 	n = guard_stops(t->stops_fd, &v);
