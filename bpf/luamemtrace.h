@@ -566,7 +566,9 @@ struct lmt_stop {
  * process was sent while held (by anyone: another tracer, a shell), each
  * of which may have let it run unseen. soft: a stop that only paces the
  * process (--no-loss), where running on loses nothing unsaid. */
-enum { LMT_STOP_HELD = 1, LMT_STOP_RELEASED = 2 };
+enum { LMT_STOP_HELD = 1, LMT_STOP_RELEASED = 2,
+       LMT_STOP_EXPIRED = 3 /* held past the deadline: the guardian
+			     * continued it (user/guard.h) */ };
 
 /* How a forked child is stopped before it runs (bpf/stop.h: fork_stop):
  * not at all, by its parent's fork (6.13), by itself (schedule_tail). */
@@ -577,6 +579,9 @@ struct lmt_hold {
 	__u8 soft;
 	__u16 pad;
 	__u32 conts;
+	__u64 since; /* when it was made: bpf_ktime_get_boot_ns() */
+	__u64 start; /* its process's start (start_boottime, ns): its
+		      * identity, for a SIGCONT never sent to a PID reused */
 };
 
 /* A new VM. Unless BPF registered it, its process is stopped until user

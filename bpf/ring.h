@@ -24,6 +24,47 @@ struct {
 	__type(value, struct lmt_slot);
 } slots SEC(".maps");
 
+/* --no-loss: bytes of event records each process has put in the ring
+ * (BPF adds them) and user space has taken out (it alone writes
+ * ring_taken: user/consume.c). Their difference is what the process holds
+ * in the ring now: pressure() pauses the process that fills the ring,
+ * not every process that finds it full. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} ring_sent SEC(".maps"), ring_taken SEC(".maps");
+
+static __always_inline void ring_sent_add(__u32 tgid, __u64 len)
+{
+	__u64 *v, zero = 0;
+
+	if (!no_loss)
+		return;
+	v = bpf_map_lookup_elem(&ring_sent, &tgid);
+	if (!v) {
+		bpf_map_update_elem(&ring_sent, &tgid, &zero, BPF_NOEXIST);
+		if (!(v = bpf_map_lookup_elem(&ring_sent, &tgid)))
+			return; /* full: it holds nothing, as far as we know */
+	}
+	__sync_fetch_and_add(v, len);
+}
+
+/* What tgid holds in the ring (bytes of its event records unread). */
+static __always_inline __u64 ring_held(__u32 tgid)
+{
+	__u64 *s = bpf_map_lookup_elem(&ring_sent, &tgid);
+	__u64 *tk = bpf_map_lookup_elem(&ring_taken, &tgid);
+	__u64 sent, taken;
+
+	if (!s)
+		return 0;
+	sent = *s;
+	taken = tk ? *tk : 0;
+	return sent > taken ? sent - taken : 0;
+}
+
 static __always_inline __u64 wake_flags(struct ctx *c, __u64 bytes)
 {
 	c->pc->unwoken += bytes;
@@ -63,6 +104,7 @@ static __always_inline void flush_locked(struct ctx *c, struct lmt_slot *sl)
 	} else {
 		c->st->events += n;
 		c->st->ev_recs++;
+		ring_sent_add(sl->tgid, len);
 	}
 	sl->len = sizeof(struct lmt_batch);
 	sl->nev = 0;
@@ -146,6 +188,7 @@ static __always_inline int emit(struct ctx *c, const struct lmt_ev *ev)
 	 * ring by then (user/merge.c). */
 	b->h.len = sizeof(b->h) + 8 * lmt_ev_pack(b->w, ev, seq_next());
 	bpf_ringbuf_submit(b, wake_flags(c, 8 + sizeof(*b)));
+	ring_sent_add(c->tgid, sizeof(*b));
 	c->st->events += ev->kind != LMT_RET; /* an address, not an event */
 	c->st->ev_recs++;
 	return 0;
@@ -229,15 +272,23 @@ struct {
 	__type(value, __u32);
 } paused SEC(".maps");
 
-/* --no-loss: the ring over half full stops the producing process, once
- * until it is continued (stop.h: the stops map, the guardian). Its other
- * threads may add a few events meanwhile: half the ring is left for them. */
+/* --no-loss: the ring over half full stops the producing process if it
+ * holds a quarter of what is unread or more (the one that fills it; one
+ * sending a little meanwhile goes on); over three quarters full, any
+ * producing process. Once until it is continued (stop.h: the stops map,
+ * the guardian). Its other threads may add a few events meanwhile: a
+ * quarter of the ring is left for them. */
 static __always_inline void pressure(struct ctx *c)
 {
+	__u64 avail, size;
 	__u32 one = 1;
 
-	if (!no_loss ||
-	    bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) * 2 < bpf_ringbuf_query(&rb, BPF_RB_RING_SIZE) ||
+	if (!no_loss)
+		return;
+	avail = bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA);
+	size = bpf_ringbuf_query(&rb, BPF_RB_RING_SIZE);
+	if (avail * 2 < size ||
+	    (avail * 4 < size * 3 && ring_held(c->tgid) * 4 < avail) ||
 	    bpf_map_update_elem(&paused, &c->tgid, &one, BPF_NOEXIST))
 		return;
 	if (stop_process(c->tgid, 1))

@@ -30,7 +30,11 @@ static __always_inline __u8 stop_process(__u32 tgid, __u8 soft)
 {
 	struct lmt_stop k = { .tgid = tgid,
 			      .seq = __sync_fetch_and_add(&stopseq, 1) };
-	struct lmt_hold h = { .state = LMT_STOP_HELD, .soft = soft };
+	struct lmt_hold h = { .state = LMT_STOP_HELD, .soft = soft,
+			      .since = bpf_ktime_get_boot_ns(),
+			      .start = BPF_CORE_READ((struct task_struct *)
+						     bpf_get_current_task(),
+						     group_leader, start_boottime) };
 
 	if (bpf_map_update_elem(&lmt_stops, &k, &h, BPF_NOEXIST))
 		return 0;
@@ -69,7 +73,9 @@ static __always_inline __u8 stop_task(struct task_struct *task, __u32 tgid)
 {
 	struct lmt_stop k = { .tgid = tgid,
 			      .seq = __sync_fetch_and_add(&stopseq, 1) };
-	struct lmt_hold h = { .state = LMT_STOP_HELD };
+	struct lmt_hold h = { .state = LMT_STOP_HELD,
+			      .since = bpf_ktime_get_boot_ns(),
+			      .start = BPF_CORE_READ(task, group_leader, start_boottime) };
 
 	if (fork_stop == LMT_FORK_STOP_NONE ||
 	    bpf_map_update_elem(&lmt_stops, &k, &h, BPF_NOEXIST))

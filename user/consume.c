@@ -557,6 +557,13 @@ static void on_newvm(struct tr *t, const struct lmt_newvm *n)
 	}
 	if (p->ignored)
 		return;
+	/* -- COMMAND was bound before it executed its program: its memory
+	 * is the program's from here (proc.h; stopped, our child). */
+	if (!p->attached && p->pid == t->cmd_pid && proc_bind(p->pid, p->pidfd)) {
+		err1("warning: PID %d: cannot open its memory: not traced", (int)p->pid);
+		t->lost_vm++;
+		return;
+	}
 	if (pmaps_load((pid_t)n->tgid, &m) == 0) {
 		if (vm_at((pid_t)n->tgid, &m, t->o->variant, n->L, &v, why,
 			  sizeof(why)) == 0) {
@@ -759,6 +766,18 @@ static uint64_t rec_seq(const void *data, size_t sz, uint32_t *tgid, uint32_t *v
 	return 0;
 }
 
+/* --no-loss: an event record of the process taken out of the ring
+ * (bpf/ring.h: ring_taken, which only we write). */
+static void ring_taken_add(struct tr *t, const struct lmt_batch *b, size_t sz)
+{
+	const int fd = bpf_map__fd(t->skel->maps.ring_taken);
+	uint64_t n = 0;
+
+	bpf_map_lookup_elem(fd, &b->tgid, &n);
+	n += sz;
+	bpf_map_update_elem(fd, &b->tgid, &n, BPF_ANY);
+}
+
 int on_rec(void *ctx, void *data, size_t sz)
 {
 	struct tr *t = ctx;
@@ -777,6 +796,8 @@ int on_rec(void *ctx, void *data, size_t sz)
 			on_proto(t, data, sz);
 		break;
 	case LMT_REC_BATCH:
+		if (t->o->no_loss && sz >= sizeof(struct lmt_batch))
+			ring_taken_add(t, data, sz);
 		on_batch(t, data, sz);
 		break;
 	case LMT_REC_FORGET:
@@ -1049,6 +1070,39 @@ static void check_held(struct tr *t, const struct held *v, size_t n)
 	}
 }
 
+/* Stops the guardian ended for being held past the deadline (the tracer
+ * stalled: user/guard.h): said, once a process and a round; the process
+ * ran before we were done with it, so its stream is incomplete, but for
+ * a pacing stop (--no-loss: what it loses is counted). */
+static void said_expired(struct tr *t, const struct held *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct tproc *p = proc_of(t, v[i].k.tgid);
+		size_t j;
+
+		if (v[i].h.state != LMT_STOP_EXPIRED)
+			continue;
+		for (j = 0; j < i && !(v[j].k.tgid == v[i].k.tgid &&
+				       v[j].h.state == LMT_STOP_EXPIRED); j++)
+			;
+		if (j < i)
+			continue;
+		t->expired++;
+		err1("warning: PID %u held stopped over %.1f s (the tracer "
+		     "stalled): the guardian continued it%s", v[i].k.tgid,
+		     LMT_HOLD_MAX_MS / 1e3,
+		     v[i].h.soft ? "" : "; what it did meanwhile may be missing");
+		if (!v[i].h.soft && !(p && p->ran_held)) {
+			if (p)
+				p->ran_held = 1;
+			t->ran_held++;
+		}
+		if (t->o->no_loss) /* it may pause again */
+			bpf_map__delete_elem(t->skel->maps.paused, &v[i].k.tgid,
+					     sizeof(v[i].k.tgid), 0);
+	}
+}
+
 /* Keeps of v the stops of processes in w (seen stopped): the others'
  * are for the next round. Their count. */
 static size_t stops_of(struct held *v, size_t n, const struct held *w, size_t nw)
@@ -1069,7 +1123,12 @@ static size_t stops_of(struct held *v, size_t n, const struct held *w, size_t nw
 void settle_stops(struct tr *t, int block)
 {
 	struct held *v;
-	size_t n = guard_stops(t->stops_fd, &v);
+	size_t n = guard_expired(t->stops_fd, &v);
+
+	check_held(t, v, n); /* a SIGCONT not ours came first: said as such */
+	said_expired(t, v, n);
+	free(v);
+	n = guard_stops(t->stops_fd, &v);
 
 	if (n && !all_stopped(t, v, n)) {
 		if (!t->settling)
@@ -1110,6 +1169,7 @@ void settle_stops(struct tr *t, int block)
 		     "process two tracers stop may be continued before the "
 		     "other is done with it", strerror(errno));
 	check_held(t, v, n);
+	said_expired(t, v, n); /* ended by the guardian as we released them */
 	/* --no-loss: drained, they may pause again */
 	for (size_t i = 0; t->o->no_loss && i < n; i++)
 		bpf_map__delete_elem(t->skel->maps.paused, &v[i].k.tgid, sizeof(v[i].k.tgid), 0);

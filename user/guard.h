@@ -9,16 +9,39 @@
  * Other tracers stop the processes they trace the same way, and a SIGCONT
  * ends every stop at once: a process is continued only when no tracer's
  * map holds a stop of it (struct lmt_hold says how).
+ *
+ * No process is held hostage by a tracer that stalls (stopped, or busy
+ * with one hostile process): while the tracer lives, the guardian
+ * continues every stop held past LMT_HOLD_MAX_MS (it marks it
+ * LMT_STOP_EXPIRED; the tracer says so and removes it). A SIGCONT goes
+ * through a pidfd, to the process the stop was made for (its start
+ * time), never to another given its PID.
  */
 #ifndef LMT_GUARD_H
 #define LMT_GUARD_H
 
 #include <sys/types.h>
 
+/* -- Caps ------------------------------------------------------------------ */
+
+/* Longest a stop is held, in ms: past it the guardian continues the
+ * process whatever the tracer is doing. Stops last a few ms (probing an
+ * allocator, reading a trace); 2 s is far above that on a loaded host,
+ * and short enough that a stalled tracer costs a tenant no more than a
+ * brief pause. LMT_TEST_HOLD (tests) lengthens it by as much;
+ * LMT_TEST_DEADLINE=MS (tests) replaces it. */
+#define LMT_HOLD_MAX_MS 2000
+/* How often the guardian looks at the stops' ages, in ms. */
+#define LMT_HOLD_TICK_MS 100
+
 /* Starts the guardian over the stops map (a BPF map fd, struct lmt_stop keys).
  * Call before any probe is attached: the guardian keeps no descriptor but
  * the map and our pidfd. Its PID, or -1 with errno. */
 pid_t guard_start(int stops_fd);
+/* Writes the record that makes the guardian's map a peer's to other
+ * tracers (only such maps are: guard.c, Stops of other tracers). Call
+ * before any stop can be made. 0, or -1 (errno). */
+int guard_record(pid_t guardian, int stops_fd);
 
 #include "luamemtrace.h"
 
@@ -51,5 +74,15 @@ size_t guard_stops(int stops_fd, struct held **v);
  * released. 0, or -1 (errno) if other tracers' maps could not all be
  * looked at (the processes are continued as if they held none). */
 int guard_release(int stops_fd, struct held *v, size_t n);
+
+/* The stops the guardian continued for being held too long (state
+ * LMT_STOP_EXPIRED), in a malloc'd array (*v, free it; their values
+ * read), their entries removed: their count, 0 if none or out of memory.
+ * guard_stops leaves them out. */
+size_t guard_expired(int stops_fd, struct held **v);
+
+/* Continues the process stop s was made for, through a pidfd, if it is
+ * still that process (its start time); 0, or -1 if it is gone. */
+int guard_cont(const struct held *s);
 
 #endif

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,9 @@ static const char usage[] =
 	"  -h, --help             this text\n"
 	"  -V, --version          print the version\n"
 	"\n"
+	"  -u, --user USER        with -- COMMAND: run it as USER (its IDs and\n"
+	"                         groups, as strace -u does); without -u COMMAND\n"
+	"                         runs as luamemtrace does: as root\n"
 	"      --strict           with -- COMMAND: exit 3 on lost events and 1 on\n"
 	"                         a tracer error, rather than the command's status\n"
 	"\n"
@@ -256,6 +260,7 @@ int main(int argc, char **argv)
 		{ "floor", optional_argument, NULL, OPT_FLOOR },
 		{ "ab", optional_argument, NULL, OPT_AB },
 		{ "ab-without", required_argument, NULL, OPT_AB_WITHOUT },
+		{ "user", required_argument, NULL, 'u' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -271,8 +276,18 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "top"))
 		return top_main(argc - 1, argv + 1);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:o:fd:b:t:qvhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:o:fd:b:t:u:qvhV", opts, NULL)) != -1) {
 		switch (c) {
+		case 'u': {
+			const struct passwd *pw = getpwnam(optarg);
+
+			if (!pw)
+				return bad_usage("no such user '%s' (-u USER)", optarg);
+			o.user = optarg;
+			o.uid = pw->pw_uid;
+			o.gid = pw->pw_gid;
+			break;
+		}
 		case 'p':
 			if (add_pids(&o, optarg))
 				return bad_usage("bad PID list '%s' (PID[,PID...])", optarg);
@@ -417,6 +432,8 @@ int main(int argc, char **argv)
 		return bad_usage("%s", "--exe narrows --all: give --all too");
 	if (!o.out)
 		return bad_usage("%s", "no output: give -o FILE or -o DIR/");
+	if (o.user && !o.cmd)
+		return bad_usage("%s needs -- COMMAND", "-u");
 	if (o.strict && !o.cmd)
 		return bad_usage("%s", "--strict is for -- COMMAND (with -p, loss "
 				       "is exit 3 already)");

@@ -493,6 +493,7 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 	if (!p->ignored && t->nlive)
 		t->nlive--;
 	proc_unlock(p);
+	proc_unbind(p->pid, p->pidfd);
 	if (p->pidfd >= 0) {
 		close(p->pidfd);
 		p->pidfd = -1;

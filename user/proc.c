@@ -1,14 +1,17 @@
 /* /proc parsing and target memory reads. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "proc.h"
+#include "u64set.h"
 
 int pmaps_load(pid_t pid, struct pmaps *m)
 {
@@ -83,25 +86,119 @@ int pmap_is_file(const struct pmap *m)
 	return m->inode != 0 && m->path[0] == '/';
 }
 
-int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+/* -- Identity ------------------------------------------------------------- */
 
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EFAULT;
+uint64_t proc_start(pid_t pid)
+{
+	char p[64], st[1024];
+	const char *c;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, st, sizeof(st) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	st[n] = 0;
+	c = strrchr(st, ')'); /* the name may hold anything */
+	if (!c || sscanf(c + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)
+		return 0;
+	return v;
 }
 
+/* -- Memory, by descriptor ------------------------------------------------ */
+
+/* A bound process: its memory, open since it was bound, and its pidfd
+ * (not ours: its tracer closes it). */
+struct pbound {
+	int memfd, pidfd;
+};
+
+static struct u64map bound; /* PID -> struct pbound */
+
+int proc_alive(int pidfd)
+{
+	return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+}
+
+int proc_signal(int pidfd, int sig)
+{
+	return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) ? -errno : 0;
+}
+
+int proc_bind(pid_t pid, int pidfd)
+{
+	struct pbound *b = malloc(sizeof(*b)), *old;
+	char fn[64];
+	int err = 0;
+
+	if (!b)
+		return -ENOMEM;
+	snprintf(fn, sizeof(fn), "/proc/%d/mem", (int)pid);
+	b->pidfd = pidfd;
+	if ((b->memfd = open(fn, O_RDONLY | O_CLOEXEC)) < 0) {
+		err = -errno;
+		free(b);
+		return err;
+	}
+	/* Alive after the open: the PID was still its own when it was
+	 * opened (a PID is not given again before its process is reaped). */
+	if (!proc_alive(pidfd)) {
+		close(b->memfd);
+		free(b);
+		return -ESRCH;
+	}
+	old = u64map_put(&bound, (uint64_t)pid, b, &err);
+	if (err) {
+		close(b->memfd);
+		free(b);
+		return -ENOMEM;
+	}
+	if (old) {
+		close(old->memfd);
+		free(old);
+	}
+	return 0;
+}
+
+void proc_unbind(pid_t pid, int pidfd)
+{
+	struct pbound *b = u64map_get(&bound, (uint64_t)pid);
+
+	if (!b || b->pidfd != pidfd)
+		return;
+	u64map_del(&bound, (uint64_t)pid);
+	close(b->memfd);
+	free(b);
+}
+
+/* Reads through the process's own descriptor: an exited process's reads
+ * fail (its memory is gone), whoever has its PID now. */
 ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
-	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+	const struct pbound *b = pid > 0 ? u64map_get(&bound, (uint64_t)pid) : NULL;
+	ssize_t n;
 
-	return n < 0 ? -errno : n;
+	if (!b)
+		return -ESRCH; /* never by a bare PID */
+	if (addr > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - addr)
+		return -EFAULT;
+	n = pread(b->memfd, buf, len, (off_t)addr);
+	if (n < 0)
+		return errno == EIO ? -EFAULT : -errno;
+	return n == 0 && len ? -ESRCH : n; /* 0: its memory is gone */
 }
 
-int proc_exists(pid_t pid)
+int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
-	return kill(pid, 0) == 0 || errno == EPERM;
+	ssize_t n = proc_read_some(pid, addr, buf, len);
+
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EFAULT;
 }

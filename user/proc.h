@@ -1,4 +1,8 @@
-/* The target process seen through /proc: mappings and memory. */
+/* The target process seen through /proc: mappings and memory.
+ *
+ * Memory is read only through a descriptor bound to the process itself
+ * (proc_bind): a read never reaches another process that was given the
+ * PID after an exit, nor the program the process executed since. */
 #ifndef LMT_PROC_H
 #define LMT_PROC_H
 
@@ -29,10 +33,26 @@ void pmap_file_path(pid_t pid, const struct pmap *m, char *buf, size_t len);
 /* Is this mapping backed by a regular file? */
 int pmap_is_file(const struct pmap *m);
 
-/* Reads len bytes of the target at addr. 0 or -errno. */
+/* Binds pid's memory to the process pidfd names: /proc/PID/mem opened,
+ * then pidfd checked alive (so the open reached that process). Reads of
+ * pid go there until proc_unbind; a later bind of pid replaces it. 0, or
+ * -errno (ESRCH: the process is gone). pidfd stays the caller's. */
+int proc_bind(pid_t pid, int pidfd);
+/* Closes pid's binding if it was made with pidfd (else leaves it). */
+void proc_unbind(pid_t pid, int pidfd);
+/* Reads len bytes of pid at addr. 0 or -errno: ESRCH if pid is not bound
+ * or its process (or the program it ran when bound) is gone. */
 int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* As much as is readable from addr on: bytes read, or -errno. */
 ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len);
-int proc_exists(pid_t pid);
+
+/* Field 22 of /proc/PID/stat: when it started, in clock ticks since
+ * boot; 0 if unknown. */
+uint64_t proc_start(pid_t pid);
+
+/* Is pidfd's process alive (not yet reaped)? */
+int proc_alive(int pidfd);
+/* Sends sig to pidfd's process: 0 or -errno (ESRCH: it is gone). */
+int proc_signal(int pidfd, int sig);
 
 #endif

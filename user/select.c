@@ -32,30 +32,6 @@
 
 /* -- A process ------------------------------------------------------------- */
 
-/* Field 22 of /proc/PID/stat: when it started, in clock ticks since boot. */
-static uint64_t start_time(pid_t pid)
-{
-	char p[64], st[1024];
-	const char *c;
-	unsigned long long v = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
-	n = read(fd, st, sizeof(st) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	st[n] = 0;
-	c = strrchr(st, ')'); /* the name may hold anything */
-	if (!c || sscanf(c + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-			 "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)
-		return 0;
-	return v;
-}
-
 struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 {
 	struct tproc *p = calloc(1, sizeof(*p));
@@ -78,7 +54,15 @@ struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 		free(p);
 		return NULL;
 	}
-	p->start = start_time(pid);
+	/* Its memory by descriptor from now on (proc.h). */
+	if (proc_bind(pid, p->pidfd)) {
+		if (!quiet)
+			err1("cannot open process %d's memory", (int)pid);
+		close(p->pidfd);
+		free(p);
+		return NULL;
+	}
+	p->start = proc_start(pid);
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
 		n = read(fd, p->comm, sizeof(p->comm) - 1);
@@ -97,6 +81,7 @@ void proc_drop(struct tr *t, struct tproc *p)
 {
 	(void)t;
 	proc_unlock(p);
+	proc_unbind(p->pid, p->pidfd);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	proc_links_free(p, 0);

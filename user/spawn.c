@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <grp.h>
 #include <sys/wait.h>
 
 #include "trace.h"
@@ -37,8 +38,12 @@ int resolve_cmd(const char *name, char *out)
 	return -1;
 }
 
-pid_t start_child(char **cmd, int *gate)
+/* The command runs as the tracer does (root), as under strace, perf and
+ * gdb, unless -u USER names another: then it runs with USER's IDs and
+ * groups (initgroups), as strace -u does. */
+pid_t start_child(const struct topts *o, int *gate)
 {
+	char **cmd = o->cmd;
 	int p[2];
 	pid_t c;
 
@@ -53,6 +58,11 @@ pid_t start_child(char **cmd, int *gate)
 		/* Wait until the tracer is ready; EOF means it gave up. */
 		if (read(p[0], &b, 1) != 1)
 			_exit(127);
+		if (o->user && (initgroups(o->user, o->gid) || setgid(o->gid) ||
+				setuid(o->uid))) {
+			err1("cannot run %s as %s: %s", cmd[0], o->user, strerror(errno));
+			_exit(127);
+		}
 		execvp(cmd[0], cmd);
 		err1("cannot run %s: %s", cmd[0], strerror(errno));
 		_exit(127);

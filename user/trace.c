@@ -225,8 +225,15 @@ static void reap(struct tr *t)
 		return;
 	drain(t);
 	for (struct tproc *p = t->procs; p; p = p->next)
-		if (p->exited)
+		if (p->exited) {
+			const uint32_t tg = (uint32_t)p->pid;
+
 			proc_end(t, p, "exited");
+			if (t->o->no_loss) { /* bpf/ring.h: its ring share */
+				bpf_map__delete_elem(t->skel->maps.ring_sent, &tg, sizeof(tg), 0);
+				bpf_map__delete_elem(t->skel->maps.ring_taken, &tg, sizeof(tg), 0);
+			}
+		}
 }
 
 /* Polls until tracing ends; says why in t->end. */
@@ -313,7 +320,7 @@ static int select_target(struct tr *t, struct vmscan *scans)
 			err1("cannot run %s: command not found", o->cmd[0]);
 			return -1;
 		}
-		t->cmd_pid = start_child(o->cmd, &t->gate);
+		t->cmd_pid = start_child(o, &t->gate);
 		if (t->cmd_pid < 0) {
 			err1("cannot start %s: %s", o->cmd[0], strerror(errno));
 			return -1;
@@ -353,6 +360,11 @@ static int open_bpf(struct tr *t)
 	t->guardian = guard_start(t->stops_fd);
 	if (t->guardian < 0) {
 		err1("cannot start the guardian process: %s", strerror(errno));
+		return -1;
+	}
+	/* Other tracers see our stops only through this record. */
+	if (guard_record(t->guardian, t->stops_fd)) {
+		err1("cannot write /run/luamemtrace/peers: %s", strerror(errno));
 		return -1;
 	}
 	if (map_slots(t))

@@ -245,6 +245,7 @@ struct tr {
 	const struct lj_variant *var;
 	int lost_vm;          /* VMs or processes we could not attach to */
 	int ran_held;         /* processes that ran while stopped for us */
+	unsigned expired;     /* processes the guardian continued: we stalled */
 	int peers_warned;     /* other tracers' stops could not be seen */
 	int warned;           /* the probe plan's warning, said once */
 	struct lmt_slot *slots; /* the slots map, mmapped */
@@ -460,7 +461,7 @@ void proc_end(struct tr *t, struct tproc *p, const char *end);
 /* -- spawn.c -------------------------------------------------------------- */
 
 int resolve_cmd(const char *name, char *out);
-pid_t start_child(char **cmd, int *gate);
+pid_t start_child(const struct topts *o, int *gate);
 /* Passes on to -- COMMAND a signal sent to us alone (forward_sig). */
 void forward_signal(struct tr *t);
 void wait_child(struct tr *t);

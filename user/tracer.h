@@ -24,6 +24,9 @@ struct topts {
 	const char **exes; /* --exe: only these (--all) */
 	unsigned nexes;
 	char **cmd;        /* -- CMD..., or NULL */
+	const char *user;  /* -u USER: CMD runs as USER (NULL: as we do, root) */
+	uid_t uid;         /* its IDs (-u) */
+	gid_t gid;
 	const char *out;
 	double duration;   /* seconds, 0 = until stopped */
 	const char *variant; /* force one layout variant */
