@@ -21,5 +21,18 @@ if [ -n "$plan" ] && [ $((p + f)) -lt "$plan" ]; then f=$((plan - p)); fi
 [ -z "$plan" ] && f=$((f + 1))
 pass=$((pass + p)); fail=$((fail + f))
 
+# Debian's 6.1 and 6.12 kernels under QEMU, the guest suite in each
+# (tests/kernels). LMT_NO_KERNELS=1 (by hand, between runs of the host
+# suites) leaves them out, and says so.
+if [ "${LMT_NO_KERNELS:-}" = 1 ]; then
+	echo "# kernel guests not run (LMT_NO_KERNELS=1)"
+else
+	tap=$(bash tests/kernels/run.sh 2>&1)
+	printf '%s\n' "$tap"
+	p=$(printf '%s\n' "$tap" | grep -c '^ok ')
+	f=$(printf '%s\n' "$tap" | grep -c '^not ok ')
+	pass=$((pass + p)); fail=$((fail + f))
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
