@@ -3,6 +3,9 @@
 # limits make the tracer say, on the kernels that have them.
 
 load ../helpers
+# helpers.bash names them from its own suites' directory, one above.
+LMT="$BATS_TEST_DIRNAME/../../luamemtrace"
+LUA_DIR="$BATS_TEST_DIRNAME/../lua"
 
 setup() {
 	T="$BATS_TEST_TMPDIR"
@@ -10,8 +13,8 @@ setup() {
 
 @test "--check: the paths this kernel takes, and the BPF object loads" {
 	run "$LMT" --check
-	[ "$status" -eq 0 ]
 	echo "$output"
+	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "kernel $(uname -r): supported (6.1 or later, BTF)" ]
 	case $(uname -r) in
 	6.1.*)
