@@ -7,10 +7,10 @@
 # What each kernel's fallbacks cost shows as its ratios beside 6.18's.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-LMT=./luamemtrace
+LMT=${LMT:-./luamemtrace}
 PAIRS=${BENCH_PAIRS:-8}
 declare -A N=([churn]=20000 [mixed]=2000)
-./luamemtrace --check | sed 's/^/# /'
+"$LMT" --check 2>/dev/null | sed 's/^/# /'
 printf '%-8s %-4s %-9s %s\n' workload jit mode "traced/floor (median of pairs; middle half)"
 for w in churn mixed; do
 	for j in on off; do
