@@ -27,7 +27,7 @@ for w in churn mixed; do
 				END { if (!NR) { printf "%-8s %-4s %-9s no pairs\n", w, j, m; exit }
 				      printf "%-8s %-4s %-9s %.3f (%.3f-%.3f, %d pairs)\n", w, j, m,
 					a[int((NR + 1) / 2)], a[int(NR / 4) + 1], a[int(3 * NR / 4) + (NR < 4)], NR }'
-			grep -E '^ *lost: *[1-9]' /tmp/bench.err | sed 's/^/# /'
+			grep -E '^ *lost: *[1-9]|--stacks: this kernel' /tmp/bench.err | sed 's/^/# /'
 			[ "$m" = stacks ] && rm -f "$o" "$o.stacks" "$o.info"
 		done
 	done
