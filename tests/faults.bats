@@ -19,10 +19,7 @@ setup() {
 # the small tmpfs of the disk-full test.
 teardown() {
 	local p
-	for p in $(cat "$T/pids" 2>/dev/null); do
-		kill -CONT "$p" 2>/dev/null || true
-		kill -9 "$p" 2>/dev/null || true
-	done
+	end_listed
 	for p in $(jobs -p); do
 		kill -9 "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true

@@ -60,6 +60,16 @@ teardown() {
 	done
 }
 
+# end_listed: the processes a test listed in $T/pids (orphans a broken
+# tracer may leave stopped), continued, then killed.
+end_listed() {
+	local p
+	for p in $(cat "$T/pids" 2>/dev/null); do
+		kill -CONT "$p" 2>/dev/null || true
+		kill -9 "$p" 2>/dev/null || true
+	done
+}
+
 # No uprobe-backed perf event with a BPF program is left on the system
 # by luamemtrace (bpftool lists the live ones).
 no_probes_left() {

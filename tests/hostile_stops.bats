@@ -18,10 +18,7 @@ setup() {
 # (continued, then killed), a forged map it pinned.
 teardown() {
 	local p
-	for p in $(cat "$T/pids" 2>/dev/null); do
-		kill -CONT "$p" 2>/dev/null || true
-		kill -9 "$p" 2>/dev/null || true
-	done
+	end_listed
 	for p in $(jobs -p); do
 		kill -CONT "$p" 2>/dev/null || true
 		kill -9 "$p" 2>/dev/null || true

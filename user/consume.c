@@ -999,20 +999,13 @@ static int stopped(pid_t tgid)
 	while (!running && (de = readdir(d))) {
 		char q[96];
 		const char *c;
-		ssize_t n;
-		int fd;
 
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(q, sizeof(q), "/proc/%d/task/%.32s/stat", (int)tgid,
 			 de->d_name);
-		if ((fd = open(q, O_RDONLY | O_CLOEXEC)) < 0)
+		if (proc_small(q, st, sizeof(st)) < 0)
 			continue;
-		n = read(fd, st, sizeof(st) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		st[n] = 0;
 		c = strrchr(st, ')'); /* the name may hold anything */
 		running = c && c[1] == ' ' && !strchr("TtZXx", c[2]);
 	}

@@ -188,17 +188,10 @@ static int peers_dir(int make)
 static int holds_map(pid_t pid, __u32 id)
 {
 	char p[64], buf[1024], *m;
-	ssize_t n;
-	int fd;
 
 	snprintf(p, sizeof(p), "/proc/%d/fdinfo/3", (int)pid);
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+	if (proc_small(p, buf, sizeof(buf)) < 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	m = strstr(buf, "\nmap_id:");
 	return m && strtoul(m + 8, NULL, 10) == id;
 }

@@ -15,6 +15,12 @@
 
 /* -- Probes ---------------------------------------------------------------- */
 
+/* A program that returns 0: what the probes below load. */
+static const struct bpf_insn ret0[] = {
+	{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
+	{ .code = BPF_JMP | BPF_EXIT },
+};
+
 /* A switch of the test knobs: on at "1" alone. */
 static int knob(const char *n)
 {
@@ -31,10 +37,6 @@ static int knob(const char *n)
  * is ever attached. */
 static int link_type(uint32_t type)
 {
-	struct bpf_insn prog[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
 	LIBBPF_OPTS(bpf_prog_load_opts, opts,
 		    .expected_attach_type = (enum bpf_attach_type)type,
 		    .prog_flags = BPF_F_SLEEPABLE);
@@ -44,7 +46,7 @@ static int link_type(uint32_t type)
 				 .offsets = (uint64_t)(uintptr_t)&off,
 				 .cnt = 1 };
 	union bpf_attr a;
-	int pfd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", prog, 2, &opts);
+	int pfd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", ret0, 2, &opts);
 	int fd, ok;
 
 	if (pfd < 0)
@@ -65,10 +67,6 @@ static int link_type(uint32_t type)
  * patch, which BTF alone does not tell). */
 static int fexit_ok(const struct btf *b, const char *fn)
 {
-	struct bpf_insn prog[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
 	const int id = btf__find_by_name_kind(b, fn, BTF_KIND_FUNC);
 	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FEXIT,
 		    .attach_btf_id = (uint32_t)id);
@@ -76,7 +74,7 @@ static int fexit_ok(const struct btf *b, const char *fn)
 
 	if (id <= 0)
 		return 0;
-	pfd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", prog, 2, &opts);
+	pfd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", ret0, 2, &opts);
 	if (pfd < 0)
 		return 0;
 	lfd = bpf_raw_tracepoint_open(NULL, pfd);

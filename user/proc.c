@@ -88,22 +88,30 @@ int pmap_is_file(const struct pmap *m)
 
 /* -- Identity ------------------------------------------------------------- */
 
+ssize_t proc_small(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd;
+
+	if (size < 2 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
 uint64_t proc_start(pid_t pid)
 {
 	char p[64], st[1024];
 	const char *c;
 	unsigned long long v = 0;
-	ssize_t n;
-	int fd;
 
 	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+	if (proc_small(p, st, sizeof(st)) < 0)
 		return 0;
-	n = read(fd, st, sizeof(st) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	st[n] = 0;
 	c = strrchr(st, ')'); /* the name may hold anything */
 	if (!c || sscanf(c + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
 			 "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)

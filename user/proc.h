@@ -50,6 +50,10 @@ ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len);
  * boot; 0 if unknown. */
 uint64_t proc_start(pid_t pid);
 
+/* A small file of /proc (stat, fdinfo) into buf, NUL-terminated: its
+ * bytes (at most size - 1), or -1 if it cannot be read or is empty. */
+ssize_t proc_small(const char *path, char *buf, size_t size);
+
 /* Is pidfd's process alive (not yet reaped)? */
 int proc_alive(int pidfd);
 /* Sends sig to pidfd's process: 0 or -errno (ESRCH: it is gone). */

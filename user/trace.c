@@ -343,14 +343,19 @@ static int select_target(struct tr *t, struct vmscan *scans)
 	return 0;
 }
 
+/* The object loaded with the kernel-stack reader where the kernel has
+ * it, else (or if it does not load) the compatible one: 0 or -1, said. */
+static int load_object(struct tr *t)
+{
+	return open_load(t, t->kf.kst) && (!t->kf.kst || open_load(t, 0)) ? -1 : 0;
+}
+
 /* Open, configure and load the BPF object; then, before any probe, the
  * guardian (it must hold no probe's descriptor); the slots, the ring, the
  * exec, fork and SIGCONT watches, and -- COMMAND's hooks. */
 static int open_bpf(struct tr *t)
 {
-	const int kst = t->kf.kst;
-
-	if (open_load(t, kst) && (!kst || open_load(t, 0)))
+	if (load_object(t))
 		return -1;
 	if (t->dir && t->skel->rodata->fork_stop == LMT_FORK_STOP_NONE)
 		err1("warning: this kernel cannot stop a forked child before it runs "
@@ -625,7 +630,7 @@ int trace_check(const struct topts *o)
 	kfeat_print(&t.kf, stdout);
 	fflush(stdout);
 	/* What the probes say is only true if the object loads. */
-	if (!open_load(&t, t.kf.kst) || (t.kf.kst && !open_load(&t, 0))) {
+	if (!load_object(&t)) {
 		printf("  the BPF object:       loads (%s)\n", bpf_program__name(t.enter));
 		rc = 0;
 	}
