@@ -29,7 +29,7 @@ BPF_SKEL := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
 PB_C     := $(OUT)/profile.pb-c.c
 PB_H     := $(OUT)/profile.pb-c.h
 REPORT_SRC := $(wildcard user/report/*.c) $(PB_C)
-USER_SRC := $(wildcard user/*.c) $(wildcard user/report/*.c)
+USER_SRC := $(wildcard user/*/*.c)
 # The flame graph's page inlines d3 and d3-flame-graph, from the npm
 # registry at the versions user/report/flame/package-lock.json pins.
 NPM_DIR  := $(OUT)/npm
@@ -39,9 +39,10 @@ FG_ASSETS := $(NPM_MOD)/d3/dist/d3.min.js $(NPM_MOD)/d3-flame-graph/dist/d3-flam
 	$(NPM_MOD)/d3-flame-graph/dist/d3-flamegraph.css
 FG_OBJ   := $(OUT)/flame_assets.o
 USER_OBJ := $(patsubst user/%.c,$(OUT)/%.o,$(USER_SRC)) $(OUT)/profile.pb-c.o $(FG_OBJ)
-USER_H   := $(wildcard user/*.h user/report/*.h) $(PB_H)
+USER_H   := $(wildcard user/*/*.h) $(PB_H)
 # Objects that need neither BPF nor libbpf: shared with unit tests and fuzzers.
-LIB_SRC  := user/merge.c user/memprof_write.c user/memprof_read.c user/stacks_write.c user/stacks_read.c $(REPORT_SRC) user/esc.c user/info.c
+LIB_SRC  := user/streams/merge.c user/format/memprof_write.c user/format/memprof_read.c user/format/stacks_write.c \
+	user/format/stacks_read.c $(REPORT_SRC) user/format/esc.c user/format/info.c
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))
@@ -70,6 +71,7 @@ $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@
 
 $(OUT)/%.o: user/%.c $(USER_H) bpf/*.h $(BPF_SKEL) | $(OUT)
+	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(PB_C) $(PB_H) &: user/report/profile.proto | $(OUT)
@@ -88,14 +90,14 @@ $(FG_OBJ): user/report/flame_assets.S user/report/flame/page.html user/report/fl
 $(OUT)/profile.pb-c.o: $(PB_C) $(PB_H)
 	$(CC) $(CFLAGS) $(SAN) -I$(OUT) -c $< -o $@
 
-$(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) $(FG_OBJ) user/probe.c user/layout.c $(USER_H) bpf/*.h | $(OUT)
+$(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) $(FG_OBJ) user/probes/placement.c user/target/layout.c $(USER_H) bpf/*.h | $(OUT)
 	@mkdir -p $(OUT)/unit
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
-		-o $@ $< $(UNIT_EXTRA) $(LIB_SRC) $(FG_OBJ) user/probe.c user/layout.c -lcapstone -lprotobuf-c -lz -lm -lpthread
+		-o $@ $< $(UNIT_EXTRA) $(LIB_SRC) $(FG_OBJ) user/probes/placement.c user/target/layout.c -lcapstone -lprotobuf-c -lz -lm -lpthread
 
 # The readers of a target's memory, fed forged structures: the test reads
 # its own memory (it defines proc_read).
-READERS := user/traces.c user/luanames.c user/vm.c user/lines.c user/u64set.c
+READERS := user/convert/jit.c user/convert/luanames.c user/target/vmscan.c user/convert/lines.c user/util/u64set.c
 $(OUT)/unit/test_forged: UNIT_EXTRA := $(READERS)
 $(OUT)/unit/test_forged: $(READERS) $(BPF_SKEL)
 
@@ -162,8 +164,9 @@ clean:
 	rm -rf $(OUT) luamemtrace
 
 # Test helpers built from tests/ (not installed).
-$(OUT)/mpdump: tests/tools/mpdump.c user/memprof_read.c user/memprof_write.c user/esc.c user/memprof.h user/memprof_read.h user/memprof_write.h user/uleb.h user/esc.h | $(OUT)
-	$(CC) $(ALL_CFLAGS) -o $@ tests/tools/mpdump.c user/memprof_read.c user/memprof_write.c user/esc.c
+MPDUMP_SRC := user/format/memprof_read.c user/format/memprof_write.c user/format/esc.c
+$(OUT)/mpdump: tests/tools/mpdump.c $(MPDUMP_SRC) $(USER_H) | $(OUT)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/tools/mpdump.c $(MPDUMP_SRC)
 
 $(OUT)/host: tests/c/host.c | $(OUT)
 	$(CC) $(ALL_CFLAGS) -I/usr/include/luajit-2.1 -o $@ $< -lluajit-5.1 -lpthread

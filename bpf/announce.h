@@ -224,7 +224,7 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 	}
 	flush(c);
 	/* Numbered before its record is in the ring: it may come late,
-	 * never ahead of an event that names it (user/merge.c). */
+	 * never ahead of an event that names it (user/streams/merge.c). */
 	p->seq = seq_next();
 	if (bpf_ringbuf_output(&rb, p, offsetof(struct lmt_proto, lineinfo) + n,
 			       wake_flags(c, offsetof(struct lmt_proto, lineinfo) + n))) {

@@ -7,7 +7,7 @@
  * thread's mark (lmt_await_mark), and the CPU notes where it went
  * (lmt_percpu's await): its process and slot, its offset in the batch,
  * its VM, and sp as its return will see it (at the probe site rsp is the
- * function's entry rsp, user/probe.c; the return pops 8). Every call
+ * function's entry rsp, user/probes/placement.c; the return pops 8). Every call
  * leaves a note, one with nothing to complete for an allocation not
  * recorded (AW_NONE) or a free (AW_FREE), so that no return takes an
  * older note for its own. The return, most often on the same CPU with
@@ -30,7 +30,7 @@
  * with it, taken by user space) or went alone (the VM has no slot, VMs
  * share a ud), the return sends an LMT_RET event alone, which reaches
  * user space after the allocation, and user space completes it
- * (user/consume.c: awaits). An allocation whose return never came
+ * (user/capture/ring.c: awaits). An allocation whose return never came
  * (tracing stopped between, its thread died in the allocator) stays
  * awaiting: user space counts it in flight.
  *

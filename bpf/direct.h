@@ -43,7 +43,7 @@
 
 #ifndef LMT_DR_HOST
 /* 6.2+. Weak: older kernels load the object with every direct read off
- * (kf_rdonly_cast 0, set before load from user/kfeat.c's probe), and the
+ * (kf_rdonly_cast 0, set before load from user/probes/kfeat.c's probe), and the
  * verifier removes the calls it then never reaches. */
 extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id__k) __ksym __weak;
 const volatile __u8 kf_rdonly_cast = 1;

@@ -3,7 +3,7 @@
  * means. Offsets come per VM in struct lj_layout; what is not an offset is
  * written here once.
  *
- * Every layout luamemtrace knows is GC64 with FR2 (user/layout.c): 8-byte
+ * Every layout luamemtrace knows is GC64 with FR2 (user/target/layout.c): 8-byte
  * TValues with the type in bits 47-63 (tv_gc), and two-slot frame headers,
  * the function in the slot below the frame link (the frame_* macros). A
  * non-GC64 entry would change those two, and nothing else: its 32-bit refs

@@ -79,7 +79,7 @@ static __always_inline int deliver(struct ctx *c, struct lmt_ev *ev, int sess)
 	return done;
 }
 
-/* -- Links shared by processes (user/attach.c: struct shl) ------------------ */
+/* -- Links shared by processes (user/probes/attach.c: struct shl) ------------------ */
 
 /* While a link with no PID is on (shl_on), its probes are in every
  * process that maps the file: one not traced that hits it is noted here,
@@ -143,7 +143,7 @@ static __always_inline void pred_tell(struct ctx *c, __u64 ud, struct lmt_ev *ev
  * ends telling for the slot's VM: on trial (its allocator is not
  * lj_alloc's: nothing told was used), or after (then the addresses told
  * since its last check may be wrong: user space says so loudly,
- * user/summary.c). */
+ * user/streams/summary.c). */
 static __always_inline void pred_check(struct ctx *c, __u64 k, __u64 ret)
 {
 	__u32 si = PRED_SI(k);
@@ -518,7 +518,7 @@ int BPF_PROG(child_start, struct task_struct *prev)
 
 /* A SIGCONT to a process we hold stopped, not ours (we mark a stop
  * released before we send it): user space says the process may have run
- * unseen (user/consume.c, check_held). Signals are rare: this costs
+ * unseen (user/capture/ring.c, check_held). Signals are rare: this costs
  * nothing. */
 SEC("tp_btf/signal_generate")
 int BPF_PROG(on_signal, int sig, struct kernel_siginfo *info,

@@ -1,6 +1,6 @@
 /* Shared by the BPF programs and user space: the LuaJIT layout description
  * handed to BPF per VM, and the records BPF sends through the ring buffer.
- * Offsets themselves live in one table (user/layout.c); BPF only ever sees
+ * Offsets themselves live in one table (user/target/layout.c); BPF only ever sees
  * them through struct lj_layout.
  */
 #ifndef LMT_SHARED_H
@@ -49,7 +49,7 @@ enum lmt_vmst {
 			   * allocation's return probed */
 
 /* Offsets (bytes) into LuaJIT's structures for one build variant: only
- * what BPF reads (user/layout.c is the table). */
+ * what BPF reads (user/target/layout.c is the table). */
 struct lj_layout {
 	/* global_State */
 	__u16 g_allocf, g_allocd, g_vmstate, g_mainthref, g_cur_L;
@@ -138,7 +138,7 @@ struct lmt_vm {
  * by bpf_ringbuf_output: just before it is sent, so it may come after
  * user space has passed its number; it never comes after an event that
  * names it), and user space merges the VMs' batches by it
- * (user/merge.c). busy is a lock taken by compare-and-swap around
+ * (user/streams/merge.c). busy is a lock taken by compare-and-swap around
  * every use of the batch: two threads in one slot at once (VMs sharing a
  * ud, whose events cannot be told apart) do not wait; the one that finds
  * it taken sends its event on its own, and batching ends (the nobatch
@@ -171,7 +171,7 @@ struct lmt_batch {
  * its return replaces in place while the event is still in its slot's
  * batch (bpf/await.h). Otherwise the return sends an LMT_RET event, loc
  * its mark, naddr the address, and user space completes the allocation
- * (user/consume.c: awaits); such an event in a batch of LMT_VM_NONE
+ * (user/capture/ring.c: awaits); such an event in a batch of LMT_VM_NONE
  * names only its process. */
 #define LMT_VM_NONE 0xffffffffu
 struct lmt_ev {
@@ -242,7 +242,7 @@ enum lmt_rec {
 	LMT_REC_STACK,     /* first sight of a Lua stack (--stacks) */
 };
 
-/* Event kinds, same numbering as user/memprof.h enum mp_kind. */
+/* Event kinds, same numbering as user/format/memprof.h enum mp_kind. */
 enum lmt_kind {
 	LMT_ALLOC = 1,
 	LMT_FREE = 2,
@@ -264,13 +264,13 @@ static inline int lmt_await_mark(__u64 naddr)
  * or a realloc that stayed in place, does: a block another VM freed
  * before the address was chosen comes first. A realloc that moved keeps
  * its entry's: the free of its old block, inside it, must not come after
- * that block's next owner (bpf/await.h, user/consume.c). */
+ * that block's next owner (bpf/await.h, user/capture/ring.c). */
 static inline int lmt_await_renumbers(__u8 kind, __u64 oaddr, __u64 addr)
 {
 	return kind == LMT_ALLOC || addr == oaddr;
 }
 
-/* Sources, same numbering as user/memprof.h enum mp_src. */
+/* Sources, same numbering as user/format/memprof.h enum mp_src. */
 enum lmt_src {
 	LMT_SRC_INTERNAL = 1,
 	LMT_SRC_LFUNC = 2,
@@ -568,7 +568,7 @@ struct lmt_stop {
  * process (--no-loss), where running on loses nothing unsaid. */
 enum { LMT_STOP_HELD = 1, LMT_STOP_RELEASED = 2,
        LMT_STOP_EXPIRED = 3 /* held past the deadline: the guardian
-			     * continued it (user/guard.h) */ };
+			     * continued it (user/session/guard.h) */ };
 
 /* How a forked child is stopped before it runs (bpf/stop.h: fork_stop):
  * not at all, by its parent's fork (6.13), by itself (schedule_tail). */
@@ -670,7 +670,7 @@ struct lmt_stats {
 	__u64 traces;     /* trace records */
 	__u64 unknown_vm; /* allocator hits with an unknown ud */
 	__u64 missed;     /* user space's: allocations whose address was
-			   * lost (user/consume.c: awaits) */
+			   * lost (user/capture/ring.c: awaits) */
 	__u64 parked;     /* user space's: allocations awaiting their
 			   * return, in flight */
 	__u64 lost_vm;    /* new VMs (or dlopens) whose record found the ring

@@ -26,7 +26,7 @@ struct {
 
 /* --no-loss: bytes of event records each process has put in the ring
  * (BPF adds them) and user space has taken out (it alone writes
- * ring_taken: user/consume.c). Their difference is what the process holds
+ * ring_taken: user/capture/ring.c). Their difference is what the process holds
  * in the ring now: pressure() pauses the process that fills the ring,
  * not every process that finds it full. */
 struct {
@@ -177,7 +177,7 @@ static __always_inline int emit(struct ctx *c, const struct lmt_ev *ev)
 
 	if (!b) {
 		/* an address: its allocation is counted, in flight or lost
-		 * (user/consume.c: awaits) */
+		 * (user/capture/ring.c: awaits) */
 		c->st->lost += ev->kind != LMT_RET;
 		return -1;
 	}
@@ -185,7 +185,7 @@ static __always_inline int emit(struct ctx *c, const struct lmt_ev *ev)
 	b->h.tgid = c->tgid;
 	b->h.vm = c->vmid;
 	/* Numbered once its record is reserved: a number taken is in the
-	 * ring by then (user/merge.c). */
+	 * ring by then (user/streams/merge.c). */
 	b->h.len = sizeof(b->h) + 8 * lmt_ev_pack(b->w, ev, seq_next());
 	bpf_ringbuf_submit(b, wake_flags(c, 8 + sizeof(*b)));
 	ring_sent_add(c->tgid, sizeof(*b));

@@ -74,7 +74,7 @@ struct {
 
 /* C functions and builtins a process's stacks have shown (tgid, GCfunc.f):
  * the first sight stops the process, so that user space names it from the
- * process's tables before it can exit (user/luanames.c). Bounded: an
+ * process's tables before it can exit (user/convert/luanames.c). Bounded: an
  * entry evicted is a stop again, never a name lost. */
 struct fnseen_key {
 	__u32 tgid;
@@ -319,7 +319,7 @@ static __always_inline __u64 stack_of(struct ctx *c, const struct lmt_vm *vm,
 		stack = s->stack;
 	} else {
 		__u64 g2[2];
-		/* cur_L and jit_base sit together (user/layout.c) */
+		/* cur_L and jit_base sit together (user/target/layout.c) */
 		if (lay->g_jit_base != lay->g_cur_L + 8 ||
 		    rd(c, g2, 16, vm->g + lay->g_cur_L))
 			return 0;

@@ -16,12 +16,12 @@ const volatile __u64 wakeup_bytes = 256 * 1024;
  * allocator's programs between tracing and doing nothing, so the floor and
  * luamemtrace alternate in one process, which cancels the drifts that move
  * whole runs; with --ab=MS (LMT_AB_TIMED) user space alone switches them,
- * by time (user/duty.c). Off, the verifier drops this code (a constant at
+ * by time (user/session/duty.c). Off, the verifier drops this code (a constant at
  * load). */
 const volatile __u8 ab = 0; /* LMT_AB_MARKED, LMT_AB_TIMED */
 const volatile __u8 ab_without = 0; /* LMT_AB_W_*: --ab-without */
 __u8 ab_floor;
-/* Set by user space while a session link with no PID is on (user/attach.c:
+/* Set by user space while a session link with no PID is on (user/probes/attach.c:
  * struct shl): the allocator's programs then run in processes not traced
  * too, which vm_of tells apart and foreign_note notes. */
 __u8 shl_on;
@@ -92,7 +92,7 @@ __u32 stop;
 /* --duty, set by user space as a window closes, cleared as one opens:
  * the entry programs record nothing, returns complete what entered
  * before, so a window ends at one instant however long its probes take
- * to go (user/duty.c). */
+ * to go (user/session/duty.c). */
 __u32 duty_off;
 
 struct {

@@ -15,7 +15,7 @@
  * stop is an entry, made before the signal and removed by user space
  * after its SIGCONT, so the map always names every stop owed a SIGCONT: a
  * guardian process holds it too, and continues what is left if the
- * tracer dies (user/guard.h). Its name is how other tracers find it
+ * tracer dies (user/session/guard.h). Its name is how other tracers find it
  * (struct lmt_hold). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -51,7 +51,7 @@ static __always_inline __u8 stop_process(__u32 tgid, __u8 soft)
 }
 
 /* 6.13+. Weak: older kernels load the object without it (fork_stop set
- * before load from user/kfeat.c's probe): a child then stops itself
+ * before load from user/probes/kfeat.c's probe): a child then stops itself
  * (child_start, bpf/luamemtrace.bpf.c) from the stop made here, or, where
  * that cannot run either, is not stopped at all (its VMs counted lost). */
 extern int bpf_send_signal_task(struct task_struct *task, int sig,
@@ -91,7 +91,7 @@ static __always_inline __u8 stop_task(struct task_struct *task, __u32 tgid)
 /* A child of stop_task's, without bpf_send_signal_task, at its first
  * scheduling (it has run nothing yet): its SIGSTOP, from itself, while
  * its stop is still held (user space waits for it to be stopped before
- * it releases it: user/consume.c). */
+ * it releases it: user/capture/ring.c). */
 static __always_inline void stop_born(void)
 {
 	const __u64 id = bpf_get_current_pid_tgid();

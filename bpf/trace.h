@@ -4,7 +4,7 @@
  * not above it), and a snapshot's PC names the bytecode and so the line:
  * BPF finds the return address into the running trace's machine code on
  * the user stack and sends its offset; user space, which has read the
- * trace's snapshots once, finds the line (user/traces.c). */
+ * trace's snapshots once, finds the line (user/convert/jit.c). */
 #ifndef LMT_BPF_TRACE_H
 #define LMT_BPF_TRACE_H
 

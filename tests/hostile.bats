@@ -2,7 +2,7 @@
 # A traced process that is an adversary (issue 41): LuaJIT scripts that
 # corrupt their own VM through the FFI, or feed the tracer what no real
 # program would. Each asserts the tracer survives, says what it skipped
-# (the caps of user/readcaps.h), keeps its memory within its budget, and
+# (the caps of user/target/caps.h), keeps its memory within its budget, and
 # the process's normal lines keep their exact counts.
 
 load helpers

@@ -3,7 +3,7 @@
 # or the tracer's messages against the operator: a stacks companion that
 # would fold into a 16 GB key, a sidecar whose scale leaves the integers, a
 # FIFO planted at FILE.stacks, a process name and file names made of
-# escape sequences. Caps: user/read_caps.h.
+# escape sequences. Caps: user/format/caps.h.
 
 load helpers
 

@@ -24,7 +24,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 [ -x ./luamemtrace ] || { echo "decode.sh: build ./luamemtrace first (make)" >&2; exit 1; }
-$CC -O2 -std=gnu11 -Iuser -o "$work/gen" tests/bench/gen_memprof.c user/memprof_write.c
+$CC -O2 -std=gnu11 -Iuser -o "$work/gen" tests/bench/gen_memprof.c user/format/memprof_write.c
 $CC -O2 -std=gnu11 -o "$work/rusage" tests/bench/rusage.c
 
 "$work/gen" -n "$events" -s 1 "$work/prof.bin"

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "memprof_write.h"
+#include "format/memprof_write.h"
 
 static uint64_t rng = 88172645463325252ull;
 

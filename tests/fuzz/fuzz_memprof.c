@@ -11,9 +11,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "memprof_read.h"
-#include "memprof_write.h"
-#include "report.h"
+#include "format/memprof_read.h"
+#include "format/memprof_write.h"
+#include "report/report.h"
 
 /* The Makefile builds with recoverable UBSan: make any report fatal, so
  * libFuzzer saves the input. */

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "report.h"
+#include "report/report.h"
 
 #define SEP "\n--lmt-part--\n"
 enum { NSTREAM = 3, NPART = 3 };

@@ -3,7 +3,7 @@
 -- allocation, so the tracer reads it as the running trace. Its one
 -- snapshot, at victim's second instruction, has a frame link of LINK (1:
 -- a C frame of no slots; 2: a continuation of none) over a C
--- function's frame. Offsets: LuaJIT 2.1 GC64 (user/layout.c).
+-- function's frame. Offsets: LuaJIT 2.1 GC64 (user/target/layout.c).
 local ffi = require("ffi")
 local LINK = tonumber(arg[1] or "1")
 local u64 = ffi.typeof("uint64_t *")

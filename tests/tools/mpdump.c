@@ -13,8 +13,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "memprof_read.h"
-#include "memprof_write.h"
+#include "format/memprof_read.h"
+#include "format/memprof_write.h"
 
 static int rewrite(const char *in, const char *out)
 {

@@ -26,7 +26,7 @@ static __u64 kld(__u64 a)
 #include "direct.h"
 #pragma GCC diagnostic ignored "-Wunknown-pragmas" /* cache.h's clang loop hints */
 #include "cache.h"
-#include "../../bpf/trace.h" /* not user/trace.h */
+#include "../../bpf/trace.h" /* not user/session/session.h */
 
 #include "check.h"
 

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "esc.h"
+#include "format/esc.h"
 
 #include "check.h"
 

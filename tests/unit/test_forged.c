@@ -1,7 +1,7 @@
 /* The readers of a target's memory (traces.c, luanames.c, vm.c, lines.c)
  * fed forged LuaJIT structures built in this test's own memory: proc_read
  * is defined here and reads it, counting the reads. Under ASan and UBSan:
- * a read or write out of bounds fails the test. Offsets: user/layout.c's
+ * a read or write out of bounds fails the test. Offsets: user/target/layout.c's
  * LuaJIT 2.1 GC64 entry. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -11,13 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "trace.h"
-#include "traces.h"
+#include "session/session.h"
+#include "convert/jit.h"
 
-#include "lines.h"
-#include "luanames.h"
-#include "readcaps.h"
-#include "vm.h"
+#include "convert/lines.h"
+#include "convert/luanames.h"
+#include "target/caps.h"
+#include "target/vmscan.h"
 
 #include "check.h"
 

@@ -1,9 +1,9 @@
-/* The stream's sidecar (user/info.c): what the tracer writes, report reads
+/* The stream's sidecar (user/format/info.c): what the tracer writes, report reads
  * back exactly; what is not a sidecar is refused. */
 #include <stdio.h>
 #include <string.h>
 
-#include "info.h"
+#include "format/info.h"
 
 #include "check.h"
 

@@ -2,7 +2,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "layout.h"
+#include "target/layout.h"
 
 #include "check.h"
 

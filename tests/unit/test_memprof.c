@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "memprof_read.h"
-#include "memprof_write.h"
-#include "report.h"
+#include "format/memprof_read.h"
+#include "format/memprof_write.h"
+#include "report/report.h"
 
 static int failures;
 

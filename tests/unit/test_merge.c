@@ -1,9 +1,9 @@
-/* user/merge.c: records of several sources written in key order, each
+/* user/streams/merge.c: records of several sources written in key order, each
  * source's in its own; key 0 behind its source; passed keys at once. */
 #include <string.h>
 
 #include "check.h"
-#include "merge.h"
+#include "streams/merge.h"
 
 /* What was written, as "e<line>" and "s<addr>:<name>" tokens. */
 static char out[16384];

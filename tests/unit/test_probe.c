@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "probe.h"
+#include "probes/placement.h"
 
 #include "check.h"
 

@@ -1,4 +1,4 @@
-/* user/proc.c's reads of a target: through a descriptor bound to the
+/* user/target/proc.c's reads of a target: through a descriptor bound to the
  * process, never by its PID alone. A read of a process that exited fails,
  * and so does one after its PID was given to another process (--reuse,
  * root: a PID namespace of our own makes the reuse certain; run by
@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../user/proc.c"
-#include "../../user/u64set.c"
+#include "../../user/target/proc.c"
+#include "../../user/util/u64set.c"
 #include "check.h"
 
 static volatile uint64_t mark; /* at the same address in every fork */

@@ -13,12 +13,12 @@
 #include <sys/stat.h>
 #include <stdarg.h>
 #include <unistd.h>
-#include "esc.h"
-#include "info.h"
-#include "read_caps.h"
-#include "memprof_read.h"
+#include "format/esc.h"
+#include "format/info.h"
+#include "format/caps.h"
+#include "format/memprof_read.h"
 
-#include "exitcode.h"
+#include "format/exitcode.h"
 #include "report_int.h"
 
 static const char usage_text[] =

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "report.h"
+#include "report/report.h"
 
 #define NONE UINT32_MAX
 

@@ -7,8 +7,8 @@
  * --folded and HEAP SUMMARY BY STACK merge stacks that read the same. */
 #include <string.h>
 
-#include "esc.h"
-#include "read_caps.h"
+#include "format/esc.h"
+#include "format/caps.h"
 #include "report_int.h"
 
 void report_stacks_on(struct report *rp)

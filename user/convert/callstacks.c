@@ -1,0 +1,310 @@
+/* Call stacks (--stacks): BPF's stack records resolved to frames, an
+ * event's stack composed (inside a trace: the frames its snapshot holds,
+ * then BPF's below the trace's base frame), cut to the depth asked, and
+ * written to its stream's companion (stacks.h), frames and stacks
+ * numbered once per stream. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/session.h"
+
+#include "convert/callstacks.h"
+#include "convert/lines.h"
+#include "convert/luanames.h"
+#include "target/proc.h"
+#include "report/report.h"
+#include "format/stacks.h"
+#include "convert/jit.h"
+
+#define NAME_MAX_ 64 /* a builtin's name, cut */
+
+struct cframe {
+	uint8_t src; /* enum mp_src or SK_NAMED */
+	uint64_t addr, line;
+	char name[NAME_MAX_];
+};
+
+/* BPF's stack record, resolved once. */
+struct cdef {
+	uint32_t n;
+	uint8_t truncated, intrace;
+	struct cframe f[];
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 29);
+}
+
+static void named(struct cframe *f, const char *name)
+{
+	f->src = SK_NAMED;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+}
+
+/* A builtin (fast function) ffid: the name Lua code gives it. */
+static void builtin(struct tvm *v, struct cframe *f, unsigned ffid)
+{
+	const char *n = lua_name(v, LUANAMES_FF(ffid));
+	char buf[32];
+
+	if (!n) {
+		snprintf(buf, sizeof(buf), "builtin#%u", ffid);
+		n = buf;
+	}
+	named(f, n);
+}
+
+static void cfunc(struct tvm *v, struct cframe *f, uint64_t addr)
+{
+	*f = (struct cframe){ .src = MP_SRC_CFUNC, .addr = addr };
+	syms_cfunc(&v->p->syms, addr);
+	cfunc_name(v, addr);
+}
+
+/* A frame BPF sent (struct lmt_sframe). */
+static void resolve(struct tvm *v, const struct lmt_sframe *s, struct cframe *f)
+{
+	const uint64_t val = LMT_FR_VAL(s->b);
+
+	memset(f, 0, sizeof(*f));
+	switch (LMT_FR_KIND(s->b)) {
+	case LMT_FR_LUA: {
+		const struct pline *l = u64map_get(&v->lines, val);
+		const uint64_t bc = val + v->var->lay.pt_size;
+		int64_t line = -1;
+
+		if (l && s->a >= bc + 4 && !((s->a - bc) & 3))
+			line = pline_line(l, (s->a - bc) / 4 - 1);
+		if (!l)
+			v->p->nolines++;
+		*f = (struct cframe){ .src = MP_SRC_LFUNC, .addr = val,
+				      .line = line < 0 ? 0 : (uint64_t)line };
+		break;
+	}
+	case LMT_FR_LINE:
+		*f = (struct cframe){ .src = MP_SRC_LFUNC, .addr = val, .line = s->a };
+		break;
+	case LMT_FR_C:
+		cfunc(v, f, s->a);
+		break;
+	case LMT_FR_FF:
+		builtin(v, f, (unsigned)(val & 0xff));
+		break;
+	default:
+		named(f, "?");
+		break;
+	}
+}
+
+static void cdef_free(void *p)
+{
+	free(p);
+}
+
+void stk_def_rec(struct tvm *v, const struct lmt_stack *r, size_t sz)
+{
+	struct cdef *d;
+	int err;
+
+	if (!v->var || sz < offsetof(struct lmt_stack, f) || r->n > LMT_STK_MAX ||
+	    sz < offsetof(struct lmt_stack, f) + (size_t)r->n * sizeof(r->f[0]) ||
+	    u64map_get(&v->stacks, r->id))
+		return;
+	d = malloc(sizeof(*d) + (size_t)r->n * sizeof(d->f[0]));
+	if (!d)
+		return;
+	d->n = r->n;
+	d->truncated = r->truncated;
+	d->intrace = (uint8_t)r->intrace;
+	for (uint32_t i = 0; i < r->n; i++)
+		resolve(v, &r->f[i], &d->f[i]);
+	u64map_put(&v->stacks, r->id, d, &err);
+	if (err)
+		free(d);
+}
+
+/* -- A stream's numbering ------------------------------------------------ */
+
+
+/* A frame by what names it: kind, address, line, a builtin's name. */
+static uint64_t frame_hash(const struct cframe *f)
+{
+	uint64_t h = mix(mix(mix(0x6672616d65ULL, f->src), f->addr), f->line);
+
+	if (f->src == SK_NAMED)
+		for (const char *c = f->name; *c; c++)
+			h = mix(h, (unsigned char)*c);
+	return h;
+}
+
+static uint32_t frame_id(struct tout *o, const struct cframe *f)
+{
+	const uint64_t h = frame_hash(f) | 1; /* u64map: no key 0 */
+	struct sk_frame sf = { .src = f->src, .addr = f->addr, .line = f->line };
+	uint32_t id;
+	int err;
+
+	if (f->src == SK_NAMED) {
+		sf.name = f->name;
+		sf.name_len = strlen(f->name);
+	}
+	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->skframes, h)))
+		return id;
+	id = o->sk ? skw_frame(o->sk, &sf) : ++o->nskf;
+	u64map_put(&o->skframes, h, (void *)(uintptr_t)id, &err);
+	/* the live report (summary, top); a failure marks it incomplete */
+	report_frame(o->rep, id, &sf);
+	return id;
+}
+
+static uint32_t stack_id(struct tout *o, const struct cframe *fr, uint32_t n,
+			 unsigned flags)
+{
+	uint32_t ids[LMT_STK_MAX], id;
+	uint64_t h = mix(0x737461636bULL, flags);
+	int err;
+
+	for (uint32_t i = 0; i < n; i++) {
+		ids[i] = frame_id(o, &fr[i]);
+		h = mix(h, ids[i]);
+	}
+	h = mix(h, n) | 1;
+	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->skstacks, h)))
+		return id;
+	id = o->sk ? skw_stack(o->sk, ids, n, flags) : ++o->nsks;
+	u64map_put(&o->skstacks, h, (void *)(uintptr_t)id, &err);
+	report_stack(o->rep, id, ids, n, flags);
+	return id;
+}
+
+/* -- Held stacks (a stream of several VMs) -------------------------------- */
+
+/* While a stream's records wait for their turn (merge.h), an event's stack
+ * is kept by content, not numbered: its frames are numbered, written and
+ * named (by the live report, and by report from the companion) as the
+ * event is written, in step with the stream's symbols. The number of a
+ * held stack has STK_HELD set; stk_number gives the real one. */
+#define STK_HELD 0x80000000u
+
+static uint32_t stack_held(struct tout *o, const struct cframe *fr, uint32_t n,
+			   unsigned flags)
+{
+	uint64_t h = mix(0x68656c64ULL, flags);
+	struct cdef *d, **nv;
+	uint32_t id;
+	int err;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = mix(h, frame_hash(&fr[i]));
+	h = mix(h, n) | 1;
+	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->skheld, h)))
+		return id | STK_HELD;
+	if (o->nskheld >= STK_HELD - 1 || !(d = malloc(sizeof(*d) + n * sizeof(d->f[0]))))
+		return 0;
+	if (o->nskheld == o->skheld_cap) {
+		const uint32_t cap = o->skheld_cap ? 2 * o->skheld_cap : 64;
+		if (!(nv = realloc(o->skheld_v, cap * sizeof(*nv)))) {
+			free(d);
+			return 0;
+		}
+		o->skheld_v = (void **)nv;
+		o->skheld_cap = cap;
+	}
+	d->n = n;
+	d->truncated = (uint8_t)flags;
+	d->intrace = 0;
+	memcpy(d->f, fr, n * sizeof(d->f[0]));
+	id = o->nskheld + 1;
+	u64map_put(&o->skheld, h, (void *)(uintptr_t)id, &err);
+	if (err) {
+		free(d);
+		return 0;
+	}
+	o->skheld_v[o->nskheld++] = d;
+	return id | STK_HELD;
+}
+
+uint32_t stk_number(struct tout *o, uint32_t sid)
+{
+	const struct cdef *d;
+
+	if (!(sid & STK_HELD))
+		return sid;
+	sid &= ~STK_HELD;
+	if (!sid || sid > o->nskheld)
+		return 0;
+	d = o->skheld_v[sid - 1];
+	return stack_id(o, d->f, d->n, d->truncated);
+}
+
+void stk_free_held(struct tout *o)
+{
+	for (uint32_t i = 0; i < o->nskheld; i++)
+		free(o->skheld_v[i]);
+	free(o->skheld_v);
+	o->skheld_v = NULL;
+	o->nskheld = o->skheld_cap = 0;
+	u64map_free(&o->skheld, NULL);
+}
+
+/* -- Events -------------------------------------------------------------- */
+
+uint32_t stk_event(struct tvm *v, const struct lmt_ev *r, const struct mp_event *m,
+		  const struct tloc *at)
+{
+	struct tout *o = v->out;
+	const unsigned depth = v->p->t->o->stacks;
+	static struct cframe fr[LMT_STK_MAX];
+	struct sk_frame tf[LMT_STK_MAX];
+	const struct cdef *d;
+	unsigned n = 0, flags = 0;
+
+	if (!o || !o->stk || !r->stk)
+		return 0;
+	if (!(d = u64map_get(&v->stacks, r->stk))) {
+		v->p->stk_unknown++;
+		return 0;
+	}
+	if (d->intrace) {
+		/* The trace's frames: the event's, the inlined calls to it,
+		 * its base frame. Where they cannot all be told, the event's
+		 * own place and a '?' for what is missing above BPF's. */
+		int whole = 0;
+		unsigned k = at && depth > 1 ? traces_frames(v, at, m, tf, depth - 1, &whole) : 0;
+
+		if (!k)
+			fr[n++] = (struct cframe){ .src = m->src,
+						   .addr = m->src == MP_SRC_INTERNAL ? 0 : m->loc,
+						   .line = m->src == MP_SRC_LFUNC ? m->line : 0 };
+		for (unsigned i = 0; i < k; i++) {
+			if (tf[i].src == 0)
+				builtin(v, &fr[n], (unsigned)tf[i].addr);
+			else if (tf[i].src == MP_SRC_CFUNC)
+				cfunc(v, &fr[n], tf[i].addr);
+			else
+				fr[n] = (struct cframe){ .src = tf[i].src, .addr = tf[i].addr,
+							 .line = tf[i].line };
+			n++;
+		}
+		if (!whole && n < depth)
+			named(&fr[n++], "?");
+	}
+	{
+		const unsigned k = n;
+
+		for (uint32_t i = 0; i < d->n && n < depth; i++)
+			fr[n++] = d->f[i];
+		if (d->truncated || k + d->n > depth)
+			flags |= SK_TRUNCATED;
+	}
+	return o->mg ? stack_held(o, fr, n, flags) : stack_id(o, fr, n, flags);
+}
+
+void stk_forget_vm(struct tvm *v)
+{
+	u64map_free(&v->stacks, cdef_free);
+}

@@ -1,0 +1,340 @@
+/* Summary: what a trace did, on stderr when it ends, and in the stream's
+ * sidecar (FILE.info) from its start to its end. */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session/session.h"
+
+#include "format/esc.h"
+#include "format/info.h"
+#include "format/memprof_write.h"
+#include "streams/outfile.h"
+#include "target/caps.h"
+#include "report/report.h"
+#include "session/tracer.h"
+
+void sum_stats(struct tr *t, struct lmt_stats *s)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct lmt_percpu *v;
+	uint32_t zero = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (ncpu <= 0 || !(v = calloc((size_t)ncpu, sizeof(*v))))
+		return;
+	if (!bpf_map__lookup_elem(t->skel->maps.stats, &zero, sizeof(zero), v,
+				  sizeof(*v) * (size_t)ncpu, 0)) {
+		for (int i = 0; i < ncpu; i++) {
+			const struct lmt_stats *a = &v[i].st;
+			s->events += a->events;
+			s->lost += a->lost;
+			s->lost_sym += a->lost_sym;
+			s->reads += a->reads;
+			s->direct += a->direct;
+			s->read_errs += a->read_errs;
+			s->protos += a->protos;
+			s->traces += a->traces;
+			s->unknown_vm += a->unknown_vm;
+			s->lost_vm += a->lost_vm;
+			s->stacks += a->stacks;
+			s->lost_stk += a->lost_stk;
+			s->paused += a->paused;
+			s->ev_recs += a->ev_recs;
+			s->pred += a->pred;
+			s->pchk += a->pchk;
+			s->pwrong += a->pwrong;
+			s->pdecl += a->pdecl;
+		}
+	}
+	free(v);
+	/* Allocations awaiting their return: user space's (consume.c). */
+	s->missed = t->aw_missed;
+	s->parked = t->aw_left + t->awaits.n;
+}
+
+/* Events whose stack user space could not tell (callstacks.c). */
+static uint64_t stk_unknown(const struct tr *t)
+{
+	uint64_t n = 0;
+
+	for (const struct tproc *p = t->procs; p; p = p->next)
+		n += p->stk_unknown;
+	return n;
+}
+
+/* What a process's memory held past a cap (readcaps.h): traces cut or
+ * evicted, walks for names cut, as lost symbols; VMs left out. */
+static void over_caps(const struct tr *t, uint64_t *sym, uint64_t *vm)
+{
+	for (const struct tproc *p = t->procs; p; p = p->next) {
+		*sym += p->tr_cut + p->tr_evicted + p->nm_cut;
+		*vm += p->vms_over;
+	}
+}
+
+/* What was lost, as the sidecar counts it: events, symbol records, VMs.
+ * Counted for the whole trace: every stream of a lossy trace says so. */
+void losses(const struct tr *t, const struct lmt_stats *st, struct info *in)
+{
+	in->lost = st->lost + st->missed + t->bad_recs;
+	in->lost_sym = st->lost_sym;
+	in->lost_vm = st->lost_vm + (uint64_t)t->lost_vm + (uint64_t)t->ran_held;
+	/* An address told at entry that its return contradicted: those
+	 * told since its VM's last check may be wrong (bpf/lja.h). */
+	in->lost += st->pwrong * (LMT_PRED_EVERY - 1);
+	/* --stacks: an event without its stack is a lost record too. */
+	in->lost_sym += st->lost_stk + stk_unknown(t);
+	over_caps(t, &in->lost_sym, &in->lost_vm);
+}
+
+int trace_lossy(const struct tr *t, const struct lmt_stats *st)
+{
+	struct info in = { 0 };
+
+	losses(t, st, &in);
+	return info_lossy(&in);
+}
+
+static void human(char *b, size_t n, uint64_t v)
+{
+	if (v >= 10u << 20)
+		snprintf(b, n, "%.1f MiB", v / 1048576.0);
+	else if (v >= 10u << 10)
+		snprintf(b, n, "%.1f KiB", v / 1024.0);
+	else
+		snprintf(b, n, "%" PRIu64 " B", v);
+}
+
+/* One line per stream: -o DIR. */
+static void streams(struct tr *t)
+{
+	for (unsigned i = 0; i < t->nouts; i++) {
+		const struct tout *o = t->outs[i];
+		char a[32], f[32], e[PATH_MAX * 4];
+		const char *b = strrchr(o->path, '/');
+
+		human(a, sizeof(a), o->bytes_alloc);
+		human(f, sizeof(f), o->bytes_free);
+		b = b ? b + 1 : o->path;
+		fprintf(stderr, "    %-28s %9" PRIu64 " events, %s allocated, %s "
+			"freed", esc_str(e, sizeof(e), b, strlen(b), 0),
+			o->n[1] + o->n[2] + o->n[3], a, f);
+		if (o->p && o->p->parent)
+			fprintf(stderr, " (a child of PID %d)", (int)o->p->parent);
+		fprintf(stderr, "%s\n", o->failed ? " INCOMPLETE" : "");
+	}
+}
+
+/* What was over a cap of readcaps.h; with -v, the walks for names. */
+static void caps_said(const struct tr *t)
+{
+	uint64_t c[7] = { 0 };
+
+	for (const struct tproc *p = t->procs; p; p = p->next) {
+		c[0] += p->tr_cut;
+		c[1] += p->tr_evicted;
+		c[2] += p->nm_cut;
+		c[3] += p->vms_over;
+		c[4] += p->names_long;
+		c[5] += p->nm_walks;
+		c[6] += p->nm_nodes;
+	}
+	if (c[0] || c[1])
+		fprintf(stderr, "  over caps: %" PRIu64 " traces cut or refused (a count, "
+			"link or index no LuaJIT makes, or over %u reads or %u MiB), %"
+			PRIu64 " evicted (over %u MiB a process): their events at "
+			"trace granularity\n", c[0], LMT_TRACE_READS_MAX,
+			LMT_TRACE_BYTES_MAX >> 20, c[1], LMT_PROC_TRACE_BYTES_MAX >> 20);
+	if (c[2])
+		fprintf(stderr, "  over caps: %" PRIu64 " walks of package.loaded cut "
+			"at %u nodes: C functions there unnamed\n", c[2],
+			LMT_NAMES_NODES_MAX);
+	if (c[3])
+		fprintf(stderr, "  over caps: %" PRIu64 " VM candidates past %d VMs "
+			"a process: not checked, not traced\n", c[3], LMT_VMS_MAX);
+	if (c[4])
+		fprintf(stderr, "  %" PRIu64 " chunk names over %d bytes cut to it "
+			"(ending in ...)\n", c[4], LMT_CHUNKNAME_MAX);
+	if (t->o->verbose)
+		fprintf(stderr, "  names:   %" PRIu64 " walks of package.loaded, %"
+			PRIu64 " nodes read\n", c[5], c[6]);
+}
+
+void summary(struct tr *t, const struct lmt_stats *s, double secs)
+{
+	char a[32], f[32];
+	uint64_t n[4] = { 0 }, ba = 0, bf = 0, protos = 0, traces = 0,
+		 names_cut = 0, nolines = 0;
+	unsigned long csyms = 0, cskipped = 0;
+	unsigned nvm = 0, np = 0;
+	struct tproc *one = NULL;
+
+	for (unsigned i = 0; i < t->nouts; i++) {
+		const struct tout *o = t->outs[i];
+		for (int k = 0; k < 4; k++)
+			n[k] += o->n[k];
+		ba += o->bytes_alloc;
+		bf += o->bytes_free;
+	}
+	for (struct tproc *p = t->procs; p; p = p->next) {
+		if (p->ignored || !p->attached)
+			continue;
+		np++;
+		one = p;
+		nvm += p->nvm;
+		protos += p->protos;
+		traces += p->traces;
+		names_cut += p->names_cut;
+		nolines += p->nolines;
+		csyms += p->syms.nsyms;
+		cskipped += p->syms.skipped;
+	}
+	uint64_t evs = n[1] + n[2] + n[3];
+
+	human(a, sizeof(a), ba);
+	human(f, sizeof(f), bf);
+	if (np == 1)
+		fprintf(stderr, "luamemtrace: traced PID %d, %u VM%s (%s), %.2f s\n",
+			(int)one->pid, nvm, nvm == 1 ? "" : "s",
+			t->var ? t->var->name : "-", secs);
+	else
+		fprintf(stderr, "luamemtrace: traced %u processes, %u VM%s, %.2f s\n",
+			np, nvm, nvm == 1 ? "" : "s", secs);
+	fprintf(stderr, "  events:  %" PRIu64 " (%" PRIu64 " alloc, %" PRIu64
+		" realloc, %" PRIu64 " free), %s allocated, %s freed\n",
+		evs, n[1], n[3], n[2], a, f);
+	if (t->o->floor_events)
+		fprintf(stderr, "  floor:   --floor=events: every event charged to the "
+			"VM, none attributed (a benchmark)\n");
+	else if (t->o->floor)
+		fprintf(stderr, "  floor:   --floor%s: the allocator's probes%s with programs "
+			"that do nothing, no event (a benchmark)\n",
+			t->o->floor_entry ? "=entry" : "",
+			t->o->floor_entry ? " at its entry alone" : "");
+	if (t->o->duty > 0) {
+		/* A sample: what it saw, then the estimate of the whole run. */
+		const struct info in = { .duty = t->o->duty, .sampled = duty_sampled(t),
+					 .duration = secs };
+		const double on = in.sampled, k = info_scale(&in);
+		char ea[32], ef[32];
+
+		human(ea, sizeof(ea), (uint64_t)((double)ba * k));
+		human(ef, sizeof(ef), (uint64_t)((double)bf * k));
+		fprintf(stderr, "  duty:    %g%% asked; windows recorded %.2f of %.2f s "
+			"(%.1f%%): the counts above are that sample's\n",
+			t->o->duty, on, secs, secs > 0 ? on * 100 / secs : 0);
+		fprintf(stderr, "  estimate for the whole run (x%.2f): %.0f events, %s allocated, "
+			"%s freed\n", k, (double)evs * k, ea, ef);
+	}
+	fprintf(stderr, "  symbols: %" PRIu64 " prototypes, %" PRIu64
+		" traces, %lu C functions\n", protos, traces, csyms);
+	fprintf(stderr, "  lost:    %" PRIu64 " events, %" PRIu64
+		" symbol records%s\n", (uint64_t)s->lost, (uint64_t)s->lost_sym,
+		s->lost + s->lost_sym ?
+			" (ring buffer full: the stream is INCOMPLETE; raise -b or use --no-loss)" :
+			"");
+	if (s->missed)
+		fprintf(stderr, "  lost:    %" PRIu64 " allocations whose address "
+			"was lost: the stream is INCOMPLETE\n",
+			(uint64_t)s->missed);
+	if (t->bad_recs)
+		fprintf(stderr, "  lost:    %" PRIu64 " batched records that cannot "
+			"be: the stream is INCOMPLETE\n", t->bad_recs);
+	/* Allocations whose return had not come (bpf/await.h). */
+	if (s->parked)
+		fprintf(stderr, "  %" PRIu64 " allocation%s in flight when tracing "
+			"or its process ended (not recorded)\n", (uint64_t)s->parked,
+			s->parked == 1 ? "" : "s");
+	if (nolines)
+		fprintf(stderr, "  %" PRIu64 " events of prototypes whose record was "
+			"lost: line 0\n", nolines);
+	if (s->lost_stk || stk_unknown(t))
+		fprintf(stderr, "  stacks:  %" PRIu64 " events without their stack (the "
+			"ring was full, or a frame could not be read)\n",
+			(uint64_t)s->lost_stk + stk_unknown(t));
+	/* bpf/lja.h: a return that contradicted its entry turned telling
+	 * off for its VM; the ones told since its last check may be wrong. */
+	if (s->pwrong)
+		fprintf(stderr, "  WRONG:   %" PRIu64 " allocation address%s told at entry "
+			"differed from the allocator's return: none told for %s VM since, "
+			"but up to %d told before may be wrong, counted lost "
+			"(LMT_NO_PREDICT=1 tells none)\n", (uint64_t)s->pwrong,
+			s->pwrong == 1 ? "" : "es", s->pwrong == 1 ? "its" : "their",
+			LMT_PRED_EVERY - 1);
+	if (s->paused)
+		fprintf(stderr, "  paused:  %" PRIu64 " time%s, the ring over half full "
+			"(--no-loss)\n", (uint64_t)s->paused, s->paused == 1 ? "" : "s");
+	if (t->closed)
+		fprintf(stderr, "  closed:  %u VM%s ran lua_close (its teardown frees "
+			"are not recorded)\n", t->closed, t->closed == 1 ? "" : "s");
+	if (t->lost_vm)
+		fprintf(stderr, "  missed:  %d VM%s or process%s not traced (said "
+			"above)\n", t->lost_vm, t->lost_vm == 1 ? "" : "s",
+			t->lost_vm == 1 ? "" : "es");
+	if (t->ran_held)
+		fprintf(stderr, "  ran:     %d process%s ran while stopped for the tracer "
+			"(said above): the stream is INCOMPLETE\n", t->ran_held,
+			t->ran_held == 1 ? "" : "es");
+	if (s->lost_vm)
+		fprintf(stderr, "  lost:    %" PRIu64 " new VMs, forks or dlopens "
+			"(ring buffer full: the stream is INCOMPLETE; raise -b or use --no-loss)\n",
+			(uint64_t)s->lost_vm);
+	if (t->forks_skipped)
+		fprintf(stderr, "  not followed: %u child%s of traced processes "
+			"(%s)\n", t->forks_skipped, t->forks_skipped == 1 ? "" : "ren",
+			t->dir ? "this kernel cannot stop a child before it runs: "
+				 "6.13, or schedule_tail under fexit" :
+				 "-o DIR/ traces them too");
+	if (cskipped)
+		fprintf(stderr, "  skipped: %lu object%s C names, over the caps on symbol "
+			"tables (said above)\n", cskipped, cskipped == 1 ? "'s" : "s'");
+	if (names_cut)
+		fprintf(stderr, "  %" PRIu64 " chunk names cut to %d bytes (string "
+			"gone before it could be read)\n", names_cut, LMT_NAME_MAX);
+	caps_said(t);
+	if (getenv("LMT_DEBUG_STATS"))
+		fprintf(stderr, "  bpf: events %llu reads %llu errs %llu protos %llu unknown_vm %llu\n",
+			(unsigned long long)s->events, (unsigned long long)s->reads,
+			(unsigned long long)s->read_errs, (unsigned long long)s->protos,
+			(unsigned long long)s->unknown_vm);
+	if (evs)
+		fprintf(stderr, "  cost:    %.1f target memory reads per event (%.0f%% "
+			"through the page tables); %.1f events per ring buffer record\n",
+			(double)s->reads / (double)(evs ? evs : 1),
+			100.0 * (double)s->direct / (double)(s->reads ? s->reads : 1),
+			(double)s->events / (double)(s->ev_recs ? s->ev_recs : 1));
+	if (t->sess && evs)
+		fprintf(stderr, "  returns: %" PRIu64 " allocation addresses told at entry "
+			"(their return not probed), %" PRIu64 " checked at it%s\n",
+			(uint64_t)s->pred, (uint64_t)s->pchk,
+			s->pdecl ? "; an allocator not LuaJIT's own: its returns probed" : "");
+	if (evs)
+		fprintf(stderr, "  consumer: %.0f ns CPU per event\n",
+			(cpu_ns() - t->cpu0) / (double)evs);
+	if (!t->dir) {
+		char e[PATH_MAX * 4];
+		if (t->o->top > 0 && evs && t->one)
+			report_print_top(t->one->rep, stderr, t->o->top, 1);
+		fprintf(stderr, "  wrote %s (%" PRIu64 " bytes)\n",
+			esc_str(e, sizeof(e), t->o->out, strlen(t->o->out), 0),
+			t->one ? t->one->w.bytes : 0);
+		return;
+	}
+	{
+		char e[PATH_MAX * 4];
+		fprintf(stderr, "  wrote %u stream%s in %s:\n", t->nouts,
+			t->nouts == 1 ? "" : "s",
+			esc_str(e, sizeof(e), t->o->out, strlen(t->o->out), 0));
+		streams(t);
+		if (t->o->top > 0 && evs && t->nouts == 1)
+			report_print_top(t->outs[0]->rep, stderr, t->o->top, 1);
+	}
+}

@@ -1,0 +1,73 @@
+/* The one table of LuaJIT offsets. Each entry was taken with offsetof()
+ * from the exact sources Debian builds (apt-get source luajit / luajit2)
+ * and checked against live processes. A variant is never chosen by name or
+ * version string: vm.c tries every entry against the target's memory and
+ * keeps the one whose self-references hold (L->glref == g, g->mainthref ==
+ * L, type tags, vmstate range).
+ *
+ * Adding a variant (non-GC64, LuaJIT 2.0, a fork with more vmstates) means
+ * one more entry here; BPF reads everything through struct lj_layout.
+ */
+#include "target/layout.h"
+
+/* Shared by every 2.1 GC64 x86-64 build we know: only sizeof(lua_State),
+ * hence where g and J sit in GG_State, differs between them. */
+#define LJ21_GC64_COMMON                                                     \
+	.g_allocf = 0, .g_allocd = 8, .g_vmstate = 184, .g_mainthref = 192,   \
+	.g_cur_L = 368, .g_jit_base = 376, .J_trace = 384, .L_gct = 9,                          \
+	.L_glref = 16, .L_base = 32, .L_stack = 56, .L_cframe = 80,          \
+	.fn_ffid = 10, .fn_pc = 32, .fn_f = 40, .pt_size = 104,               \
+	.pt_sizebc = 12, .pt_chunkname = 64, .pt_firstline = 72,             \
+	.pt_numline = 76, .pt_lineinfo = 80, .str_size = 24, .str_len = 20,   \
+	.T_size = 120, .T_startpt = 64, .T_startpc = 72, .T_szmcode = 84,     \
+	.T_mcode = 88, .J_parent = 3016, .cf_pc = 24, .gc64 = 1,              \
+	.tthread = 6, .tfunc = 8,                                             \
+	/* Stock vmstates: INTERP, C, GC, EXIT, RECORD, OPT, ASM. The first   \
+	 * two are resolved through the top frame (docs/stream-format.md). */  \
+	.nvmst = 7,                                                           \
+	.vmst = { LMT_VMST_INTERP, LMT_VMST_FRAME, LMT_VMST_INTERNAL,         \
+		  LMT_VMST_EXIT, LMT_VMST_RECORD, LMT_VMST_INTERNAL,          \
+		  LMT_VMST_ASM }
+
+/* What user space alone reads (traces' snapshots, prototypes found by a
+ * PC), the same in both builds. */
+#define LJ21_GC64_USER                                                       \
+	.T_nsnap = 10, .T_nsnapmap = 44, .T_snap = 48, .T_snapmap = 56,      \
+	.T_nins = 12, .T_ir = 32, .T_nk = 40,                                \
+	.snap_size = 12, .snap_mapofs = 0, .snap_ref = 4, .snap_mcofs = 6,   \
+	.snap_nent = 10,                                                     \
+	.ir_op1 = 0, .ir_op2 = 2, .ir_t = 4, .ir_o = 5, .ir_r = 6,            \
+	.ir_kgc = 24, .irt_func = 8,                                         \
+	.ref_bias = 32768, .ir_tnew = 81, .ir_tdup = 82, .ir_cnew = 83,      \
+	.ir_cnewi = 84, .rid_sunk = 0xfd,                                    \
+	.bc_tnew = 52, .bc_tdup = 53, .bc_cat = 38, .bc_fnew = 51,           \
+	.bc_kcdata = 40, .bc_tsetv = 60, .bc_tsets = 61, .bc_tsetb = 62,     \
+	.bc_tsetm = 63, .bc_callm = 65, .bc_call = 66, .bc_callmt = 67,      \
+	.bc_callt = 68, .bc_retm = 73, .bc_ret = 74, .bc_ret0 = 75,          \
+	.bc_ret1 = 76, .bc_jmp = 88, .bc_cond_hi = 17, .bc_iterc = 69,       \
+	.bc_isnext = 72, .bc_fori = 77, .bc_jloop = 87,                      \
+	.pt_gct = 9, .tproto = 7, .bc_func_lo = 89, .bc_func_hi = 94,       \
+	.fn_uvptr = 40, .uv_v = 32, .bc_uget = 45,                           \
+	.g_registrytv = 272, .g_cdatamt = 680, .tab_node = 40, .tab_hmask = 52, .node_size = 24, \
+	.node_val = 0, .node_key = 8, .itype_str = -5, .itype_tab = -12,     \
+	.itype_func = -9
+
+const struct lj_variant lj_variants[] = {
+	{
+		/* LuaJIT 2.1 (Debian luajit, libluajit-5.1-2) */
+		.name = "LuaJIT 2.1 GC64",
+		.sizeof_L = 96,
+		.lay = { LJ21_GC64_COMMON, .gg_g = 96, .gg_J = 824 },
+		.u = { LJ21_GC64_USER },
+	},
+	{
+		/* OpenResty luajit2 (Debian luajit2): lua_State has 16 more
+		 * bytes at its end. */
+		.name = "OpenResty LuaJIT 2.1 GC64",
+		.sizeof_L = 112,
+		.lay = { LJ21_GC64_COMMON, .gg_g = 112, .gg_J = 848 },
+		.u = { LJ21_GC64_USER },
+	},
+};
+
+const unsigned lj_nvariants = sizeof(lj_variants) / sizeof(lj_variants[0]);

@@ -1,0 +1,212 @@
+/* /proc parsing and target memory reads. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "target/proc.h"
+#include "util/u64set.h"
+
+int pmaps_load(pid_t pid, struct pmaps *m)
+{
+	char fn[64], *line = NULL;
+	size_t cap = 0, lcap = 0;
+	FILE *f;
+
+	m->v = NULL;
+	m->n = 0;
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+	f = fopen(fn, "re");
+	if (!f)
+		return -errno;
+	/* getline: a line is as long as its path (over 4 KiB in a deep
+	 * directory), and a fixed buffer would parse its rest as a line */
+	while (getline(&line, &lcap, f) > 0) {
+		struct pmap p = { 0 };
+		int pos = 0;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
+			   &p.lo, &p.hi, p.perms, &p.off, &p.dev_major,
+			   &p.dev_minor, &p.inode, &pos) < 7)
+			continue;
+		if (pos > 0) {
+			size_t l = strcspn(line + pos, "\n");
+			if (l >= sizeof(p.path))
+				l = sizeof(p.path) - 1;
+			memcpy(p.path, line + pos, l);
+		}
+		if (m->n == cap) {
+			struct pmap *nv;
+			cap = cap ? 2 * cap : 64;
+			nv = realloc(m->v, cap * sizeof(*nv));
+			if (!nv) {
+				free(line);
+				fclose(f);
+				pmaps_free(m);
+				return -ENOMEM;
+			}
+			m->v = nv;
+		}
+		m->v[m->n++] = p;
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+void pmaps_free(struct pmaps *m)
+{
+	free(m->v);
+	m->v = NULL;
+	m->n = 0;
+}
+
+const struct pmap *pmaps_find(const struct pmaps *m, uint64_t addr)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (addr >= m->v[i].lo && addr < m->v[i].hi)
+			return &m->v[i];
+	return NULL;
+}
+
+void pmap_file_path(pid_t pid, const struct pmap *m, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
+		 m->lo, m->hi);
+}
+
+int pmap_is_file(const struct pmap *m)
+{
+	return m->inode != 0 && m->path[0] == '/';
+}
+
+/* -- Identity ------------------------------------------------------------- */
+
+ssize_t proc_small(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd;
+
+	if (size < 2 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
+uint64_t proc_start(pid_t pid)
+{
+	char p[64], st[1024];
+	const char *c;
+	unsigned long long v = 0;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if (proc_small(p, st, sizeof(st)) < 0)
+		return 0;
+	c = strrchr(st, ')'); /* the name may hold anything */
+	if (!c || sscanf(c + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)
+		return 0;
+	return v;
+}
+
+/* -- Memory, by descriptor ------------------------------------------------ */
+
+/* A bound process: its memory, open since it was bound, and its pidfd
+ * (not ours: its tracer closes it). */
+struct pbound {
+	int memfd, pidfd;
+};
+
+static struct u64map bound; /* PID -> struct pbound */
+
+int proc_alive(int pidfd)
+{
+	return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+}
+
+int proc_signal(int pidfd, int sig)
+{
+	return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) ? -errno : 0;
+}
+
+int proc_bind(pid_t pid, int pidfd)
+{
+	struct pbound *b = malloc(sizeof(*b)), *old;
+	char fn[64];
+	int err = 0;
+
+	if (!b)
+		return -ENOMEM;
+	snprintf(fn, sizeof(fn), "/proc/%d/mem", (int)pid);
+	b->pidfd = pidfd;
+	if ((b->memfd = open(fn, O_RDONLY | O_CLOEXEC)) < 0) {
+		err = -errno;
+		free(b);
+		return err;
+	}
+	/* Alive after the open: the PID was still its own when it was
+	 * opened (a PID is not given again before its process is reaped). */
+	if (!proc_alive(pidfd)) {
+		close(b->memfd);
+		free(b);
+		return -ESRCH;
+	}
+	old = u64map_put(&bound, (uint64_t)pid, b, &err);
+	if (err) {
+		close(b->memfd);
+		free(b);
+		return -ENOMEM;
+	}
+	if (old) {
+		close(old->memfd);
+		free(old);
+	}
+	return 0;
+}
+
+void proc_unbind(pid_t pid, int pidfd)
+{
+	struct pbound *b = u64map_get(&bound, (uint64_t)pid);
+
+	if (!b || b->pidfd != pidfd)
+		return;
+	u64map_del(&bound, (uint64_t)pid);
+	close(b->memfd);
+	free(b);
+}
+
+/* Reads through the process's own descriptor: an exited process's reads
+ * fail (its memory is gone), whoever has its PID now. */
+ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	const struct pbound *b = pid > 0 ? u64map_get(&bound, (uint64_t)pid) : NULL;
+	ssize_t n;
+
+	if (!b)
+		return -ESRCH; /* never by a bare PID */
+	if (addr > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - addr)
+		return -EFAULT;
+	n = pread(b->memfd, buf, len, (off_t)addr);
+	if (n < 0)
+		return errno == EIO ? -EFAULT : -errno;
+	return n == 0 && len ? -ESRCH : n; /* 0: its memory is gone */
+}
+
+int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n = proc_read_some(pid, addr, buf, len);
+
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EFAULT;
+}

@@ -1,0 +1,228 @@
+/* VM discovery. lua_newstate() allocates the main lua_State and its
+ * global_State together (GG_State), and each points at the other:
+ * L->glref == g == L + sizeof(lua_State) and g->mainthref == L. That pair
+ * of self-references, plus type tags and a sane vmstate, identifies a VM
+ * and its layout variant in raw memory.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "target/caps.h"
+#include "target/vmscan.h"
+
+#define CHUNK (1u << 20)
+
+static uint64_t rd64(const uint8_t *b, unsigned off)
+{
+	uint64_t v;
+	memcpy(&v, b + off, 8);
+	return v;
+}
+
+static int is_exec(const struct pmaps *m, uint64_t addr)
+{
+	const struct pmap *p = pmaps_find(m, addr);
+	return p && p->perms[2] == 'x';
+}
+
+/* Checks variant v at L. 0 if it holds; else writes why. */
+static int validate(pid_t pid, const struct pmaps *m,
+		    const struct lj_variant *v, uint64_t L, struct vminfo *out,
+		    char *why, size_t whylen)
+{
+	const struct lj_layout *lay = &v->lay;
+	uint8_t gg[512];
+	uint64_t g = L + lay->gg_g, mainth, curL, curg;
+	uint8_t gct;
+	int32_t vmstate;
+	uint32_t st;
+
+	if (proc_read(pid, L, gg, sizeof(gg))) {
+		snprintf(why, whylen, "unreadable memory at 0x%llx",
+			 (unsigned long long)L);
+		return -1;
+	}
+	if (gg[lay->L_gct] != lay->tthread) {
+		snprintf(why, whylen, "lua_State type tag 0x%02x at 0x%llx",
+			 gg[lay->L_gct], (unsigned long long)L);
+		return -1;
+	}
+	if (rd64(gg, lay->L_glref) != g) {
+		snprintf(why, whylen, "L->glref 0x%llx, expected 0x%llx",
+			 (unsigned long long)rd64(gg, lay->L_glref),
+			 (unsigned long long)g);
+		return -1;
+	}
+	mainth = rd64(gg, lay->gg_g + lay->g_mainthref);
+	if (mainth != L) {
+		snprintf(why, whylen, "g->mainthref 0x%llx, expected 0x%llx",
+			 (unsigned long long)mainth, (unsigned long long)L);
+		return -1;
+	}
+	memcpy(&vmstate, gg + lay->gg_g + lay->g_vmstate, 4);
+	st = ~(uint32_t)vmstate;
+	/* 0: a fresh VM (GG_State is zeroed) that has not switched state yet. */
+	if (vmstate < 0 && st >= lay->nvmst) {
+		snprintf(why, whylen, "vmstate %d out of range", vmstate);
+		return -1;
+	}
+	out->allocf = rd64(gg, lay->gg_g + lay->g_allocf);
+	out->allocd = rd64(gg, lay->gg_g + lay->g_allocd);
+	if (!is_exec(m, out->allocf)) {
+		snprintf(why, whylen, "allocf 0x%llx is not in executable memory",
+			 (unsigned long long)out->allocf);
+		return -1;
+	}
+	curL = rd64(gg, lay->gg_g + lay->g_cur_L);
+	if (proc_read(pid, curL + lay->L_gct, &gct, 1) ||
+	    proc_read(pid, curL + lay->L_glref, &curg, 8) ||
+	    gct != lay->tthread || curg != g) {
+		snprintf(why, whylen, "g->cur_L 0x%llx is not a thread of this VM",
+			 (unsigned long long)curL);
+		return -1;
+	}
+	out->L = L;
+	out->g = g;
+	out->vmstate = vmstate;
+	out->var = v;
+	return 0;
+}
+
+static int want(const struct lj_variant *v, const char *variant)
+{
+	return !variant || !strcmp(v->name, variant);
+}
+
+/* A VM found, unless known (a set: the scan stays linear); at most
+ * LMT_VMS_MAX (readcaps.h). */
+static int push(struct vmscan *s, const struct vminfo *vi)
+{
+	struct vminfo *nv;
+	int r = u64set_add(&s->seen, vi->L);
+
+	if (r <= 0)
+		return r < 0 ? -ENOMEM : 0;
+	if (!s->n && !(s->v = malloc(LMT_VMS_MAX * sizeof(*nv))))
+		return -ENOMEM;
+	s->v[s->n++] = *vi;
+	return 0;
+}
+
+static int scannable(const struct pmap *p)
+{
+	if (strcmp(p->perms, "rw-p"))
+		return 0;
+	return strcmp(p->path, "[vvar]") && strcmp(p->path, "[vsyscall]") &&
+	       strcmp(p->path, "[stack]") && strncmp(p->path, "[vvar", 5);
+}
+
+/* The variants' idea of a main lua_State whose L->glref is at word address
+ * at and holds w: pushed if it validates. */
+static int consider(pid_t pid, const struct pmaps *m, const char *variant,
+		    struct vmscan *s, uint64_t at, uint64_t w)
+{
+	for (unsigned k = 0; k < lj_nvariants; k++) {
+		const struct lj_variant *v = &lj_variants[k];
+		const struct lj_layout *lay = &v->lay;
+		struct vminfo vi;
+		char why[160];
+
+		/* w would be L->glref == L + gg_g. */
+		if (w != at - lay->L_glref + lay->gg_g || !want(v, variant))
+			continue;
+		s->candidates++;
+		/* Past the cap: counted, not read. */
+		if (s->n >= LMT_VMS_MAX) {
+			s->over++;
+			continue;
+		}
+		if (validate(pid, m, v, at - lay->L_glref, &vi, why, sizeof(why))) {
+			if (!s->first_reject[0])
+				snprintf(s->first_reject, sizeof(s->first_reject),
+					 "%.60s: %.160s", v->name, why);
+			continue;
+		}
+		int err = push(s, &vi);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int vm_scan(pid_t pid, const struct pmaps *m, const char *variant,
+	    struct vmscan *s)
+{
+	uint8_t *buf = malloc(CHUNK);
+	uint64_t dmin = UINT64_MAX, dmax = 0, dspan;
+	int err = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (!buf)
+		return -ENOMEM;
+	/* L->glref - &L->glref, per variant: their range. */
+	for (unsigned k = 0; k < lj_nvariants; k++) {
+		uint64_t d = lj_variants[k].lay.gg_g - lj_variants[k].lay.L_glref;
+		dmin = d < dmin ? d : dmin;
+		dmax = d > dmax ? d : dmax;
+	}
+	dspan = dmax - dmin;
+	for (size_t i = 0; i < m->n && !err; i++) {
+		const struct pmap *p = &m->v[i];
+		if (!scannable(p))
+			continue;
+		/* The process runs on while we read: mappings can shrink or
+		 * go, so scan whatever part of each chunk is readable. */
+		for (uint64_t a = p->lo, next; a < p->hi && !err; a = next) {
+			size_t len = p->hi - a < CHUNK ? p->hi - a : CHUNK;
+			ssize_t got = proc_read_some(pid, a, buf, len);
+			next = got > 0 ? a + (uint64_t)got : a + 4096;
+			if (got <= 0)
+				continue;
+			s->scanned += (uint64_t)got;
+			for (size_t o = 0; o + 8 <= (size_t)got && !err; o += 8) {
+				uint64_t d = rd64(buf, o) - (a + o);
+				/* Most words are no self-reference at all. */
+				if (d - dmin <= dspan)
+					err = consider(pid, m, variant, s, a + o, d + a + o);
+			}
+		}
+	}
+	free(buf);
+	return err;
+}
+
+void vm_scan_free(struct vmscan *s)
+{
+	free(s->v);
+	u64set_free(&s->seen);
+	memset(s, 0, sizeof(*s));
+}
+
+int vm_at(pid_t pid, const struct pmaps *m, const char *variant, uint64_t L,
+	  struct vminfo *out, char *why, size_t whylen)
+{
+	char one[160];
+	size_t used = 0;
+
+	snprintf(why, whylen, "no known layout");
+	for (unsigned k = 0; k < lj_nvariants; k++) {
+		const struct lj_variant *v = &lj_variants[k];
+		uint64_t g, mainth;
+
+		if (!want(v, variant))
+			continue;
+		if (proc_read(pid, L + v->lay.L_glref, &g, 8) ||
+		    proc_read(pid, g + v->lay.g_mainthref, &mainth, 8))
+			continue;
+		if (!validate(pid, m, v, mainth, out, one, sizeof(one)))
+			return 0;
+		/* Say what each variant found. */
+		if (used < whylen)
+			used += (size_t)snprintf(why + used, whylen - used, "%s%s: %s",
+						 used ? "; " : "", v->name, one);
+	}
+	return -EINVAL;
+}
