@@ -42,7 +42,7 @@ USER_OBJ := $(patsubst user/%.c,$(OUT)/%.o,$(USER_SRC)) $(OUT)/profile.pb-c.o $(
 USER_H   := $(wildcard user/*/*.h) $(PB_H)
 # Objects that need neither BPF nor libbpf: shared with unit tests and fuzzers.
 LIB_SRC  := user/streams/merge.c user/format/memprof_write.c user/format/memprof_read.c user/format/stacks_write.c \
-	user/format/stacks_read.c $(REPORT_SRC) user/format/esc.c user/format/info.c
+	user/format/stacks_read.c $(REPORT_SRC) user/util/esc.c user/format/info.c
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))
@@ -164,7 +164,7 @@ clean:
 	rm -rf $(OUT) luamemtrace
 
 # Test helpers built from tests/ (not installed).
-MPDUMP_SRC := user/format/memprof_read.c user/format/memprof_write.c user/format/esc.c
+MPDUMP_SRC := user/format/memprof_read.c user/format/memprof_write.c user/util/esc.c
 $(OUT)/mpdump: tests/tools/mpdump.c $(MPDUMP_SRC) $(USER_H) | $(OUT)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/tools/mpdump.c $(MPDUMP_SRC)
 

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "format/esc.h"
+#include "util/esc.h"
 
 #include "check.h"
 

@@ -1,6 +1,5 @@
-/* Consume: ring buffer records into the memprof writer and the summary's
- * aggregator, in the order BPF sent them; prototypes' line tables kept to
- * turn bytecode positions into lines; the stops BPF made settled. */
+/* Capture: the ring's and the slots' records, in the order each VM sent
+ * them (capture/ring.h). */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -16,6 +15,9 @@
 #include <fcntl.h>
 
 #include "session/session.h"
+#include "capture/ring.h"
+#include "convert/events.h"
+#include "util/knobs.h"
 
 #include "session/guard.h"
 #include "format/memprof_write.h"
@@ -29,13 +31,8 @@
 
 /* -- Routing ------------------------------------------------------------- */
 
-static struct tproc *proc_of(struct tr *t, uint32_t tgid)
-{
-	return u64map_get(&t->pmap, (uint64_t)tgid | 1ULL << 32);
-}
-
-/* The VM a record names; a VM BPF registered whose record we have not
- * seen (it cannot be: its record goes first) is made from what it says. */
+/* The VM a record names; one BPF registered whose first record this is
+ * is made by the session (capture_ops.vm_new). */
 static struct tvm *vm_of(struct tr *t, uint32_t tgid, uint32_t id)
 {
 	struct tvm *v = vm_get(t, tgid, id);
@@ -43,221 +40,27 @@ static struct tvm *vm_of(struct tr *t, uint32_t tgid, uint32_t id)
 
 	if (v || !(p = proc_of(t, tgid)) || p->ignored)
 		return v;
-	return vm_known(t, p, id, 0, 0, 0, p->next_num);
-}
-
-static void keep_lines(struct tvm *v, const struct lmt_proto *p, size_t sz)
-{
-	struct pline *l;
-	int err;
-
-	free(u64map_del(&v->lines, p->addr));
-	if (!p->li_width || p->li_len > LMT_LI_MAX ||
-	    sz < offsetof(struct lmt_proto, lineinfo) + p->li_len)
-		return;
-	l = malloc(sizeof(*l) + p->li_len);
-	if (!l)
-		return;
-	l->firstline = p->firstline;
-	l->sizebc = p->sizebc;
-	l->numline = p->numline;
-	l->width = p->li_width;
-	l->len = p->li_len;
-	memcpy(l->li, p->lineinfo, p->li_len);
-	u64map_put(&v->lines, p->addr, l, &err);
-	if (err)
-		free(l);
-}
-
-/* The prototype's chunk name into s: what BPF copied, completed from the
- * target if longer (load(string) without a name: the whole source; if
- * the string is gone, the prefix is what we have). If BPF could read none
- * of it (a page it could not touch), the name an earlier record gave the
- * prototype. *full: to free. */
-static void proto_name(struct tvm *v, const struct lmt_proto *p, struct mp_sym *s, char **full)
-{
-	const uint32_t n = p->copied <= LMT_NAME_MAX ? p->copied : LMT_NAME_MAX;
-	const char *known = u64map_get(&v->pnames, p->addr);
-	char *c;
-	int err = 0;
-
-	s->name = p->name;
-	s->name_len = n;
-	if (!n && known) {
-		s->name = known;
-		s->name_len = strlen(known);
-		return;
-	}
-	if (n && !memchr(p->name, 0, n) && (c = strndup(p->name, n))) {
-		free(u64map_put(&v->pnames, p->addr, c, &err));
-		if (err)
-			free(c);
-	}
-	/* Cut to LMT_CHUNKNAME_MAX, ending in "..." (readcaps.h). */
-	if (p->len > n && (*full = malloc(LMT_CHUNKNAME_MAX))) {
-		const uint32_t len = p->len > LMT_CHUNKNAME_MAX ? LMT_CHUNKNAME_MAX - 3 : p->len;
-
-		if (!proc_read((pid_t)p->tgid, p->str, *full, len) &&
-		    !memcmp(*full, p->name, n)) {
-			s->name = *full;
-			s->name_len = len;
-			if (len < p->len) {
-				memcpy(*full + len, "...", 3);
-				s->name_len = LMT_CHUNKNAME_MAX;
-				v->p->names_long++;
-			}
-		} else {
-			v->p->names_cut++;
-		}
-	} else if (p->len > n) {
-		v->p->names_cut++;
-	}
+	return t->cap->vm_new(t, p, id);
 }
 
 static void on_proto(struct tr *t, const struct lmt_proto *p, size_t sz)
 {
-	struct mp_sym s = { .kind = MP_SYM_LFUNC, .addr = p->addr };
 	struct tvm *v = vm_of(t, p->tgid, p->vm);
-	char *full = NULL;
 
-	if (!v) {
+	if (v)
+		ev_proto(v, p, sz);
+	else
 		t->bad_recs++;
-		return;
-	}
-	proto_name(v, p, &s, &full);
-	/* Built-ins in bytecode have firstline -1: sign-extend, as LuaJIT. */
-	s.line = (uint64_t)(int64_t)p->firstline;
-	out_at(v->out, v, p->seq);
-	out_sym(v->out, &s);
-	out_at(v->out, NULL, 0);
-	keep_lines(v, p, sz);
-	free(full);
-	v->p->protos++;
 }
 
 static void on_trace(struct tr *t, const struct lmt_trace *r)
 {
-	struct mp_sym s = { .kind = MP_SYM_TRACE, .addr = r->traceno,
-			    .proto = r->proto, .line = r->line };
 	struct tvm *v = vm_of(t, r->tgid, r->vm);
 
-	if (!v) {
+	if (v)
+		ev_trace(v, r);
+	else
 		t->bad_recs++;
-		return;
-	}
-	out_at(v->out, v, r->seq);
-	out_sym(v->out, &s);
-	traces_add(v, r);
-	out_at(v->out, NULL, 0);
-	v->p->traces++;
-}
-
-/* A position (LMT_EV_POS) to a line through the prototype's table. */
-static void pos_line(struct tvm *v, struct mp_event *m)
-{
-	const struct pline *l = u64map_get(&v->lines, m->loc);
-	int64_t line = l ? pline_line(l, m->line) : 0;
-
-	if (!l)
-		v->p->nolines++;
-	if (line < 0) {
-		m->src = MP_SRC_INTERNAL;
-		m->loc = 0;
-		line = 0;
-	}
-	m->line = (uint64_t)line;
-}
-
-/* The name Lua code gives C function (or builtin, LUANAMES_FF) key, if
- * any. The target's tables are read again when a function they did not
- * name appears: at once for one not seen before (a module just loaded),
- * up to LMT_NAMES_MISSED_MAX of them; the ones they did not name wait for
- * the next walk, at most one every LMT_NAMES_REWALK_S (readcaps.h). */
-const char *lua_name(struct tvm *v, uint64_t key)
-{
-	const char *n = u64map_get(&v->cnames, key);
-
-	if (n || !v->var ||
-	    ((u64set_has(&v->cmissed, key) || v->cmissed.n >= LMT_NAMES_MISSED_MAX) &&
-	     now() - v->cnames_at < LMT_NAMES_REWALK_S))
-		return n;
-	v->cnames_at = now();
-	v->p->nm_walks++;
-	if (luanames_read(v->p->pid, v->var, v->g, &v->cnames, &v->p->nm_nodes) > 0)
-		v->p->nm_cut++;
-	n = u64map_get(&v->cnames, key);
-	if (!n && v->cmissed.n < LMT_NAMES_MISSED_MAX)
-		u64set_add(&v->cmissed, key);
-	return n;
-}
-
-/* A C function by the name Lua code gives it (luanames.h), beside the
- * stream's ELF name: "cjson.encode (liblua5.1-cjson.so+0x3cc0)". */
-void cfunc_name(struct tvm *v, uint64_t f)
-{
-	const char *n, *elf;
-	char buf[512];
-
-	if (u64set_has(&v->cnamed, f) || !(n = lua_name(v, f)))
-		return;
-	u64set_add(&v->cnamed, f);
-	elf = syms_name(&v->p->syms, f);
-	snprintf(buf, sizeof(buf), elf ? "%s (%s)" : "%s", n, elf);
-	out_sym(v->out, &(struct mp_sym){ .kind = MP_SYM_CFUNC, .addr = f,
-					  .name = buf, .name_len = strlen(buf) });
-}
-
-/* Event r as the stream has it, before ev_where. Field by field: a
- * compound literal's zeroing is a rep stos, whose start cost as much as
- * the rest of a lone stream's event. */
-static inline void ev_event(struct mp_event *m, const struct lmt_ev *r)
-{
-	m->kind = r->kind;
-	m->src = r->src;
-	m->loc = r->loc;
-	m->line = r->line;
-	m->oaddr = r->oaddr;
-	m->osize = r->osize;
-	m->naddr = r->naddr;
-	m->nsize = r->nsize;
-}
-
-/* Event m's place in the source (src and flags as it came: LMT_EV_*): a
- * position to its line; compiled code to its line through the trace's
- * snapshots, where in *at (chain -2: not in a trace); an exit that cannot
- * be told is the VM's, as in-VM. */
-static inline void ev_where(struct tvm *v, struct mp_event *m, uint8_t src, uint8_t flags,
-			    struct tloc *at)
-{
-	if (flags & LMT_EV_POS)
-		pos_line(v, m);
-	at->chain = -2;
-	if (src == LMT_SRC_TRACE && (flags & (LMT_EV_MCOFS | LMT_EV_EXIT)) &&
-	    traces_line(v, m, flags, at)) {
-		if (flags & LMT_EV_EXIT)
-			*m = (struct mp_event){ .kind = m->kind, .src = MP_SRC_INTERNAL,
-						.oaddr = m->oaddr, .osize = m->osize,
-						.naddr = m->naddr, .nsize = m->nsize };
-		else
-			m->line = 0;
-	}
-}
-
-/* An event of VM v into its stream. */
-static void ev_out(struct tvm *v, const struct lmt_ev *r)
-{
-	struct mp_event m;
-	struct tloc at;
-
-	/* It, and the symbols it needs first, in its number's turn. */
-	out_at(v->out, v, r->seq);
-	ev_event(&m, r);
-	ev_where(v, &m, r->src, r->flags, &at);
-	if (m.src == MP_SRC_CFUNC) {
-		syms_cfunc(&v->p->syms, m.loc);
-		cfunc_name(v, m.loc);
-	}
-	out_event(v->out, &m, r->stk ? stk_event(v, r, &m, at.chain == -2 ? NULL : &at) : 0);
 }
 
 /* -- Awaits ---------------------------------------------------------------- */
@@ -510,126 +313,6 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 		out_at(v->out, NULL, 0);
 }
 
-/* lua_newstate returned in a process whose new VM user space must
- * register: a traced process's new allocator, or with --all a process not
- * seen before (stopped meanwhile). */
-static void on_newvm(struct tr *t, const struct lmt_newvm *n)
-{
-	struct tproc *p = proc_of(t, n->tgid);
-	struct vminfo v;
-	struct pmaps m;
-	char why[160];
-	int fresh = 0, want;
-
-	if (t->stopping)
-		return;
-	if (n->registered) { /* BPF did it: its allocator is probed */
-		struct tvm *tv = p ? vm_known(t, p, n->id, n->L, n->g, n->ud,
-					      p->next_num) : NULL;
-		if (tv && t->o->verbose)
-			fprintf(stderr, "luamemtrace: PID %u VM %u: L 0x%" PRIx64
-				" g 0x%" PRIx64 ", allocator 0x%" PRIx64 " ud 0x%"
-				PRIx64 " (registered in BPF)\n", n->tgid, tv->num,
-				(uint64_t)n->L, (uint64_t)n->g, (uint64_t)n->allocf,
-				(uint64_t)n->ud);
-		return;
-	}
-	if (!p) { /* --all: a process not seen before */
-		p = proc_new(t, (pid_t)n->tgid, 1);
-		if (!p) { /* gone already */
-			if (n->left_out)
-				forget_proc(t, n->tgid);
-			return;
-		}
-		fresh = 1;
-		want = proc_wanted(t, p);
-		/* Left out by BPF, it ran on: listed as BPF told (a name
-		 * changed since cannot bring back what went unseen). */
-		if (n->left_out && want) {
-			err1("warning: PID %d (%s) not traced: its name changed "
-			     "after its first VM", (int)p->pid, p->comm);
-			t->lost_vm++;
-		}
-		if (n->left_out || !want) {
-			proc_ignore(t, p);
-			return;
-		}
-	}
-	if (p->ignored)
-		return;
-	/* -- COMMAND was bound before it executed its program: its memory
-	 * is the program's from here (proc.h; stopped, our child). */
-	if (!p->attached && p->pid == t->cmd_pid && proc_bind(p->pid, p->pidfd)) {
-		err1("warning: PID %d: cannot open its memory: not traced", (int)p->pid);
-		t->lost_vm++;
-		return;
-	}
-	if (pmaps_load((pid_t)n->tgid, &m) == 0) {
-		if (vm_at((pid_t)n->tgid, &m, t->o->variant, n->L, &v, why,
-			  sizeof(why)) == 0) {
-			int r = p->attached ? add_vm(t, p, &v) : proc_attach(t, p, &v, 1);
-			if (r)
-				t->lost_vm++;
-			else if (!p->nvm || (p->nvm == 1 && !t->o->quiet && t->o->all))
-				err1("tracing PID %d (%s)", (int)p->pid, p->comm);
-		} else {
-			err1("warning: new lua_State 0x%" PRIx64 " in PID %u not "
-			     "traced: %s", (uint64_t)n->L, n->tgid, why);
-			t->lost_vm++;
-		}
-		pmaps_free(&m);
-	}
-	if (fresh && !p->attached)
-		proc_drop(t, p);
-}
-
-/* A traced process forked (-o DIR): the child, stopped, gets its streams
- * and probes before it runs. */
-static void on_fork(struct tr *t, const struct lmt_fork *f)
-{
-	struct tproc *parent = proc_of(t, f->ptgid), *c;
-
-	if (!t->dir || t->skel->rodata->fork_stop == LMT_FORK_STOP_NONE) {
-		t->forks_skipped++;
-		return;
-	}
-	if (!f->stopped || t->stopping || !parent) {
-		forget_proc(t, f->tgid);
-		return;
-	}
-	c = proc_new(t, (pid_t)f->tgid, 1);
-	if (!c) {
-		forget_proc(t, f->tgid);
-		return;
-	}
-	if (proc_attach_child(t, parent, c)) {
-		err1("warning: PID %d, a child of PID %d, not traced",
-		     (int)f->tgid, (int)f->ptgid);
-		t->lost_vm++;
-		proc_end(t, c, "error");
-		return;
-	}
-	/* It has not run: nothing of it to wait for before it continues;
-	 * unless it stops itself (bpf/stop.h: stop_born), which it must have
-	 * done before its stop is released. */
-	c->nowait = t->skel->rodata->fork_stop == LMT_FORK_STOP_TASK;
-	if (!t->o->quiet)
-		err1("tracing PID %d (%s), a child of PID %d", (int)c->pid, c->comm,
-		     (int)f->ptgid);
-}
-
-static void on_exec(struct tr *t, uint32_t tgid)
-{
-	struct tproc *p = proc_of(t, tgid);
-
-	if (!p)
-		return;
-	if (!p->ignored && !t->o->quiet && !t->o->all)
-		err1("PID %d executed a new program: tracing ended there",
-		     (int)p->pid);
-	proc_end(t, p, "exec");
-}
-
 /* -- Takes --------------------------------------------------------------- */
 
 /* merge_round takes a slot's batch as it is, and converts it once the
@@ -836,25 +519,21 @@ int on_rec(void *ctx, void *data, size_t sz)
 		}
 		break;
 	case LMT_REC_NEWVM:
+		if (sz >= sizeof(struct lmt_newvm))
+			t->cap->newvm(t, data);
+		break;
 	case LMT_REC_FORK:
-		/* Both may unbatch, which must wait until we are out of
-		 * the ring's callback (in_cb). */
-		t->in_cb = 1;
-		if (rec == LMT_REC_NEWVM && sz >= sizeof(struct lmt_newvm))
-			on_newvm(t, data);
-		else if (rec == LMT_REC_FORK && sz >= sizeof(struct lmt_fork))
-			on_fork(t, data);
-		t->in_cb = 0;
+		if (sz >= sizeof(struct lmt_fork))
+			t->cap->fork(t, data);
 		break;
 	case LMT_REC_MAPPED:
 		/* Read while the process is stopped (settle_stops). */
 		if (sz >= sizeof(struct lmt_mapped))
-			u64set_add(&t->rescan,
-				   ((const struct lmt_mapped *)data)->tgid | 1ULL << 32);
+			u64set_add(&t->rescan, proc_key(((const struct lmt_mapped *)data)->tgid));
 		break;
 	case LMT_REC_EXEC:
 		if (sz >= sizeof(struct lmt_exec))
-			on_exec(t, ((const struct lmt_exec *)data)->tgid);
+			t->cap->exec(t, ((const struct lmt_exec *)data)->tgid);
 		break;
 	}
 	return 0;
@@ -906,13 +585,14 @@ static int slot_take(struct tr *t, struct lmt_slot *s, int keep)
 /* Batching ends: VMs share a ud, and their events cannot be told apart
  * (struct lmt_slot). What the ring holds goes first, then each slot's
  * batch. Inside a ring buffer callback that waits for the main loop. */
+void unbatch_request(struct tr *t)
+{
+	t->skel->bss->nobatch = 1;
+	t->unbatch_req = 1;
+}
+
 void unbatch(struct tr *t)
 {
-	if (t->in_cb) {
-		t->skel->bss->nobatch = 1;
-		t->unbatch_req = 1;
-		return;
-	}
 	t->unbatch_req = 0;
 	t->skel->bss->nobatch = 1;
 	drain(t);
@@ -982,189 +662,3 @@ void slots_left(struct tr *t, uint32_t tgid, int release)
 }
 
 /* -- Stops --------------------------------------------------------------- */
-
-/* Is every thread of tgid stopped, or gone? A thread runs programs only
- * until it stops, so then every record the process sent before its stop
- * is in the ring. */
-static int stopped(pid_t tgid)
-{
-	char p[64], st[512];
-	DIR *d;
-	struct dirent *de;
-	int running = 0;
-
-	snprintf(p, sizeof(p), "/proc/%d/task", (int)tgid);
-	if (!(d = opendir(p)))
-		return 1;
-	while (!running && (de = readdir(d))) {
-		char q[96];
-		const char *c;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(q, sizeof(q), "/proc/%d/task/%.32s/stat", (int)tgid,
-			 de->d_name);
-		if (proc_small(q, st, sizeof(st)) < 0)
-			continue;
-		c = strrchr(st, ')'); /* the name may hold anything */
-		running = c && c[1] == ' ' && !strchr("TtZXx", c[2]);
-	}
-	closedir(d);
-	return !running;
-}
-
-/* Are the processes of the stops v all stopped (or children attached
- * before they ran, which need no wait)? */
-static int all_stopped(struct tr *t, const struct held *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		const struct tproc *p = proc_of(t, v[i].k.tgid);
-
-		if (held_first(v, i) && !(p && p->nowait) && !stopped((pid_t)v[i].k.tgid))
-			return 0;
-	}
-	return 1;
-}
-
-/* For tests (LMT_TEST_HOLD=MS): stops are held MS longer, before they are
- * handled, for a SIGCONT not ours, or another tracer's, to come
- * meanwhile. */
-static void test_hold(void)
-{
-	const char *ms = getenv("LMT_TEST_HOLD");
-
-	if (ms)
-		usleep((useconds_t)atoi(ms) * 1000);
-}
-
-/* Processes sent a SIGCONT not ours while stopped for us (struct
- * lmt_hold, as guard_release marked it), but for a pacing stop
- * (--no-loss): said, once a process. */
-static void check_held(struct tr *t, const struct held *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		struct tproc *p = proc_of(t, v[i].k.tgid);
-		size_t j;
-
-		if (!v[i].h.conts || v[i].h.soft || (p && p->ran_held))
-			continue;
-		for (j = 0; j < i && !(v[j].k.tgid == v[i].k.tgid && v[j].h.conts &&
-				       !v[j].h.soft); j++)
-			;
-		if (j < i)
-			continue;
-		if (p)
-			p->ran_held = 1;
-		err1("warning: PID %u ran while stopped for the tracer (a SIGCONT "
-		     "not ours: another tracer's, or anyone's): what it did "
-		     "meanwhile may be missing (a new VM's first allocations, "
-		     "a module's names)", v[i].k.tgid);
-		t->ran_held++;
-	}
-}
-
-/* Stops the guardian ended for being held past the deadline (the tracer
- * stalled: user/session/guard.h): said, once a process and a round; the process
- * ran before we were done with it, so its stream is incomplete, but for
- * a pacing stop (--no-loss: what it loses is counted). */
-static void said_expired(struct tr *t, const struct held *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		struct tproc *p = proc_of(t, v[i].k.tgid);
-		size_t j;
-
-		if (v[i].h.state != LMT_STOP_EXPIRED)
-			continue;
-		for (j = 0; j < i && !(v[j].k.tgid == v[i].k.tgid &&
-				       v[j].h.state == LMT_STOP_EXPIRED); j++)
-			;
-		if (j < i)
-			continue;
-		t->expired++;
-		err1("warning: PID %u held stopped over %.1f s (the tracer "
-		     "stalled): the guardian continued it%s", v[i].k.tgid,
-		     LMT_HOLD_MAX_MS / 1e3,
-		     v[i].h.soft ? "" : "; what it did meanwhile may be missing");
-		if (!v[i].h.soft && !(p && p->ran_held)) {
-			if (p)
-				p->ran_held = 1;
-			t->ran_held++;
-		}
-		if (t->o->no_loss) /* it may pause again */
-			bpf_map__delete_elem(t->skel->maps.paused, &v[i].k.tgid,
-					     sizeof(v[i].k.tgid), 0);
-	}
-}
-
-/* Keeps of v the stops of processes in w (seen stopped): the others'
- * are for the next round. Their count. */
-static size_t stops_of(struct held *v, size_t n, const struct held *w, size_t nw)
-{
-	size_t k = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		size_t j;
-
-		for (j = 0; j < nw && w[j].k.tgid != v[i].k.tgid; j++)
-			;
-		if (j < nw)
-			v[k++] = v[i];
-	}
-	return k;
-}
-
-void settle_stops(struct tr *t, int block)
-{
-	struct held *v;
-	size_t n = guard_expired(t->stops_fd, &v);
-
-	check_held(t, v, n); /* a SIGCONT not ours came first: said as such */
-	said_expired(t, v, n);
-	free(v);
-	n = guard_stops(t->stops_fd, &v);
-
-	if (n && !all_stopped(t, v, n)) {
-		if (!t->settling)
-			t->settling = now();
-		while (block && now() - t->settling < 2 && !all_stopped(t, v, n))
-			usleep(200);
-		if (now() - t->settling < 2 && !all_stopped(t, v, n)) {
-			free(v);
-			return; /* again after the next poll */
-		}
-	}
-	t->settling = 0;
-	if (n) {
-		/* Stops of these processes made while we waited are in now,
-		 * and none can come: release them all. */
-		struct held *w = v;
-		size_t nw = n;
-
-		n = guard_stops(t->stops_fd, &v);
-		n = stops_of(v, n, w, nw);
-		free(w);
-		test_hold();
-		drain(t);
-	}
-	if (t->unbatch_req)
-		unbatch(t);
-	for (size_t i = 0; t->rescan.n && i < t->rescan.cap; i++) {
-		struct tproc *p;
-		if (t->rescan.k[i] && (p = proc_of(t, (uint32_t)t->rescan.k[i])))
-			syms_scan(&p->syms);
-	}
-	if (t->rescan.n) {
-		u64set_free(&t->rescan);
-		memset(&t->rescan, 0, sizeof(t->rescan));
-	}
-	if (guard_release(t->stops_fd, v, n) && !t->peers_warned++)
-		err1("warning: cannot look at other tracers' stops (%s): a "
-		     "process two tracers stop may be continued before the "
-		     "other is done with it", strerror(errno));
-	check_held(t, v, n);
-	said_expired(t, v, n); /* ended by the guardian as we released them */
-	/* --no-loss: drained, they may pause again */
-	for (size_t i = 0; t->o->no_loss && i < n; i++)
-		bpf_map__delete_elem(t->skel->maps.paused, &v[i].k.tgid, sizeof(v[i].k.tgid), 0);
-	free(v);
-}

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/knobs.h"
 #include "target/layout.h"
 #include "report/report.h"
 #include "session/tracer.h"
@@ -271,6 +272,7 @@ int main(int argc, char **argv)
 	double v;
 	int c;
 
+	knobs_read();
 	if (argc > 1 && !strcmp(argv[1], "report"))
 		return report_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "top"))

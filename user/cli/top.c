@@ -22,6 +22,7 @@
 #include "report/report.h"
 #include "session/tracer.h"
 #include "util/u64set.h"
+#include "streams/summary.h"
 
 static const char usage_text[] =
 	"usage: luamemtrace top -p PID [--stacks] [-d SECS]\n"

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "session/session.h"
+#include "convert/cnames.h"
 
 #include "convert/callstacks.h"
 #include "convert/lines.h"

@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "session/session.h"
+#include "convert/cnames.h"
 #include "convert/jit.h"
 
 #include "target/layout.h"

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "format/esc.h"
+#include "util/esc.h"
 #include "format/info.h"
 
 /* Keys and values are one line each, escaped (esc.h): a name the target

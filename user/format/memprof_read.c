@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "format/esc.h"
+#include "util/esc.h"
 #include "format/memprof_read.h"
 
 #define LJS_MAGIC "ljs"

@@ -11,6 +11,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "util/knobs.h"
 #include "probes/kfeat.h"
 
 /* -- Probes ---------------------------------------------------------------- */
@@ -20,14 +21,6 @@ static const struct bpf_insn ret0[] = {
 	{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
 	{ .code = BPF_JMP | BPF_EXIT },
 };
-
-/* A switch of the test knobs: on at "1" alone. */
-static int knob(const char *n)
-{
-	const char *v = getenv(n);
-
-	return v && v[0] == '1' && !v[1];
-}
 
 /* Does a link of attach type type get past its type? A sleepable kprobe
  * program of that expected type, linked on "/": a kernel with the type
@@ -122,13 +115,13 @@ int kfeat_probe(struct kfeat *k, char *err, size_t errlen)
 
 void kfeat_restrict(struct kfeat *k)
 {
-	if (knob("LMT_NO_UPROBE_MULTI"))
+	if (knobs.no_uprobe_multi)
 		k->uprobe_multi = k->session = 0;
-	if (knob("LMT_NO_SESSION"))
+	if (knobs.no_session)
 		k->session = 0;
-	if (knob("LMT_COMPAT_READER"))
+	if (knobs.compat_reader)
 		k->kst = 0;
-	if (knob("LMT_NO_SIGNAL_TASK") && k->signal_task) {
+	if (knobs.no_signal_task && k->signal_task) {
 		k->signal_task = 0;
 		struct btf *b = btf__load_vmlinux_btf();
 

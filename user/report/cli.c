@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <stdarg.h>
 #include <unistd.h>
-#include "format/esc.h"
+#include "util/esc.h"
 #include "format/info.h"
 #include "format/caps.h"
 #include "format/memprof_read.h"

@@ -7,7 +7,7 @@
  * --folded and HEAP SUMMARY BY STACK merge stacks that read the same. */
 #include <string.h>
 
-#include "format/esc.h"
+#include "util/esc.h"
 #include "format/caps.h"
 #include "report_int.h"
 

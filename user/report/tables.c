@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include <sys/mman.h>
-#include "format/esc.h"
+#include "util/esc.h"
 
 #include "report_int.h"
 

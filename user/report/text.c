@@ -7,7 +7,7 @@
 #include <string.h>
 
 
-#include "format/esc.h"
+#include "util/esc.h"
 #include "report_int.h"
 
 static int cmp_group(const void *a, const void *b, void *ctx)

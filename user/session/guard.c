@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/knobs.h"
 #include "session/guard.h"
 #include "target/proc.h"
 #include "luamemtrace.h"
@@ -356,13 +357,12 @@ static uint64_t boot_ns(void)
 /* The deadline of a stop, in ns (guard.h: LMT_HOLD_MAX_MS). */
 static uint64_t hold_max_ns(void)
 {
-	const char *d = getenv("LMT_TEST_DEADLINE"), *h = getenv("LMT_TEST_HOLD");
 	uint64_t ms = LMT_HOLD_MAX_MS;
 
-	if (d && atol(d) > 0)
-		ms = (uint64_t)atol(d);
-	else if (h && atol(h) > 0)
-		ms += (uint64_t)atol(h);
+	if (knobs.test_deadline_ms)
+		ms = knobs.test_deadline_ms;
+	else
+		ms += knobs.test_hold_ms;
 	return ms * 1000000;
 }
 

@@ -21,10 +21,14 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "util/knobs.h"
 #include "session/session.h"
+#include "session/life.h"
+#include "session/stops.h"
+#include "capture/ring.h"
 
 #include "target/elfsym.h"
-#include "format/esc.h"
+#include "util/esc.h"
 #include "session/guard.h"
 #include "format/info.h"
 #include "format/memprof_write.h"
@@ -34,45 +38,18 @@
 #include "session/tracer.h"
 #include "convert/jit.h"
 #include "convert/callstacks.h"
+#include "session/duty.h"
+#include "session/spawn.h"
+#include "session/select.h"
+#include "probes/object.h"
+#include "probes/hooks.h"
+#include "streams/summary.h"
 
-volatile sig_atomic_t stop_req;
-volatile sig_atomic_t forward_sig;
-
-static void on_stop_signal(int sig, siginfo_t *si, void *uc)
-{
-	(void)uc;
-	stop_req = sig;
-	if (si->si_code == SI_USER || si->si_code == SI_QUEUE)
-		forward_sig = sig;
-}
-
-/* One line on stderr, escaped (esc.h): paths and names in it may come
- * from the target. */
-
-void err1(const char *fmt, ...)
-{
-	char m[1024], e[4096];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(m, sizeof(m), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	fprintf(stderr, "luamemtrace: %s\n",
-		esc_str(e, sizeof(e), m, (size_t)n < sizeof(m) ? (size_t)n : sizeof(m) - 1, 0));
-}
 
 static int libbpf_quiet(enum libbpf_print_level lvl, const char *fmt,
 			va_list ap)
 {
-	static int verbose = -1;
-	if (verbose < 0)
-		verbose = getenv("LMT_LIBBPF_DEBUG") != NULL;
-	if (!verbose && lvl != LIBBPF_WARN)
-		return 0;
-	if (!verbose)
+	if (!knobs.libbpf_debug)
 		return 0; /* we report failures ourselves, in one line */
 	return vfprintf(stderr, fmt, ap);
 }
@@ -101,15 +78,9 @@ static int has_caps(void)
  * what it offers (t->kf). */
 static int preflight(struct tr *t)
 {
-	const char *sys = getenv("LMT_SYSFS");
+	const char *sys = knobs.sysfs, *proc = knobs.procfs;
 	char p[PATH_MAX];
 
-	const char *proc = getenv("LMT_PROCFS");
-
-	if (!sys)
-		sys = "/sys";
-	if (!proc)
-		proc = "/proc";
 	if (geteuid() != 0 && !has_caps()) {
 		err1("needs root, or CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE "
 		     "(run it with sudo)");
@@ -153,29 +124,6 @@ static int preflight(struct tr *t)
 		return -1;
 	}
 	return 0;
-}
-
-double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-double wall_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-double cpu_ns(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
-	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
 }
 
 /* The slots map, shared with BPF (struct lmt_slot). */
@@ -399,12 +347,14 @@ static int open_bpf(struct tr *t)
 	if (t->o->cmd) {
 		struct lmt_proc pr = { .spawn = 1 };
 		uint32_t tg = (uint32_t)t->cmd_pid;
+		char bin[PATH_MAX];
 
 		if (bpf_map__update_elem(t->skel->maps.procs, &tg, sizeof(tg), &pr,
 					 sizeof(pr), BPF_ANY))
 			return -1;
 		/* The command must be traceable before its output is made. */
-		if (cmd_probes(t, t->cmd_exe)) {
+		cmd_program(t->cmd_exe, bin);
+		if (cmd_probes(t, bin)) {
 			err1("%s does not export lua_newstate (nor links a libluajit "
 			     "that does): cannot trace it from the start; start it "
 			     "and use -p", t->cmd_exe);
@@ -441,13 +391,8 @@ static int open_output(struct tr *t)
 static int attach_target(struct tr *t, struct vmscan *scans)
 {
 	const struct topts *o = t->o;
-	struct sigaction sa = { .sa_sigaction = on_stop_signal,
-				.sa_flags = SA_SIGINFO };
 
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	signals_catch();
 	/* The allocators' probes once all are attached: processes that
 	 * share a file may share a link (alloc_probes_on). */
 	t->defer = t->sess && !o->duty;
@@ -458,6 +403,8 @@ static int attach_target(struct tr *t, struct vmscan *scans)
 		t->sel[i] = NULL; /* linked: the trace's now */
 		if (proc_attach(t, p, scans[i].v, scans[i].n))
 			return -1;
+		if (t->unbatch_req) /* its VMs share a ud (add_vm) */
+			unbatch(t);
 		/* Gone while we attached (its PID may be another's now). */
 		if (poll(&pf, 1, 0) > 0) {
 			err1("PID %d exited while luamemtrace attached", (int)p->pid);
@@ -466,6 +413,8 @@ static int attach_target(struct tr *t, struct vmscan *scans)
 	}
 	if (o->all && select_all(t))
 		return -1;
+	if (t->unbatch_req)
+		unbatch(t);
 	if (t->defer) {
 		t->defer = 0;
 		if (alloc_probes_on(t, 1))
@@ -640,9 +589,17 @@ int trace_check(const struct topts *o)
 
 /* -- A trace ------------------------------------------------------------- */
 
+/* What capture reports up, and who handles it. */
+static const struct capture_ops ops = {
+	.vm_new = life_vm_new,
+	.newvm = select_newvm,
+	.fork = life_fork,
+	.exec = life_exec,
+};
+
 int trace_run(const struct topts *o)
 {
-	struct tr t = { .o = o, .stops_fd = -1, .gate = -1 };
+	struct tr t = { .o = o, .stops_fd = -1, .gate = -1, .cap = &ops };
 	struct vmscan *scans = calloc(o->npids + 1, sizeof(*scans));
 	int rc = LMT_ERR;
 

@@ -24,74 +24,18 @@
 #include <unistd.h>
 
 #include "session/session.h"
+#include "session/life.h"
+#include "session/stops.h"
+#include "capture/ring.h"
 #include "target/caps.h"
 
 #include "target/elfsym.h"
 #include "session/guard.h"
 #include "target/tfile.h"
+#include "probes/hooks.h"
+#include "probes/object.h"
 
 /* -- A process ------------------------------------------------------------- */
-
-struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
-{
-	struct tproc *p = calloc(1, sizeof(*p));
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	if (!p) {
-		err1("out of memory");
-		return NULL;
-	}
-	p->t = t;
-	p->pid = pid;
-	p->lockfd = -1;
-	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (p->pidfd < 0) {
-		if (!quiet)
-			err1(errno == ESRCH ? "no such process: %d" :
-			     "cannot open process %d", (int)pid);
-		free(p);
-		return NULL;
-	}
-	/* Its memory by descriptor from now on (proc.h). */
-	if (proc_bind(pid, p->pidfd)) {
-		if (!quiet)
-			err1("cannot open process %d's memory", (int)pid);
-		close(p->pidfd);
-		free(p);
-		return NULL;
-	}
-	p->start = proc_start(pid);
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-		n = read(fd, p->comm, sizeof(p->comm) - 1);
-		close(fd);
-		p->comm[n > 0 ? n : 0] = 0;
-		p->comm[strcspn(p->comm, "\n")] = 0;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	n = readlink(path, p->exe, sizeof(p->exe) - 1);
-	p->exe[n > 0 ? n : 0] = 0;
-	syms_init(&p->syms, pid, proc_sym, p);
-	return p;
-}
-
-void proc_drop(struct tr *t, struct tproc *p)
-{
-	(void)t;
-	proc_unlock(p);
-	proc_unbind(p->pid, p->pidfd);
-	if (p->pidfd >= 0)
-		close(p->pidfd);
-	proc_links_free(p, 0);
-	for (unsigned i = 0; i < p->naf; i++)
-		tfile_close(&p->af[i].f);
-	u64set_free(&p->hooked);
-	syms_free(&p->syms);
-	free(p->vms);
-	free(p);
-}
 
 static const char *base_of(const char *path)
 {
@@ -184,45 +128,6 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 	return scan->n ? 0 : -1;
 }
 
-/* -- Tracers of one process ------------------------------------------------ */
-
-#define LOCKDIR "/run/luamemtrace"
-
-/* A file per process (PID and start time), locked shared by each tracer
- * of it: one that cannot take it exclusively is not alone. */
-void proc_lock(struct tr *t, struct tproc *p)
-{
-	char path[96];
-
-	(void)t;
-	if (mkdir(LOCKDIR, 0700) && errno != EEXIST)
-		return;
-	snprintf(path, sizeof(path), LOCKDIR "/%d.%" PRIu64, (int)p->pid, p->start);
-	p->lockfd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (p->lockfd < 0)
-		return;
-	if (flock(p->lockfd, LOCK_EX | LOCK_NB))
-		p->others = errno == EWOULDBLOCK;
-	flock(p->lockfd, LOCK_SH);
-}
-
-void proc_unlock(struct tproc *p)
-{
-	char path[96];
-	int fd;
-
-	if (p->lockfd < 0)
-		return;
-	close(p->lockfd);
-	p->lockfd = -1;
-	/* The last tracer of it removes the file. */
-	snprintf(path, sizeof(path), LOCKDIR "/%d.%" PRIu64, (int)p->pid, p->start);
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && !flock(fd, LOCK_EX | LOCK_NB))
-		unlink(path);
-	if (fd >= 0)
-		close(fd);
-}
 
 /* -- --all ----------------------------------------------------------------- */
 
@@ -337,4 +242,77 @@ int select_all(struct tr *t)
 	watch_known(t, &seen);
 	u64map_free(&seen, NULL);
 	return 0;
+}
+
+/* lua_newstate returned in a process whose new VM user space must
+ * register: a traced process's new allocator, or with --all a process not
+ * seen before (stopped meanwhile). */
+void select_newvm(struct tr *t, const struct lmt_newvm *n)
+{
+	struct tproc *p = proc_of(t, n->tgid);
+	struct vminfo v;
+	struct pmaps m;
+	char why[160];
+	int fresh = 0, want;
+
+	if (t->stopping)
+		return;
+	if (n->registered) { /* BPF did it: its allocator is probed */
+		struct tvm *tv = p ? vm_known(t, p, n->id, n->L, n->g, n->ud,
+					      p->next_num) : NULL;
+		if (tv && t->o->verbose)
+			fprintf(stderr, "luamemtrace: PID %u VM %u: L 0x%" PRIx64
+				" g 0x%" PRIx64 ", allocator 0x%" PRIx64 " ud 0x%"
+				PRIx64 " (registered in BPF)\n", n->tgid, tv->num,
+				(uint64_t)n->L, (uint64_t)n->g, (uint64_t)n->allocf,
+				(uint64_t)n->ud);
+		return;
+	}
+	if (!p) { /* --all: a process not seen before */
+		p = proc_new(t, (pid_t)n->tgid, 1);
+		if (!p) { /* gone already */
+			if (n->left_out)
+				forget_proc(t, n->tgid);
+			return;
+		}
+		fresh = 1;
+		want = proc_wanted(t, p);
+		/* Left out by BPF, it ran on: listed as BPF told (a name
+		 * changed since cannot bring back what went unseen). */
+		if (n->left_out && want) {
+			err1("warning: PID %d (%s) not traced: its name changed "
+			     "after its first VM", (int)p->pid, p->comm);
+			t->lost_vm++;
+		}
+		if (n->left_out || !want) {
+			proc_ignore(t, p);
+			return;
+		}
+	}
+	if (p->ignored)
+		return;
+	/* -- COMMAND was bound before it executed its program: its memory
+	 * is the program's from here (proc.h; stopped, our child). */
+	if (!p->attached && p->pid == t->cmd_pid && proc_bind(p->pid, p->pidfd)) {
+		err1("warning: PID %d: cannot open its memory: not traced", (int)p->pid);
+		t->lost_vm++;
+		return;
+	}
+	if (pmaps_load((pid_t)n->tgid, &m) == 0) {
+		if (vm_at((pid_t)n->tgid, &m, t->o->variant, n->L, &v, why,
+			  sizeof(why)) == 0) {
+			int r = p->attached ? add_vm(t, p, &v) : proc_attach(t, p, &v, 1);
+			if (r)
+				t->lost_vm++;
+			else if (!p->nvm || (p->nvm == 1 && !t->o->quiet && t->o->all))
+				err1("tracing PID %d (%s)", (int)p->pid, p->comm);
+		} else {
+			err1("warning: new lua_State 0x%" PRIx64 " in PID %u not "
+			     "traced: %s", (uint64_t)n->L, n->tgid, why);
+			t->lost_vm++;
+		}
+		pmaps_free(&m);
+	}
+	if (fresh && !p->attached)
+		proc_drop(t, p);
 }

@@ -20,6 +20,8 @@
 #include "format/memprof_write.h"
 #include "report/report.h"
 #include "format/stacks.h"
+#include "probes/alloc.h"
+#include "probes/links.h"
 #include "probes/placement.h"
 #include "target/proc.h"
 #include "convert/symbols.h"
@@ -31,84 +33,11 @@
 #include "format/info.h"
 #include "probes/kfeat.h"
 #include "streams/merge.h"
+#include "streams/out.h"
+#include "util/clock.h"
+#include "util/log.h"
 
-/* A set of probe links. */
-struct links {
-	struct bpf_link **v;
-	unsigned n, cap;
-	/* descriptors of the files its probes name as /proc/self/fd/N
-	 * (tfile.h), open as long as they are: the name tells the file */
-	int *fds;
-	unsigned nfd;
-};
-
-/* A probed allocator: its probes, kept apart from the process's other
- * links so that --duty can take them off and put them back (path: the
- * file they are in); return probes apart, to go after the entries. */
-/* One session link for the traced processes that share an allocator's
- * file, where no other process maps it (attach.c: alloc_probes_on): a
- * link by PID would have each process's probe hijack the others'
- * returns. Its file (device, inode), its offsets, the link as fd + 1. */
-struct shl {
-	uint64_t dev, ino, off[2];
-	unsigned n;    /* offsets */
-	int mfd;
-	unsigned refs; /* allocators on it */
-};
-#define LMT_SHL_MAX 16
-
-struct allocf {
-	uint64_t addr;
-	struct probe_plan plan;
-	/* its file, held open from the mapping maps named (tfile.h): read
-	 * and probed through f.path, whatever the process maps since */
-	struct tfile f;
-	struct links links, rets;
-	/* --duty where the kernel has uprobe_multi links, and sessions
-	 * (attach.c): the entries' link and the return's, as fd + 1 (0:
-	 * none); or the link it shares with other processes */
-	int mfd[2];
-	struct shl *sh;
-	uint64_t dev, ino; /* its file, as the process's maps name it */
-};
-
-/* A stream and its sidecar. */
-struct tout {
-	char path[PATH_MAX];
-	char info[PATH_MAX + 8]; /* the sidecar, "" if none (a device) */
-	int fd;
-	int info_made;
-	int finished;      /* the epilogue is written */
-	int failed;        /* incomplete: an error, or written in part */
-	const char *end;   /* why it ended */
-	double wall0, t0;  /* when it began: epoch, monotonic */
-	double duty0;      /* --duty: seconds recorded before it began */
-	double secs;       /* how long it ran, once finished */
-	struct tproc *p;   /* its process */
-	int vm;            /* its VM's number, -1 if several share it */
-	unsigned nvms;     /* VMs written to it */
-	uint64_t n[4], bytes_alloc, bytes_free; /* events and bytes by kind */
-	struct report *rep; /* the summary's top sites */
-	int tally;          /* events go into rep: a live view, or top sites
-			     * the summary will print (output.c) */
-	struct mpw w;
-	/* --stacks: the companion FILE.stacks and its numbering */
-	struct skw *sk;
-	int skfd;
-	char skpath[PATH_MAX + 8];
-	struct u64map skframes, skstacks; /* hash -> number */
-	struct u64map skheld; /* several VMs: hash -> held stack (callstacks.c) */
-	void **skheld_v;
-	uint32_t nskheld, skheld_cap;
-	uint32_t nskf, nsks; /* numbers given (without a companion) */
-	int stk;             /* stacks recorded: the companion, the live report */
-	/* Several VMs: their records merged in the process's order
-	 * (merge.h), each under the key and source out_at set. */
-	struct merge *mg;
-	const void *at_src;
-	uint64_t at_key;
-	unsigned merge_oom;
-};
+struct capture_ops;
 
 /* A VM of a traced process. */
 struct tvm {
@@ -263,10 +192,10 @@ struct tr {
 	uint64_t aw_missed, aw_left;
 	unsigned closed;      /* VMs that ran lua_close while traced */
 	unsigned forks_skipped; /* -o FILE: children not followed */
-	int in_cb;            /* inside a ring buffer callback: no drain() */
 	int takes;            /* a VM has a take (consume.c) */
 	double settling;      /* waiting since then for stopped processes */
-	int unbatch_req;      /* unbatch() once out of it */
+	int unbatch_req;      /* unbatch() once out of the ring's callback */
+	const struct capture_ops *cap; /* what capture reports up (life.c) */
 	struct u64set rescan; /* tgids whose objects changed: syms_scan() */
 	/* spawn */
 	int gate;             /* -- COMMAND waits for a byte here */
@@ -284,195 +213,25 @@ struct tr {
 	double cpu0;          /* our CPU time (ns) when tracing began */
 };
 
-/* -- trace.c --------------------------------------------------------------- */
+/* -- The registry (session/life.c owns it) ------------------------------- */
 
-extern volatile sig_atomic_t stop_req;
-/* A signal to pass on to -- COMMAND: sent to us alone (SI_USER), not by
- * the terminal to the whole foreground group, the command included. */
-extern volatile sig_atomic_t forward_sig;
-
-/* One line on stderr, escaped (esc.h): paths and names in it may come
- * from the target. */
-__attribute__((format(printf, 1, 2))) void err1(const char *fmt, ...);
-double now(void);
-double wall_now(void);
-double cpu_ns(void);
-
-/* -- select.c -------------------------------------------------------------- */
-
-/* A new process to trace, not attached yet: NULL having said why (quiet:
- * say nothing, for --all's candidates). */
-struct tproc *proc_new(struct tr *t, pid_t pid, int quiet);
-/* Forgets a process that was never attached. */
-void proc_drop(struct tr *t, struct tproc *p);
-/* Does the process pass --exe? */
-int proc_wanted(const struct tr *t, const struct tproc *p);
-/* Does the file open at fd (an executable mapping) hold LuaJIT? */
-int is_luajit(int fd);
-/* --all: every process running now that maps LuaJIT, attached; the
- * LuaJIT files found are watched for new VMs. 0, or -1 having said why. */
-int select_all(struct tr *t);
-/* Its running VMs: 0, or -1 having said why not (quiet: for --all). */
-int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet);
-/* The lock that tells tracers of one process about each other. */
-void proc_lock(struct tr *t, struct tproc *p);
-void proc_unlock(struct tproc *p);
-
-/* -- duty.c: --duty ------------------------------------------------------ */
-
-/* Before the loop: the first window's place. */
-void duty_start(struct tr *t);
-/* Each turn of the loop: opens or closes a window when due. */
-void duty_turn(struct tr *t);
-/* A poll's timeout (ms), cut so the next change is on time. */
-int duty_wait_ms(const struct tr *t, int ms);
-/* Tracing ends: an open window is closed (finish destroys its probes),
- * a closing one waited for. */
-void duty_end(struct tr *t);
-/* Seconds the allocator was probed so far. */
-double duty_sampled(const struct tr *t);
-
-/* -- attach.c ------------------------------------------------------------- */
-
-int link_add(struct links *ls, struct bpf_link *l);
-void links_free(struct links *ls);
-/* The same, on a thread of its own (an ended process's probes); links_join
- * waits until all are gone. */
-void links_free_later(struct links *ls);
-/* Every traced process's allocator probes on that have none (--duty's
- * windows, and the first processes once all are attached), shared links
- * first (struct shl); strict: a failure said, and -1. Or their links
- * moved to out (uprobe_multi links' fds to t->duty.dfd), each
- * allocator's entries before its returns. */
-int alloc_probes_on(struct tr *t, int strict);
-/* Says a process not traced that hit a shared link (struct shl). */
-void foreign_check(struct tr *t);
-void alloc_probes_take(struct tr *t, struct links *out);
-/* A process's links, its allocators' too (later: on the reaper thread). */
-void proc_links_free(struct tproc *p, int later);
-void links_join(void);
-/* f's descriptor kept open with ls's links (closed by links_free); f is
- * left without it. */
-void links_hold(struct links *ls, struct tfile *f);
-/* Does the kernel have task works (6.18+)? Then alloc_enter's reads can
- * land on its stack (struct gq in bpf/read.h). */
-int open_load(struct tr *t, int kst);
-/* Registers VM v of process p and probes its allocator: 0, or -1 having
- * said why. */
-int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v);
-struct tvm *vm_get(struct tr *t, uint32_t tgid, uint32_t id);
-/* What user space keeps of VM v (line tables, names, traces, stacks,
- * takes): gone; v itself stays. */
-void vm_state_free(struct tvm *v);
-/* A VM BPF registered itself: its user-space side, made if new. */
-struct tvm *vm_known(struct tr *t, struct tproc *p, uint32_t id, uint64_t L,
-		     uint64_t g, uint64_t ud, unsigned num);
-/* The hooks of a process's objects (lua_newstate, lua_close, dlopen); with
- * --all only dlopen: the rest is watched for every process at once. */
-void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m);
-/* --all: lua_newstate and lua_close of LuaJIT file f, for every process
- * if f is root's and writable by no one else (tfile_trusted), else for
- * process pid only (none if pid <= 0). 0, or -errno said. f's descriptor
- * stays with the probes (links_hold). */
-int watch_file(struct tr *t, struct tfile *f, pid_t pid);
-/* Into the trace's list of processes. */
-void proc_link(struct tr *t, struct tproc *p);
-/* --all: a process left out by --exe; BPF ignores it until it ends. */
-void proc_ignore(struct tr *t, struct tproc *p);
-/* A child BPF registered (a fork): its streams and probes. 0, or -1. */
-int proc_attach_child(struct tr *t, struct tproc *parent, struct tproc *c);
-int cmd_probes(struct tr *t, const char *exe);
-/* What BPF holds of process tgid, removed (it has ended). */
-void forget_proc(struct tr *t, uint32_t tgid);
-/* Attaches a process found by BPF (a new VM with --all, a child): 0, or
- * -1 if it is not traced. */
-int proc_attach(struct tr *t, struct tproc *p, const struct vminfo *vms,
-		size_t n);
-
-/* -- consume.c ------------------------------------------------------------ */
-
-int on_rec(void *ctx, void *data, size_t sz);
-void drain(struct tr *t);
-/* VMs share a ud: batching ends. */
-void unbatch(struct tr *t);
-/* -o FILE with several VMs: what is held goes, as far as it can
- * (merge.h). */
-void merge_round(struct tr *t);
-/* A VM's takes (merge_round's), unread: gone. */
-void takes_free(struct tvm *v);
-/* What the slots of tgid (0: all) held; with release, they are freed. */
-void slots_left(struct tr *t, uint32_t tgid, int release);
-void settle_stops(struct tr *t, int block);
-/* C function f's Lua name into v's stream, if its tables give one. */
-void cfunc_name(struct tvm *v, uint64_t f);
-/* The name Lua code gives C function or builtin key (luanames.h), or NULL. */
-const char *lua_name(struct tvm *v, uint64_t key);
-
-/* -- output.c ------------------------------------------------------------- */
-
-/* The -o target can be made: checked, nothing created. */
-int check_output(struct tr *t);
-/* The stream of VM v (made now with -o DIR; the one stream otherwise):
- * NULL having said why. */
-struct tout *out_for(struct tr *t, struct tvm *v);
-/* -o FILE: the one stream (p: the process whose symbols lead it). */
-int out_one(struct tr *t, struct tproc *p);
-void out_sym(struct tout *o, const struct mp_sym *s);
-/* What out_sym and out_event write next comes from VM src (NULL: the
- * process) under key (merge.h; 0: in order as it comes). */
-void out_at(struct tout *o, const void *src, uint64_t key);
-/* The stream has a second VM: merge from now on. -1 out of memory. */
-int out_merge(struct tout *o);
-/* A process's C symbols into each of its streams (struct syms' emit). */
-void proc_sym(void *ctx, const struct mp_sym *s);
-/* An event, and its stack's number in the companion (0: none). */
-void out_event(struct tout *o, const struct mp_event *e, uint32_t sid);
-/* Events may go straight to the stream (out_lone_event): one VM's, no
- * stacks, not finished. */
-static inline int out_lone(const struct tout *o)
+/* A live traced process by its tgid, and a VM of one by BPF's number:
+ * lookups only; session/life.c alone adds and removes. */
+static inline struct tproc *proc_of(struct tr *t, uint32_t tgid)
 {
-	return !o->mg && !o->sk && !o->stk && !o->finished;
+	return u64map_get(&t->pmap, proc_key(tgid));
 }
-/* An event counted, by kind and bytes. */
-static inline void out_count(struct tout *o, const struct mp_event *e)
+
+static inline uint64_t vm_key(uint32_t tgid, uint32_t id)
 {
-	o->n[e->kind & 3]++;
-	if (e->kind & MP_ALLOC)
-		o->bytes_alloc += e->nsize;
-	if (e->kind & MP_FREE)
-		o->bytes_free += e->osize;
+	return (uint64_t)tgid << 32 | id;
 }
-/* An event without a stack written, tallied (top sites) and counted. */
-static inline void out_lone_event(struct tout *o, const struct mp_event *e)
+
+static inline struct tvm *vm_get(struct tr *t, uint32_t tgid, uint32_t id)
 {
-	if (o->fd >= 0)
-		mpw_event(&o->w, e);
-	if (o->tally)
-		report_event(o->rep, e);
-	out_count(o, e);
+	return u64map_get(&t->vmap, vm_key(tgid, id));
 }
-/* Ends a stream: its epilogue and final sidecar. */
-void out_finish(struct tr *t, struct tout *o, const char *end);
-/* Its sidecar, now (done: final). */
-void out_info(struct tr *t, struct tout *o, const struct lmt_stats *st, int done);
-/* The streams of a process that ended. */
-void proc_end(struct tr *t, struct tproc *p, const char *end);
 
-/* -- spawn.c -------------------------------------------------------------- */
-
-int resolve_cmd(const char *name, char *out);
-pid_t start_child(const struct topts *o, int *gate);
-/* Passes on to -- COMMAND a signal sent to us alone (forward_sig). */
-void forward_signal(struct tr *t);
-void wait_child(struct tr *t);
-int child_rc(const struct tr *t);
-
-/* -- summary.c ------------------------------------------------------------ */
-
-void sum_stats(struct tr *t, struct lmt_stats *s);
-void summary(struct tr *t, const struct lmt_stats *s, double secs);
-/* Anything lost: the exit status's rule and the sidecar's are one. */
-int trace_lossy(const struct tr *t, const struct lmt_stats *st);
-void losses(const struct tr *t, const struct lmt_stats *st, struct info *in);
+#include "session/signals.h"
 
 #endif

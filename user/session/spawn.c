@@ -113,3 +113,27 @@ int child_rc(const struct tr *t)
 		return 128 + WTERMSIG(t->child_status);
 	return LMT_ERR;
 }
+
+void cmd_program(const char *exe, char *bin)
+{
+	char line[PATH_MAX];
+	FILE *f = fopen(exe, "re");
+	int r = -1;
+
+	if (f && fgets(line, sizeof(line), f) && !strncmp(line, "#!", 2)) {
+		char *s = line + 2;
+		s += strspn(s, " \t");
+		s[strcspn(s, " \t\n")] = 0;
+		if (!strcmp(s, "/usr/bin/env")) {
+			char *a = s + strlen(s) + 1;
+			a += strspn(a, " \t");
+			a[strcspn(a, " \t\n")] = 0;
+			s = a;
+		}
+		r = resolve_cmd(s, bin);
+	}
+	if (f)
+		fclose(f);
+	if (r)
+		snprintf(bin, PATH_MAX, "%s", exe);
+}

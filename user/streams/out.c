@@ -22,6 +22,8 @@
 #include "report/report.h"
 #include "convert/jit.h"
 #include "convert/callstacks.h"
+#include "session/duty.h"
+#include "streams/summary.h"
 
 /* -- Checks ---------------------------------------------------------------- */
 
@@ -468,34 +470,4 @@ void out_finish(struct tr *t, struct tout *o, const char *end)
 	out_info(t, o, &st, 1);
 	close(o->fd);
 	o->fd = -1;
-}
-
-/* The process ended (exited, or executed a new program): what its slots
- * hold goes into its streams, which end; what BPF kept of it goes. */
-void proc_end(struct tr *t, struct tproc *p, const char *end)
-{
-	if (p->ended)
-		return;
-	p->ended = 1;
-	p->end = end;
-	slots_left(t, (uint32_t)p->pid, 1);
-	if (t->dir)
-		for (unsigned i = 0; i < t->nouts; i++)
-			if (t->outs[i]->p == p)
-				out_finish(t, t->outs[i], end);
-	proc_links_free(p, 1);
-	forget_proc(t, (uint32_t)p->pid);
-	u64map_del(&t->pmap, (uint64_t)p->pid | 1ULL << 32);
-	for (unsigned i = 0; i < p->nvm; i++) {
-		u64map_del(&t->vmap, (uint64_t)p->pid << 32 | p->vms[i]->id);
-		vm_state_free(p->vms[i]);
-	}
-	if (!p->ignored && t->nlive)
-		t->nlive--;
-	proc_unlock(p);
-	proc_unbind(p->pid, p->pidfd);
-	if (p->pidfd >= 0) {
-		close(p->pidfd);
-		p->pidfd = -1;
-	}
 }

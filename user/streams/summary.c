@@ -11,15 +11,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/knobs.h"
 #include "session/session.h"
 
-#include "format/esc.h"
+#include "util/esc.h"
 #include "format/info.h"
 #include "format/memprof_write.h"
 #include "streams/outfile.h"
 #include "target/caps.h"
 #include "report/report.h"
 #include "session/tracer.h"
+#include "session/duty.h"
 
 void sum_stats(struct tr *t, struct lmt_stats *s)
 {
@@ -300,7 +302,7 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 		fprintf(stderr, "  %" PRIu64 " chunk names cut to %d bytes (string "
 			"gone before it could be read)\n", names_cut, LMT_NAME_MAX);
 	caps_said(t);
-	if (getenv("LMT_DEBUG_STATS"))
+	if (knobs.debug_stats)
 		fprintf(stderr, "  bpf: events %llu reads %llu errs %llu protos %llu unknown_vm %llu\n",
 			(unsigned long long)s->events, (unsigned long long)s->reads,
 			(unsigned long long)s->read_errs, (unsigned long long)s->protos,

@@ -59,4 +59,11 @@ int proc_alive(int pidfd);
 /* Sends sig to pidfd's process: 0 or -errno (ESRCH: it is gone). */
 int proc_signal(int pidfd, int sig);
 
+/* A process's key in the tracer's maps and sets of processes (never 0,
+ * which util/u64set.h keeps for an empty place). */
+static inline uint64_t proc_key(uint32_t tgid)
+{
+	return (uint64_t)tgid | 1ULL << 32;
+}
+
 #endif

@@ -1,7 +1,7 @@
 /* Escaping for human outputs (the rule is in esc.h). */
 #include <string.h>
 
-#include "format/esc.h"
+#include "util/esc.h"
 
 /* Length of the well-formed UTF-8 sequence (Unicode table 3-7) that starts
  * a non-ASCII byte at s[0..n), 0 if none does. */

@@ -1,0 +1,69 @@
+/* Allocator probes (probes/alloc.c): a process's allocators probed by
+ * PID, as uprobe_multi links (--duty), as one session link each, or on a
+ * session link shared by the traced processes that map the file; a VM
+ * registered in BPF's maps before its allocator is probed. */
+#ifndef LMT_ALLOC_H
+#define LMT_ALLOC_H
+
+#include <stdint.h>
+
+#include "probes/links.h"
+#include "probes/placement.h"
+#include "target/tfile.h"
+
+struct tr;
+struct tproc;
+struct vminfo;
+
+/* A probed allocator: its probes, kept apart from the process's other
+ * links so that --duty can take them off and put them back (path: the
+ * file they are in); return probes apart, to go after the entries. */
+/* One session link for the traced processes that share an allocator's
+ * file, where no other process maps it (attach.c: alloc_probes_on): a
+ * link by PID would have each process's probe hijack the others'
+ * returns. Its file (device, inode), its offsets, the link as fd + 1. */
+struct shl {
+	uint64_t dev, ino, off[2];
+	unsigned n;    /* offsets */
+	int mfd;
+	unsigned refs; /* allocators on it */
+};
+#define LMT_SHL_MAX 16
+
+struct allocf {
+	uint64_t addr;
+	struct probe_plan plan;
+	/* its file, held open from the mapping maps named (tfile.h): read
+	 * and probed through f.path, whatever the process maps since */
+	struct tfile f;
+	struct links links, rets;
+	/* --duty where the kernel has uprobe_multi links, and sessions
+	 * (attach.c): the entries' link and the return's, as fd + 1 (0:
+	 * none); or the link it shares with other processes */
+	int mfd[2];
+	struct shl *sh;
+	uint64_t dev, ino; /* its file, as the process's maps name it */
+};
+
+/* Every traced process's allocator probes on that have none (--duty's
+ * windows, and the first processes once all are attached), shared links
+ * first (struct shl); strict: a failure said, and -1. */
+int alloc_probes_on(struct tr *t, int strict);
+/* Or their links moved to out (uprobe_multi links' fds to t->duty.dfd),
+ * each allocator's entries before its returns. */
+void alloc_probes_take(struct tr *t, struct links *out);
+/* Says a process not traced that hit a shared link (struct shl). */
+void foreign_check(struct tr *t);
+/* A process's links, its allocators' too (later: on the reaper thread). */
+void proc_links_free(struct tproc *p, int later);
+/* The allocator at addr in p probed (once per allocator): 0, or -1 said. */
+int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr);
+/* Has BPF a VM of process tgid with allocator state ud? 1 and its
+ * global_State in *g, or 0. */
+int vm_registered(struct tr *t, uint32_t tgid, uint64_t ud, uint64_t *g);
+/* VM v of p registered in BPF's maps as number id, its slot claimed, its
+ * allocator probed, and BPF told to register p's next VMs itself: 0, or
+ * -1 said. */
+int vm_register(struct tr *t, struct tproc *p, const struct vminfo *v, uint32_t id);
+
+#endif

@@ -1,0 +1,170 @@
+/* Hooks (probes/hooks.h): the probes that tell us a traced process
+ * changed: lua_newstate's return, lua_close, and the dynamic linker's
+ * _dl_debug_state (a dlopen). */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session/session.h"
+#include "probes/hooks.h"
+#include "probes/links.h"
+#include "target/elfsym.h"
+#include "target/tfile.h"
+
+/* -- Hooks --------------------------------------------------------------- */
+
+/* Probes what tells us process p changed while we trace it, in every
+ * object that has it: lua_newstate's return (VMs created while we trace,
+ * or before the command's first line), lua_close, and the dynamic linker's
+ * _dl_debug_state (a dlopen: C names read while the module is mapped).
+ * With --all the first two are watched for every process (watch_file). */
+/* The key of file f's per-process watch for pid (watch_file), in
+ * t->watched with the files watched for every process. */
+static uint64_t watch_key(const struct tfile *f, pid_t pid)
+{
+	return (tfile_key(f) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)pid << 1) | 1;
+}
+
+static void hooks_of(struct tr *t, struct tproc *p, struct tfile *f)
+{
+	const unsigned before = p->links.n;
+	char name[PATH_MAX];
+	uint64_t off;
+
+	if (u64set_add(&p->hooked, tfile_key(f)) != 1)
+		return;
+	if (!elfsym_offset(f->fd, "_dl_debug_state", &off) &&
+	    !link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.dl_state,
+							   false, p->pid, f->path,
+							   (size_t)off)) &&
+	    t->o->verbose)
+		err1("PID %d: watching dlopen in %s", (int)p->pid,
+		     tfile_name(f, name, sizeof(name)));
+	/* --all watches the rest: for every process (a file of root's), or
+	 * for the process that mapped it when found (watch_file) */
+	if ((t->o->all && (u64set_has(&t->watched, tfile_key(f)) ||
+			   u64set_has(&t->watched, watch_key(f, p->pid)))) ||
+	    elfsym_offset(f->fd, "lua_newstate", &off))
+		goto out;
+	if (link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
+							   true, p->pid, f->path,
+							   (size_t)off)) == 0 &&
+	    t->o->verbose)
+		err1("PID %d: watching lua_newstate in %s", (int)p->pid,
+		     tfile_name(f, name, sizeof(name)));
+	if (!elfsym_offset(f->fd, "lua_close", &off))
+		link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.close_enter,
+							       false, p->pid, f->path,
+							       (size_t)off));
+out:
+	if (p->links.n > before)
+		links_hold(&p->links, f);
+}
+
+void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m)
+{
+	struct u64set seen = { 0 };
+
+	for (size_t i = 0; i < m->n; i++) {
+		const struct pmap *mp = &m->v[i];
+		struct tfile f;
+
+		if (mp->perms[2] != 'x' || !pmap_is_file(mp) ||
+		    u64set_add(&seen, mp->inode) != 1 || tfile_open(&f, p->pid, mp))
+			continue;
+		hooks_of(t, p, &f);
+		tfile_close(&f);
+	}
+	u64set_free(&seen);
+}
+
+int watch_file(struct tr *t, struct tfile *f, pid_t pid)
+{
+	const int all = tfile_trusted(f);
+	const unsigned before = t->links.n;
+	char name[PATH_MAX];
+	uint64_t off;
+	int r;
+
+	if (!all && pid <= 0) {
+		if (t->o->verbose)
+			err1("not watching %s for new VMs: not root's, or writable by others",
+			     tfile_name(f, name, sizeof(name)));
+		return 0;
+	}
+	if (u64set_add(&t->watched, all ? tfile_key(f) : watch_key(f, pid)) != 1)
+		return 0;
+	if (elfsym_offset(f->fd, "lua_newstate", &off))
+		return -1;
+	r = link_add(&t->links, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
+							   true, all ? -1 : pid, f->path,
+							   (size_t)off));
+	if (!r && !elfsym_offset(f->fd, "lua_close", &off))
+		r = link_add(&t->links, bpf_program__attach_uprobe(t->skel->progs.close_enter,
+								   false, all ? -1 : pid, f->path,
+								   (size_t)off));
+	if (t->links.n > before)
+		links_hold(&t->links, f);
+	if (r)
+		err1("warning: cannot watch %s for new VMs: %s",
+		     tfile_name(f, name, sizeof(name)), strerror(-r));
+	else if (t->o->verbose && all)
+		err1("watching lua_newstate in %s (every process)",
+		     tfile_name(f, name, sizeof(name)));
+	else if (t->o->verbose)
+		err1("watching lua_newstate in %s (PID %d only: the file is not root's, "
+		     "or is writable by others)", tfile_name(f, name, sizeof(name)), (int)pid);
+	return r;
+}
+
+static void on_needed(void *ctx, uint64_t unused, const char *soname)
+{
+	static const char *dirs[] = { "/lib/x86_64-linux-gnu",
+				      "/usr/lib/x86_64-linux-gnu",
+				      "/usr/local/lib", "/lib", "/usr/lib" };
+	struct tr *t = ctx;
+	struct tproc *c = proc_of(t, (uint32_t)t->cmd_pid);
+	char p[PATH_MAX];
+
+	if (!strstr(soname, "luajit") || !c)
+		return;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		struct tfile f;
+
+		snprintf(p, sizeof(p), "%s/%s", dirs[i], soname);
+		if (!tfile_open_path(&f, p)) {
+			hooks_of(t, c, &f);
+			tfile_close(&f);
+			return;
+		}
+	}
+}
+
+int cmd_probes(struct tr *t, const char *bin)
+{
+	char line[PATH_MAX];
+	struct tproc *c = proc_of(t, (uint32_t)t->cmd_pid);
+	struct tfile bf, lf;
+	unsigned before;
+
+	/* the operator's program, read once by its descriptor */
+	if (!c || tfile_open_path(&bf, bin))
+		return -1;
+	if (!elfsym_interp(bf.fd, line, sizeof(line)) && !tfile_open_path(&lf, line)) {
+		hooks_of(t, c, &lf);
+		tfile_close(&lf);
+	}
+	before = c->links.n;
+	hooks_of(t, c, &bf);
+	elfsym_needed(bf.fd, on_needed, t);
+	tfile_close(&bf);
+	return c->links.n > before ? 0 : -1;
+}

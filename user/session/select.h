@@ -1,0 +1,24 @@
+/* Which processes a trace follows (session/select.c): -p's, --all's with
+ * --exe, and the lock that tells two tracers of one process about each
+ * other. */
+#ifndef LMT_SELECT_H
+#define LMT_SELECT_H
+
+#include "session/session.h"
+
+/* Does the process pass --exe? */
+int proc_wanted(const struct tr *t, const struct tproc *p);
+/* Does the file open at fd (an executable mapping) hold LuaJIT? */
+int is_luajit(int fd);
+/* --all: every process running now that maps LuaJIT, attached; the
+ * LuaJIT files found are watched for new VMs. 0, or -1 having said why. */
+int select_all(struct tr *t);
+/* Its running VMs: 0, or -1 having said why not (quiet: for --all). */
+int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet);
+/* lua_newstate returned where user space must register the new VM: in
+ * a traced process with a new allocator, or with --all in a process not
+ * seen before (stopped meanwhile), which --exe may leave out
+ * (capture_ops.newvm). */
+void select_newvm(struct tr *t, const struct lmt_newvm *n);
+
+#endif
