@@ -19,7 +19,6 @@
 #include "convert/events.h"
 #include "util/knobs.h"
 
-#include "session/guard.h"
 #include "format/memprof_write.h"
 #include "target/proc.h"
 #include "report/report.h"
@@ -617,17 +616,17 @@ void unbatch(struct tr *t)
  * written puts it off. */
 void merge_round(struct tr *t)
 {
-	struct tout *o = t->one;
+	struct tout *o = t->st.one;
 	const size_t pg = t->rb_pos_len / 2;
 	uint64_t n, prod;
 
-	if (!o || !o->mg || !merge_held(o->mg) || !o->p || !t->rb_pos)
+	if (!o || !o->mg || !merge_held(o->mg) || !o->owner || !t->rb_pos)
 		return;
 	n = __atomic_load_n(&t->skel->data_seq->seqn, __ATOMIC_ACQUIRE);
 	for (unsigned i = 0; t->slots && i < LMT_NSLOT; i++) {
 		struct lmt_slot *s = &t->slots[i];
 
-		if (__atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE) == (uint32_t)o->p->pid &&
+		if (__atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE) == (uint32_t)o->who.pid &&
 		    slot_take(t, s, 1))
 			return;
 	}
@@ -635,7 +634,7 @@ void merge_round(struct tr *t)
 	while (__atomic_load_n((const uint64_t *)t->rb_pos, __ATOMIC_ACQUIRE) < prod)
 		if (ring_buffer__consume(t->rb) <= 0)
 			return;
-	takes_done(t, (uint32_t)o->p->pid);
+	takes_done(t, (uint32_t)o->who.pid);
 	t->takes = 0;
 	merge_release(o->mg, n);
 }

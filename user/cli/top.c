@@ -22,7 +22,7 @@
 #include "report/report.h"
 #include "session/tracer.h"
 #include "util/u64set.h"
-#include "streams/summary.h"
+#include "session/summary.h"
 
 static const char usage_text[] =
 	"usage: luamemtrace top -p PID [--stacks] [-d SECS]\n"
@@ -140,8 +140,8 @@ static void draw(struct tr *t)
 	int y = 0, h = LINES, w = COLS;
 
 	sum_stats(t, &st);
-	for (unsigned i = 0; i < t->nouts; i++) {
-		struct tout *o = t->outs[i];
+	for (unsigned i = 0; i < t->st.nouts; i++) {
+		struct tout *o = t->st.outs[i];
 		struct report_site *v;
 		size_t k;
 
@@ -184,7 +184,7 @@ static void draw(struct tr *t)
 
 	erase();
 	mvprintw(y++, 0, "luamemtrace top - PID %d - %.0f s", (int)T.pid,
-		 t->nouts ? now() - t->outs[0]->t0 : 0.0);
+		 t->st.nouts ? now() - t->st.outs[0]->t0 : 0.0);
 #define RATE(k) (dt > 0 ? (double)(ek[k] - T.ek_last[k]) / dt : 0.0)
 	mvprintw(y++, 0, "events/s: %.0f (alloc %.0f, realloc %.0f, free %.0f)   events: %" PRIu64
 		 "   lost: %" PRIu64,

@@ -17,15 +17,9 @@ struct tloc;
 void stk_def_rec(struct tvm *v, const struct lmt_stack *r, size_t sz);
 /* The stack of event r (m: as charged; at: where in a trace, or NULL) in
  * v's stream's companion: its number there, 0 if none (a stream of
- * several VMs: see stk_number). */
+ * several VMs: a held one, streams/stknum.h). */
 uint32_t stk_event(struct tvm *v, const struct lmt_ev *r, const struct mp_event *m,
 		  const struct tloc *at);
 void stk_forget_vm(struct tvm *v);
-/* A stream of several VMs (merge.h) numbers an event's stack as the event
- * is written: stk_event's number, to be passed here then. */
-struct tout;
-uint32_t stk_number(struct tout *o, uint32_t sid);
-/* The stacks a stream held: gone (it has ended). */
-void stk_free_held(struct tout *o);
 
 #endif

@@ -667,7 +667,7 @@ int vm_register(struct tr *t, struct tproc *p, const struct vminfo *v, uint32_t 
 
 	/* A second VM in one stream: events are numbered from now on
 	 * (struct lmt_slot), before it has any. */
-	if (!t->dir && p->nvm > 1)
+	if (!t->st.dir && p->nvm > 1)
 		t->skel->bss->multi = 1;
 	/* Registered, then probed: its first event finds it. */
 	if (bpf_map__update_elem(t->skel->maps.vms, &k, sizeof(k), &val,

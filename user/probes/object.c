@@ -209,7 +209,7 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->fork_stop = t->kf.signal_task ? LMT_FORK_STOP_TASK :
 				     t->kf.sched_tail ? LMT_FORK_STOP_SELF : LMT_FORK_STOP_NONE;
 	bpf_program__set_autoload(t->skel->progs.child_start,
-				  t->skel->rodata->fork_stop == LMT_FORK_STOP_SELF && t->dir);
+				  t->skel->rodata->fork_stop == LMT_FORK_STOP_SELF && t->st.dir);
 	if (o->rb_bytes)
 		bpf_map__set_max_entries(t->skel->maps.rb, (uint32_t)o->rb_bytes);
 	{
@@ -221,8 +221,8 @@ int open_load(struct tr *t, int kst)
 	}
 	t->skel->rodata->ab = o->ab_ms ? LMT_AB_TIMED : o->ab ? LMT_AB_MARKED : 0;
 	t->skel->rodata->ab_without = (uint8_t)o->ab_without;
-	t->skel->rodata->one_stream = !t->dir;
-	t->skel->rodata->follow = (uint8_t)t->dir;
+	t->skel->rodata->one_stream = !t->st.dir;
+	t->skel->rodata->follow = (uint8_t)t->st.dir;
 	t->skel->rodata->all_procs = (uint8_t)o->all;
 	t->skel->rodata->exe_filter = (uint8_t)exe_filter(o);
 	t->skel->rodata->jit_trace = (uint8_t)o->jit_trace;

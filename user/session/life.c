@@ -31,6 +31,8 @@
 #include "convert/jit.h"
 #include "target/proc.h"
 #include "target/tfile.h"
+#include "session/duty.h"
+#include "session/summary.h"
 
 /* -- Registry -------------------------------------------------------------- */
 
@@ -86,6 +88,63 @@ static void proc_unlock(struct tproc *p)
 		unlink(path);
 	if (fd >= 0)
 		close(fd);
+}
+
+/* -- Streams --------------------------------------------------------------- */
+
+/* A process's C symbols into each of its streams (struct syms' emit). */
+static void proc_sym(void *ctx, const struct mp_sym *s)
+{
+	struct tproc *p = ctx;
+
+	out_owner_sym(&p->t->st, p, s);
+}
+
+/* What a stream says of process p. */
+static void proc_who(const struct tproc *p, struct out_who *w)
+{
+	w->pid = p->pid;
+	w->parent = p->parent;
+	snprintf(w->comm, sizeof(w->comm), "%s", p->comm);
+	snprintf(w->exe, sizeof(w->exe), "%s", p->exe);
+}
+
+/* The stream of p's VM numbered num (streams/out.h: out_for), begun: its
+ * first sidecar, p's C symbols, the events' prologue. NULL, said. */
+static struct tout *stream_for(struct tr *t, struct tproc *p, unsigned num)
+{
+	struct out_who w;
+	struct tout *o;
+	int fresh;
+
+	proc_who(p, &w);
+	o = out_for(&t->st, p, &w, p->sname, num, duty_sampled(t), &fresh);
+	if (!o)
+		return NULL;
+	if (t->st.dir && o->fd < 0 && !t->o->floor)
+		t->lost_vm++; /* said: its stream cannot be made */
+	if (o->fd >= 0 && !o->begun)
+		out_info(t, o, NULL, 0);
+	if (fresh)
+		syms_replay(&p->syms, out_sym_now, o);
+	out_begin(o);
+	return o;
+}
+
+/* -o FILE: the one stream, begun before any probe can fire (p: -p's
+ * process, whose symbols lead it). 0, or -1 said. */
+int stream_one(struct tr *t, struct tproc *p)
+{
+	struct out_who w = { 0 };
+
+	if (p)
+		proc_who(p, &w);
+	if (out_one(&t->st, p, &w, duty_sampled(t)))
+		return -1;
+	if (t->st.one->fd >= 0)
+		out_info(t, t->st.one, NULL, 0);
+	out_begin(t->st.one);
+	return 0;
 }
 
 /* -- Processes ------------------------------------------------------------- */
@@ -242,7 +301,7 @@ static struct tvm *vm_new(struct tr *t, struct tproc *p, uint32_t id,
 			   .var = p->var };
 	if (num >= p->next_num)
 		p->next_num = num + 1;
-	v->out = out_for(t, v);
+	v->out = stream_for(t, p, num);
 	if (!v->out) {
 		free(v);
 		return NULL;
@@ -328,7 +387,7 @@ void life_fork(struct tr *t, const struct lmt_fork *f)
 {
 	struct tproc *parent = proc_of(t, f->ptgid), *c;
 
-	if (!t->dir || t->skel->rodata->fork_stop == LMT_FORK_STOP_NONE) {
+	if (!t->st.dir || t->skel->rodata->fork_stop == LMT_FORK_STOP_NONE) {
 		t->forks_skipped++;
 		return;
 	}
@@ -380,10 +439,10 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 	p->ended = 1;
 	p->end = end;
 	slots_left(t, (uint32_t)p->pid, 1);
-	if (t->dir)
-		for (unsigned i = 0; i < t->nouts; i++)
-			if (t->outs[i]->p == p)
-				out_finish(t, t->outs[i], end);
+	if (t->st.dir)
+		for (unsigned i = 0; i < t->st.nouts; i++)
+			if (t->st.outs[i]->owner == p)
+				stream_end(t, t->st.outs[i], end);
 	proc_links_free(p, 1);
 	forget_proc(t, (uint32_t)p->pid);
 	u64map_del(&t->pmap, proc_key((uint32_t)p->pid));

@@ -39,6 +39,9 @@ struct tvm *vm_known(struct tr *t, struct tproc *p, uint32_t id, uint64_t L,
 /* What the rooms keep of VM v (line tables, names, traces, stacks,
  * takes): gone, each through its room; v itself stays. */
 void vm_state_free(struct tvm *v);
+/* -o FILE: the one stream, begun before any probe can fire (p: -p's
+ * process, whose symbols lead it). 0, or -1 said. */
+int stream_one(struct tr *t, struct tproc *p);
 /* The process ended (exited, executed a new program, or tracing ended):
  * what its slots hold goes into its streams, which end; its probes, what
  * BPF kept of it and each room's state of its VMs go. */

@@ -43,7 +43,7 @@
 #include "session/select.h"
 #include "probes/object.h"
 #include "probes/hooks.h"
-#include "streams/summary.h"
+#include "session/summary.h"
 
 
 static int libbpf_quiet(enum libbpf_print_level lvl, const char *fmt,
@@ -209,16 +209,16 @@ static void run_loop(struct tr *t)
 		foreign_check(t);
 		if (t->o->live)
 			t->o->live(t);
-		for (unsigned i = 0; i < t->nouts; i++)
-			if (t->outs[i]->w.err && !t->outs[i]->finished) {
-				if (!t->dir) {
+		for (unsigned i = 0; i < t->st.nouts; i++)
+			if (t->st.outs[i]->w.err && !t->st.outs[i]->finished) {
+				if (!t->st.dir) {
 					t->end = "write error";
 					return;
 				}
-				err1("cannot write %s: %s", t->outs[i]->path,
-				     strerror(t->outs[i]->w.err));
-				t->outs[i]->failed = 1;
-				out_finish(t, t->outs[i], "write error");
+				err1("cannot write %s: %s", t->st.outs[i]->path,
+				     strerror(t->st.outs[i]->w.err));
+				t->st.outs[i]->failed = 1;
+				stream_end(t, t->st.outs[i], "write error");
 			}
 		if (t->deadline && now() >= t->deadline) {
 			t->end = "duration";
@@ -305,7 +305,7 @@ static int open_bpf(struct tr *t)
 {
 	if (load_object(t))
 		return -1;
-	if (t->dir && t->skel->rodata->fork_stop == LMT_FORK_STOP_NONE)
+	if (t->st.dir && t->skel->rodata->fork_stop == LMT_FORK_STOP_NONE)
 		err1("warning: this kernel cannot stop a forked child before it runs "
 		     "(needs 6.13, or schedule_tail under fexit): children of traced "
 		     "processes are not followed, only counted");
@@ -371,7 +371,7 @@ static int open_output(struct tr *t)
 {
 	char err[PATH_MAX + 128];
 
-	if (t->dir) {
+	if (t->st.dir) {
 		if (outfile_dir(t->o->out, 1, err, sizeof(err)) &&
 		    outfile_dir(t->o->out, 0, err, sizeof(err))) {
 			err1("%s", err);
@@ -381,9 +381,9 @@ static int open_output(struct tr *t)
 	}
 	if (t->o->npids) {
 		syms_scan(&t->sel[0]->syms);
-		return out_one(t, t->sel[0]);
+		return stream_one(t, t->sel[0]);
 	}
-	return out_one(t, NULL);
+	return stream_one(t, NULL);
 }
 
 /* -p: the VMs found and the hooks of their objects; --all: every LuaJIT
@@ -465,15 +465,15 @@ static int finish(struct tr *t)
 	settle_stops(t, 1);
 	drain(t);
 	slots_left(t, 0, 0);
-	for (unsigned i = 0; i < t->nouts; i++) {
-		struct tout *o = t->outs[i];
+	for (unsigned i = 0; i < t->st.nouts; i++) {
+		struct tout *o = t->st.outs[i];
 		if (!o->finished)
-			out_finish(t, o, t->end);
+			stream_end(t, o, t->end);
 		if (o->failed)
 			err = 1;
 	}
 	sum_stats(t, &st);
-	if (err && !t->dir)
+	if (err && !t->st.dir)
 		return LMT_ERR;
 	if (!t->o->quiet)
 		summary(t, &st, now() - t->t0);
@@ -492,10 +492,10 @@ static void cleanup(struct tr *t)
 	links_join();
 	/* An error after the output was made: the stream still ends with its
 	 * epilogue, and its sidecar says why it is incomplete. */
-	for (unsigned i = 0; i < t->nouts; i++)
-		if (!t->outs[i]->finished) {
+	for (unsigned i = 0; i < t->st.nouts; i++)
+		if (!t->st.outs[i]->finished) {
 			t->failed = 1;
-			out_finish(t, t->outs[i], t->end ? t->end : "error");
+			stream_end(t, t->st.outs[i], t->end ? t->end : "error");
 		}
 	if (t->stops_fd >= 0)
 		settle_stops(t, 1);
@@ -522,19 +522,19 @@ static void cleanup(struct tr *t)
 		}
 		proc_drop(t, p);
 	}
-	for (unsigned i = 0; i < t->nouts; i++) {
-		report_free(t->outs[i]->rep);
-		if (t->outs[i]->fd >= 0)
-			close(t->outs[i]->fd);
-		free(t->outs[i]);
+	for (unsigned i = 0; i < t->st.nouts; i++) {
+		report_free(t->st.outs[i]->rep);
+		if (t->st.outs[i]->fd >= 0)
+			close(t->st.outs[i]->fd);
+		free(t->st.outs[i]);
 	}
-	free(t->outs);
+	free(t->st.outs);
 	u64map_free(&t->pmap, NULL);
 	u64map_free(&t->vmap, NULL);
 	u64map_free(&t->awaits, free);
 	u64set_free(&t->watched);
 	u64set_free(&t->foreign);
-	u64set_free(&t->names);
+	u64set_free(&t->st.names);
 	u64set_free(&t->rescan);
 }
 
@@ -604,9 +604,12 @@ int trace_run(const struct topts *o)
 	int rc = LMT_ERR;
 
 	t.sel = calloc(o->npids + 1, sizeof(*t.sel));
+	t.st.o = (struct out_opts){ .out = o->out, .force = o->force, .floor = o->floor,
+				    .stacks = o->stacks, .quiet = o->quiet, .top = o->top,
+				    .live = o->live != NULL, .several = o->all || o->npids > 1 };
 	libbpf_set_print(libbpf_quiet);
 	/* Nothing is created before the targets and the options hold. */
-	if (!scans || !t.sel || preflight(&t) || check_output(&t)) {
+	if (!scans || !t.sel || preflight(&t) || out_check(&t.st)) {
 		free(scans);
 		free(t.sel);
 		return LMT_ERR;

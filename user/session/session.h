@@ -201,11 +201,7 @@ struct tr {
 	int gate;             /* -- COMMAND waits for a byte here */
 	int child_started, child_done, child_status;
 	/* output */
-	int dir;              /* -o is a directory: a stream per VM */
-	struct tout *one;     /* -o FILE: the stream */
-	struct tout **outs;
-	unsigned nouts, outs_cap;
-	struct u64set names;  /* -o DIR: names given (hashes) */
+	struct streams st;
 	double t0, deadline;  /* monotonic: tracing began, -d ends it */
 	const char *end;      /* why tracing ended */
 	int failed;           /* tracing failed: every stream incomplete */

@@ -14,16 +14,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "session/session.h"
+#include "streams/out.h"
+#include "util/clock.h"
+#include "util/hash.h"
+#include "util/log.h"
 
 #include "format/info.h"
 #include "format/memprof_write.h"
 #include "streams/outfile.h"
 #include "report/report.h"
-#include "convert/jit.h"
-#include "convert/callstacks.h"
-#include "session/duty.h"
-#include "streams/summary.h"
+#include "streams/stknum.h"
 
 /* -- Checks ---------------------------------------------------------------- */
 
@@ -44,9 +44,9 @@ static int dir_has_streams(const char *dir)
 	return r;
 }
 
-int check_output(struct tr *t)
+int out_check(struct streams *t)
 {
-	const struct topts *o = t->o;
+	const struct out_opts *o = &t->o;
 	char err[PATH_MAX + 128];
 	size_t l = strlen(o->out);
 
@@ -55,7 +55,7 @@ int check_output(struct tr *t)
 	t->dir = o->out[l ? l - 1 : 0] == '/' ||
 		 (!outfile_is_device(o->out) && !access(o->out, F_OK) &&
 		  !outfile_dir(o->out, 0, err, sizeof(err))) ||
-		 ((o->all || o->npids > 1) && access(o->out, F_OK));
+		 (o->several && access(o->out, F_OK));
 	if (t->dir) {
 		if (outfile_dir(o->out, 0, err, sizeof(err))) {
 			err1("%s", err);
@@ -68,7 +68,7 @@ int check_output(struct tr *t)
 		}
 		return 0;
 	}
-	if (o->all || o->npids > 1) {
+	if (o->several) {
 		err1("%s: several processes write several streams: give a "
 		     "directory (-o DIR/)", o->out);
 		return -1;
@@ -100,7 +100,7 @@ int check_output(struct tr *t)
 
 /* -- Streams --------------------------------------------------------------- */
 
-static void sym_now(void *ctx, const struct mp_sym *s)
+void out_sym_now(void *ctx, const struct mp_sym *s)
 {
 	struct tout *o = ctx;
 
@@ -118,7 +118,7 @@ static void event_now(void *ctx, const struct mp_event *e, uint32_t sid)
 	if (o->finished)
 		return;
 	if (sid)
-		sid = stk_number(o, sid); /* a held stack's, numbered now */
+		sid = out_stack_number(o, sid); /* a held stack's, numbered now */
 	if (o->sk)
 		skw_event(o->sk, sid);
 	if (!o->stk) {
@@ -146,7 +146,7 @@ void out_sym(struct tout *o, const struct mp_sym *s)
 	if (r < 0)
 		merge_oom(o);
 	if (r <= 0)
-		sym_now(o, s);
+		out_sym_now(o, s);
 }
 
 void out_event(struct tout *o, const struct mp_event *e, uint32_t sid)
@@ -175,7 +175,7 @@ int out_merge(struct tout *o)
 {
 	if (!o->mg)
 		o->mg = merge_new(&(struct merge_out){ .event = event_now,
-						      .sym = sym_now, .ctx = o });
+						      .sym = out_sym_now, .ctx = o });
 	return o->mg ? 0 : -1;
 }
 
@@ -184,17 +184,14 @@ int out_merge(struct tout *o)
  * one VM names first may be named by another VM's earlier event, still
  * held or not read yet. (An address's meaning changes only if a module is
  * unloaded and another mapped there.) */
-void proc_sym(void *ctx, const struct mp_sym *s)
+void out_owner_sym(struct streams *t, const void *owner, const struct mp_sym *s)
 {
-	struct tproc *p = ctx;
-	struct tr *t = p->t;
-
 	for (unsigned i = 0; i < t->nouts; i++)
-		if (t->outs[i]->p == p)
-			sym_now(t->outs[i], s);
+		if (t->outs[i]->owner == owner)
+			out_sym_now(t->outs[i], s);
 }
 
-static int out_add(struct tr *t, struct tout *o)
+static int out_add(struct streams *t, struct tout *o)
 {
 	if (t->nouts == t->outs_cap) {
 		unsigned cap = t->outs_cap ? 2 * t->outs_cap : 8;
@@ -208,21 +205,21 @@ static int out_add(struct tr *t, struct tout *o)
 	/* The summary prints the top sites of a lone stream only (and none
 	 * with --top 0 or -q): without a live view, a second stream ends
 	 * the tally, which is ~1/4 of the consumer's time an event. */
-	o->tally = t->o->live || (!t->o->quiet && t->o->top > 0 && t->nouts == 1);
-	if (!t->o->live && t->nouts == 2)
+	o->tally = t->o.live || (!t->o.quiet && t->o.top > 0 && t->nouts == 1);
+	if (!t->o.live && t->nouts == 2)
 		t->outs[0]->tally = 0;
 	return 0;
 }
 
 /* --stacks: the companion beside the stream at path. -1 having said why
  * (the stream is then failed). */
-static int stacks_open(struct tr *t, struct tout *out, const char *path)
+static int stacks_open(struct streams *t, struct tout *out, const char *path)
 {
 	char err[PATH_MAX + 128];
 	int reg;
 
 	snprintf(out->skpath, sizeof(out->skpath), "%s" STACKS_SUFFIX, path);
-	out->skfd = outfile_create(out->skpath, t->o->force, 0, &reg, err, sizeof(err));
+	out->skfd = outfile_create(out->skpath, t->o.force, 0, &reg, err, sizeof(err));
 	if (out->skfd < 0 || !(out->sk = malloc(sizeof(*out->sk)))) {
 		err1("%s", out->skfd < 0 ? err : "out of memory");
 		if (out->skfd >= 0)
@@ -240,10 +237,9 @@ static int stacks_open(struct tr *t, struct tout *out, const char *path)
 
 /* Makes the stream at path for process p (NULL: none yet), its sidecar
  * beside it, and its head: p's C symbols, then the events prologue. */
-static struct tout *out_open(struct tr *t, const char *path, struct tproc *p,
-			     int vm)
+static struct tout *out_open(struct streams *t, const char *path, int vm, double duty0)
 {
-	const struct topts *o = t->o;
+	const struct out_opts *o = &t->o;
 	struct tout *out = calloc(1, sizeof(*out));
 	char err[PATH_MAX + 128];
 	int reg = 0;
@@ -260,12 +256,11 @@ static struct tout *out_open(struct tr *t, const char *path, struct tproc *p,
 	if (!o->live)
 		report_no_heap(out->rep);
 	snprintf(out->path, sizeof(out->path), "%s", path);
-	out->p = p;
 	out->vm = vm;
 	out->fd = -1;
 	out->wall0 = wall_now();
 	out->t0 = now();
-	out->duty0 = duty_sampled(t);
+	out->duty0 = duty0;
 	if (o->floor) { /* writes nothing */
 		out->finished = 0;
 		mpw_init(&out->w, -1);
@@ -286,139 +281,122 @@ static struct tout *out_open(struct tr *t, const char *path, struct tproc *p,
 	 * (luamemtrace top) whatever the output. */
 	if ((out->stk = o->stacks != 0))
 		report_stacks_on(out->rep);
-	out_info(t, out, NULL, 0);
 	mpw_init(&out->w, out->fd);
-	if (p)
-		syms_replay(&p->syms, sym_now, out);
-	mpw_begin_events(&out->w);
 	return out;
 }
 
 /* COMM.PID.vmN.bin; a second process with this PID in one trace (reused,
- * or a new program with --all) is COMM.PID-K.vmN.bin. */
-static void stream_name(struct tr *t, const struct tvm *v, char *buf, size_t len)
+ * or a new program with --all) is COMM.PID-K.vmN.bin. The process's part
+ * is made once, into sname. */
+static void stream_name(struct streams *t, const struct out_who *w, char *sname,
+			unsigned num, char *buf, size_t len)
 {
-	struct tproc *p = v->p;
-	const size_t dl = strlen(t->o->out);
+	const size_t dl = strlen(t->o.out);
 
-	if (!p->sname[0]) {
-		char comm[sizeof(p->comm)];
+	if (!sname[0]) {
+		char comm[sizeof(w->comm)];
 		size_t i;
 
-		for (i = 0; i + 1 < sizeof(comm) && p->comm[i]; i++)
-			comm[i] = isalnum((unsigned char)p->comm[i]) ||
-				  p->comm[i] == '-' || p->comm[i] == '_' ?
-				  p->comm[i] : '_';
+		for (i = 0; i + 1 < sizeof(comm) && w->comm[i]; i++)
+			comm[i] = isalnum((unsigned char)w->comm[i]) ||
+				  w->comm[i] == '-' || w->comm[i] == '_' ?
+				  w->comm[i] : '_';
 		comm[i] = 0;
 		for (unsigned k = 1;; k++) {
-			uint64_t h = 1469598103934665603ULL;
-
 			if (k == 1)
-				snprintf(p->sname, sizeof(p->sname), "%s.%d",
-					 comm[0] ? comm : "lua", (int)p->pid);
+				snprintf(sname, LMT_SNAME, "%s.%d",
+					 comm[0] ? comm : "lua", (int)w->pid);
 			else
-				snprintf(p->sname, sizeof(p->sname), "%s.%d-%u",
-					 comm[0] ? comm : "lua", (int)p->pid, k);
-			for (const char *c = p->sname; *c; c++)
-				h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-			if (u64set_add(&t->names, h) != 0)
+				snprintf(sname, LMT_SNAME, "%s.%d-%u",
+					 comm[0] ? comm : "lua", (int)w->pid, k);
+			if (u64set_add(&t->names, hash_str(sname)) != 0)
 				break;
 		}
 	}
-	snprintf(buf, len, "%s%s%s.vm%u.bin", t->o->out,
-		 dl && t->o->out[dl - 1] == '/' ? "" : "/", p->sname, v->num);
+	snprintf(buf, len, "%s%s%s.vm%u.bin", t->o.out,
+		 dl && t->o.out[dl - 1] == '/' ? "" : "/", sname, num);
 }
 
-struct tout *out_for(struct tr *t, struct tvm *v)
+/* Whose stream o is: its owner's facts for the sidecar and the summary. */
+static void out_own(struct tout *o, const void *owner, const struct out_who *w)
+{
+	o->owner = owner;
+	o->who = *w;
+}
+
+struct tout *out_for(struct streams *t, const void *owner, const struct out_who *w,
+		     char *sname, unsigned num, double duty0, int *fresh)
 {
 	char path[PATH_MAX];
 	char err[PATH_MAX + 128];
+	struct tout *o;
 
+	*fresh = 0;
 	if (!t->dir) {
-		if (!t->one->p) {
+		if (!t->one->owner) {
 			/* The one stream's process: its symbols, as
 			 * event-symtab records if it began without them. */
-			t->one->p = v->p;
-			syms_replay(&v->p->syms, sym_now, t->one);
+			out_own(t->one, owner, w);
+			*fresh = 1;
 		}
 		t->one->nvms++;
 		/* A second VM: their records are numbered (bpf/newvm.h,
-		 * attach.c), and merged in that order. */
+		 * probes/alloc.c), and merged in that order. */
 		if (t->one->nvms == 2 && out_merge(t->one))
-			err1("out of memory: %s may have events out of order", t->o->out);
+			err1("out of memory: %s may have events out of order", t->o.out);
 		if (t->one->nvms == 2)
 			err1("PID %d has several VMs: they share the one stream %s "
-			     "(-o DIR/ writes a stream per VM)", (int)v->p->pid,
-			     t->o->out);
+			     "(-o DIR/ writes a stream per VM)", (int)w->pid, t->o.out);
 		return t->one;
 	}
-	if (outfile_dir(t->o->out, access(t->o->out, F_OK) != 0, err, sizeof(err))) {
+	if (outfile_dir(t->o.out, access(t->o.out, F_OK) != 0, err, sizeof(err))) {
 		err1("%s", err);
 		return NULL;
 	}
-	stream_name(t, v, path, sizeof(path));
-	{
-		struct tout *o = out_open(t, path, v->p, (int)v->num);
-		if (o) {
-			o->nvms = 1;
-			if (o->fd < 0 && !t->o->floor) {
-				t->lost_vm++; /* said: its stream cannot be made */
-			}
-		}
-		return o;
-	}
+	stream_name(t, w, sname, num, path, sizeof(path));
+	if (!(o = out_open(t, path, (int)num, duty0)))
+		return NULL;
+	o->nvms = 1;
+	out_own(o, owner, w);
+	*fresh = o->fd >= 0;
+	return o;
 }
 
-/* -o FILE: the one stream, made before any probe can fire. */
-int out_one(struct tr *t, struct tproc *p)
+int out_one(struct streams *t, const void *owner, const struct out_who *w, double duty0)
 {
-	t->one = out_open(t, t->o->out, NULL, -1);
-	if (!t->one || (t->one->fd < 0 && !t->o->floor))
+	t->one = out_open(t, t->o.out, -1, duty0);
+	if (!t->one || (t->one->fd < 0 && !t->o.floor))
 		return -1;
-	if (p) {
-		/* -p: the process's symbols lead the stream, as in the
-		 * in-VM profiler's. */
-		t->one->p = p;
-	}
+	/* -p: the process's symbols lead the stream, as in the in-VM
+	 * profiler's. */
+	if (owner)
+		out_own(t->one, owner, w);
 	return 0;
+}
+
+void out_begin(struct tout *o)
+{
+	if (o->begun)
+		return;
+	o->begun = 1;
+	if (o->fd >= 0)
+		mpw_begin_events(&o->w);
 }
 
 /* -- Ends ------------------------------------------------------------------ */
 
-void out_info(struct tr *t, struct tout *o, const struct lmt_stats *st, int done)
+void out_sidecar(struct streams *t, struct tout *o, const char *text)
 {
-	struct info in = { .pid = o->p ? o->p->pid : 0, .vms = o->nvms,
-			   .start = o->wall0, .vm = o->vm,
-			   .parent = o->p ? o->p->parent : 0,
-			   .duration = done ? o->secs : 0 };
-	char buf[4096], err[PATH_MAX + 64];
+	char err[PATH_MAX + 64];
 
 	if (!o->info[0])
 		return;
-	snprintf(in.version, sizeof(in.version), "%s", LMT_VERSION);
-	if (o->p) {
-		snprintf(in.exe, sizeof(in.exe), "%.*s", (int)sizeof(in.exe) - 1,
-			 o->p->exe);
-		snprintf(in.comm, sizeof(in.comm), "%s", o->p->comm);
-	}
-	snprintf(in.state, sizeof(in.state), "%s",
-		 !done ? "running" : o->failed || t->failed ? "incomplete" : "complete");
-	snprintf(in.end, sizeof(in.end), "%s", o->end ? o->end : "");
-	if (st) {
-		in.events = o->n[1] + o->n[2] + o->n[3];
-		losses(t, st, &in);
-		in.in_flight = st->parked;
-	}
-	/* What the windows recorded while this stream was written. */
-	if ((in.duty = t->o->duty) > 0)
-		in.sampled = duty_sampled(t) - o->duty0;
-	info_format(&in, buf, sizeof(buf));
 	if (!o->info_made) {
-		int reg, fd = outfile_create(o->info, t->o->force, 0, &reg, err,
+		int reg, fd = outfile_create(o->info, t->o.force, 0, &reg, err,
 					     sizeof(err));
 		if (fd >= 0) {
-			size_t l = strlen(buf);
-			if (write(fd, buf, l) != (ssize_t)l)
+			size_t l = strlen(text);
+			if (write(fd, text, l) != (ssize_t)l)
 				snprintf(err, sizeof(err), "cannot write %s: %s",
 					 o->info, strerror(errno));
 			else
@@ -430,26 +408,25 @@ void out_info(struct tr *t, struct tout *o, const struct lmt_stats *st, int done
 		return;
 	}
 	/* A full disk is said once, for the stream. */
-	if (outfile_replace(o->info, buf, strlen(buf), err, sizeof(err)) &&
+	if (outfile_replace(o->info, text, strlen(text), err, sizeof(err)) &&
 	    !o->failed)
 		err1("%s", err);
 }
 
-void out_finish(struct tr *t, struct tout *o, const char *end)
+int out_finish(struct tout *o, const char *end)
 {
-	struct lmt_stats st;
 	int r;
 
 	if (o->finished)
-		return;
+		return 0;
 	merge_free(o->mg); /* what it holds, in order */
 	o->mg = NULL;
-	stk_free_held(o);
+	out_stacks_free_held(o);
 	o->finished = 1;
 	o->end = end;
 	o->secs = now() - o->t0;
 	if (o->fd < 0)
-		return;
+		return 0;
 	r = mpw_finish(&o->w);
 	if (r) {
 		err1("cannot write %s: %s", o->path, strerror(r));
@@ -466,8 +443,12 @@ void out_finish(struct tr *t, struct tout *o, const char *end)
 		u64map_free(&o->skframes, NULL);
 		u64map_free(&o->skstacks, NULL);
 	}
-	sum_stats(t, &st);
-	out_info(t, o, &st, 1);
-	close(o->fd);
+	return 1;
+}
+
+void out_close(struct tout *o)
+{
+	if (o->fd >= 0)
+		close(o->fd);
 	o->fd = -1;
 }

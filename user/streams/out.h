@@ -14,10 +14,36 @@
 #include "streams/merge.h"
 #include "util/u64set.h"
 
-struct tr;
-struct tproc;
-struct tvm;
-struct lmt_stats;
+#include <sys/types.h>
+
+/* What the streams need of the options (the session fills it). */
+struct out_opts {
+	const char *out; /* -o: a file, a device, or a directory (DIR/) */
+	int force;       /* -f: replace what is there */
+	int floor;       /* --floor: write nothing */
+	unsigned stacks; /* --stacks: a companion beside each stream */
+	int quiet, top;  /* the summary's top sites: -q, --top */
+	int live;        /* a live view (top) tallies every stream */
+	int several;     /* --all or several -p: -o must be a directory */
+};
+
+/* Whose stream it is: what its sidecar, its name and the summary say. */
+#define LMT_SNAME 48
+struct out_who {
+	pid_t pid, parent;
+	char comm[16];
+	char exe[PATH_MAX];
+};
+
+/* The trace's streams. */
+struct streams {
+	struct out_opts o;
+	int dir;              /* -o is a directory: a stream per VM */
+	struct tout *one;     /* -o FILE: the stream */
+	struct tout **outs;
+	unsigned nouts, outs_cap;
+	struct u64set names;  /* -o DIR: names given (hashes) */
+};
 
 
 /* A stream and its sidecar. */
@@ -32,7 +58,9 @@ struct tout {
 	double wall0, t0;  /* when it began: epoch, monotonic */
 	double duty0;      /* --duty: seconds recorded before it began */
 	double secs;       /* how long it ran, once finished */
-	struct tproc *p;   /* its process */
+	const void *owner; /* its process (compared only), NULL: none yet */
+	struct out_who who; /* its process's facts, once it has one */
+	int begun;         /* its events' prologue is written (out_begin) */
 	int vm;            /* its VM's number, -1 if several share it */
 	unsigned nvms;     /* VMs written to it */
 	uint64_t n[4], bytes_alloc, bytes_free; /* events and bytes by kind */
@@ -58,21 +86,32 @@ struct tout {
 	unsigned merge_oom;
 };
 
-/* The -o target can be made: checked, nothing created. */
-int check_output(struct tr *t);
-/* The stream of VM v (made now with -o DIR; the one stream otherwise):
- * NULL having said why. */
-struct tout *out_for(struct tr *t, struct tvm *v);
-/* -o FILE: the one stream (p: the process whose symbols lead it). */
-int out_one(struct tr *t, struct tproc *p);
+/* The -o target can be made: checked, nothing created (sets dir). */
+int out_check(struct streams *t);
+/* The stream of a VM numbered num of process owner (who: its facts;
+ * sname: its part of the names, LMT_SNAME bytes, made once): made now with
+ * -o DIR (duty0: --duty's seconds recorded so far), the one stream
+ * otherwise. *fresh: the owner's C symbols must be replayed into it
+ * (out_sym_now). A new stream is begun by out_begin once its head (the
+ * symbols) is in. NULL having said why. */
+struct tout *out_for(struct streams *t, const void *owner, const struct out_who *who,
+		     char *sname, unsigned num, double duty0, int *fresh);
+/* -o FILE: the one stream, made before any probe can fire (owner: -p's
+ * process, whose symbols lead it; NULL: the first VM's). 0, or -1 said. */
+int out_one(struct streams *t, const void *owner, const struct out_who *who, double duty0);
+/* The events' prologue, after the head's symbols; once. */
+void out_begin(struct tout *o);
+/* A symbol into stream ctx now, ahead of whatever it holds (a process's C
+ * symbols: struct syms' emit). */
+void out_sym_now(void *ctx, const struct mp_sym *s);
+/* A C symbol of process owner into each of its streams. */
+void out_owner_sym(struct streams *t, const void *owner, const struct mp_sym *s);
 void out_sym(struct tout *o, const struct mp_sym *s);
 /* What out_sym and out_event write next comes from VM src (NULL: the
  * process) under key (merge.h; 0: in order as it comes). */
 void out_at(struct tout *o, const void *src, uint64_t key);
 /* The stream has a second VM: merge from now on. -1 out of memory. */
 int out_merge(struct tout *o);
-/* A process's C symbols into each of its streams (struct syms' emit). */
-void proc_sym(void *ctx, const struct mp_sym *s);
 /* An event, and its stack's number in the companion (0: none). */
 void out_event(struct tout *o, const struct mp_event *e, uint32_t sid);
 /* Events may go straight to the stream (out_lone_event): one VM's, no
@@ -99,9 +138,12 @@ static inline void out_lone_event(struct tout *o, const struct mp_event *e)
 		report_event(o->rep, e);
 	out_count(o, e);
 }
-/* Ends a stream: its epilogue and final sidecar. */
-void out_finish(struct tr *t, struct tout *o, const char *end);
-/* Its sidecar, now (done: final). */
-void out_info(struct tr *t, struct tout *o, const struct lmt_stats *st, int done);
+/* Ends a stream: what it holds written, its epilogue and its companion's;
+ * 1 if its files are open still (the caller writes the final sidecar,
+ * then out_close), 0 if there is nothing more to do. */
+int out_finish(struct tout *o, const char *end);
+void out_close(struct tout *o);
+/* The stream's sidecar (FILE.info) made or replaced with text. */
+void out_sidecar(struct streams *t, struct tout *o, const char *text);
 
 #endif

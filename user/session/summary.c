@@ -118,8 +118,8 @@ static void human(char *b, size_t n, uint64_t v)
 /* One line per stream: -o DIR. */
 static void streams(struct tr *t)
 {
-	for (unsigned i = 0; i < t->nouts; i++) {
-		const struct tout *o = t->outs[i];
+	for (unsigned i = 0; i < t->st.nouts; i++) {
+		const struct tout *o = t->st.outs[i];
 		char a[32], f[32], e[PATH_MAX * 4];
 		const char *b = strrchr(o->path, '/');
 
@@ -129,8 +129,8 @@ static void streams(struct tr *t)
 		fprintf(stderr, "    %-28s %9" PRIu64 " events, %s allocated, %s "
 			"freed", esc_str(e, sizeof(e), b, strlen(b), 0),
 			o->n[1] + o->n[2] + o->n[3], a, f);
-		if (o->p && o->p->parent)
-			fprintf(stderr, " (a child of PID %d)", (int)o->p->parent);
+		if (o->owner && o->who.parent)
+			fprintf(stderr, " (a child of PID %d)", (int)o->who.parent);
 		fprintf(stderr, "%s\n", o->failed ? " INCOMPLETE" : "");
 	}
 }
@@ -179,8 +179,8 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 	unsigned nvm = 0, np = 0;
 	struct tproc *one = NULL;
 
-	for (unsigned i = 0; i < t->nouts; i++) {
-		const struct tout *o = t->outs[i];
+	for (unsigned i = 0; i < t->st.nouts; i++) {
+		const struct tout *o = t->st.outs[i];
 		for (int k = 0; k < 4; k++)
 			n[k] += o->n[k];
 		ba += o->bytes_alloc;
@@ -292,7 +292,7 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 	if (t->forks_skipped)
 		fprintf(stderr, "  not followed: %u child%s of traced processes "
 			"(%s)\n", t->forks_skipped, t->forks_skipped == 1 ? "" : "ren",
-			t->dir ? "this kernel cannot stop a child before it runs: "
+			t->st.dir ? "this kernel cannot stop a child before it runs: "
 				 "6.13, or schedule_tail under fexit" :
 				 "-o DIR/ traces them too");
 	if (cskipped)
@@ -321,22 +321,66 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 	if (evs)
 		fprintf(stderr, "  consumer: %.0f ns CPU per event\n",
 			(cpu_ns() - t->cpu0) / (double)evs);
-	if (!t->dir) {
+	if (!t->st.dir) {
 		char e[PATH_MAX * 4];
-		if (t->o->top > 0 && evs && t->one)
-			report_print_top(t->one->rep, stderr, t->o->top, 1);
+		if (t->o->top > 0 && evs && t->st.one)
+			report_print_top(t->st.one->rep, stderr, t->o->top, 1);
 		fprintf(stderr, "  wrote %s (%" PRIu64 " bytes)\n",
 			esc_str(e, sizeof(e), t->o->out, strlen(t->o->out), 0),
-			t->one ? t->one->w.bytes : 0);
+			t->st.one ? t->st.one->w.bytes : 0);
 		return;
 	}
 	{
 		char e[PATH_MAX * 4];
-		fprintf(stderr, "  wrote %u stream%s in %s:\n", t->nouts,
-			t->nouts == 1 ? "" : "s",
+		fprintf(stderr, "  wrote %u stream%s in %s:\n", t->st.nouts,
+			t->st.nouts == 1 ? "" : "s",
 			esc_str(e, sizeof(e), t->o->out, strlen(t->o->out), 0));
 		streams(t);
-		if (t->o->top > 0 && evs && t->nouts == 1)
-			report_print_top(t->outs[0]->rep, stderr, t->o->top, 1);
+		if (t->o->top > 0 && evs && t->st.nouts == 1)
+			report_print_top(t->st.outs[0]->rep, stderr, t->o->top, 1);
 	}
+}
+
+/* -- Sidecars -------------------------------------------------------------- */
+
+void out_info(struct tr *t, struct tout *o, const struct lmt_stats *st, int done)
+{
+	struct info in = { .pid = o->owner ? o->who.pid : 0, .vms = o->nvms,
+			   .start = o->wall0, .vm = o->vm,
+			   .parent = o->owner ? o->who.parent : 0,
+			   .duration = done ? o->secs : 0 };
+	char buf[4096];
+
+	if (!o->info[0])
+		return;
+	snprintf(in.version, sizeof(in.version), "%s", LMT_VERSION);
+	if (o->owner) {
+		snprintf(in.exe, sizeof(in.exe), "%.*s", (int)sizeof(in.exe) - 1,
+			 o->who.exe);
+		snprintf(in.comm, sizeof(in.comm), "%s", o->who.comm);
+	}
+	snprintf(in.state, sizeof(in.state), "%s",
+		 !done ? "running" : o->failed || t->failed ? "incomplete" : "complete");
+	snprintf(in.end, sizeof(in.end), "%s", o->end ? o->end : "");
+	if (st) {
+		in.events = o->n[1] + o->n[2] + o->n[3];
+		losses(t, st, &in);
+		in.in_flight = st->parked;
+	}
+	/* What the windows recorded while this stream was written. */
+	if ((in.duty = t->o->duty) > 0)
+		in.sampled = duty_sampled(t) - o->duty0;
+	info_format(&in, buf, sizeof(buf));
+	out_sidecar(&t->st, o, buf);
+}
+
+void stream_end(struct tr *t, struct tout *o, const char *end)
+{
+	struct lmt_stats st;
+
+	if (!out_finish(o, end))
+		return;
+	sum_stats(t, &st);
+	out_info(t, o, &st, 1);
+	out_close(o);
 }
