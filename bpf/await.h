@@ -35,7 +35,7 @@
  * awaiting: user space counts it in flight.
  *
  * Per-CPU notes assume what the per-CPU scratch does: a program run is
- * not preempted by another on its CPU (README, Limits). Even so a note is
+ * not preempted by another on its CPU (docs/limits.md). Even so a note is
  * read back to front, its mark last: a note written between fails the
  * check (its sp is another thread's), and the return goes the long way. */
 

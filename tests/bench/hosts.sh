@@ -160,10 +160,10 @@ done
 # A handler with sites of several weights (a request's own strings, so
 # that they are made anew each time). Untraced and --duty interleaved, in
 # runs long enough for a window or two (0.5 s at a random place in the
-# first 10 s, then longer periods: README); then the shares of bytes of
+# first 10 s, then longer periods: docs/usage.md); then the shares of bytes of
 # the five largest sites under --duty against a full trace's.
 ngx_stop "$TMP/ngx" && NGX_MASTER=
-# Rounds of two whole periods (two windows each: README), paired: the
+# Rounds of two whole periods (two windows each: docs/usage.md), paired: the
 # host's own rate drifts by more than --duty costs over minutes (three
 # rounds of 30 s once read 82% where six paired 10 s rounds right after
 # read 92-101%).

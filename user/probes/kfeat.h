@@ -32,7 +32,7 @@ struct lmt_um_attr {
 
 /* -- Features -------------------------------------------------------------- */
 
-/* The oldest kernel luamemtrace runs on (README: Kernels). */
+/* The oldest kernel luamemtrace runs on (docs/kernels.md). */
 #define KFEAT_MIN_MAJOR 6
 #define KFEAT_MIN_MINOR 1
 
