@@ -1068,10 +1068,10 @@ void vm_state_free(struct tvm *v)
 static struct tvm *vm_new(struct tr *t, struct tproc *p, uint32_t id,
 			  uint64_t L, uint64_t g, uint64_t ud, unsigned num)
 {
-	struct tvm *v = calloc(1, sizeof(*v)), **nv;
+	struct tvm *v, **nv;
 	int err;
 
-	if (!v)
+	if (vms_full(p) || !(v = calloc(1, sizeof(*v))))
 		return NULL;
 	if (p->nvm == p->nvm_cap) {
 		unsigned cap = p->nvm_cap ? 2 * p->nvm_cap : 4;
@@ -1106,6 +1106,56 @@ struct tvm *vm_get(struct tr *t, uint32_t tgid, uint32_t id)
 	return u64map_get(&t->vmap, (uint64_t)tgid << 32 | id);
 }
 
+/* A VM over p's cap: counted, said once. */
+static void vm_over(struct tproc *p)
+{
+	if (!p->vms_over++)
+		err1("warning: PID %d: more than %d VMs: the ones it makes from now on "
+		     "are not traced (counted)", (int)p->pid, LMT_VMS_MAX);
+}
+
+/* Frees VM (k, id)'s slot if it holds one: its batch dropped, as the VM. A
+ * slot a program holds right now stays: its batches come, and go as the
+ * VM's (consume.c: on_batch). */
+static void slot_free(struct tr *t, const struct lmt_vm_key *k, uint32_t id)
+{
+	const uint32_t si[2] = { lmt_slot_of(k->ud), lmt_slot2_of(k->tgid, k->ud) };
+
+	for (int i = 0; t->slots && i < 2; i++) {
+		struct lmt_slot *s = &t->slots[si[i]];
+		uint32_t free_ = 0;
+
+		if (__atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE) != k->tgid ||
+		    s->ud != k->ud || s->vm.id != id ||
+		    !__atomic_compare_exchange_n(&s->busy, &free_, LMT_BUSY_USER, 0,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue;
+		s->len = sizeof(struct lmt_batch);
+		s->nev = 0;
+		__atomic_store_n(&s->live, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->tgid, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+	}
+}
+
+void vm_refuse(struct tr *t, struct tproc *p, uint32_t id, uint64_t L, uint64_t ud)
+{
+	struct lmt_vm_key k = { .tgid = (uint32_t)p->pid, .ud = ud }, mv;
+	struct { uint32_t tgid, pad; uint64_t L; } mk = { k.tgid, 0, L };
+	struct lmt_vm known;
+
+	vm_over(p);
+	/* Only its own entries: a later VM may have its ud (or L) by now,
+	 * itself over the cap, refused when its record comes. */
+	if (!bpf_map__lookup_elem(t->skel->maps.vms, &k, sizeof(k), &known,
+				  sizeof(known), 0) && known.id == id)
+		bpf_map__delete_elem(t->skel->maps.vms, &k, sizeof(k), 0);
+	if (!bpf_map__lookup_elem(t->skel->maps.mains, &mk, sizeof(mk), &mv,
+				  sizeof(mv), 0) && mv.ud == ud)
+		bpf_map__delete_elem(t->skel->maps.mains, &mk, sizeof(mk), 0);
+	slot_free(t, &k, id);
+}
+
 /* A VM BPF registered itself (a second VM, a forked child's). */
 struct tvm *vm_known(struct tr *t, struct tproc *p, uint32_t id, uint64_t L,
 		     uint64_t g, uint64_t ud, unsigned num)
@@ -1136,6 +1186,10 @@ int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v)
 				     " share an allocator's ud: their events share "
 				     "one stream", (int)p->pid, (uint64_t)known.g, v->g);
 		}
+		return 0;
+	}
+	if (vms_full(p)) {
+		vm_over(p);
 		return 0;
 	}
 	p->var = v->var;

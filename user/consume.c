@@ -41,7 +41,7 @@ static struct tvm *vm_of(struct tr *t, uint32_t tgid, uint32_t id)
 	struct tvm *v = vm_get(t, tgid, id);
 	struct tproc *p;
 
-	if (v || !(p = proc_of(t, tgid)) || p->ignored)
+	if (v || !(p = proc_of(t, tgid)) || p->ignored || vms_full(p))
 		return v;
 	return vm_known(t, p, id, 0, 0, 0, p->next_num);
 }
@@ -497,8 +497,12 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 	if (batch_open(b, sz, &hd, &it))
 		return;
 	if (hd.vm != LMT_VM_NONE && !(v = vm_of(t, hd.tgid, hd.vm))) {
-		/* a VM we cannot tell: its events are lost, and said */
-		evs_lost(t, &it);
+		const struct tproc *p = proc_of(t, hd.tgid);
+
+		/* a VM refused over its process's cap: its events go with
+		 * it (vm_refuse); a VM we cannot tell: lost, and said */
+		if (!p || !vms_full(p))
+			evs_lost(t, &it);
 		return;
 	}
 	if (v && out_lone(v->out))
@@ -524,8 +528,13 @@ static void on_newvm(struct tr *t, const struct lmt_newvm *n)
 	if (t->stopping)
 		return;
 	if (n->registered) { /* BPF did it: its allocator is probed */
-		struct tvm *tv = p ? vm_known(t, p, n->id, n->L, n->g, n->ud,
-					      p->next_num) : NULL;
+		struct tvm *tv;
+
+		if (p && !vm_get(t, n->tgid, n->id) && vms_full(p)) {
+			vm_refuse(t, p, n->id, n->L, n->ud);
+			return;
+		}
+		tv = p ? vm_known(t, p, n->id, n->L, n->g, n->ud, p->next_num) : NULL;
 		if (tv && t->o->verbose)
 			fprintf(stderr, "luamemtrace: PID %u VM %u: L 0x%" PRIx64
 				" g 0x%" PRIx64 ", allocator 0x%" PRIx64 " ud 0x%"

@@ -389,7 +389,7 @@ void out_info(struct tr *t, struct tout *o, const struct lmt_stats *st, int done
 			   .start = o->wall0, .vm = o->vm,
 			   .parent = o->p ? o->p->parent : 0,
 			   .duration = done ? o->secs : 0 };
-	char buf[4096], err[PATH_MAX + 64];
+	char buf[INFO_FILE_MAX], err[PATH_MAX + 64];
 
 	if (!o->info[0])
 		return;

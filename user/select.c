@@ -146,7 +146,7 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 		     (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
 		     (double)scan->scanned / (1 << 20));
 	if (!r && scan->over) {
-		p->vms_over += scan->over;
+		p->vms_unchecked += scan->over;
 		err1("PID %d: more than %d VMs: %zu more candidates not checked, "
 		     "not traced", (int)p->pid, LMT_VMS_MAX, scan->over);
 	}

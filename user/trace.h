@@ -31,6 +31,7 @@
 #include "info.h"
 #include "kfeat.h"
 #include "merge.h"
+#include "readcaps.h"
 
 /* A set of probe links. */
 struct links {
@@ -179,9 +180,12 @@ struct tproc {
 	/* Over a cap of readcaps.h (the target is not trusted): traces cut
 	 * or refused, traces evicted for the process's budget, their bytes
 	 * kept; package.loaded's walks, nodes read and walks cut; chunk
-	 * names cut; VMs over LMT_VMS_MAX */
-	uint64_t tr_cut, tr_evicted, tr_bytes;
-	uint64_t nm_walks, nm_nodes, nm_cut, names_long, vms_over;
+	 * names cut; VMs refused over LMT_VMS_MAX (found or made), and
+	 * candidates the memory scan left unchecked past it; traces not
+	 * resolved over the process's budget of reads (LMT_PROC_READS_MAX),
+	 * and the reads made */
+	uint64_t tr_cut, tr_evicted, tr_bytes, tr_budget, tr_reads;
+	uint64_t nm_walks, nm_nodes, nm_cut, names_long, vms_over, vms_unchecked;
 	const struct lj_variant *var; /* its VMs' layout */
 	struct tproc *next;
 };
@@ -367,6 +371,15 @@ void vm_state_free(struct tvm *v);
 /* A VM BPF registered itself: its user-space side, made if new. */
 struct tvm *vm_known(struct tr *t, struct tproc *p, uint32_t id, uint64_t L,
 		     uint64_t g, uint64_t ud, unsigned num);
+/* Has p all the VMs it may have (LMT_VMS_MAX, closed ones included: each
+ * has a stream)? */
+static inline int vms_full(const struct tproc *p)
+{
+	return p->nvm >= LMT_VMS_MAX;
+}
+/* VM id of p, which BPF registered (L, ud), refused: p is full. What BPF
+ * holds of it goes (its registration, its slot); counted, said once. */
+void vm_refuse(struct tr *t, struct tproc *p, uint32_t id, uint64_t L, uint64_t ud);
 /* The hooks of a process's objects (lua_newstate, lua_close, dlopen); with
  * --all only dlopen: the rest is watched for every process at once. */
 void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m);
