@@ -35,7 +35,6 @@
 struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 {
 	struct tproc *p = calloc(1, sizeof(*p));
-	char path[64];
 	ssize_t n;
 	int fd;
 
@@ -62,17 +61,16 @@ struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 		free(p);
 		return NULL;
 	}
-	p->start = proc_start(pid);
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+	p->start = proc_start(pid, p->pidfd);
+	/* by its bound /proc directory (proc.h: proc_dir) */
+	if ((fd = proc_openat(pid, "comm", O_RDONLY)) >= 0) {
 		n = read(fd, p->comm, sizeof(p->comm) - 1);
 		close(fd);
 		p->comm[n > 0 ? n : 0] = 0;
 		p->comm[strcspn(p->comm, "\n")] = 0;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	n = readlink(path, p->exe, sizeof(p->exe) - 1);
-	p->exe[n > 0 ? n : 0] = 0;
+	if (proc_readlinkat(pid, "exe", p->exe, sizeof(p->exe)) < 0)
+		p->exe[0] = 0;
 	syms_init(&p->syms, pid, proc_sym, p);
 	return p;
 }

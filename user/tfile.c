@@ -47,14 +47,12 @@ static int btrfs_subvolume(const struct tfile *f, const struct pmap *m)
 
 int tfile_open(struct tfile *f, pid_t pid, const struct pmap *m)
 {
-	char p[96];
 	int fd, r;
 
 	f->fd = -1;
-	pmap_file_path(pid, m, p, sizeof(p));
-	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = pmap_file_open(pid, m, O_RDONLY | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if ((r = from_fd(f, fd)))
 		return r;
 	if (f->ino != m->inode || (f->dev != (uint64_t)makedev(m->dev_major, m->dev_minor) &&
