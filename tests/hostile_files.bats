@@ -111,9 +111,26 @@ all_started() {
 	traced_exact "$T/p.bin"
 	grep -q "warning: PID $PID: no C names from names.elf: a name over 4 KiB" "$T/err"
 	grep -q "warning: PID $PID: no C names from sparse.elf: a symbol table or its names over 64 MiB" "$T/err"
-	grep -q "^  skipped: 2 objects' C names, over the caps on symbol tables (said above)$" "$T/err"
+	grep -q "^  skipped: 2 objects' C names, over the caps on symbol tables or not the file maps names (said above)$" "$T/err"
+	[ "$(info_val "$T/p.bin.info" files_skipped)" = 2 ]
 	# the stream holds no record of theirs
 	[ "$(stat -c %s "$T/p.bin")" -lt 1048576 ]
+}
+
+@test "one ELF file over the caps (a sparse 64 GiB .symtab): files_skipped 1 in the summary and the sidecar; a sidecar without the key reads as 0" {
+	"$H" sparse "$T/sparse.elf" $((64 << 30))
+	target map "$T/sparse.elf"
+	"$LMT" -p "$PID" -o "$T/p.bin" 2> "$T/err" 3>&- &
+	TPID=$!
+	wait_for "$T/err" "tracing PID $PID"
+	traced_exact "$T/p.bin"
+	grep -qx "  skipped: 1 object's C names, over the caps on symbol tables or not the file maps names (said above)" "$T/err"
+	[ "$(info_val "$T/p.bin.info" files_skipped)" = 1 ]
+	# report reads a sidecar of before the key (and the other new ones)
+	sed -i '/^files_skipped: /d; /^vms_refused: /d; /^vm_candidates_unchecked: /d; /^traces_over_budget: /d' "$T/p.bin.info"
+	run "$LMT" report "$T/p.bin"
+	[ "$status" -eq 0 ]
+	absent "not a luamemtrace sidecar" <(echo "$output")
 }
 
 @test "a mapped ELF cut short and grown back while the tracer reads it: no SIGBUS, exact" {
