@@ -315,6 +315,17 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 		fprintf(stderr, "  %" PRIu64 " chunk names cut to %d bytes (string "
 			"gone before it could be read)\n", names_cut, LMT_NAME_MAX);
 	caps_said(t);
+	{
+		struct info in = { 0 };
+
+		/* A VM left out over a cap still calls the allocator we
+		 * probe: the real one, if forged VMs hid it (vm.c's scan). */
+		over_caps(t, &in);
+		if (s->unknown_vm && (in.vms_refused || in.vms_unchecked))
+			fprintf(stderr, "  untraced: %" PRIu64 " allocator calls by VMs not "
+				"traced (left out over the caps above)\n",
+				(uint64_t)s->unknown_vm);
+	}
 	if (getenv("LMT_DEBUG_STATS"))
 		fprintf(stderr, "  bpf: events %llu reads %llu errs %llu protos %llu unknown_vm %llu\n",
 			(unsigned long long)s->events, (unsigned long long)s->reads,
