@@ -179,6 +179,51 @@ all_started() {
 	no_probes_of "$T/"
 }
 
+# stopped PID: waits until process PID is stopped (state T).
+stopped() {
+	local i
+	for i in $(seq 1 200); do
+		[ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = T ] && return 0
+		sleep 0.05
+	done
+	echo "PID $1 never stopped" >&2
+	return 1
+}
+
+@test "--all: a LuaJIT file of root's replaced under its mapping right after the tracer opened it (a stop point): the probe on the file opened, none on the other; a process calling the other never stopped; the traced process exact" {
+	local sw b
+	cp "$BATS_FILE_TMPDIR/fakelj.so" "$T/lj.so"
+	"$H" swapon "$T/lj.so" "$BATS_FILE_TMPDIR/vic.so" "$T/sw.ready" 3>&- &
+	sw=$!
+	wait_for "$T/sw.ready" ready
+	target
+	# the tracer stops itself once it has opened lj.so's mapping
+	LMT_TEST_STOP_AT=lj.so "$LMT" --all --exe lmt-h,hostile -v -o "$T/d/" 2> "$T/err" 3>&- &
+	TPID=$!
+	stopped "$TPID"
+	# ... then the mapping holds vic.so, before the tracer reads or
+	# probes anything of it
+	kill -USR1 "$sw"
+	wait_for "$T/sw.ready" swapped
+	grep -q "$BATS_FILE_TMPDIR/vic.so" "/proc/$sw/maps"
+	absent "$T/lj.so" "/proc/$sw/maps"
+	kill -CONT "$TPID"
+	wait_for "$T/err" "LuaJIT process.*Ctrl-C to stop"
+	grep -q "watching lua_newstate in $T/lj.so (every process)" "$T/err"
+	probe_files > "$T/probes"
+	grep -q "^$T/lj.so$" "$T/probes"
+	absent vic.so "$T/probes"
+	"$H" call "$BATS_FILE_TMPDIR/vic.so" vic_newstate 1000 > "$T/call.out" 3>&- &
+	b=$!
+	wait "$b"
+	[ "$(cat "$T/call.out")" = "called 1000" ]
+	absent "PID $b" "$T/err"
+	kill "$sw"
+	wait "$sw" || true
+	traced_exact "$T/d/lmt-h.$PID.vm0.bin"
+	no_probes_of "$T/"
+}
+
 @test "--all: a LuaJIT file not root's is watched for the process that maps it only: another that maps it later is never stopped; the traced process exact" {
 	local b
 	cp "$BATS_FILE_TMPDIR/fakelj.so" "$T/own.so"

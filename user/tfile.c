@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/magic.h>
@@ -45,6 +47,21 @@ static int btrfs_subvolume(const struct tfile *f, const struct pmap *m)
 	       sf.f_type == BTRFS_SUPER_MAGIC;
 }
 
+/* A stop point for tests (tests/hostile_files.bats): with LMT_TEST_STOP_AT
+ * set to a file's name, the tracer stops itself (SIGSTOP) once, right
+ * after it opened a mapping of that file, so that a test can replace the
+ * mapping between that open and every use of the file. */
+static void test_stop(const struct pmap *m)
+{
+	static int done;
+	const char *name = getenv("LMT_TEST_STOP_AT"), *b = strrchr(m->path, '/');
+
+	if (!name || done || !b || strcmp(b + 1, name))
+		return;
+	done = 1;
+	raise(SIGSTOP);
+}
+
 int tfile_open(struct tfile *f, pid_t pid, const struct pmap *m)
 {
 	int fd, r;
@@ -60,6 +77,7 @@ int tfile_open(struct tfile *f, pid_t pid, const struct pmap *m)
 		tfile_close(f);
 		return -ESTALE;
 	}
+	test_stop(m);
 	return 0;
 }
 
