@@ -111,9 +111,26 @@ all_started() {
 	traced_exact "$T/p.bin"
 	grep -q "warning: PID $PID: no C names from names.elf: a name over 4 KiB" "$T/err"
 	grep -q "warning: PID $PID: no C names from sparse.elf: a symbol table or its names over 64 MiB" "$T/err"
-	grep -q "^  skipped: 2 objects' C names, over the caps on symbol tables (said above)$" "$T/err"
+	grep -q "^  skipped: 2 objects' C names, over the caps on symbol tables or not the file maps names (said above)$" "$T/err"
+	[ "$(info_val "$T/p.bin.info" files_skipped)" = 2 ]
 	# the stream holds no record of theirs
 	[ "$(stat -c %s "$T/p.bin")" -lt 1048576 ]
+}
+
+@test "one ELF file over the caps (a sparse 64 GiB .symtab): files_skipped 1 in the summary and the sidecar; a sidecar without the key reads as 0" {
+	"$H" sparse "$T/sparse.elf" $((64 << 30))
+	target map "$T/sparse.elf"
+	"$LMT" -p "$PID" -o "$T/p.bin" 2> "$T/err" 3>&- &
+	TPID=$!
+	wait_for "$T/err" "tracing PID $PID"
+	traced_exact "$T/p.bin"
+	grep -qx "  skipped: 1 object's C names, over the caps on symbol tables or not the file maps names (said above)" "$T/err"
+	[ "$(info_val "$T/p.bin.info" files_skipped)" = 1 ]
+	# report reads a sidecar of before the key (and the other new ones)
+	sed -i '/^files_skipped: /d; /^vms_refused: /d; /^vm_candidates_unchecked: /d; /^traces_over_budget: /d' "$T/p.bin.info"
+	run "$LMT" report "$T/p.bin"
+	[ "$status" -eq 0 ]
+	absent "not a luamemtrace sidecar" <(echo "$output")
 }
 
 @test "a mapped ELF cut short and grown back while the tracer reads it: no SIGBUS, exact" {
@@ -158,6 +175,51 @@ all_started() {
 	absent "PID $b" "$T/err"
 	probe_files > "$T/probes"
 	absent vic.so "$T/probes"
+	traced_exact "$T/d/lmt-h.$PID.vm0.bin"
+	no_probes_of "$T/"
+}
+
+# stopped PID: waits until process PID is stopped (state T).
+stopped() {
+	local i
+	for i in $(seq 1 200); do
+		[ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = T ] && return 0
+		sleep 0.05
+	done
+	echo "PID $1 never stopped" >&2
+	return 1
+}
+
+@test "--all: a LuaJIT file of root's replaced under its mapping right after the tracer opened it (a stop point): the probe on the file opened, none on the other; a process calling the other never stopped; the traced process exact" {
+	local sw b
+	cp "$BATS_FILE_TMPDIR/fakelj.so" "$T/lj.so"
+	"$H" swapon "$T/lj.so" "$BATS_FILE_TMPDIR/vic.so" "$T/sw.ready" 3>&- &
+	sw=$!
+	wait_for "$T/sw.ready" ready
+	target
+	# the tracer stops itself once it has opened lj.so's mapping
+	LMT_TEST_STOP_AT=lj.so "$LMT" --all --exe lmt-h,hostile -v -o "$T/d/" 2> "$T/err" 3>&- &
+	TPID=$!
+	stopped "$TPID"
+	# ... then the mapping holds vic.so, before the tracer reads or
+	# probes anything of it
+	kill -USR1 "$sw"
+	wait_for "$T/sw.ready" swapped
+	grep -q "$BATS_FILE_TMPDIR/vic.so" "/proc/$sw/maps"
+	absent "$T/lj.so" "/proc/$sw/maps"
+	kill -CONT "$TPID"
+	wait_for "$T/err" "LuaJIT process.*Ctrl-C to stop"
+	grep -q "watching lua_newstate in $T/lj.so (every process)" "$T/err"
+	probe_files > "$T/probes"
+	grep -q "^$T/lj.so$" "$T/probes"
+	absent vic.so "$T/probes"
+	"$H" call "$BATS_FILE_TMPDIR/vic.so" vic_newstate 1000 > "$T/call.out" 3>&- &
+	b=$!
+	wait "$b"
+	[ "$(cat "$T/call.out")" = "called 1000" ]
+	absent "PID $b" "$T/err"
+	kill "$sw"
+	wait "$sw" || true
 	traced_exact "$T/d/lmt-h.$PID.vm0.bin"
 	no_probes_of "$T/"
 }

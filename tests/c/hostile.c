@@ -12,12 +12,17 @@
  *                              maps REAL, says so in READY, then maps OTHER
  *                              and REAL over the same range in turn, until
  *                              killed
+ *   hostile swapon REAL OTHER READY
+ *                              maps REAL, says "ready" in READY; at SIGUSR1
+ *                              maps OTHER over the same range, says
+ *                              "swapped", and waits until killed
  *   hostile call SO SYM N      calls SO's function SYM N times, says "called N"
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +155,37 @@ static void swap(const char *real, const char *other, const char *ready)
 	}
 }
 
+static void say(const char *path, const char *what)
+{
+	FILE *r = fopen(path, "a");
+
+	if (!r || fputs(what, r) < 0 || fclose(r))
+		die(path);
+}
+
+static void swapon(const char *real, const char *other, const char *ready)
+{
+	int a = open(real, O_RDONLY), b = open(other, O_RDONLY), sig;
+	struct stat st;
+	sigset_t usr1;
+	void *at;
+
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	if (a < 0 || b < 0 || fstat(a, &st) || sigprocmask(SIG_BLOCK, &usr1, NULL))
+		die("open");
+	at = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, a, 0);
+	if (at == MAP_FAILED)
+		die("mmap");
+	say(ready, "ready\n");
+	if (sigwait(&usr1, &sig) ||
+	    mmap(at, (size_t)st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, b, 0) != at)
+		die("mmap");
+	say(ready, "swapped\n");
+	for (;;)
+		pause();
+}
+
 static void call(const char *so, const char *sym, long n)
 {
 	void *h = dlopen(so, RTLD_NOW);
@@ -175,6 +211,8 @@ int main(int argc, char **argv)
 		trunc_loop(argv[2], (off_t)atol(argv[3]));
 	else if (argc == 5 && !strcmp(argv[1], "swap"))
 		swap(argv[2], argv[3], argv[4]);
+	else if (argc == 5 && !strcmp(argv[1], "swapon"))
+		swapon(argv[2], argv[3], argv[4]);
 	else if (argc == 5 && !strcmp(argv[1], "call"))
 		call(argv[2], argv[3], atol(argv[4]));
 	else {

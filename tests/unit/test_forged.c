@@ -455,6 +455,51 @@ static void test_budget(void)
 	proc.tr_evicted = 0;
 }
 
+/* The process's budget of reads (LMT_PROC_READS_MAX): over it, a new
+ * trace is not read at all and one under way stops; each counted once, in
+ * tr_budget (not tr_cut); their events stay at trace granularity. */
+static void test_proc_budget(void)
+{
+	const uint64_t pt = fproto(4, fstr("@f.lua", 6, 6));
+	const uint64_t pt2 = fproto(4096, fstr("@g.lua", 6, 6));
+	struct ftrace f = many_snaps(200, pt2);
+	struct tvm *v = fvm();
+	struct mp_event m;
+	struct sk_frame fr[4];
+	uint64_t r0;
+	int whole;
+
+	proc.tr_cut = proc.tr_budget = 0;
+	/* At the budget: three traces, no read of the target */
+	proc.tr_reads = LMT_PROC_READS_MAX;
+	r0 = reads;
+	for (uint64_t no = 1; no <= 3; no++)
+		add(v, no, &f, pt);
+	CHECK("proc budget: 3 traces over it: none read, 3 counted, none cut",
+	      reads == r0 && proc.tr_budget == 3 && proc.tr_cut == 0);
+	CHECK("proc budget: ... an event of one at trace granularity",
+	      event(v, 2, 1, &m, fr, 4, &whole) == 0 && m.src == MP_SRC_TRACE &&
+	      m.loc == 2 && m.line == 1);
+	/* 20 reads left: the header and snapshots (6 + 2), then 12 of the
+	 * walks; the trace stops there, counted once */
+	proc.tr_reads = LMT_PROC_READS_MAX - 20;
+	r0 = reads;
+	add(v, 4, &f, pt);
+	CHECK("proc budget: a trace stopped by it: counted once, not cut",
+	      proc.tr_budget == 4 && proc.tr_cut == 0);
+	CHECK("proc budget: ... the reads within it",
+	      reads - r0 <= 20 && proc.tr_reads == LMT_PROC_READS_MAX);
+	/* Under the budget again (not in a real trace: it only grows), the
+	 * same trace resolves: the budget was what stopped it */
+	proc.tr_reads = 0;
+	add(v, 5, &f, pt);
+	CHECK("proc budget: under it, the same trace resolved",
+	      proc.tr_budget == 4 && event(v, 5, 1, &m, fr, 4, &whole) >= 1 &&
+	      m.loc == pt2 && m.line == 11);
+	vm_gone(v);
+	proc.tr_budget = proc.tr_reads = 0;
+}
+
 /* -- Chunk names and line tables ----------------------------------------- */
 
 static void test_names(void)
@@ -636,6 +681,7 @@ int main(void)
 	test_ir();
 	test_caps();
 	test_budget();
+	test_proc_budget();
 	test_names();
 	test_luanames();
 	test_vms();

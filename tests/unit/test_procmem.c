@@ -66,11 +66,28 @@ static void dead_fails(void)
 	CHECK("bind a live process", fd >= 0 && proc_bind(a, fd) == 0);
 	CHECK("read it: its own memory",
 	      proc_read(a, (uint64_t)(uintptr_t)&mark, &got, 8) == 0 && got == 0xa1a1a1a1);
+	{
+		struct pmaps m;
+		int d = proc_dir(a, fd);
+
+		CHECK("its /proc directory, its maps and start: read",
+		      d >= 0 && pmaps_load(a, &m) == 0 && m.n > 0 && proc_start(a, fd) > 0);
+		pmaps_free(&m);
+		if (d >= 0)
+			close(d);
+	}
 	kill(a, SIGKILL);
 	waitpid(a, NULL, 0);
 	got = 0;
 	CHECK("read after its exit: fails (ESRCH), nothing copied",
 	      proc_read(a, (uint64_t)(uintptr_t)&mark, &got, 8) == -ESRCH && got == 0);
+	{
+		struct pmaps m;
+
+		CHECK("its maps, start, directory after its exit: none",
+		      pmaps_load(a, &m) < 0 && m.n == 0 && proc_start(a, fd) == 0 &&
+		      proc_dir(a, fd) < 0 && proc_openat(a, "comm", O_RDONLY) < 0);
+	}
 	CHECK("a bind of a process gone fails", proc_bind(a, fd) < 0);
 	proc_unbind(a, fd);
 	close(fd);
@@ -114,6 +131,17 @@ static int reuse_in_ns(void)
 	CHECK("a read of A's PID fails: B's memory not copied",
 	      proc_read(a, (uint64_t)(uintptr_t)&mark, &got, 8) < 0 && got == 0);
 	CHECK("A's pidfd does not signal B", proc_signal(fd, 0) == -ESRCH);
+	{
+		struct pmaps m;
+		char comm[32];
+
+		CHECK("A's /proc directory: not B's (ESRCH)", proc_dir(a, fd) == -ESRCH);
+		CHECK("A's maps, comm, exe, start: not B's",
+		      pmaps_load(a, &m) < 0 && m.n == 0 &&
+		      proc_openat(a, "comm", O_RDONLY) < 0 &&
+		      proc_readlinkat(a, "exe", comm, sizeof(comm)) < 0 &&
+		      proc_start(a, fd) == 0);
+	}
 	kill(b, SIGKILL);
 	waitpid(b, NULL, 0);
 	return fails != 0;

@@ -37,7 +37,7 @@ static struct tvm *vm_of(struct tr *t, uint32_t tgid, uint32_t id)
 	struct tvm *v = vm_get(t, tgid, id);
 	struct tproc *p;
 
-	if (v || !(p = proc_of(t, tgid)) || p->ignored)
+	if (v || !(p = proc_of(t, tgid)) || p->ignored || vms_full(p))
 		return v;
 	return t->cap->vm_new(t, p, id);
 }
@@ -299,8 +299,12 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 	if (batch_open(b, sz, &hd, &it))
 		return;
 	if (hd.vm != LMT_VM_NONE && !(v = vm_of(t, hd.tgid, hd.vm))) {
-		/* a VM we cannot tell: its events are lost, and said */
-		evs_lost(t, &it);
+		const struct tproc *p = proc_of(t, hd.tgid);
+
+		/* a VM refused over its process's cap: its events go with
+		 * it (vm_refuse); a VM we cannot tell: lost, and said */
+		if (!p || !vms_full(p))
+			evs_lost(t, &it);
 		return;
 	}
 	if (v && out_lone(v->out))

@@ -133,6 +133,7 @@ struct ttrace {
 	uint32_t reads;
 	uint64_t bytes;
 	int over;
+	int budget; /* its process's budget of reads was hit (over too) */
 	uint32_t nk, nins; /* IR refs [nk, nins), biased */
 	uint64_t *ir;      /* IR, from nk */
 	struct u64map protos; /* prototype -> struct tproto */
@@ -147,14 +148,21 @@ struct ttrace {
 #define MAX_BC LMT_PROTO_BC_MAX
 #define WALK_MAX LMT_WALK_STEPS
 
-/* A read of the target for trace tr, within its read budget. */
+/* A read of the target for trace tr, within its read budget and its
+ * process's (the trace counted once if that one stops it). */
 static int rd(struct tvm *v, struct ttrace *tr, uint64_t addr, void *buf, size_t len)
 {
+	if (v->p->tr_reads >= LMT_PROC_READS_MAX) {
+		v->p->tr_budget += !tr->budget;
+		tr->budget = tr->over = 1;
+		return -1;
+	}
 	if (tr->reads >= LMT_TRACE_READS_MAX) {
 		tr->over = 1;
 		return -1;
 	}
 	tr->reads++;
+	v->p->tr_reads++;
 	return proc_read(v->p->pid, addr, buf, len);
 }
 
@@ -356,7 +364,13 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 		return;
 	}
 	trace_drop(v, u64map_del(&v->traces, r->traceno | 1ULL << 32));
+	/* Over its process's budget: not read at all. */
+	if (v->p->tr_reads >= LMT_PROC_READS_MAX) {
+		v->p->tr_budget++;
+		return;
+	}
 	/* Its header: a count over a cap is a trace no LuaJIT makes. */
+	v->p->tr_reads += 6;
 	if (proc_read(pid, r->T + u->T_nsnap, &nsnap, 2) ||
 	    proc_read(pid, r->T + u->T_nsnapmap, &nsnapmap, 4) ||
 	    proc_read(pid, r->T + u->T_snap, &snap, 8) ||
@@ -423,7 +437,7 @@ void traces_add(struct tvm *v, const struct lmt_trace *r)
 		ttrace_free(tr);
 		return;
 	}
-	v->p->tr_cut += tr->over != 0;
+	v->p->tr_cut += tr->over && !tr->budget;
 	/* The process's budget: its other traces go, oldest table slot first. */
 	v->p->tr_bytes += tr->bytes;
 	while (v->p->tr_bytes > LMT_PROC_TRACE_BYTES_MAX && !evict_one(v->p, tr))

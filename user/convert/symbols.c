@@ -1,6 +1,7 @@
 /* C symbols from the ELF objects a process maps, emitted once per object
  * in maps order (executable first), like the in-VM profiler's symtab. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,16 +87,28 @@ static struct cobj *find_obj(struct syms *s, uint64_t dev, uint64_t inode)
 
 /* Object o's function symbols, read from the file its mapping p holds
  * (tfile.h: the very file maps names, or none); an object over elfsym's
- * caps gives none, counted and said once. */
+ * caps, or whose file is refused (not the one maps name), gives none,
+ * counted and said once. */
 static void obj_syms(struct syms *s, struct cobj *o, const struct pmap *p)
 {
 	static struct u64set said; /* objects said: once, not per process */
 	struct tfile f;
 	const char *why;
 
+	int r;
+
 	o->bias = p->lo - p->off;
-	if (tfile_open(&f, s->pid, p))
+	if ((r = tfile_open(&f, s->pid, p))) {
+		/* refused: not the file maps name (replaced under its
+		 * mapping), or not a regular file */
+		if (r == -ESTALE || r == -EINVAL) {
+			s->skipped++;
+			if (u64set_add(&said, (o->dev * 0x9e3779b97f4a7c15ULL ^ o->inode) | 1) == 1)
+				err1("warning: PID %d: no C names from %s: not the file its "
+				     "maps name", (int)s->pid, o->name);
+		}
 		return;
+	}
 	elfsym_bias(f.fd, p->lo, p->off, &o->bias);
 	if (elfsym_funcs(f.fd, o->bias, on_func, s, &why) == ELFSYM_OVER_CAP) {
 		s->skipped++;

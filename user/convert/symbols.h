@@ -30,7 +30,8 @@ struct syms {
 	size_t nobj;
 	struct u64set named; /* addresses some record names exactly */
 	unsigned long nsyms;
-	unsigned long skipped; /* objects over elfsym's caps: no names */
+	unsigned long skipped; /* objects over elfsym's caps, or whose file
+				* tfile_open refused: no names */
 	struct csym *log; /* every record emitted, in order */
 	size_t nlog, caplog;
 	struct u64map byaddr; /* address -> its last name in log (index + 1) */

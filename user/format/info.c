@@ -58,11 +58,16 @@ size_t info_format(const struct info *in, char *buf, size_t len)
 		     "lost: %" PRIu64 "\n"
 		     "lost_symbols: %" PRIu64 "\n"
 		     "lost_vms: %" PRIu64 "\n"
-		     "in_flight: %" PRIu64 "\n",
+		     "in_flight: %" PRIu64 "\n"
+		     "vms_refused: %" PRIu64 "\n"
+		     "vm_candidates_unchecked: %" PRIu64 "\n"
+		     "files_skipped: %" PRIu64 "\n"
+		     "traces_over_budget: %" PRIu64 "\n",
 		     in->version, in->pid, parent, comm, exe, vm, in->vms,
 		     in->start, when,
 		     in->duration, state, end, in->events, in->lost, in->lost_sym,
-		     in->lost_vm, in->in_flight);
+		     in->lost_vm, in->in_flight, in->vms_refused, in->vms_unchecked,
+		     in->files_skipped, in->traces_budget);
 	if (n >= 0 && in->duty > 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, "duty: %g\nsampled: %.6f\n", in->duty,
 			      in->sampled);
@@ -111,6 +116,10 @@ int info_parse(const char *text, size_t n, struct info *out)
 				U("events", events) U("lost", lost)
 				U("lost_symbols", lost_sym) U("lost_vms", lost_vm)
 				U("in_flight", in_flight)
+				U("vms_refused", vms_refused)
+				U("vm_candidates_unchecked", vms_unchecked)
+				U("files_skipped", files_skipped)
+				U("traces_over_budget", traces_budget)
 				S("version", version) S("exe", exe) S("state", state)
 				S("end", end) S("comm", comm)
 				else if (!strcmp(line, "vm")) {

@@ -36,6 +36,12 @@ struct info {
 	uint64_t lost_sym; /* symbol records lost */
 	uint64_t lost_vm;  /* new VMs or dlopens whose record was lost */
 	uint64_t in_flight; /* allocations in flight when tracing stopped */
+	/* Over the caps of docs/security.md, for the whole trace (0 from a
+	 * sidecar older than these keys): VMs refused past LMT_VMS_MAX,
+	 * candidates the memory scan left unchecked past it, ELF files whose
+	 * C names were skipped (tfile.h's caps, or not the file maps name),
+	 * traces not resolved over a process's budget of reads */
+	uint64_t vms_refused, vms_unchecked, files_skipped, traces_budget;
 	/* --duty: the percent asked, and the seconds its windows recorded
 	 * while the stream was written: it is a sample (0: not sampled) */
 	double duty, sampled;

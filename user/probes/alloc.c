@@ -691,3 +691,44 @@ int vm_register(struct tr *t, struct tproc *p, const struct vminfo *v, uint32_t 
 			     sizeof(one), BPF_ANY);
 	return 0;
 }
+
+/* Frees VM (k, id)'s slot if it holds one: its batch dropped, as the VM. A
+ * slot a program holds right now stays: its batches come, and go as the
+ * VM's (capture/ring.c: on_batch). */
+static void slot_free(struct tr *t, const struct lmt_vm_key *k, uint32_t id)
+{
+	const uint32_t si[2] = { lmt_slot_of(k->ud), lmt_slot2_of(k->tgid, k->ud) };
+
+	for (int i = 0; t->slots && i < 2; i++) {
+		struct lmt_slot *s = &t->slots[si[i]];
+		uint32_t free_ = 0;
+
+		if (__atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE) != k->tgid ||
+		    s->ud != k->ud || s->vm.id != id ||
+		    !__atomic_compare_exchange_n(&s->busy, &free_, LMT_BUSY_USER, 0,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue;
+		s->len = sizeof(struct lmt_batch);
+		s->nev = 0;
+		__atomic_store_n(&s->live, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->tgid, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+	}
+}
+
+void vm_unregister(struct tr *t, uint32_t tgid, uint32_t id, uint64_t L, uint64_t ud)
+{
+	struct lmt_vm_key k = { .tgid = tgid, .ud = ud }, mv;
+	struct { uint32_t tgid, pad; uint64_t L; } mk = { k.tgid, 0, L };
+	struct lmt_vm known;
+
+	/* Only its own entries: a later VM may have its ud (or L) by now,
+	 * itself over the cap, refused when its record comes. */
+	if (!bpf_map__lookup_elem(t->skel->maps.vms, &k, sizeof(k), &known,
+				  sizeof(known), 0) && known.id == id)
+		bpf_map__delete_elem(t->skel->maps.vms, &k, sizeof(k), 0);
+	if (!bpf_map__lookup_elem(t->skel->maps.mains, &mk, sizeof(mk), &mv,
+				  sizeof(mv), 0) && mv.ud == ud)
+		bpf_map__delete_elem(t->skel->maps.mains, &mk, sizeof(mk), 0);
+	slot_free(t, &k, id);
+}

@@ -66,4 +66,8 @@ int vm_registered(struct tr *t, uint32_t tgid, uint64_t ud, uint64_t *g);
  * -1 said. */
 int vm_register(struct tr *t, struct tproc *p, const struct vminfo *v, uint32_t id);
 
+/* VM id of process tgid (L, ud), which BPF registered itself, removed
+ * from BPF's maps and its slot freed: only its own entries. */
+void vm_unregister(struct tr *t, uint32_t tgid, uint32_t id, uint64_t L, uint64_t ud);
+
 #endif

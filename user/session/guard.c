@@ -105,7 +105,7 @@ int guard_cont(const struct held *s)
 	/* Opened first, then its start read: a process started since our
 	 * stop (the PID given again) shows a later start. */
 	if (!s->h.start || hz <= 0 ||
-	    proc_start((pid_t)s->k.tgid) ==
+	    proc_start((pid_t)s->k.tgid, fd) ==
 		    (uint64_t)((int64_t)s->h.start + boot_offset()) /
 			    (uint64_t)(1000000000 / hz))
 		r = syscall(SYS_pidfd_send_signal, fd, SIGCONT, NULL, 0) ? -1 : 0;

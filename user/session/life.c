@@ -152,7 +152,6 @@ int stream_one(struct tr *t, struct tproc *p)
 struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 {
 	struct tproc *p = calloc(1, sizeof(*p));
-	char path[64];
 	ssize_t n;
 	int fd;
 
@@ -179,17 +178,16 @@ struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 		free(p);
 		return NULL;
 	}
-	p->start = proc_start(pid);
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+	p->start = proc_start(pid, p->pidfd);
+	/* by its bound /proc directory (target/proc.h: proc_dir) */
+	if ((fd = proc_openat(pid, "comm", O_RDONLY)) >= 0) {
 		n = read(fd, p->comm, sizeof(p->comm) - 1);
 		close(fd);
 		p->comm[n > 0 ? n : 0] = 0;
 		p->comm[strcspn(p->comm, "\n")] = 0;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	n = readlink(path, p->exe, sizeof(p->exe) - 1);
-	p->exe[n > 0 ? n : 0] = 0;
+	if (proc_readlinkat(pid, "exe", p->exe, sizeof(p->exe)) < 0)
+		p->exe[0] = 0;
 	syms_init(&p->syms, pid, proc_sym, p);
 	return p;
 }
@@ -282,10 +280,10 @@ int proc_attach_child(struct tr *t, struct tproc *parent, struct tproc *c)
 static struct tvm *vm_new(struct tr *t, struct tproc *p, uint32_t id,
 			  uint64_t L, uint64_t g, uint64_t ud, unsigned num)
 {
-	struct tvm *v = calloc(1, sizeof(*v)), **nv;
+	struct tvm *v, **nv;
 	int err;
 
-	if (!v)
+	if (vms_full(p) || !(v = calloc(1, sizeof(*v))))
 		return NULL;
 	if (p->nvm == p->nvm_cap) {
 		unsigned cap = p->nvm_cap ? 2 * p->nvm_cap : 4;
@@ -315,6 +313,20 @@ static struct tvm *vm_new(struct tr *t, struct tproc *p, uint32_t id,
 	return v;
 }
 
+/* A VM over p's cap: counted, said once. */
+static void vm_over(struct tproc *p)
+{
+	if (!p->vms_over++)
+		err1("warning: PID %d: more than %d VMs: the ones it makes from now on "
+		     "are not traced (counted)", (int)p->pid, LMT_VMS_MAX);
+}
+
+void vm_refuse(struct tr *t, struct tproc *p, uint32_t id, uint64_t L, uint64_t ud)
+{
+	vm_over(p);
+	vm_unregister(t, (uint32_t)p->pid, id, L, ud);
+}
+
 /* A VM BPF registered itself (a second VM, a forked child's). */
 struct tvm *vm_known(struct tr *t, struct tproc *p, uint32_t id, uint64_t L,
 		     uint64_t g, uint64_t ud, unsigned num)
@@ -341,6 +353,10 @@ int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v)
 				     " share an allocator's ud: their events share "
 				     "one stream", (int)p->pid, g, v->g);
 		}
+		return 0;
+	}
+	if (vms_full(p)) {
+		vm_over(p);
 		return 0;
 	}
 	p->var = v->var;
@@ -378,6 +394,8 @@ void vm_state_free(struct tvm *v)
  * first): made from what BPF numbered it. */
 struct tvm *life_vm_new(struct tr *t, struct tproc *p, uint32_t id)
 {
+	if (vms_full(p))
+		return NULL;
 	return vm_known(t, p, id, 0, 0, 0, p->next_num);
 }
 

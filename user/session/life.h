@@ -42,6 +42,9 @@ void vm_state_free(struct tvm *v);
 /* -o FILE: the one stream, begun before any probe can fire (p: -p's
  * process, whose symbols lead it). 0, or -1 said. */
 int stream_one(struct tr *t, struct tproc *p);
+/* VM id of p, which BPF registered (L, ud), refused: p is full. What BPF
+ * holds of it goes (its registration, its slot); counted, said once. */
+void vm_refuse(struct tr *t, struct tproc *p, uint32_t id, uint64_t L, uint64_t ud);
 /* The process ended (exited, executed a new program, or tracing ended):
  * what its slots hold goes into its streams, which end; its probes, what
  * BPF kept of it and each room's state of its VMs go. */

@@ -90,7 +90,7 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 		     (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
 		     (double)scan->scanned / (1 << 20));
 	if (!r && scan->over) {
-		p->vms_over += scan->over;
+		p->vms_unchecked += scan->over;
 		err1("PID %d: more than %d VMs: %zu more candidates not checked, "
 		     "not traced", (int)p->pid, LMT_VMS_MAX, scan->over);
 	}
@@ -258,8 +258,13 @@ void select_newvm(struct tr *t, const struct lmt_newvm *n)
 	if (t->stopping)
 		return;
 	if (n->registered) { /* BPF did it: its allocator is probed */
-		struct tvm *tv = p ? vm_known(t, p, n->id, n->L, n->g, n->ud,
-					      p->next_num) : NULL;
+		struct tvm *tv;
+
+		if (p && !vm_get(t, n->tgid, n->id) && vms_full(p)) {
+			vm_refuse(t, p, n->id, n->L, n->ud);
+			return;
+		}
+		tv = p ? vm_known(t, p, n->id, n->L, n->g, n->ud, p->next_num) : NULL;
 		if (tv && t->o->verbose)
 			fprintf(stderr, "luamemtrace: PID %u VM %u: L 0x%" PRIx64
 				" g 0x%" PRIx64 ", allocator 0x%" PRIx64 " ud 0x%"

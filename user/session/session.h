@@ -33,6 +33,7 @@
 #include "format/info.h"
 #include "probes/kfeat.h"
 #include "streams/merge.h"
+#include "target/caps.h"
 #include "streams/out.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -108,9 +109,12 @@ struct tproc {
 	/* Over a cap of readcaps.h (the target is not trusted): traces cut
 	 * or refused, traces evicted for the process's budget, their bytes
 	 * kept; package.loaded's walks, nodes read and walks cut; chunk
-	 * names cut; VMs over LMT_VMS_MAX */
-	uint64_t tr_cut, tr_evicted, tr_bytes;
-	uint64_t nm_walks, nm_nodes, nm_cut, names_long, vms_over;
+	 * names cut; VMs refused over LMT_VMS_MAX (found or made), and
+	 * candidates the memory scan left unchecked past it; traces not
+	 * resolved over the process's budget of reads (LMT_PROC_READS_MAX),
+	 * and the reads made */
+	uint64_t tr_cut, tr_evicted, tr_bytes, tr_budget, tr_reads;
+	uint64_t nm_walks, nm_nodes, nm_cut, names_long, vms_over, vms_unchecked;
 	const struct lj_variant *var; /* its VMs' layout */
 	struct tproc *next;
 };
@@ -226,6 +230,13 @@ static inline uint64_t vm_key(uint32_t tgid, uint32_t id)
 static inline struct tvm *vm_get(struct tr *t, uint32_t tgid, uint32_t id)
 {
 	return u64map_get(&t->vmap, vm_key(tgid, id));
+}
+
+/* Has p all the VMs it may have (LMT_VMS_MAX, closed ones included: each
+ * has a stream)? */
+static inline int vms_full(const struct tproc *p)
+{
+	return p->nvm >= LMT_VMS_MAX;
 }
 
 #include "session/signals.h"

@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,23 +24,26 @@
  * is in the ring. */
 static int stopped(pid_t tgid)
 {
-	char p[64], st[512];
+	char st[512];
 	DIR *d;
 	struct dirent *de;
-	int running = 0;
+	int running = 0, fd = proc_openat(tgid, "task", O_RDONLY | O_DIRECTORY);
 
-	snprintf(p, sizeof(p), "/proc/%d/task", (int)tgid);
-	if (!(d = opendir(p)))
+	/* its own /proc directory once bound (target/proc.h): gone, it is
+	 * stopped */
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
 		return 1;
+	}
 	while (!running && (de = readdir(d))) {
-		char q[96];
+		char q[48];
 		const char *c;
 
 		if (de->d_name[0] == '.')
 			continue;
-		snprintf(q, sizeof(q), "/proc/%d/task/%.32s/stat", (int)tgid,
-			 de->d_name);
-		if (proc_small(q, st, sizeof(st)) < 0)
+		snprintf(q, sizeof(q), "%.32s/stat", de->d_name);
+		if (proc_small_at(dirfd(d), q, st, sizeof(st)) < 0)
 			continue;
 		c = strrchr(st, ')'); /* the name may hold anything */
 		running = c && c[1] == ' ' && !strchr("TtZXx", c[2]);

@@ -40,6 +40,14 @@
 /* Reads of the target made for one trace, all while BPF holds the process
  * stopped (a real trace takes a few per snapshot). */
 #define LMT_TRACE_READS_MAX 32768
+/* Reads of the target made to resolve all the traces of one process, its
+ * life long: the consumer thread is every traced process's, and one that
+ * names trace after forged trace would keep it (65535 numbers at
+ * LMT_TRACE_READS_MAX each). A real trace takes a few hundred: this is
+ * ~10000 real traces, or 128 at the per-trace cap (seconds of reads).
+ * Over it, the process's traces are no longer resolved: their events stay
+ * at trace granularity, counted (tproc's tr_budget). */
+#define LMT_PROC_READS_MAX (1u << 22)
 
 /* -- Names (luanames.c, consume.c) ------------------------------------------ */
 

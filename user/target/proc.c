@@ -15,16 +15,20 @@
 
 int pmaps_load(pid_t pid, struct pmaps *m)
 {
-	char fn[64], *line = NULL;
+	char *line = NULL;
 	size_t cap = 0, lcap = 0;
+	int fd = proc_openat(pid, "maps", O_RDONLY), err;
 	FILE *f;
 
 	m->v = NULL;
 	m->n = 0;
-	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
-	f = fopen(fn, "re");
-	if (!f)
-		return -errno;
+	if (fd < 0)
+		return fd;
+	if (!(f = fdopen(fd, "re"))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
 	/* getline: a line is as long as its path (over 4 KiB in a deep
 	 * directory), and a fixed buffer would parse its rest as a line */
 	while (getline(&line, &lcap, f) > 0) {
@@ -57,6 +61,12 @@ int pmaps_load(pid_t pid, struct pmaps *m)
 	}
 	free(line);
 	fclose(f);
+	/* Its process exited while it was read: what was read is not its
+	 * whole map, nor anyone's now. */
+	if (!proc_bound_alive(pid)) {
+		pmaps_free(m);
+		return -ESRCH;
+	}
 	return 0;
 }
 
@@ -75,10 +85,12 @@ const struct pmap *pmaps_find(const struct pmaps *m, uint64_t addr)
 	return NULL;
 }
 
-void pmap_file_path(pid_t pid, const struct pmap *m, char *buf, size_t len)
+int pmap_file_open(pid_t pid, const struct pmap *m, int flags)
 {
-	snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
-		 m->lo, m->hi);
+	char rel[64];
+
+	snprintf(rel, sizeof(rel), "map_files/%" PRIx64 "-%" PRIx64, m->lo, m->hi);
+	return proc_openat(pid, rel, flags);
 }
 
 int pmap_is_file(const struct pmap *m)
@@ -88,14 +100,14 @@ int pmap_is_file(const struct pmap *m)
 
 /* -- Identity ------------------------------------------------------------- */
 
-ssize_t proc_small(const char *path, char *buf, size_t size)
+/* fd's first size - 1 bytes into buf, NUL-terminated; fd closed. */
+static ssize_t small_of(int fd, char *buf, size_t size)
 {
 	ssize_t n;
-	int fd;
 
-	if (size < 2 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	if (fd < 0)
 		return -1;
-	n = read(fd, buf, size - 1);
+	n = size < 2 ? -1 : read(fd, buf, size - 1);
 	close(fd);
 	if (n <= 0)
 		return -1;
@@ -103,15 +115,49 @@ ssize_t proc_small(const char *path, char *buf, size_t size)
 	return n;
 }
 
-uint64_t proc_start(pid_t pid)
+ssize_t proc_small(const char *path, char *buf, size_t size)
 {
-	char p[64], st[1024];
+	return small_of(open(path, O_RDONLY | O_CLOEXEC), buf, size);
+}
+
+ssize_t proc_small_at(int dir, const char *rel, char *buf, size_t size)
+{
+	return small_of(openat(dir, rel, O_RDONLY | O_CLOEXEC), buf, size);
+}
+
+int proc_dir(pid_t pid, int pidfd)
+{
+	char fn[32];
+	int d;
+
+	snprintf(fn, sizeof(fn), "/proc/%d", (int)pid);
+	if ((d = open(fn, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	/* Alive after the open: the PID was still its own when it was
+	 * opened (a PID is not given again before its process is reaped),
+	 * and what is opened from d stays that process's. */
+	if (!proc_alive(pidfd)) {
+		close(d);
+		return -ESRCH;
+	}
+	return d;
+}
+
+uint64_t proc_start(pid_t pid, int pidfd)
+{
+	char st[1024];
 	const char *c;
 	unsigned long long v = 0;
+	int d = proc_dir(pid, pidfd);
 
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	if (proc_small(p, st, sizeof(st)) < 0)
+	if (d < 0)
 		return 0;
+	if (proc_small_at(d, "stat", st, sizeof(st)) < 0 ||
+	    !proc_alive(pidfd)) {
+		close(d);
+		return 0;
+	}
+	close(d);
 	c = strrchr(st, ')'); /* the name may hold anything */
 	if (!c || sscanf(c + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
 			 "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)
@@ -121,10 +167,10 @@ uint64_t proc_start(pid_t pid)
 
 /* -- Memory, by descriptor ------------------------------------------------ */
 
-/* A bound process: its memory, open since it was bound, and its pidfd
- * (not ours: its tracer closes it). */
+/* A bound process: its /proc directory and memory, open since it was
+ * bound, and its pidfd (not ours: its tracer closes it). */
 struct pbound {
-	int memfd, pidfd;
+	int dirfd, memfd, pidfd;
 };
 
 static struct u64map bound; /* PID -> struct pbound */
@@ -142,36 +188,71 @@ int proc_signal(int pidfd, int sig)
 int proc_bind(pid_t pid, int pidfd)
 {
 	struct pbound *b = malloc(sizeof(*b)), *old;
-	char fn[64];
 	int err = 0;
 
 	if (!b)
 		return -ENOMEM;
-	snprintf(fn, sizeof(fn), "/proc/%d/mem", (int)pid);
 	b->pidfd = pidfd;
-	if ((b->memfd = open(fn, O_RDONLY | O_CLOEXEC)) < 0) {
-		err = -errno;
+	if ((b->dirfd = proc_dir(pid, pidfd)) < 0) {
+		err = b->dirfd;
 		free(b);
 		return err;
 	}
-	/* Alive after the open: the PID was still its own when it was
-	 * opened (a PID is not given again before its process is reaped). */
-	if (!proc_alive(pidfd)) {
-		close(b->memfd);
+	if ((b->memfd = openat(b->dirfd, "mem", O_RDONLY | O_CLOEXEC)) < 0) {
+		err = -errno;
+		close(b->dirfd);
 		free(b);
-		return -ESRCH;
+		return err;
 	}
 	old = u64map_put(&bound, (uint64_t)pid, b, &err);
 	if (err) {
 		close(b->memfd);
+		close(b->dirfd);
 		free(b);
 		return -ENOMEM;
 	}
 	if (old) {
 		close(old->memfd);
+		close(old->dirfd);
 		free(old);
 	}
 	return 0;
+}
+
+int proc_openat(pid_t pid, const char *rel, int flags)
+{
+	const struct pbound *b = pid > 0 ? u64map_get(&bound, (uint64_t)pid) : NULL;
+	char fn[96];
+	int fd;
+
+	if (b)
+		fd = openat(b->dirfd, rel, flags | O_CLOEXEC);
+	else if (snprintf(fn, sizeof(fn), "/proc/%d/%s", (int)pid, rel) >= (int)sizeof(fn))
+		return -ENAMETOOLONG;
+	else /* not bound yet: a process being looked at */
+		fd = open(fn, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+ssize_t proc_readlinkat(pid_t pid, const char *rel, char *buf, size_t len)
+{
+	const struct pbound *b = pid > 0 ? u64map_get(&bound, (uint64_t)pid) : NULL;
+	ssize_t n;
+
+	if (!b || len < 1)
+		return -ESRCH;
+	n = readlinkat(b->dirfd, rel, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return n;
+}
+
+int proc_bound_alive(pid_t pid)
+{
+	const struct pbound *b = pid > 0 ? u64map_get(&bound, (uint64_t)pid) : NULL;
+
+	return !b || proc_alive(b->pidfd);
 }
 
 void proc_unbind(pid_t pid, int pidfd)
@@ -182,6 +263,7 @@ void proc_unbind(pid_t pid, int pidfd)
 		return;
 	u64map_del(&bound, (uint64_t)pid);
 	close(b->memfd);
+	close(b->dirfd);
 	free(b);
 }
 

@@ -23,13 +23,14 @@ struct pmaps {
 	size_t n;
 };
 
-/* 0, or -errno (ESRCH: no such process). */
+/* Its maps (proc_openat): 0, or -errno (ESRCH: no such process, or a
+ * bound one exited while they were read: what was read is dropped). */
 int pmaps_load(pid_t pid, struct pmaps *m);
 void pmaps_free(struct pmaps *m);
 const struct pmap *pmaps_find(const struct pmaps *m, uint64_t addr);
-/* A path that opens the mapping's file even if it was deleted or lives in
- * another mount namespace: /proc/PID/map_files/LO-HI. */
-void pmap_file_path(pid_t pid, const struct pmap *m, char *buf, size_t len);
+/* Opens the mapping's file even if it was deleted or lives in another
+ * mount namespace: /proc/PID/map_files/LO-HI (proc_openat). fd or -errno. */
+int pmap_file_open(pid_t pid, const struct pmap *m, int flags);
 /* Is this mapping backed by a regular file? */
 int pmap_is_file(const struct pmap *m);
 
@@ -46,13 +47,33 @@ int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* As much as is readable from addr on: bytes read, or -errno. */
 ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len);
 
-/* Field 22 of /proc/PID/stat: when it started, in clock ticks since
- * boot; 0 if unknown. */
-uint64_t proc_start(pid_t pid);
+/* The /proc/PID directory of pidfd's process: opened, then pidfd checked
+ * alive (pidfd_send_signal 0), so the directory is that process's and
+ * whatever is opened from it stays so, whoever has the PID later. A
+ * directory descriptor, or -errno (ESRCH: the process is gone). The one
+ * way to a process's /proc files once it is selected (proc_bind keeps
+ * one; proc_openat opens from it). */
+int proc_dir(pid_t pid, int pidfd);
+/* Opens rel ("maps", "task", "map_files/LO-HI") in pid's /proc directory:
+ * the one bound to it (proc_bind) if pid is bound, else by name (a
+ * process not selected yet). fd or -errno. */
+int proc_openat(pid_t pid, const char *rel, int flags);
+/* readlink of rel in pid's bound /proc directory, NUL-terminated: its
+ * length, or -errno (ESRCH: pid is not bound). */
+ssize_t proc_readlinkat(pid_t pid, const char *rel, char *buf, size_t len);
+/* Is bound pid's process alive (1 if pid is not bound)? A read from its
+ * directory that it ends before is dropped, not taken as its. */
+int proc_bound_alive(pid_t pid);
+
+/* Field 22 of /proc/PID/stat of pidfd's process (proc_dir): when it
+ * started, in clock ticks since boot; 0 if unknown or gone. */
+uint64_t proc_start(pid_t pid, int pidfd);
 
 /* A small file of /proc (stat, fdinfo) into buf, NUL-terminated: its
  * bytes (at most size - 1), or -1 if it cannot be read or is empty. */
 ssize_t proc_small(const char *path, char *buf, size_t size);
+/* The same, of rel under directory dir (proc_dir's, proc_openat's). */
+ssize_t proc_small_at(int dir, const char *rel, char *buf, size_t size);
 
 /* Is pidfd's process alive (not yet reaped)? */
 int proc_alive(int pidfd);

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/magic.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "target/tfile.h"
+#include "util/knobs.h"
 
 static int from_fd(struct tfile *f, int fd)
 {
@@ -45,16 +48,29 @@ static int btrfs_subvolume(const struct tfile *f, const struct pmap *m)
 	       sf.f_type == BTRFS_SUPER_MAGIC;
 }
 
+/* A stop point for tests (tests/hostile_files.bats): with LMT_TEST_STOP_AT
+ * set to a file's name, the tracer stops itself (SIGSTOP) once, right
+ * after it opened a mapping of that file, so that a test can replace the
+ * mapping between that open and every use of the file. */
+static void test_stop(const struct pmap *m)
+{
+	static int done;
+	const char *name = knobs.test_stop_at, *b = strrchr(m->path, '/');
+
+	if (!name || done || !b || strcmp(b + 1, name))
+		return;
+	done = 1;
+	raise(SIGSTOP);
+}
+
 int tfile_open(struct tfile *f, pid_t pid, const struct pmap *m)
 {
-	char p[96];
 	int fd, r;
 
 	f->fd = -1;
-	pmap_file_path(pid, m, p, sizeof(p));
-	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = pmap_file_open(pid, m, O_RDONLY | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if ((r = from_fd(f, fd)))
 		return r;
 	if (f->ino != m->inode || (f->dev != (uint64_t)makedev(m->dev_major, m->dev_minor) &&
@@ -62,6 +78,7 @@ int tfile_open(struct tfile *f, pid_t pid, const struct pmap *m)
 		tfile_close(f);
 		return -ESTALE;
 	}
+	test_stop(m);
 	return 0;
 }
 

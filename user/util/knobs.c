@@ -38,6 +38,7 @@ void knobs_read(void)
 	knobs.no_signal_task = level("LMT_NO_SIGNAL_TASK", '1');
 	knobs.test_deadline_ms = ms("LMT_TEST_DEADLINE");
 	knobs.test_hold_ms = ms("LMT_TEST_HOLD");
+	knobs.test_stop_at = getenv("LMT_TEST_STOP_AT");
 	knobs.libbpf_debug = getenv("LMT_LIBBPF_DEBUG") != NULL;
 	knobs.debug_stats = getenv("LMT_DEBUG_STATS") != NULL;
 	knobs.sysfs = (v = getenv("LMT_SYSFS")) ? v : "/sys";

@@ -24,6 +24,9 @@ struct knobs {
 	/* Stops (session/guard.c, session/stops.c) */
 	unsigned test_deadline_ms; /* LMT_TEST_DEADLINE: a stop's deadline */
 	unsigned test_hold_ms;     /* LMT_TEST_HOLD: stops held this longer */
+	/* LMT_TEST_STOP_AT=NAME: the tracer stops itself once, right after it
+	 * opened a mapping of file NAME (target/tfile.c) */
+	const char *test_stop_at;
 	/* Debugging */
 	uint8_t libbpf_debug;   /* LMT_LIBBPF_DEBUG (set at all): libbpf's log */
 	uint8_t debug_stats;    /* LMT_DEBUG_STATS (set at all): BPF's counters */
