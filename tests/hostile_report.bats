@@ -122,7 +122,7 @@ companion() {
 	"$LMT" report "$T/$n.bin" "$T/b.bin" > "$T/out" 2> "$T/err" || [ "$?" -eq 3 ]
 	"$LMT" report --folded "$T/$n.bin" "$T/b.bin" >> "$T/out" 2>> "$T/err" || [ "$?" -eq 3 ]
 	"$LMT" report "$T/$n.bin.missing" >> "$T/out" 2>> "$T/err" || true
-	# the name as esc.h writes it, where each message and heading has it
+	# the name as util/esc.h writes it, where each message and heading has it
 	local e='x\x1b]0;pwned\x07\xc2\x9b\x9b\ny'
 	grep -qxF "==> $T/$e.bin <==" "$T/out"
 	grep -qF "$(printf '%s' "$e" | sed 's/;/,/g');" "$T/out"

@@ -250,7 +250,7 @@ compare_all() {
 }
 
 # Chunk and C names with C1 controls (raw and UTF-8-encoded CSI) and
-# ill-formed UTF-8: escaped by esc.h's rule; é and NBSP pass unchanged.
+# ill-formed UTF-8: escaped by util/esc.h's rule; é and NBSP pass unchanged.
 hostile_stream() {
 	printf 'ljs\x03\x00\x00\x00'
 	# proto 0x10: "@a" U+009B "31m" 0x9b "1m", overlong '/', surrogate,

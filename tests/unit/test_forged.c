@@ -1,4 +1,4 @@
-/* The readers of a target's memory (traces.c, luanames.c, vm.c, lines.c)
+/* The readers of a target's memory (convert/jit.c, convert/luanames.c, target/vmscan.c, convert/lines.c)
  * fed forged LuaJIT structures built in this test's own memory: proc_read
  * is defined here and reads it, counting the reads. Under ASan and UBSan:
  * a read or write out of bounds fails the test. Offsets: user/target/layout.c's
@@ -79,7 +79,7 @@ const struct pmap *pmaps_find(const struct pmaps *m, uint64_t addr)
 	return NULL;
 }
 
-/* -- The tracer's side: what traces.c writes ---------------------------- */
+/* -- The tracer's side: what convert/jit.c writes ---------------------------- */
 
 static unsigned syms;
 static size_t last_name_len;

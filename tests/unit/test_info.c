@@ -48,7 +48,7 @@ int main(void)
 	CHECK("refused: a NaN duration", P(INFO_MAGIC "\nduration: nan\nstate: x\n", &out));
 	CHECK("refused: a negative duration", P(INFO_MAGIC "\nduration: -1\nstate: x\n", &out));
 	CHECK("refused: empty", info_parse("", 0, &out));
-	/* A hostile name: escaped (esc.h) when written, and when read. */
+	/* A hostile name: escaped (util/esc.h) when written, and when read. */
 	strcpy(in.comm, "x\033]0;\302\233\233");
 	n = info_format(&in, buf, sizeof(buf));
 	CHECK("format: comm escaped", strstr(buf, "\ncomm: x\\x1b]0;\\xc2\\x9b\\x9b\n") != NULL);

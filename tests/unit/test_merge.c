@@ -22,7 +22,7 @@ static void sym(void *ctx, const struct mp_sym *s)
 		 (unsigned long long)s->addr, (int)s->name_len, s->name);
 }
 
-/* Hands an event to m; writes it now if m says so, as output.c does. */
+/* Hands an event to m; writes it now if m says so, as streams/out.c does. */
 static int event(struct merge *m, const void *src, uint64_t key, uint64_t line)
 {
 	struct mp_event e = { .kind = MP_ALLOC, .line = line };

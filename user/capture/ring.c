@@ -608,12 +608,12 @@ void unbatch(struct tr *t)
 	}
 }
 
-/* -o FILE with several VMs (merge.h): the point up to which every number
+/* -o FILE with several VMs (streams/merge.h): the point up to which every number
  * the process gave is in. Numbers up to n were given when n is read; one
  * given to an event appended to a batch is in that batch or a ring record
  * by the time its slot's lock is free, one given to a record after its
  * reserve is in the ring (a prototype's or stack's, numbered just before
- * it is sent, may come late: merge.h). So: n, then each slot of the
+ * it is sent, may come late: streams/merge.h). So: n, then each slot of the
  * process taken, then the ring read up to where its producer was then
  * (the takes converted on the way, or at the end: see take_add). What is
  * held up to n goes. Tried after each poll; a slot or record still being

@@ -1,7 +1,7 @@
 /* Call stacks (--stacks): BPF's stack records resolved to frames, an
  * event's stack composed (inside a trace: the frames its snapshot holds,
  * then BPF's below the trace's base frame), cut to the depth asked, and
- * written to its stream's companion (stacks.h), frames and stacks
+ * written to its stream's companion (format/stacks.h), frames and stacks
  * numbered once per stream. */
 #define _GNU_SOURCE
 #include <stdio.h>

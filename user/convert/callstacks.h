@@ -1,6 +1,6 @@
 /* Call stacks of events (--stacks): BPF's stack records (struct
  * lmt_stack) resolved per VM, and each event's stack written to its
- * stream's companion (stacks.h). */
+ * stream's companion (format/stacks.h). */
 #ifndef LMT_CALLSTACKS_H
 #define LMT_CALLSTACKS_H
 

@@ -10,7 +10,7 @@
 /* The target's tables are read again when a function they did not
  * name appears: at once for one not seen before (a module just loaded),
  * up to LMT_NAMES_MISSED_MAX of them; the ones they did not name wait for
- * the next walk, at most one every LMT_NAMES_REWALK_S (readcaps.h). */
+ * the next walk, at most one every LMT_NAMES_REWALK_S (target/caps.h). */
 const char *lua_name(struct tvm *v, uint64_t key)
 {
 	const char *n = u64map_get(&v->cnames, key);
@@ -29,7 +29,7 @@ const char *lua_name(struct tvm *v, uint64_t key)
 	return n;
 }
 
-/* A C function by the name Lua code gives it (luanames.h), beside the
+/* A C function by the name Lua code gives it (convert/luanames.h), beside the
  * stream's ELF name: "cjson.encode (liblua5.1-cjson.so+0x3cc0)". */
 void cfunc_name(struct tvm *v, uint64_t f)
 {

@@ -67,7 +67,7 @@ static void proto_name(struct tvm *v, const struct lmt_proto *p, struct mp_sym *
 		if (err)
 			free(c);
 	}
-	/* Cut to LMT_CHUNKNAME_MAX, ending in "..." (readcaps.h). */
+	/* Cut to LMT_CHUNKNAME_MAX, ending in "..." (target/caps.h). */
 	if (p->len > n && (*full = malloc(LMT_CHUNKNAME_MAX))) {
 		const uint32_t len = p->len > LMT_CHUNKNAME_MAX ? LMT_CHUNKNAME_MAX - 3 : p->len;
 

@@ -1,5 +1,5 @@
 /* Traces: a machine code offset or an exit number to a Lua line, through
- * the trace's snapshots (see traces.h).
+ * the trace's snapshots (see convert/jit.h).
  *
  * LuaJIT's own lj_trace_unwind maps an address to the rightmost snapshot
  * whose mcofs is not above it; the snapshot's PC (under FR2 the map word
@@ -128,7 +128,7 @@ struct tproto {
 struct ttrace {
 	uint64_t T, startpt;
 	uint32_t nsnap;
-	/* Its budgets (readcaps.h): target reads made, bytes kept; over:
+	/* Its budgets (target/caps.h): target reads made, bytes kept; over:
 	 * one was hit, what was left unread is not resolved */
 	uint32_t reads;
 	uint64_t bytes;
@@ -506,7 +506,7 @@ static struct tproto *proto_get(struct tvm *v, struct ttrace *tr, uint64_t pt)
 				     .numline = numline, .width = (uint8_t)width };
 	if (li && n && !rd(v, tr, li, tp->lines->li, n))
 		tp->lines->len = n;
-	/* Its chunk name, cut to LMT_CHUNKNAME_MAX (readcaps.h). */
+	/* Its chunk name, cut to LMT_CHUNKNAME_MAX (target/caps.h). */
 	if (!str || rd(v, tr, str + l->str_len, &len, 4))
 		len = 0;
 	if (len > LMT_CHUNKNAME_MAX) {

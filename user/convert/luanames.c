@@ -1,5 +1,5 @@
-/* Lua names of C functions (luanames.h): the registry's _LOADED table, its
- * modules' hash parts, one level of sub-tables. Bounded (readcaps.h): a
+/* Lua names of C functions (convert/luanames.h): the registry's _LOADED table, its
+ * modules' hash parts, one level of sub-tables. Bounded (target/caps.h): a
  * table of more than LMT_NAMES_TAB_NODES_MAX nodes, a key over
  * LMT_NAMES_KEY_MAX bytes, is skipped; no table is walked twice, and a walk
  * reads at most LMT_NAMES_NODES_MAX nodes in all. */

@@ -15,7 +15,7 @@
  * MOD.SUB.KEY, or a global's KEY) into names (address -> malloc'd name;
  * a builtin, by LUANAMES_FF(its ffid)), the first name found kept; the
  * hash nodes read added to *nodes. 0; 1 if tables were left out, the
- * walk's budget spent (readcaps.h); -1 if the tables cannot be read. */
+ * walk's budget spent (target/caps.h); -1 if the tables cannot be read. */
 #define LUANAMES_FF(ffid) (1ULL << 63 | (ffid))
 
 int luanames_read(pid_t pid, const struct lj_variant *var, uint64_t g,

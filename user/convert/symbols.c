@@ -86,7 +86,7 @@ static struct cobj *find_obj(struct syms *s, uint64_t dev, uint64_t inode)
 }
 
 /* Object o's function symbols, read from the file its mapping p holds
- * (tfile.h: the very file maps names, or none); an object over elfsym's
+ * (target/tfile.h: the very file maps names, or none); an object over elfsym's
  * caps, or whose file is refused (not the one maps name), gives none,
  * counted and said once. */
 static void obj_syms(struct syms *s, struct cobj *o, const struct pmap *p)

@@ -1,5 +1,5 @@
 /* C symbols of a traced process, as memprof symbol records. (Prototype and
- * trace records come from BPF; see consume.c.) */
+ * trace records come from BPF; see convert/events.c.) */
 #ifndef LMT_SYMBOLS_H
 #define LMT_SYMBOLS_H
 

@@ -1,5 +1,5 @@
 /* Caps of the readers of files a target, or another host, may have
- * written: the stacks companion (stacks_read.c), the sidecar (info.c), and
+ * written: the stacks companion (format/stacks_read.c), the sidecar (format/info.c), and
  * what `report` builds from them (user/report). Input over a cap is
  * refused or cut, and said; never read or built without bound.
  */

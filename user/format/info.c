@@ -1,4 +1,4 @@
-/* The stream's sidecar (see info.h). */
+/* The stream's sidecar (see format/info.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include "util/esc.h"
 #include "format/info.h"
 
-/* Keys and values are one line each, escaped (esc.h): a name the target
+/* Keys and values are one line each, escaped (util/esc.h): a name the target
  * chose (comm, exe) can neither break a line nor drive a terminal that
  * shows the file. Escaped text escapes to itself, so a value read back
  * (or a sidecar someone else wrote) goes through the same rule. */

@@ -22,7 +22,7 @@ struct info {
 	char version[16];
 	int pid;
 	int parent;        /* the traced process it forked from, 0 if none */
-	char comm[64];     /* the process's name (escaped: esc.h) */
+	char comm[64];     /* the process's name (escaped: util/esc.h) */
 	char exe[1024];    /* the target's executable (escaped) */
 	unsigned vms;      /* VMs traced */
 	int vm;            /* the VM's number (COMM.PID.vmN.bin); -1: the
@@ -39,7 +39,7 @@ struct info {
 	/* Over the caps of docs/security.md, for the whole trace (0 from a
 	 * sidecar older than these keys): VMs refused past LMT_VMS_MAX,
 	 * candidates the memory scan left unchecked past it, ELF files whose
-	 * C names were skipped (tfile.h's caps, or not the file maps name),
+	 * C names were skipped (target/tfile.h's caps, or not the file maps name),
 	 * traces not resolved over a process's budget of reads */
 	uint64_t vms_refused, vms_unchecked, files_skipped, traces_budget;
 	/* --duty: the percent asked, and the seconds its windows recorded

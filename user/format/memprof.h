@@ -1,6 +1,6 @@
 /* The memprof stream (symtab v3 + events v3): record kinds and the
  * in-memory form of one record. Byte values of the format live only in
- * memprof_write.c and memprof_read.c; everything else speaks these types.
+ * format/memprof_write.c and format/memprof_read.c; everything else speaks these types.
  */
 #ifndef LMT_MEMPROF_H
 #define LMT_MEMPROF_H

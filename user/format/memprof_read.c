@@ -59,7 +59,7 @@ static struct mpr *mpr_new(const char *name)
 		return NULL;
 	name = name ? name : "-";
 	r->buf = malloc(BUF_CAP);
-	/* Diagnostics name the stream: its name escaped (esc.h), once. */
+	/* Diagnostics name the stream: its name escaped (util/esc.h), once. */
 	if ((r->name = malloc(ESC_MAX(strlen(name)))))
 		esc_cstr(r->name, ESC_MAX(strlen(name)), name);
 	if (!r->buf || !r->name) {

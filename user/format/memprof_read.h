@@ -1,4 +1,4 @@
-/* The one reader of the memprof stream (see memprof.h for the records).
+/* The one reader of the memprof stream (see format/memprof.h for the records).
  *
  * Streaming: memory is bounded by the read buffer plus the longest string
  * (capped at MPR_STR_MAX), never by the stream length. Records come out in

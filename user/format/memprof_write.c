@@ -1,5 +1,5 @@
 /* The one writer of the memprof stream: symtab v3 + memprof v3.
- * Byte values of the format live here and in memprof_read.c only.
+ * Byte values of the format live here and in format/memprof_read.c only.
  */
 #include <errno.h>
 #include <string.h>

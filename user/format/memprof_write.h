@@ -1,4 +1,4 @@
-/* The one writer of the memprof stream (see memprof.h for the record types).
+/* The one writer of the memprof stream (see format/memprof.h for the record types).
  *
  * Order of calls: mpw_init, mpw_sym* (leading symtab), mpw_begin_events,
  * then any mix of mpw_event and mpw_sym* (written as event-symtab records),

@@ -2,7 +2,7 @@
  * FILE, FILE.stacks holds the Lua call stack of each of its events. Frames
  * and stacks are defined once, numbered from 1 in order of definition;
  * events name their stack by number, in the stream's event order. Byte
- * values of the format live only in stacks_write.c and stacks_read.c.
+ * values of the format live only in format/stacks_write.c and format/stacks_read.c.
  */
 #ifndef LMT_STACKS_H
 #define LMT_STACKS_H

@@ -1,4 +1,4 @@
-/* The one reader of the stacks companion (stacks.h, docs/stacks-format.md).
+/* The one reader of the stacks companion (format/stacks.h, docs/stacks-format.md).
  * A file cut short (a tracer killed mid-write) reads up to its last whole
  * record and says so (SKR_TRUNC).
  */

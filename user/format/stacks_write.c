@@ -1,5 +1,5 @@
-/* The one writer of the stacks companion (stacks.h, docs/stacks-format.md).
- * Byte values of the format live here and in stacks_read.c only.
+/* The one writer of the stacks companion (format/stacks.h, docs/stacks-format.md).
+ * Byte values of the format live here and in format/stacks_read.c only.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -34,7 +34,7 @@
 /* One link covers a process's offsets of a program, and removing it waits
  * for one grace period outside the perf events' global mutex: ~10x faster
  * than perf links (docs/costs.md), which is what --duty pays at every
- * window's close. The attribute's layout: kfeat.h. */
+ * window's close. The attribute's layout: probes/kfeat.h. */
 
 /* A link of prog at path's offs in pid: its fd, or -errno. ret: the
  * return probes; type: LMT_TRACE_UPROBE_MULTI or _SESSION. */
@@ -84,7 +84,7 @@ static int attach_at(struct tr *t, struct allocf *a, struct tproc *p, uint64_t o
 							      a->f.path, (size_t)off));
 }
 
-/* Allocator a probed on its two paths (probe.c's split plan). */
+/* Allocator a probed on its two paths (probes/placement.c's split plan). */
 static int split_of(const struct tr *t, const struct allocf *a)
 {
 	return a->plan.split && t->o->probes == PROBES_AUTO;
@@ -583,7 +583,7 @@ int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 			err1("warning: %s", a->plan.warning);
 		describe("allocator", &a->plan.all, t->o->verbose);
 	}
-	/* --duty: on in windows only (duty.c); the first processes' once
+	/* --duty: on in windows only (session/duty.c); the first processes' once
 	 * all are attached (alloc_probes_on) */
 	r = (!t->o->duty || t->duty.on) && !t->defer ? allocf_on(t, p, a) : 0;
 	if (r) {

@@ -19,7 +19,7 @@ struct vminfo;
  * links so that --duty can take them off and put them back (path: the
  * file they are in); return probes apart, to go after the entries. */
 /* One session link for the traced processes that share an allocator's
- * file, where no other process maps it (attach.c: alloc_probes_on): a
+ * file, where no other process maps it (alloc_probes_on): a
  * link by PID would have each process's probe hijack the others'
  * returns. Its file (device, inode), its offsets, the link as fd + 1. */
 struct shl {
@@ -33,12 +33,12 @@ struct shl {
 struct allocf {
 	uint64_t addr;
 	struct probe_plan plan;
-	/* its file, held open from the mapping maps named (tfile.h): read
+	/* its file, held open from the mapping maps named (target/tfile.h): read
 	 * and probed through f.path, whatever the process maps since */
 	struct tfile f;
 	struct links links, rets;
 	/* --duty where the kernel has uprobe_multi links, and sessions
-	 * (attach.c): the entries' link and the return's, as fd + 1 (0:
+	 * (probes/alloc.c): the entries' link and the return's, as fd + 1 (0:
 	 * none); or the link it shares with other processes */
 	int mfd[2];
 	struct shl *sh;

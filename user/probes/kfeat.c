@@ -1,4 +1,4 @@
-/* Kernel features (see kfeat.h). */
+/* Kernel features (see probes/kfeat.h). */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <bpf/btf.h>

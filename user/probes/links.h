@@ -15,7 +15,7 @@ struct links {
 	struct bpf_link **v;
 	unsigned n, cap;
 	/* descriptors of the files its probes name as /proc/self/fd/N
-	 * (tfile.h), open as long as they are: the name tells the file */
+	 * (target/tfile.h), open as long as they are: the name tells the file */
 	int *fds;
 	unsigned nfd;
 };

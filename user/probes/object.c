@@ -204,7 +204,7 @@ int open_load(struct tr *t, int kst)
 		else
 			bpf_program__set_autoload(t->skel->progs.floor_session, false);
 	}
-	/* What the kernel lacks is switched off before load (kfeat.h). */
+	/* What the kernel lacks is switched off before load (probes/kfeat.h). */
 	t->skel->rodata->kf_rdonly_cast = (uint8_t)t->kf.rdonly_cast;
 	t->skel->rodata->fork_stop = t->kf.signal_task ? LMT_FORK_STOP_TASK :
 				     t->kf.sched_tail ? LMT_FORK_STOP_SELF : LMT_FORK_STOP_NONE;

@@ -21,7 +21,7 @@ struct probe_plan {
 };
 
 /* Plans probes for the function at runtime address addr, whose code is at
- * file offset off of the file open at fd (tfile.h: the file the probes go
+ * file offset off of the file open at fd (target/tfile.h: the file the probes go
  * on, read by its descriptor). 0, or -1 with err set. */
 int probe_plan(int fd, uint64_t addr, uint64_t off,
 	       struct probe_plan *p, char *err, size_t errlen);

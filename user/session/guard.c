@@ -1,4 +1,4 @@
-/* The guardian (see guard.h). */
+/* The guardian (see session/guard.h). */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <dirent.h>
@@ -354,7 +354,7 @@ static uint64_t boot_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 }
 
-/* The deadline of a stop, in ns (guard.h: LMT_HOLD_MAX_MS). */
+/* The deadline of a stop, in ns (session/guard.h: LMT_HOLD_MAX_MS). */
 static uint64_t hold_max_ns(void)
 {
 	uint64_t ms = LMT_HOLD_MAX_MS;

@@ -39,7 +39,7 @@
  * the map and our pidfd. Its PID, or -1 with errno. */
 pid_t guard_start(int stops_fd);
 /* Writes the record that makes the guardian's map a peer's to other
- * tracers (only such maps are: guard.c, Stops of other tracers). Call
+ * tracers (only such maps are: session/guard.c, Stops of other tracers). Call
  * before any stop can be made. 0, or -1 (errno). */
 int guard_record(pid_t guardian, int stops_fd);
 

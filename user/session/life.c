@@ -170,7 +170,7 @@ struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 		free(p);
 		return NULL;
 	}
-	/* Its memory by descriptor from now on (proc.h). */
+	/* Its memory by descriptor from now on (target/proc.h). */
 	if (proc_bind(pid, p->pidfd)) {
 		if (!quiet)
 			err1("cannot open process %d's memory", (int)pid);

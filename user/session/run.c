@@ -1,6 +1,6 @@
 /* The life of a trace: check, find the target, open and load the BPF
  * object, start the guardian, attach, poll until tracing ends, clean up.
- * The stages it calls: attach.c, consume.c, spawn.c, summary.c. */
+ * The life of its processes and VMs is session/life.c's. */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>

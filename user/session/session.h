@@ -1,14 +1,19 @@
-/* A trace's state, shared by its stages: trace.c (its life), select.c,
- * attach.c, consume.c, output.c, spawn.c and summary.c. Not an API:
- * tracer.h is.
+/* A trace's state (struct tr), and the processes (struct tproc) and VMs
+ * (struct tvm) it follows: the data the rooms share. session/life.c alone
+ * adds to and removes from the registry; the lookups below only read it.
+ * Not an API: session/tracer.h is.
  *
- * A trace follows processes (struct tproc): those named by -p, every
- * LuaJIT process with --all, the command, and with -o DIR the children
- * they fork. Each has VMs (struct tvm), and each VM writes a stream
- * (struct tout): its own with -o DIR, the one -o FILE otherwise.
+ * A trace follows processes: those named by -p, every LuaJIT process with
+ * --all, the command, and with -o DIR the children they fork. Each has
+ * VMs, and each VM writes a stream (struct tout, streams/out.h): its own
+ * with -o DIR, the one -o FILE otherwise.
+ *
+ * The rooms below the session (capture, convert, probes) still read these
+ * structs: each room's own part of them (a VM's conversion state, a
+ * process's probes, capture's takes) is the next step of issue 42.
  */
-#ifndef LMT_TRACE_H
-#define LMT_TRACE_H
+#ifndef LMT_SESSION_H
+#define LMT_SESSION_H
 
 #include <pthread.h>
 #include <limits.h>
@@ -63,7 +68,7 @@ struct tvm {
 	struct u64map stacks; /* --stacks: BPF's stack id -> its frames */
 	int closed;
 	/* batches merge_round took from its slot, not yet converted, in
-	 * order (consume.c: take_add) */
+	 * order (capture/ring.c: take_add) */
 	struct take *takes;
 	unsigned ntakes, takes_cap;
 };
@@ -94,7 +99,7 @@ struct tproc {
 	struct tvm **vms;
 	unsigned nvm, nvm_cap;
 	unsigned next_num;   /* the next vmN */
-	int lockfd;          /* its lock (select.c), -1 if none */
+	int lockfd;          /* its lock (session/select.c), -1 if none */
 	int others;          /* another luamemtrace traces it too */
 	int ran_held;        /* ran while stopped for us: said once */
 	int ignored;         /* --all: left out by --exe; watched for its end */
@@ -106,7 +111,7 @@ struct tproc {
 	const char *end;
 	uint64_t protos, traces, names_cut, nolines;
 	uint64_t stk_unknown; /* events whose stack could not be told */
-	/* Over a cap of readcaps.h (the target is not trusted): traces cut
+	/* Over a cap of target/caps.h (the target is not trusted): traces cut
 	 * or refused, traces evicted for the process's budget, their bytes
 	 * kept; package.loaded's walks, nodes read and walks cut; chunk
 	 * names cut; VMs refused over LMT_VMS_MAX (found or made), and
@@ -119,7 +124,7 @@ struct tproc {
 	struct tproc *next;
 };
 
-/* --duty's windows (duty.c). */
+/* --duty's windows (session/duty.c). */
 struct duty {
 	double period;  /* seconds; a window is duty% of it */
 	double pstart;  /* the current period began */
@@ -144,8 +149,8 @@ struct duty {
 
 struct tr {
 	const struct topts *o;
-	struct kfeat kf;  /* what the kernel offers (kfeat.c) */
-	struct duty duty; /* --duty (duty.c) */
+	struct kfeat kf;  /* what the kernel offers (probes/kfeat.c) */
+	struct duty duty; /* --duty (session/duty.c) */
 	int multi;        /* --duty: allocator probes as uprobe_multi links */
 	int multi_refused; /* the programs did not load for them */
 	int sess;         /* allocator probes as one session link each
@@ -190,13 +195,13 @@ struct tr {
 	struct ring_buffer *rb;
 	uint64_t bad_recs;    /* batched records that cannot be: not written */
 	/* allocations awaiting their return, by their thread's mark
-	 * (consume.c: awaits); those whose return never came, and those
+	 * (capture/ring.c: awaits); those whose return never came, and those
 	 * in flight when their process or the trace ended */
 	struct u64map awaits;
 	uint64_t aw_missed, aw_left;
 	unsigned closed;      /* VMs that ran lua_close while traced */
 	unsigned forks_skipped; /* -o FILE: children not followed */
-	int takes;            /* a VM has a take (consume.c) */
+	int takes;            /* a VM has a take (capture/ring.c) */
 	double settling;      /* waiting since then for stopped processes */
 	int unbatch_req;      /* unbatch() once out of the ring's callback */
 	const struct capture_ops *cap; /* what capture reports up (life.c) */

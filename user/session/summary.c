@@ -57,12 +57,12 @@ void sum_stats(struct tr *t, struct lmt_stats *s)
 		}
 	}
 	free(v);
-	/* Allocations awaiting their return: user space's (consume.c). */
+	/* Allocations awaiting their return: user space's (capture/ring.c). */
 	s->missed = t->aw_missed;
 	s->parked = t->aw_left + t->awaits.n;
 }
 
-/* Events whose stack user space could not tell (callstacks.c). */
+/* Events whose stack user space could not tell (convert/callstacks.c). */
 static uint64_t stk_unknown(const struct tr *t)
 {
 	uint64_t n = 0;
@@ -72,7 +72,7 @@ static uint64_t stk_unknown(const struct tr *t)
 	return n;
 }
 
-/* What a process held past a cap (readcaps.h, tfile.h): traces cut,
+/* What a process held past a cap (target/caps.h, target/tfile.h): traces cut,
  * evicted or over its budget, walks for names cut, as lost symbols; VMs
  * refused or unchecked, as lost VMs; and each on its own. */
 static void over_caps(const struct tr *t, struct info *in)
@@ -140,7 +140,7 @@ static void streams(struct tr *t)
 	}
 }
 
-/* What was over a cap of readcaps.h; with -v, the walks for names. */
+/* What was over a cap of target/caps.h; with -v, the walks for names. */
 static void caps_said(const struct tr *t)
 {
 	uint64_t c[9] = { 0 };

@@ -63,7 +63,7 @@ struct topts {
 int trace_run(const struct topts *o);
 
 /* --check: what the kernel offers and which path each feature takes
- * (kfeat.h), then whether the BPF object loads; 0 if it does. */
+ * (probes/kfeat.h), then whether the BPF object loads; 0 if it does. */
 int trace_check(const struct topts *o);
 /* `luamemtrace top ...`; argv[0] is "top". */
 int top_main(int argc, char **argv);

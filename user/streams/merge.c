@@ -1,4 +1,4 @@
-/* One stream from several VMs, in the process's sequence (merge.h). */
+/* One stream from several VMs, in the process's sequence (streams/merge.h). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -12,7 +12,7 @@
  * anything, else it is written at once, as are keys already passed (a
  * prototype's or stack's record is numbered just before it is sent, so it
  * may come late; it never comes after an event that names it). A
- * process's C symbols are written at once (output.c: proc_sym). Memory:
+ * process's C symbols are written at once (streams/out.c: proc_sym). Memory:
  * what arrives between two releases.
  */
 #ifndef LMT_MERGE_H

@@ -180,7 +180,7 @@ int out_merge(struct tout *o)
 }
 
 /* A process's C symbols go to each of its streams, at once: into one of
- * several VMs (merge.h), ahead of every event held, since a C function
+ * several VMs (streams/merge.h), ahead of every event held, since a C function
  * one VM names first may be named by another VM's earlier event, still
  * held or not read yet. (An address's meaning changes only if a module is
  * unloaded and another mapped there.) */

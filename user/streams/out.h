@@ -66,20 +66,20 @@ struct tout {
 	uint64_t n[4], bytes_alloc, bytes_free; /* events and bytes by kind */
 	struct report *rep; /* the summary's top sites */
 	int tally;          /* events go into rep: a live view, or top sites
-			     * the summary will print (output.c) */
+			     * the summary will print (streams/out.c) */
 	struct mpw w;
 	/* --stacks: the companion FILE.stacks and its numbering */
 	struct skw *sk;
 	int skfd;
 	char skpath[PATH_MAX + 8];
 	struct u64map skframes, skstacks; /* hash -> number */
-	struct u64map skheld; /* several VMs: hash -> held stack (callstacks.c) */
+	struct u64map skheld; /* several VMs: hash -> held stack (convert/callstacks.c) */
 	void **skheld_v;
 	uint32_t nskheld, skheld_cap;
 	uint32_t nskf, nsks; /* numbers given (without a companion) */
 	int stk;             /* stacks recorded: the companion, the live report */
 	/* Several VMs: their records merged in the process's order
-	 * (merge.h), each under the key and source out_at set. */
+	 * (streams/merge.h), each under the key and source out_at set. */
 	struct merge *mg;
 	const void *at_src;
 	uint64_t at_key;
@@ -108,7 +108,7 @@ void out_sym_now(void *ctx, const struct mp_sym *s);
 void out_owner_sym(struct streams *t, const void *owner, const struct mp_sym *s);
 void out_sym(struct tout *o, const struct mp_sym *s);
 /* What out_sym and out_event write next comes from VM src (NULL: the
- * process) under key (merge.h; 0: in order as it comes). */
+ * process) under key (streams/merge.h; 0: in order as it comes). */
 void out_at(struct tout *o, const void *src, uint64_t key);
 /* The stream has a second VM: merge from now on. -1 out of memory. */
 int out_merge(struct tout *o);

@@ -1,4 +1,4 @@
-/* Output files created safely (see outfile.h). */
+/* Output files created safely (see streams/outfile.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

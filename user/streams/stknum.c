@@ -69,7 +69,7 @@ static uint32_t stack_id(struct tout *o, const struct cframe *fr, uint32_t n,
 
 /* -- Held stacks (a stream of several VMs) -------------------------------- */
 
-/* While a stream's records wait for their turn (merge.h), an event's stack
+/* While a stream's records wait for their turn (streams/merge.h), an event's stack
  * is kept by content, not numbered: its frames are numbered, written and
  * named (by the live report, and by report from the companion) as the
  * event is written, in step with the stream's symbols. The number of a

@@ -8,7 +8,7 @@
 #ifndef LMT_READCAPS_H
 #define LMT_READCAPS_H
 
-/* -- Traces (traces.c) ------------------------------------------------------ */
+/* -- Traces (convert/jit.c) ------------------------------------------------------ */
 
 /* Snapshots of one trace. GCtrace.nsnap is 16 bits; lj_snap_add stops a
  * trace at JIT_P_maxsnap snapshots, 500 by default: four times that. */
@@ -26,7 +26,7 @@
  * allows LJ_MAX_BCINS (2^26); a function of a million instructions is
  * already generated code no trace runs through. */
 #define LMT_PROTO_BC_MAX (1u << 20)
-/* Bytecodes one stretch of a trace is walked over (traces.c's walk). */
+/* Bytecodes one stretch of a trace is walked over (convert/jit.c's walk). */
 #define LMT_WALK_STEPS 256
 /* Memory kept for one trace: its snapshots (~400 bytes each), IR (8 bytes
  * an instruction), and the bytecode and line tables of the prototypes it
@@ -49,7 +49,7 @@
  * at trace granularity, counted (tproc's tr_budget). */
 #define LMT_PROC_READS_MAX (1u << 22)
 
-/* -- Names (luanames.c, consume.c) ------------------------------------------ */
+/* -- Names (convert/luanames.c, convert/cnames.c) ------------------------- */
 
 /* Hash nodes of one table of package.loaded or a module (2^16: a module
  * of 65536 keys). */
@@ -67,7 +67,7 @@
  * loaded since may name them. */
 #define LMT_NAMES_REWALK_S 1.0
 
-/* -- Prototypes (consume.c, traces.c) --------------------------------------- */
+/* -- Prototypes (convert/events.c, convert/jit.c) ------------------------ */
 
 /* A chunk name's bytes written to a stream: load(string) without a name
  * has the whole source as its name. A longer one is cut to this many
@@ -75,7 +75,7 @@
  * LUA_IDSIZE, 60, the same way). */
 #define LMT_CHUNKNAME_MAX 4096
 
-/* -- VMs (vm.c) ------------------------------------------------------------- */
+/* -- VMs (target/vmscan.c) ------------------------------------------------------------- */
 
 /* VMs of one process: a host runs one a worker thread (nginx: one a
  * worker process). */

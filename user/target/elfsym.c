@@ -1,7 +1,7 @@
 /* ELF reading, all through libelf (elfutils), from a descriptor. The
  * header is checked before libelf sees the file (it allocates by the
  * section count at elf_begin), and every section is checked against the
- * file's size and tfile.h's caps before libelf reads it into memory. */
+ * file's size and target/tfile.h's caps before libelf reads it into memory. */
 #define _GNU_SOURCE
 #include <gelf.h>
 #include <libelf.h>

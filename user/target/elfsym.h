@@ -1,6 +1,6 @@
 /* ELF objects through elfutils' libelf, read from a descriptor with
  * pread (ELF_C_READ: no mapping a target could truncate under us, so no
- * SIGBUS), within tfile.h's caps: function symbols, load bias,
+ * SIGBUS), within target/tfile.h's caps: function symbols, load bias,
  * dependencies. */
 #ifndef LMT_ELFSYM_H
 #define LMT_ELFSYM_H
@@ -17,7 +17,7 @@ typedef void (*elfsym_cb)(void *ctx, uint64_t addr, const char *name);
 /* Iterates the function symbols of .symtab, or of .dynsym when the object
  * is stripped. Returns their number; -1 if fd is not a readable ELF
  * object; ELFSYM_OVER_CAP, cb never called and *why saying which cap, if
- * the table, its names or their number is over tfile.h's caps. */
+ * the table, its names or their number is over target/tfile.h's caps. */
 long elfsym_funcs(int fd, uint64_t bias, elfsym_cb cb, void *ctx, const char **why);
 /* Load bias of the object mapped at lo from file offset off. 0 or -1. */
 int elfsym_bias(int fd, uint64_t lo, uint64_t off, uint64_t *bias);

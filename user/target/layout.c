@@ -1,7 +1,7 @@
 /* The one table of LuaJIT offsets. Each entry was taken with offsetof()
  * from the exact sources Debian builds (apt-get source luajit / luajit2)
  * and checked against live processes. A variant is never chosen by name or
- * version string: vm.c tries every entry against the target's memory and
+ * version string: target/vmscan.c tries every entry against the target's memory and
  * keeps the one whose self-references hold (L->glref == g, g->mainthref ==
  * L, type tags, vmstate range).
  *

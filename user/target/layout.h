@@ -16,7 +16,7 @@ struct lj_ulayout {
 	unsigned ir_op1, ir_op2, ir_t, ir_o, ir_r, ir_kgc, ref_bias, irt_func;
 	unsigned ir_tnew, ir_tdup, ir_cnew, ir_cnewi, rid_sunk;
 	/* Bytecode opcodes a stretch of a trace is walked over
-	 * (traces.c): what allocates, what ends the walk */
+	 * (convert/jit.c): what allocates, what ends the walk */
 	unsigned bc_tnew, bc_tdup, bc_cat, bc_fnew, bc_kcdata, bc_tsetv,
 		bc_tsets, bc_tsetb, bc_tsetm, bc_callm, bc_call, bc_callmt,
 		bc_callt, bc_retm, bc_ret, bc_ret0, bc_ret1, bc_jmp, bc_cond_hi,
@@ -27,7 +27,7 @@ struct lj_ulayout {
 	/* A Lua function's upvalues (GCfuncL.uvptr, GCupval.v) and the
 	 * bytecode that loads one (an inlined callee read from its caller) */
 	unsigned fn_uvptr, uv_v, bc_uget;
-	/* Lua tables, for the names Lua gives C functions (luanames.c):
+	/* Lua tables, for the names Lua gives C functions (convert/luanames.c):
 	 * global_State's registry, GCtab, Node, and the itypes (int32) */
 	unsigned g_registrytv, g_cdatamt, tab_node, tab_hmask, node_size, node_val, node_key;
 	int itype_str, itype_tab, itype_func;

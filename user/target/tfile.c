@@ -1,4 +1,4 @@
-/* Target files, by identity (tfile.h). */
+/* Target files, by identity (target/tfile.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

@@ -34,7 +34,7 @@
 /* One function name: long C++ names stay below 4 KiB. */
 #define LMT_ELF_NAME_MAX 4096u
 /* Function symbols taken from one object: each is a record of every
- * stream and kept for later streams (symbols.c). */
+ * stream and kept for later streams (convert/symbols.c). */
 #define LMT_ELF_FUNCS_MAX (1u << 20)
 /* Their names' bytes together: what one object may cost in copies. */
 #define LMT_ELF_NAMES_MAX (32u << 20)

@@ -97,7 +97,7 @@ static int want(const struct lj_variant *v, const char *variant)
 }
 
 /* A VM found, unless known (a set: the scan stays linear); at most
- * LMT_VMS_MAX (readcaps.h). */
+ * LMT_VMS_MAX (target/caps.h). */
 static int push(struct vmscan *s, const struct vminfo *vi)
 {
 	struct vminfo *nv;

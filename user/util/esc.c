@@ -1,4 +1,4 @@
-/* Escaping for human outputs (the rule is in esc.h). */
+/* Escaping for human outputs (the rule is in util/esc.h). */
 #include <string.h>
 
 #include "util/esc.h"
