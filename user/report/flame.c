@@ -192,7 +192,7 @@ int flame_add(struct fl *f, struct report *rp, const char *label)
 	f->nev += rp->tn;
 	f->peak += rp->held_max;
 	f->peak_seq = rp->peak_seq;
-	f->oom |= live.oom || rp->peak.oom || rp->oom || rp->hoom;
+	f->oom |= live.oom || rp->peak.oom || rp->oom || rp->blk_oom;
 	kvmap_free(&memo);
 	return f->oom ? -1 : 0;
 }

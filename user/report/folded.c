@@ -38,9 +38,9 @@ void live_by_key(struct report *rp, struct accset *s)
 {
 	struct acc *x;
 
-	for (uint64_t i = 0; rp->heap && i <= rp->hmask; i++)
-		if (rp->heap[i].loc1 && (x = acc_of(s, rp->heap[i].key))) {
-			x->a += rp->heap[i].size;
+	for (uint64_t i = 0; rp->blk && i <= rp->bmask; i++)
+		if (rp->blk[i].loc1 && (x = acc_of(s, rp->blk[i].key))) {
+			x->a += rp->blk[i].size;
 			x->b++;
 		}
 }
@@ -151,21 +151,21 @@ struct report_site *report_sites(struct report *rp, int stacks, size_t *n)
 	stacks = stacks && rp->has_stacks;
 	alloc_by_key(rp, stacks, &s);
 	/* Held now: c bytes; the blocks are counted apart. */
-	for (uint64_t i = 0; rp->heap && i <= rp->hmask; i++)
-		if (rp->heap[i].loc1 &&
-		    (x = acc_of(&s, stacks ? rp->heap[i].key : rp->heap[i].name)))
-			x->c += rp->heap[i].size;
+	for (uint64_t i = 0; rp->blk && i <= rp->bmask; i++)
+		if (rp->blk[i].loc1 &&
+		    (x = acc_of(&s, stacks ? rp->blk[i].key : rp->blk[i].name)))
+			x->c += rp->blk[i].size;
 	if (!s.oom && (v = calloc(s.n + 1, sizeof(*v)))) {
 		for (uint32_t i = 0; i < s.n; i++)
 			v[i] = (struct report_site){ .name = str_ptr(&rp->sp, s.v[i].name),
 						     .name_len = rp->sp.s[s.v[i].name].len,
 						     .alloc = s.v[i].a, .nalloc = s.v[i].b,
 						     .held = s.v[i].c };
-		for (uint64_t i = 0; rp->heap && i <= rp->hmask; i++) {
+		for (uint64_t i = 0; rp->blk && i <= rp->bmask; i++) {
 			const uint64_t *k;
-			if (rp->heap[i].loc1 &&
-			    (k = kvmap_get(&s.idx, (uint64_t)(stacks ? rp->heap[i].key :
-								    rp->heap[i].name) + 1)))
+			if (rp->blk[i].loc1 &&
+			    (k = kvmap_get(&s.idx, (uint64_t)(stacks ? rp->blk[i].key :
+								    rp->blk[i].name) + 1)))
 				v[*k].nheld++;
 		}
 		*n = s.n;

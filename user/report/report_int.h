@@ -1,5 +1,5 @@
 /* The report's insides, shared by its files: the tables it is built on
- * (tables.c), naming and grouping (aggregate.c), the heap map and its
+ * (tables.c), naming and grouping (aggregate.c), the block map and its
  * thread (heap.c), and the outputs (text.c, folded.c); cli.c is
  * `luamemtrace report`. See aggregate.c for the model it follows. Not an
  * API: report.h is. */
@@ -86,7 +86,7 @@ struct group {
 	uint64_t num, alloc, free;
 };
 
-/* A group's owner links, kept by the heap stage apart from struct group
+/* A group's owner links, kept by the live stage apart from struct group
  * (which the naming stage grows and writes concurrently). */
 struct gown {
 	uint32_t nowners;
@@ -96,8 +96,8 @@ struct gown {
 	uint32_t last_loc, last_own, last_epoch;
 };
 
-/* What the heap stage needs of an event; g is never NONE. */
-struct hev {
+/* What the live stage needs of an event; g is never NONE. */
+struct lev {
 	uint64_t oaddr, naddr, nsize;
 	uint32_t g, li, name;
 	uint32_t key; /* its folded stack's name (stacks.c), or name */
@@ -105,14 +105,14 @@ struct hev {
 	uint8_t kind;
 };
 
-/* The heap stage's thread: batches [tail, head) are filled and waiting,
+/* The live stage's thread: batches [tail, head) are filled and waiting,
  * buf[head % NHB] is the one being filled. */
 enum { HB = 8192, NHB = 4 };
-struct hpipe {
+struct lpipe {
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct hev *buf[NHB];
+	struct lev *buf[NHB];
 	size_t n[NHB], fill;
 	unsigned head, tail;
 	int quit;
@@ -128,10 +128,10 @@ struct oslot {
 };
 
 /* A live block: loc1 = owner loc + 1, 0 = empty slot. */
-struct hslot {
+struct block {
 	uint64_t addr, size;
 	uint32_t loc1, name;
-	uint32_t key; /* the allocating event's (struct hev) */
+	uint32_t key; /* the allocating event's (struct lev) */
 	uint32_t born; /* the bucket it was allocated in (report_temporal) */
 };
 
@@ -184,8 +184,8 @@ struct report {
 	uint32_t ngrp, grp_cap;
 
 	/* Heap stage: only it touches these until report_sync. */
-	struct hpipe *pipe;
-	int pipe_tried, hoom;
+	struct lpipe *pipe;
+	int pipe_tried, blk_oom;
 	int no_heap; /* report_no_heap: groups and counts only */
 	struct gown *gown;
 	uint32_t gown_cap;
@@ -194,8 +194,8 @@ struct report {
 	uint32_t oepoch; /* bumped when otab is rehashed */
 
 	/* Live blocks. */
-	struct hslot *heap;
-	uint64_t hmask, hn;
+	struct block *blk;
+	uint64_t bmask, nblk;
 
 	struct sbuf sb;
 
@@ -209,7 +209,7 @@ struct report {
 	uint64_t stk_bytes; /* bytes of the distinct stack keys */
 	struct accset fold; /* folded name -> a: bytes allocated, b: events */
 
-	/* Over time. Always: events seen, bytes held now (the heap map's),
+	/* Over time. Always: events seen, bytes held now (the block map's),
 	 * their maximum and the event after which it was first reached.
 	 * With report_temporal (nb buckets of a tn-event stream): each
 	 * bucket's largest and last held bytes, the blocks by tcell, and what
@@ -265,16 +265,16 @@ int lua_d(char *out, uint64_t v);
 int lua_hex(char *out, uint64_t v);
 int fmt_bytes(char *out, uint64_t v, int human);
 
-/* -- heap.c -- */
+/* -- live.c -- */
 
 uint32_t nowners(const struct report *rp, uint32_t g);
-void ev_heap(struct report *rp, const struct hev *e);
+void live_event(struct report *rp, const struct lev *e);
 /* report_temporal: the blocks live at the end join the cells (freed in
  * bucket nb), once. 0, or -1 out of memory. */
 int temporal_end(struct report *rp);
-void heap_batch(struct report *rp, const struct hev *e, size_t n);
-struct hpipe *pipe_start(struct report *rp);
-void pipe_push(struct hpipe *hp);
+void live_batch(struct report *rp, const struct lev *e, size_t n);
+struct lpipe *pipe_start(struct report *rp);
+void pipe_push(struct lpipe *hp);
 void report_sync(struct report *rp);
 void pipe_stop(struct report *rp);
 
@@ -291,7 +291,7 @@ uint32_t name_of(struct report *rp, uint64_t addr, uint64_t line, uint64_t trace
 /* -- folded.c -- */
 
 int folded(struct report *rp, FILE *out, enum report_weight w);
-/* Live blocks by key (struct hslot): a bytes, b blocks. */
+/* Live blocks by key (struct block): a bytes, b blocks. */
 void live_by_key(struct report *rp, struct accset *s);
 /* What each key allocated (ALLOC and REALLOC): a bytes, b events; by
  * folded stack if stacks and the report has them, else by location. */

@@ -32,7 +32,7 @@ int grow(void *pp, uint32_t *cap, size_t need, size_t sz)
 	return 0;
 }
 
-/* Zeroed memory for the big tables (heap map, owner table). Their probes
+/* Zeroed memory for the big tables (block map, owner table). Their probes
  * are random, so with 4 KiB pages nearly every one is also a TLB miss;
  * huge pages halve the cost of a profile with a large live heap. */
 #define BIG_MIN (2u << 20)

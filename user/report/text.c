@@ -245,7 +245,7 @@ int report_print(struct report *rp, FILE *out, const struct report_opts *o)
 			rc |= leak_by_stack(rp, out, o->human);
 		aliases(rp, out);
 	}
-	if (rp->oom || rp->hoom || ferror(out))
+	if (rp->oom || rp->blk_oom || ferror(out))
 		rc = -1;
 	return rc ? -1 : 0;
 }
