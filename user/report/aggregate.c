@@ -45,7 +45,9 @@
 #include <string.h>
 
 
-#include "report_int.h"
+#include "aggregate.h"
+#include "live.h"
+#include "util.h"
 
 void report_scale(struct report *rp, double k)
 {
@@ -455,6 +457,43 @@ uint32_t name_of(struct report *rp, uint64_t addr, uint64_t line, uint64_t trace
 	const uint32_t li = loc_get(rp, addr, line, trace);
 
 	return li == NONE ? NONE : loc_name(rp, &rp->loc[li]);
+}
+
+/* -- Lua frames, for pprof -- */
+
+int pframe_add(struct report *rp, uint32_t name, uint64_t addr, uint64_t line)
+{
+	const uint64_t *chunk = kvmap_get(&rp->lfunc, addr);
+	const uint64_t *first = kvmap_get(&rp->lfirst, addr);
+	struct pframe *f;
+	uint64_t *i;
+	const char *p;
+	uint32_t len;
+	char num[32];
+	int isnew;
+
+	if (!chunk || kvmap_get(&rp->pfr, name))
+		return 0;
+	if (grow(&rp->pfv, &rp->pf_cap, (size_t)rp->npf + 1, sizeof(*rp->pfv)) ||
+	    !(i = kvmap_put(&rp->pfr, name, rp->npf, &isnew)))
+		return -1;
+	f = &rp->pfv[rp->npf++];
+	p = str_ptr(&rp->sp, (uint32_t)*chunk);
+	len = rp->sp.s[*chunk].len;
+	if (len && *p == '@') {
+		p++;
+		len--;
+	}
+	f->file = intern(&rp->sp, p, len);
+	/* a first line of -1 (2^64 - 1 in the stream) is 0 here */
+	f->start = first && *first != UINT64_MAX ? *first : 0;
+	rp->sb.len = 0;
+	sb_put(&rp->sb, p, len);
+	num[0] = ':';
+	sb_put(&rp->sb, num, 1 + (size_t)lua_d(num + 1, f->start));
+	f->fn = rp->sb.oom ? NONE : intern(&rp->sp, rp->sb.p ? rp->sb.p : "", rp->sb.len);
+	f->line = line;
+	return f->file == NONE || f->fn == NONE ? -1 : 0;
 }
 
 /* The event's folded key: its stack's name, else its own (see stacks.c);

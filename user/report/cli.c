@@ -19,7 +19,11 @@
 #include "memprof_read.h"
 
 #include "exitcode.h"
-#include "report_int.h"
+#include "flame.h"
+#include "folded.h"
+#include "live.h"
+#include "pprof.h"
+#include "text.h"
 
 static const char usage_text[] =
 	"usage: luamemtrace report [--leak-only [--by-stack]] [--human-readable]\n"
@@ -498,6 +502,37 @@ static int temporal_pass(const char *path, struct report *rp)
 	}
 	return LMT_OK;
 }
+
+/* -- The dispatcher: the output o asks for, after the aggregate is whole -- */
+
+int report_print(struct report *rp, FILE *out, const struct report_opts *o)
+{
+	static const struct report_opts defaults = { 0 };
+	int rc;
+
+	report_sync(rp);
+	if (!o)
+		o = &defaults;
+	switch (o->format) {
+	case REPORT_FOLDED:
+		rc = folded_print(rp, out, o->weight);
+		break;
+	case REPORT_PPROF:
+		rc = pprof_print(rp, out);
+		break;
+	case REPORT_FLAMEGRAPH:
+		rc = flame_print(rp, out, o->title ? o->title : "");
+		break;
+	default:
+		rc = text_print(rp, out, o);
+		break;
+	}
+	if (rp->oom || rp->blk_oom || ferror(out))
+		rc = -1;
+	return rc ? -1 : 0;
+}
+
+/* -- luamemtrace report -- */
 
 int report_main(int argc, char **argv)
 {

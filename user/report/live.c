@@ -10,7 +10,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "report_int.h"
+#include "keys.h"
+#include "live.h"
+#include "util.h"
 
 static void block_gone(struct report *rp, const struct block *blk, uint32_t dead);
 

@@ -16,45 +16,9 @@
 #include <zlib.h>
 
 #include "profile.pb-c.h"
-#include "report_int.h"
-
-
-/* -- Frames -------------------------------------------------------------- */
-
-int pframe_add(struct report *rp, uint32_t name, uint64_t addr, uint64_t line)
-{
-	const uint64_t *chunk = kvmap_get(&rp->lfunc, addr);
-	const uint64_t *first = kvmap_get(&rp->lfirst, addr);
-	struct pframe *f;
-	uint64_t *i;
-	const char *p;
-	uint32_t len;
-	char num[32];
-	int isnew;
-
-	if (!chunk || kvmap_get(&rp->pfr, name))
-		return 0;
-	if (grow(&rp->pfv, &rp->pf_cap, (size_t)rp->npf + 1, sizeof(*rp->pfv)) ||
-	    !(i = kvmap_put(&rp->pfr, name, rp->npf, &isnew)))
-		return -1;
-	f = &rp->pfv[rp->npf++];
-	p = str_ptr(&rp->sp, (uint32_t)*chunk);
-	len = rp->sp.s[*chunk].len;
-	if (len && *p == '@') {
-		p++;
-		len--;
-	}
-	f->file = intern(&rp->sp, p, len);
-	/* a first line of -1 (2^64 - 1 in the stream) is 0 here */
-	f->start = first && *first != UINT64_MAX ? *first : 0;
-	rp->sb.len = 0;
-	sb_put(&rp->sb, p, len);
-	num[0] = ':';
-	sb_put(&rp->sb, num, 1 + (size_t)lua_d(num + 1, f->start));
-	f->fn = rp->sb.oom ? NONE : intern(&rp->sp, rp->sb.p ? rp->sb.p : "", rp->sb.len);
-	f->line = line;
-	return f->file == NONE || f->fn == NONE ? -1 : 0;
-}
+#include "aggregate.h"
+#include "keys.h"
+#include "pprof.h"
 
 /* -- The profile --------------------------------------------------------- */
 
@@ -447,7 +411,7 @@ void pprof_free(struct pp *p)
 	free(p);
 }
 
-int pprof(struct report *rp, FILE *out)
+int pprof_print(struct report *rp, FILE *out)
 {
 	struct pp *p = pprof_new();
 	int rc = !p || pprof_add(p, rp, NULL) ? -1 : pprof_write(p, out);

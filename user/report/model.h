@@ -1,77 +1,19 @@
-/* The report's insides, shared by its files: the tables it is built on
- * (tables.c), naming and grouping (aggregate.c), the block map and its
- * thread (heap.c), and the outputs (text.c, folded.c); cli.c is
- * `luamemtrace report`. See aggregate.c for the model it follows. Not an
+/* The aggregate: what the stream readers feed (aggregate.c: symbols,
+ * locations, groups; stacks.c: frames and stacks; live.c: live blocks,
+ * owners, held bytes over time) and every output reads. The aggregation
+ * layer alone writes it; an output reads it, and may use its scratch
+ * buffer (sb) and intern names into its pool (sp), which changes nothing
+ * another output reads. See aggregate.c for the model it follows. Not an
  * API: report.h is. */
-#ifndef LMT_REPORT_INT_H
-#define LMT_REPORT_INT_H
+#ifndef LMT_REPORT_MODEL_H
+#define LMT_REPORT_MODEL_H
 
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "report.h"
-
-#define NONE UINT32_MAX
-
-/* An allocation figure as reported: report_scale's estimate. */
-static inline uint64_t scaled(const struct report *rp, uint64_t v);
-
-static inline uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 31;
-	x *= 0x9e3779b97f4a7c15ull;
-	x ^= x >> 29;
-	return x;
-}
-
-struct kv {
-	uint64_t k, v;
-};
-
-struct kvmap {
-	struct kv *slot;
-	uint32_t mask, n; /* mask + 1 slots */
-	int has0;
-	uint64_t v0;
-};
-
-struct str {
-	size_t off;
-	uint32_t len, hash;
-};
-
-struct strpool {
-	char *arena;
-	size_t alen, acap;
-	struct str *s;
-	uint32_t n, cap;
-	uint32_t *tab; /* id + 1, 0 = empty */
-	uint32_t mask;
-};
-
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	int oom;
-};
-
-/* Per-name accumulator (HEAP SUMMARY, folded). */
-struct acc {
-	uint32_t name;
-	uint64_t a, b, c; /* meaning depends on the user */
-};
-
-struct accset {
-	struct kvmap idx; /* name + 1 -> index */
-	struct acc *v;
-	uint32_t n, cap;
-	int oom;
-};
-
-/* ---- The aggregator ---- */
-
+#include "tables.h"
 
 struct loc {
 	uint64_t addr, line, trace; /* the parser's group key */
@@ -146,7 +88,7 @@ struct trace {
 	uint64_t proto, line;
 };
 
-/* A Lua frame as pprof wants it (pprof.c): its function (chunk:firstline,
+/* A Lua frame as pprof wants it (pframe_add, aggregate.c): its function (chunk:firstline,
  * in file) and line. */
 struct pframe {
 	uint32_t fn, file;
@@ -229,12 +171,13 @@ struct report {
 	/* --folded of several streams: this one's root frame. */
 	const char *label;
 
-	/* Lua frames by name, for pprof (pprof.c). */
+	/* Lua frames by name, for pprof (pframe_add). */
 	struct kvmap pfr;   /* frame name -> index in pfv */
 	struct pframe *pfv;
 	uint32_t npf, pf_cap;
 };
 
+/* An allocation figure as reported: report_scale's estimate. */
 static inline uint64_t scaled(const struct report *rp, uint64_t v)
 {
 	/* rp->scale is at most INFO_SCALE_MAX, v any count: saturates, as a
@@ -245,81 +188,5 @@ static inline uint64_t scaled(const struct report *rp, uint64_t v)
 		return v;
 	return x < 18446744073709551616.0 ? (uint64_t)x : UINT64_MAX;
 }
-
-/* -- tables.c -- */
-
-int grow(void *pp, uint32_t *cap, size_t need, size_t sz);
-void *big_calloc(size_t n, size_t sz);
-void big_free(void *p, size_t n, size_t sz);
-uint64_t *kvmap_get(const struct kvmap *m, uint64_t k);
-uint64_t *kvmap_put(struct kvmap *m, uint64_t k, uint64_t v, int *isnew);
-void kvmap_free(struct kvmap *m);
-const char *str_ptr(const struct strpool *sp, uint32_t id);
-int str_cmp(const struct strpool *sp, uint32_t a, uint32_t b);
-uint32_t intern(struct strpool *sp, const char *p, size_t n);
-void sb_put(struct sbuf *b, const char *s, size_t n);
-void sb_puts(struct sbuf *b, const char *s);
-/* Target-controlled text, escaped (esc.h). */
-void sb_escaped(struct sbuf *b, const char *s, size_t n, int flags);
-int lua_d(char *out, uint64_t v);
-int lua_hex(char *out, uint64_t v);
-int fmt_bytes(char *out, uint64_t v, int human);
-
-/* -- live.c -- */
-
-uint32_t nowners(const struct report *rp, uint32_t g);
-void live_event(struct report *rp, const struct lev *e);
-/* report_temporal: the blocks live at the end join the cells (freed in
- * bucket nb), once. 0, or -1 out of memory. */
-int temporal_end(struct report *rp);
-void live_batch(struct report *rp, const struct lev *e, size_t n);
-struct lpipe *pipe_start(struct report *rp);
-void pipe_push(struct lpipe *hp);
-void report_sync(struct report *rp);
-void pipe_stop(struct report *rp);
-
-/* -- text.c -- */
-
-struct acc *acc_of(struct accset *s, uint32_t name);
-void acc_free(struct accset *s);
-
-/* -- aggregate.c -- */
-
-/* Location (addr, line, trace) as the report names it now. */
-uint32_t name_of(struct report *rp, uint64_t addr, uint64_t line, uint64_t trace);
-
-/* -- folded.c -- */
-
-int folded(struct report *rp, FILE *out, enum report_weight w);
-/* Live blocks by key (struct block): a bytes, b blocks. */
-void live_by_key(struct report *rp, struct accset *s);
-/* What each key allocated (ALLOC and REALLOC): a bytes, b events; by
- * folded stack if stacks and the report has them, else by location. */
-void alloc_by_key(struct report *rp, int stacks, struct accset *s);
-/* HEAP SUMMARY BY STACK: live blocks by their allocating stack. */
-int leak_by_stack(struct report *rp, FILE *out, int human);
-
-/* -- flame.c -- */
-
-/* The flame graph page (REPORT_FLAMEGRAPH), titled title; of several
- * reports: flame_new, flame_add each (label: its root frame), flame_write. */
-int flamegraph(struct report *rp, FILE *out, const char *title);
-struct fl *flame_new(void);
-int flame_add(struct fl *f, struct report *rp, const char *label);
-int flame_write(struct fl *f, FILE *out, const char *title);
-void flame_free(struct fl *f);
-
-/* -- pprof.c -- */
-
-/* Frame name is a Lua line: prototype addr (if the stream named it), line.
- * 0, or -1 out of memory. */
-int pframe_add(struct report *rp, uint32_t name, uint64_t addr, uint64_t line);
-/* The gzipped pprof profile (REPORT_PPROF); of several reports:
- * pprof_new, pprof_add each (label: its "process" label), pprof_write. */
-int pprof(struct report *rp, FILE *out);
-struct pp *pprof_new(void);
-int pprof_add(struct pp *p, struct report *rp, const char *label);
-int pprof_write(struct pp *p, FILE *out);
-void pprof_free(struct pp *p);
 
 #endif
