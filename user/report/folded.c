@@ -1,5 +1,5 @@
-/* Folded stacks (flamegraph.pl, speedscope, inferno) and HEAP SUMMARY BY
- * STACK. A folded line is "frame;frame weight", root first: ';' separates
+/* Folded stacks (flamegraph.pl, speedscope, inferno). An output: reads
+ * the aggregate, calls no other output. A folded line is "frame;frame weight", root first: ';' separates
  * frames, so names hold none (report/stacks.c); flamegraph.pl takes the
  * weight after the last space, so spaces in names are fine. */
 #define _GNU_SOURCE /* qsort_r */

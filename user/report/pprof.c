@@ -288,6 +288,33 @@ int pprof_add(struct pp *p, struct report *rp, const char *label)
 	return p->oom ? -1 : 0;
 }
 
+/* The pointer arrays protobuf-c packs from, over p's own arrays; sample
+ * locations from offsets into ids to pointers (pprof_write undoes it). */
+static void link_profile(struct pp *p, Sample **sp, Location **lp, Line **linep, Function **fp,
+			 Label **labp)
+{
+	for (uint32_t i = 0; i < p->nsmp; i++) {
+		p->smps[i].location_id = p->ids + (uintptr_t)p->smps[i].location_id;
+		p->smps[i].n_value = NVAL;
+		p->smps[i].value = &p->vals[(size_t)i * NVAL];
+		if (p->labelled) {
+			labp[i] = &p->labels[i];
+			p->smps[i].n_label = 1;
+			p->smps[i].label = &labp[i];
+		}
+		sp[i] = &p->smps[i];
+	}
+	for (uint32_t i = 0; i < p->nloc; i++) {
+		p->locs[i].mapping_id = 1;
+		linep[i] = &p->lines[i];
+		p->locs[i].n_line = 1;
+		p->locs[i].line = &linep[i];
+		lp[i] = &p->locs[i];
+	}
+	for (uint32_t i = 0; i < p->nfn; i++)
+		fp[i] = &p->fns[i];
+}
+
 int pprof_write(struct pp *p, FILE *out)
 {
 	static const char *const types[NVAL][2] = {
@@ -335,26 +362,7 @@ int pprof_write(struct pp *p, FILE *out)
 	    !(linep = calloc(p->nloc + 1, sizeof(*linep))) ||
 	    !(fp = calloc(p->nfn + 1, sizeof(*fp))) || !(labp = calloc(p->nsmp + 1, sizeof(*labp))))
 		goto out;
-	for (uint32_t i = 0; i < p->nsmp; i++) {
-		p->smps[i].location_id = p->ids + (uintptr_t)p->smps[i].location_id;
-		p->smps[i].n_value = NVAL;
-		p->smps[i].value = &p->vals[(size_t)i * NVAL];
-		if (p->labelled) {
-			labp[i] = &p->labels[i];
-			p->smps[i].n_label = 1;
-			p->smps[i].label = &labp[i];
-		}
-		sp[i] = &p->smps[i];
-	}
-	for (uint32_t i = 0; i < p->nloc; i++) {
-		p->locs[i].mapping_id = 1;
-		linep[i] = &p->lines[i];
-		p->locs[i].n_line = 1;
-		p->locs[i].line = &linep[i];
-		lp[i] = &p->locs[i];
-	}
-	for (uint32_t i = 0; i < p->nfn; i++)
-		fp[i] = &p->fns[i];
+	link_profile(p, sp, lp, linep, fp, labp);
 	prof.n_sample_type = NVAL;
 	prof.sample_type = vtp;
 	prof.n_sample = p->nsmp;

@@ -1,6 +1,6 @@
 /* The tables the report is built on: growth, big zeroed arrays, a
- * u64 -> u64 map, interned byte strings, a text buffer, and numbers as the
- * standard parser prints them. */
+ * u64 -> u64 map, interned byte strings, a text buffer, per-name
+ * accumulators (tables.h). */
 #define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>

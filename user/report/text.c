@@ -1,5 +1,6 @@
 /* The standard parser's report: ALLOCATIONS, REALLOCATIONS,
- * DEALLOCATIONS, HEAP SUMMARY, ALIASES; and the summary's top sites. */
+ * DEALLOCATIONS, HEAP SUMMARY (and BY STACK), ALIASES; and the summary's
+ * top sites. An output: reads the aggregate, calls no other output. */
 #define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
