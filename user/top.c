@@ -20,6 +20,7 @@
 
 #include "exitcode.h"
 #include "report.h"
+#include "report/util.h"
 #include "tracer.h"
 #include "u64set.h"
 
@@ -54,11 +55,7 @@ static struct {
 
 static uint64_t name_hash(const char *s, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-	return h | 1;
+	return hash64_bytes(s, n) | 1;
 }
 
 struct row {

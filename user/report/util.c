@@ -7,7 +7,7 @@
 
 /* -- Hashing -- */
 
-uint32_t hash_bytes(const char *p, size_t n)
+uint64_t hash64_bytes(const char *p, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ n;
 	while (n >= 8) {
@@ -22,6 +22,13 @@ uint32_t hash_bytes(const char *p, size_t n)
 		memcpy(&w, p, n);
 		h = mix64(h ^ w ^ 0x100);
 	}
+	return h;
+}
+
+uint32_t hash_bytes(const char *p, size_t n)
+{
+	const uint64_t h = hash64_bytes(p, n);
+
 	return (uint32_t)(h ^ (h >> 32));
 }
 

@@ -18,7 +18,9 @@ static inline uint64_t mix64(uint64_t x)
 	return x;
 }
 
-/* n bytes at p, for the string pool. */
+/* n bytes at p: 64 bits (top's rows by name), or folded to 32 (the
+ * string pool). */
+uint64_t hash64_bytes(const char *p, size_t n);
 uint32_t hash_bytes(const char *p, size_t n);
 
 /* -- Numbers as the parser prints them (out: 32 bytes; 40 for fmt_bytes) -- */
