@@ -402,6 +402,8 @@ static uint32_t loc_get(struct report *rp, uint64_t addr, uint64_t line, uint64_
 	return rp->last_loc = rp->nloc - 1;
 }
 
+/* Naming, grouping and the group's counters: needs only symbol state.
+ * Returns the event's group and sets *li, *name; NONE: skip the event. */
 static uint32_t ev_group(struct report *rp, const struct mp_event *e, uint32_t *li,
 			 uint32_t *name)
 {

@@ -16,7 +16,7 @@
 
 static void block_gone(struct report *rp, const struct block *blk, uint32_t dead);
 
-/* -- Heap map: addr -> live block; linear probing, backward-shift delete -- */
+/* -- Block map: addr -> live block; linear probing, backward-shift delete - */
 
 static inline uint64_t blk_home(const struct report *rp, uint64_t addr)
 {
@@ -172,8 +172,6 @@ hit:
 	o->count++;
 }
 
-/* Naming, grouping and the group's counters: needs only symbol state.
- * Returns the event's group and sets *li, *name; NONE: skip the event. */
 /* -- Over time (report_temporal) ------------------------------------------ */
 
 static inline uint32_t bucket_of(const struct report *rp, uint32_t seq)

@@ -1,10 +1,19 @@
-/* The aggregate: what the stream readers feed (aggregate.c: symbols,
- * locations, groups; stacks.c: frames and stacks; live.c: live blocks,
- * owners, held bytes over time) and every output reads. The aggregation
- * layer alone writes it; an output reads it, and may use its scratch
- * buffer (sb) and intern names into its pool (sp), which changes nothing
- * another output reads. See aggregate.c for the model it follows. Not an
- * API: report.h is. */
+/* The aggregate: what the stream readers feed and every output reads.
+ *
+ * The report's layers, each calling only those below it:
+ * - cli.c: `luamemtrace report`, and report_print, which picks the output;
+ * - outputs, leaves that read the aggregate and call no other output:
+ *   text.c (the parser's report, the summary's top sites), folded.c,
+ *   pprof.c, flame.c (the flame graph page), sites.c (top's live view);
+ * - aggregation, the only writer of the aggregate: aggregate.c (symbols,
+ *   names, groups; report_sym, report_event*), stacks.c (frames and
+ *   stacks), live.c (live blocks, owners, held bytes over time), keys.c
+ *   (the aggregate by key, for the outputs);
+ * - tables.c (containers, strings) and util.c (hashing, numbers as text).
+ *
+ * An output may use the scratch buffer (sb) and intern names into the pool
+ * (sp), which changes nothing another output reads. See aggregate.c for
+ * the model it follows. Not an API: report.h is. */
 #ifndef LMT_REPORT_MODEL_H
 #define LMT_REPORT_MODEL_H
 
