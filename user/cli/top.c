@@ -20,6 +20,7 @@
 
 #include "format/exitcode.h"
 #include "report/report.h"
+#include "report/util.h"
 #include "session/tracer.h"
 #include "util/u64set.h"
 #include "session/summary.h"
@@ -55,11 +56,7 @@ static struct {
 
 static uint64_t name_hash(const char *s, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-	return h | 1;
+	return hash64_bytes(s, n) | 1;
 }
 
 struct row {

@@ -6,7 +6,7 @@
  *   and every event is named with the state at that moment.
  * - Events are grouped per kind by the raw location (addr, line, traceno);
  *   a group keeps the name of its first event.
- * - A heap map addr -> {size, owner location, owner name} links a
+ * - A block map addr -> {size, owner location, owner name} links a
  *   realloc/free to the block's previous owner ("Overrides").
  * - HEAP SUMMARY merges by name text, with the parser's accounting quirk
  *   (a realloc's new size is credited to the old owner).
@@ -32,9 +32,9 @@
  * Memory: hash tables with open addressing, sized by live blocks, symbols,
  * locations and names; nothing grows with the number of events.
  *
- * Two stages: naming and counting (symbol state, groups) and the heap map
+ * Two stages: naming and counting (symbol state, groups) and the block map
  * (live blocks, owner links) share no state but the group index an event
- * maps to, so report_events hands the heap stage to a second thread on
+ * maps to, so report_events hands the live stage to a second thread on
  * machines with more than one CPU; report_sync waits for it before any
  * output.
  */
@@ -45,7 +45,9 @@
 #include <string.h>
 
 
-#include "report_int.h"
+#include "aggregate.h"
+#include "live.h"
+#include "util.h"
 
 void report_scale(struct report *rp, double k)
 {
@@ -92,7 +94,7 @@ void report_free(struct report *rp)
 	free(rp->ltab);
 	free(rp->grp);
 	big_free(rp->otab, rp->otab ? rp->omask + 1 : 0, sizeof(*rp->otab));
-	big_free(rp->heap, rp->heap ? rp->hmask + 1 : 0, sizeof(*rp->heap));
+	big_free(rp->blk, rp->blk ? rp->bmask + 1 : 0, sizeof(*rp->blk));
 	free(rp->sb.p);
 	free(rp->frname);
 	free(rp->stkey);
@@ -400,6 +402,8 @@ static uint32_t loc_get(struct report *rp, uint64_t addr, uint64_t line, uint64_
 	return rp->last_loc = rp->nloc - 1;
 }
 
+/* Naming, grouping and the group's counters: needs only symbol state.
+ * Returns the event's group and sets *li, *name; NONE: skip the event. */
 static uint32_t ev_group(struct report *rp, const struct mp_event *e, uint32_t *li,
 			 uint32_t *name)
 {
@@ -457,9 +461,46 @@ uint32_t name_of(struct report *rp, uint64_t addr, uint64_t line, uint64_t trace
 	return li == NONE ? NONE : loc_name(rp, &rp->loc[li]);
 }
 
+/* -- Lua frames, for pprof -- */
+
+int pframe_add(struct report *rp, uint32_t name, uint64_t addr, uint64_t line)
+{
+	const uint64_t *chunk = kvmap_get(&rp->lfunc, addr);
+	const uint64_t *first = kvmap_get(&rp->lfirst, addr);
+	struct pframe *f;
+	uint64_t *i;
+	const char *p;
+	uint32_t len;
+	char num[32];
+	int isnew;
+
+	if (!chunk || kvmap_get(&rp->pfr, name))
+		return 0;
+	if (grow(&rp->pfv, &rp->pf_cap, (size_t)rp->npf + 1, sizeof(*rp->pfv)) ||
+	    !(i = kvmap_put(&rp->pfr, name, rp->npf, &isnew)))
+		return -1;
+	f = &rp->pfv[rp->npf++];
+	p = str_ptr(&rp->sp, (uint32_t)*chunk);
+	len = rp->sp.s[*chunk].len;
+	if (len && *p == '@') {
+		p++;
+		len--;
+	}
+	f->file = intern(&rp->sp, p, len);
+	/* a first line of -1 (2^64 - 1 in the stream) is 0 here */
+	f->start = first && *first != UINT64_MAX ? *first : 0;
+	rp->sb.len = 0;
+	sb_put(&rp->sb, p, len);
+	num[0] = ':';
+	sb_put(&rp->sb, num, 1 + (size_t)lua_d(num + 1, f->start));
+	f->fn = rp->sb.oom ? NONE : intern(&rp->sp, rp->sb.p ? rp->sb.p : "", rp->sb.len);
+	f->line = line;
+	return f->file == NONE || f->fn == NONE ? -1 : 0;
+}
+
 /* The event's folded key: its stack's name, else its own (see stacks.c);
  * what it allocates is counted for --folded. */
-static int ev_key(struct report *rp, const struct mp_event *e, struct hev *h,
+static int ev_key(struct report *rp, const struct mp_event *e, struct lev *h,
 		  uint32_t sid)
 {
 	struct acc *x;
@@ -496,15 +537,15 @@ void report_no_heap(struct report *rp)
 	rp->pipe_tried = 1; /* and no thread for it */
 }
 
-/* The heap map and owner links: parse_alloc/realloc/free in parse.lua. */
+/* The block map and owner links: parse_alloc/realloc/free in parse.lua. */
 void report_event(struct report *rp, const struct mp_event *e)
 {
-	struct hev h = { .oaddr = e->oaddr, .naddr = e->naddr, .nsize = e->nsize,
+	struct lev h = { .oaddr = e->oaddr, .naddr = e->naddr, .nsize = e->nsize,
 			 .kind = e->kind, .seq = rp->nev++ };
 	report_sync(rp);
 	if ((h.g = ev_group(rp, e, &h.li, &h.name)) != NONE && !ev_key(rp, e, &h, 0) &&
 	    !rp->no_heap)
-		ev_heap(rp, &h);
+		live_event(rp, &h);
 }
 
 void report_events(struct report *rp, const struct mp_event *ev, size_t n)
@@ -515,9 +556,9 @@ void report_events(struct report *rp, const struct mp_event *ev, size_t n)
 void report_events_stk(struct report *rp, const struct mp_event *ev, const uint32_t *sid,
 		       size_t n)
 {
-	struct hev local[64], *buf = local;
+	struct lev local[64], *buf = local;
 	size_t fill = 0, cap = 64;
-	struct hpipe *hp = rp->pipe;
+	struct lpipe *hp = rp->pipe;
 	if (!hp && !rp->pipe_tried) {
 		rp->pipe_tried = 1;
 		hp = pipe_start(rp);
@@ -528,7 +569,7 @@ void report_events_stk(struct report *rp, const struct mp_event *ev, const uint3
 		cap = HB;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct hev *h = &buf[fill];
+		struct lev *h = &buf[fill];
 		h->seq = rp->nev++;
 		if ((h->g = ev_group(rp, &ev[i], &h->li, &h->name)) == NONE ||
 		    ev_key(rp, &ev[i], h, sid ? sid[i] : 0))
@@ -544,12 +585,12 @@ void report_events_stk(struct report *rp, const struct mp_event *ev, const uint3
 			pipe_push(hp);
 			buf = hp->buf[hp->head % NHB];
 		} else {
-			heap_batch(rp, buf, fill);
+			live_batch(rp, buf, fill);
 		}
 		fill = 0;
 	}
 	if (hp)
 		hp->fill = fill;
 	else
-		heap_batch(rp, buf, fill);
+		live_batch(rp, buf, fill);
 }

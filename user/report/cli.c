@@ -1,5 +1,6 @@
-/* `luamemtrace report`: the command line, the stream read front to back,
- * the sidecar's warnings. */
+/* `luamemtrace report`: the command line, the stream read front to back
+ * into the aggregate, the sidecar's warnings; and report_print, the
+ * dispatcher that picks the output (a leaf: text, folded, pprof, flame). */
 #define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,7 +20,11 @@
 #include "format/memprof_read.h"
 
 #include "format/exitcode.h"
-#include "report_int.h"
+#include "flame.h"
+#include "folded.h"
+#include "live.h"
+#include "pprof.h"
+#include "text.h"
 
 static const char usage_text[] =
 	"usage: luamemtrace report [--leak-only [--by-stack]] [--human-readable]\n"
@@ -209,6 +214,36 @@ oom:
 	return -1;
 }
 
+/* After a stream read to its end (rc: mpr_next's last; fd: 0 for stdin):
+ * what made it incomplete, said on stderr. LMT_OK or LMT_LOSSY. */
+static int stream_warns(const char *path, int fd, const struct mpr *r, int rc, const struct skr *sk,
+			enum skr_rc skrc, const struct report *rp)
+{
+	int status = LMT_OK;
+
+	if (rc == MPR_TRUNC) {
+		fprintf(stderr, "luamemtrace report: warning: %s; reporting the %" PRIu64
+				" events read\n",
+			mpr_diag(r), mpr_nevents(r));
+		status = LMT_LOSSY;
+	}
+	if (fd > 0 && sidecar_warns(path))
+		status = LMT_LOSSY;
+	if (report_stacks_cut(rp)) {
+		fprintf(stderr, "luamemtrace report: warning: %s" STACKS_SUFFIX ": %llu stacks cut "
+			"to their innermost %u frames or %u bytes (under a [cut] root)\n", pe(path),
+			(unsigned long long)report_stacks_cut(rp), REPORT_KEY_MAX_FRAMES,
+			REPORT_KEY_MAX_BYTES);
+		status = LMT_LOSSY;
+	}
+	if (sk && skrc == SKR_TRUNC && rc == MPR_END) {
+		fprintf(stderr, "luamemtrace report: warning: %s" STACKS_SUFFIX ": %s; "
+			"events after it have no stack\n", pe(path), skr_diag(sk));
+		status = LMT_LOSSY;
+	}
+	return status;
+}
+
 /* Reads stream path (stdin if "-") and, if there, its companion into rp
  * (report_stacks_on if it is: before the first event). quiet: no warnings
  * (a first pass). The exit status so far. */
@@ -268,28 +303,8 @@ static int read_stream(const char *path, int need_stacks, int quiet, struct repo
 		status = LMT_ERR;
 		goto out;
 	}
-	if (quiet)
-		goto out;
-	if (rc == MPR_TRUNC) {
-		fprintf(stderr, "luamemtrace report: warning: %s; reporting the %" PRIu64
-				" events read\n",
-			mpr_diag(r), mpr_nevents(r));
-		status = LMT_LOSSY;
-	}
-	if (fd > 0 && sidecar_warns(path))
-		status = LMT_LOSSY;
-	if (report_stacks_cut(rp)) {
-		fprintf(stderr, "luamemtrace report: warning: %s" STACKS_SUFFIX ": %llu stacks cut "
-			"to their innermost %u frames or %u bytes (under a [cut] root)\n", pe(path),
-			(unsigned long long)report_stacks_cut(rp), REPORT_KEY_MAX_FRAMES,
-			REPORT_KEY_MAX_BYTES);
-		status = LMT_LOSSY;
-	}
-	if (sk && skrc == SKR_TRUNC && rc == MPR_END) {
-		fprintf(stderr, "luamemtrace report: warning: %s" STACKS_SUFFIX ": %s; "
-			"events after it have no stack\n", pe(path), skr_diag(sk));
-		status = LMT_LOSSY;
-	}
+	if (!quiet)
+		status = stream_warns(path, fd, r, rc, sk, skrc, rp);
 out:
 	mpr_close(r);
 	skr_close(sk);
@@ -499,7 +514,40 @@ static int temporal_pass(const char *path, struct report *rp)
 	return LMT_OK;
 }
 
-int report_main(int argc, char **argv)
+/* -- The dispatcher: the output o asks for, after the aggregate is whole -- */
+
+int report_print(struct report *rp, FILE *out, const struct report_opts *o)
+{
+	static const struct report_opts defaults = { 0 };
+	int rc;
+
+	report_sync(rp);
+	if (!o)
+		o = &defaults;
+	switch (o->format) {
+	case REPORT_FOLDED:
+		rc = folded_print(rp, out, o->weight);
+		break;
+	case REPORT_PPROF:
+		rc = pprof_print(rp, out);
+		break;
+	case REPORT_FLAMEGRAPH:
+		rc = flame_print(rp, out, o->title ? o->title : "");
+		break;
+	default:
+		rc = text_print(rp, out, o);
+		break;
+	}
+	if (rp->oom || rp->blk_oom || ferror(out))
+		rc = -1;
+	return rc ? -1 : 0;
+}
+
+/* -- luamemtrace report -- */
+
+/* The options into *o; FILE... start at optind. -1 to go on, else the
+ * exit status (--help, or a usage error said on stderr). */
+static int args_of(int argc, char **argv, struct report_opts *o)
 {
 	static const struct option lopts[] = {
 		{ "leak-only", no_argument, NULL, 'l' },
@@ -512,10 +560,7 @@ int report_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct report_opts o = { 0 };
-	int leak = 0, fold = 0, pp = 0, fg = 0, weight_set = 0, c, status;
-	char **paths;
-	size_t npaths;
+	int leak = 0, fold = 0, pp = 0, fg = 0, weight_set = 0, c;
 
 	opterr = 0;
 	optind = 0; /* full re-initialisation (glibc): main may have parsed before */
@@ -525,10 +570,10 @@ int report_main(int argc, char **argv)
 			leak = 1;
 			break;
 		case 'S':
-			o.by_stack = 1;
+			o->by_stack = 1;
 			break;
 		case 'H':
-			o.human = 1;
+			o->human = 1;
 			break;
 		case 'f':
 			fold = 1;
@@ -542,11 +587,11 @@ int report_main(int argc, char **argv)
 		case 'w':
 			weight_set = 1;
 			if (!strcmp(optarg, "bytes"))
-				o.weight = REPORT_W_BYTES;
+				o->weight = REPORT_W_BYTES;
 			else if (!strcmp(optarg, "events"))
-				o.weight = REPORT_W_EVENTS;
+				o->weight = REPORT_W_EVENTS;
 			else if (!strcmp(optarg, "live"))
-				o.weight = REPORT_W_LIVE;
+				o->weight = REPORT_W_LIVE;
 			else
 				return usage_error("bad --weight '%s': want bytes, events or live", optarg);
 			break;
@@ -565,22 +610,34 @@ int report_main(int argc, char **argv)
 	}
 	if (argc == optind)
 		return usage_error("missing FILE");
-	if (fold && (leak || o.human))
+	if (fold && (leak || o->human))
 		return usage_error("--folded can't be combined with --leak-only or --human-readable");
-	if (pp + fg + fold + leak > 1 || ((pp || fg) && o.human))
+	if (pp + fg + fold + leak > 1 || ((pp || fg) && o->human))
 		return usage_error("--pprof, --flamegraph, --folded and --leak-only go alone (--human-readable with --leak-only or the standard report)");
 	if (pp && isatty(1))
 		return usage_error("--pprof writes a binary profile: redirect stdout to a file");
 	if (weight_set && !fold)
 		return usage_error("--weight needs --folded");
-	if (o.by_stack && !leak)
+	if (o->by_stack && !leak)
 		return usage_error("--by-stack goes with --leak-only");
-	o.format = pp ? REPORT_PPROF : fg ? REPORT_FLAMEGRAPH : fold ? REPORT_FOLDED :
+	o->format = pp ? REPORT_PPROF : fg ? REPORT_FLAMEGRAPH : fold ? REPORT_FOLDED :
 		   leak ? REPORT_LEAK_ONLY : REPORT_STANDARD;
 
 	for (int i = optind; i < argc; i++)
 		if (fg && !strcmp(argv[i], "-"))
 			return usage_error("--flamegraph reads FILE twice: not stdin");
+	return -1;
+}
+
+int report_main(int argc, char **argv)
+{
+	struct report_opts o = { 0 };
+	char **paths;
+	size_t npaths;
+	int status;
+
+	if ((status = args_of(argc, argv, &o)) >= 0)
+		return status;
 	if (stream_paths(argv + optind, argc - optind, &paths, &npaths))
 		return LMT_ERR;
 	if (npaths > 1)

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report_int.h"
+#include "flame.h"
+#include "keys.h"
+#include "live.h"
 
 #define ASSET(s) extern const char s[], s##_end[]
 ASSET(lmt_fg_css);
@@ -192,7 +194,7 @@ int flame_add(struct fl *f, struct report *rp, const char *label)
 	f->nev += rp->tn;
 	f->peak += rp->held_max;
 	f->peak_seq = rp->peak_seq;
-	f->oom |= live.oom || rp->peak.oom || rp->oom || rp->hoom;
+	f->oom |= live.oom || rp->peak.oom || rp->oom || rp->blk_oom;
 	kvmap_free(&memo);
 	return f->oom ? -1 : 0;
 }
@@ -259,7 +261,7 @@ int flame_write(struct fl *f, FILE *out, const char *title)
 	return ferror(out) ? -1 : 0;
 }
 
-int flamegraph(struct report *rp, FILE *out, const char *title)
+int flame_print(struct report *rp, FILE *out, const char *title)
 {
 	struct fl *f = flame_new();
 	int rc = !f || flame_add(f, rp, NULL) ? -1 : flame_write(f, out, title);

@@ -1,5 +1,5 @@
-/* Folded stacks (flamegraph.pl, speedscope, inferno) and HEAP SUMMARY BY
- * STACK. A folded line is "frame;frame weight", root first: ';' separates
+/* Folded stacks (flamegraph.pl, speedscope, inferno). An output: reads
+ * the aggregate, calls no other output. A folded line is "frame;frame weight", root first: ';' separates
  * frames, so names hold none (report/stacks.c); flamegraph.pl takes the
  * weight after the last space, so spaces in names are fine. */
 #define _GNU_SOURCE /* qsort_r */
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-#include "report_int.h"
+#include "folded.h"
+#include "keys.h"
 
 static void folded_line(FILE *out, const struct report *rp, const uint32_t *frames, size_t n,
 			uint64_t w)
@@ -27,57 +27,10 @@ static void folded_line(FILE *out, const struct report *rp, const uint32_t *fram
 	fprintf(out, " %" PRIu64 "\n", w);
 }
 
-static int cmp_acc_name(const void *pa, const void *pb, void *ctx)
-{
-	const struct report *rp = ctx;
-	const struct acc *x = pa, *y = pb;
-	return str_cmp(&rp->sp, x->name, y->name);
-}
-
-void live_by_key(struct report *rp, struct accset *s)
-{
-	struct acc *x;
-
-	for (uint64_t i = 0; rp->heap && i <= rp->hmask; i++)
-		if (rp->heap[i].loc1 && (x = acc_of(s, rp->heap[i].key))) {
-			x->a += rp->heap[i].size;
-			x->b++;
-		}
-}
-
-static void scale_acc(const struct report *rp, struct accset *s)
-{
-	for (uint32_t i = 0; rp->scale > 1 && i < s->n; i++) {
-		s->v[i].a = scaled(rp, s->v[i].a);
-		s->v[i].b = scaled(rp, s->v[i].b);
-	}
-}
-
-void alloc_by_key(struct report *rp, int stacks, struct accset *s)
-{
-	struct acc *x;
-
-	if (stacks && rp->has_stacks) {
-		for (uint32_t i = 0; i < rp->fold.n; i++)
-			if ((x = acc_of(s, rp->fold.v[i].name))) {
-				x->a += rp->fold.v[i].a;
-				x->b += rp->fold.v[i].b;
-			}
-		scale_acc(rp, s);
-		return;
-	}
-	for (uint32_t g = 0; g < rp->ngrp; g++)
-		if (rp->grp[g].kind != MP_FREE && (x = acc_of(s, rp->grp[g].name))) {
-			x->a += rp->grp[g].alloc;
-			x->b += rp->grp[g].num;
-		}
-	scale_acc(rp, s);
-}
-
 /* Without a companion a stack is one frame, the event's location; with
  * one, each event's folded stack (report/stacks.c), and an event without
  * a stack its location alone. */
-int folded(struct report *rp, FILE *out, enum report_weight w)
+int folded_print(struct report *rp, FILE *out, enum report_weight w)
 {
 	struct accset s = { 0 };
 	int rc;
@@ -98,78 +51,3 @@ int folded(struct report *rp, FILE *out, enum report_weight w)
 	return rc;
 }
 
-/* Largest first, then by name. */
-static int cmp_live(const void *pa, const void *pb, void *ctx)
-{
-	const struct acc *x = pa, *y = pb;
-	if (x->a != y->a)
-		return x->a > y->a ? -1 : 1;
-	return cmp_acc_name(pa, pb, ctx);
-}
-
-int leak_by_stack(struct report *rp, FILE *out, int human)
-{
-	struct accset s = { 0 };
-	int rc;
-
-	live_by_key(rp, &s);
-	if (s.n)
-		qsort_r(s.v, s.n, sizeof(*s.v), cmp_live, rp);
-	fputs("HEAP SUMMARY BY STACK:\n", out);
-	for (uint32_t i = 0; i < s.n; i++) {
-		const char *p = str_ptr(&rp->sp, s.v[i].name);
-		const char *end = p + rp->sp.s[s.v[i].name].len;
-		char b[40], nb[32];
-
-		fmt_bytes(b, s.v[i].a, human);
-		lua_d(nb, s.v[i].b);
-		fprintf(out, "%s in %s blocks, allocated at:\n", b, nb);
-		/* The frames, innermost first. */
-		while (end > p) {
-			const char *sep = end;
-			while (sep > p && sep[-1] != ';')
-				sep--;
-			fprintf(out, "\t%.*s\n", (int)(end - sep), sep);
-			end = sep > p ? sep - 1 : p;
-		}
-	}
-	fputc('\n', out);
-	rc = s.oom ? -1 : 0;
-	acc_free(&s);
-	return rc;
-}
-
-/* -- The live view (report.h: report_sites) ------------------------------- */
-
-struct report_site *report_sites(struct report *rp, int stacks, size_t *n)
-{
-	struct accset s = { 0 };
-	struct report_site *v = NULL;
-	struct acc *x;
-
-	report_sync(rp);
-	stacks = stacks && rp->has_stacks;
-	alloc_by_key(rp, stacks, &s);
-	/* Held now: c bytes; the blocks are counted apart. */
-	for (uint64_t i = 0; rp->heap && i <= rp->hmask; i++)
-		if (rp->heap[i].loc1 &&
-		    (x = acc_of(&s, stacks ? rp->heap[i].key : rp->heap[i].name)))
-			x->c += rp->heap[i].size;
-	if (!s.oom && (v = calloc(s.n + 1, sizeof(*v)))) {
-		for (uint32_t i = 0; i < s.n; i++)
-			v[i] = (struct report_site){ .name = str_ptr(&rp->sp, s.v[i].name),
-						     .name_len = rp->sp.s[s.v[i].name].len,
-						     .alloc = s.v[i].a, .nalloc = s.v[i].b,
-						     .held = s.v[i].c };
-		for (uint64_t i = 0; rp->heap && i <= rp->hmask; i++) {
-			const uint64_t *k;
-			if (rp->heap[i].loc1 &&
-			    (k = kvmap_get(&s.idx, (uint64_t)(stacks ? rp->heap[i].key :
-								    rp->heap[i].name) + 1)))
-				v[*k].nheld++;
-		}
-		*n = s.n;
-	}
-	acc_free(&s);
-	return v;
-}

@@ -16,45 +16,9 @@
 #include <zlib.h>
 
 #include "profile.pb-c.h"
-#include "report_int.h"
-
-
-/* -- Frames -------------------------------------------------------------- */
-
-int pframe_add(struct report *rp, uint32_t name, uint64_t addr, uint64_t line)
-{
-	const uint64_t *chunk = kvmap_get(&rp->lfunc, addr);
-	const uint64_t *first = kvmap_get(&rp->lfirst, addr);
-	struct pframe *f;
-	uint64_t *i;
-	const char *p;
-	uint32_t len;
-	char num[32];
-	int isnew;
-
-	if (!chunk || kvmap_get(&rp->pfr, name))
-		return 0;
-	if (grow(&rp->pfv, &rp->pf_cap, (size_t)rp->npf + 1, sizeof(*rp->pfv)) ||
-	    !(i = kvmap_put(&rp->pfr, name, rp->npf, &isnew)))
-		return -1;
-	f = &rp->pfv[rp->npf++];
-	p = str_ptr(&rp->sp, (uint32_t)*chunk);
-	len = rp->sp.s[*chunk].len;
-	if (len && *p == '@') {
-		p++;
-		len--;
-	}
-	f->file = intern(&rp->sp, p, len);
-	/* a first line of -1 (2^64 - 1 in the stream) is 0 here */
-	f->start = first && *first != UINT64_MAX ? *first : 0;
-	rp->sb.len = 0;
-	sb_put(&rp->sb, p, len);
-	num[0] = ':';
-	sb_put(&rp->sb, num, 1 + (size_t)lua_d(num + 1, f->start));
-	f->fn = rp->sb.oom ? NONE : intern(&rp->sp, rp->sb.p ? rp->sb.p : "", rp->sb.len);
-	f->line = line;
-	return f->file == NONE || f->fn == NONE ? -1 : 0;
-}
+#include "aggregate.h"
+#include "keys.h"
+#include "pprof.h"
 
 /* -- The profile --------------------------------------------------------- */
 
@@ -324,6 +288,33 @@ int pprof_add(struct pp *p, struct report *rp, const char *label)
 	return p->oom ? -1 : 0;
 }
 
+/* The pointer arrays protobuf-c packs from, over p's own arrays; sample
+ * locations from offsets into ids to pointers (pprof_write undoes it). */
+static void link_profile(struct pp *p, Sample **sp, Location **lp, Line **linep, Function **fp,
+			 Label **labp)
+{
+	for (uint32_t i = 0; i < p->nsmp; i++) {
+		p->smps[i].location_id = p->ids + (uintptr_t)p->smps[i].location_id;
+		p->smps[i].n_value = NVAL;
+		p->smps[i].value = &p->vals[(size_t)i * NVAL];
+		if (p->labelled) {
+			labp[i] = &p->labels[i];
+			p->smps[i].n_label = 1;
+			p->smps[i].label = &labp[i];
+		}
+		sp[i] = &p->smps[i];
+	}
+	for (uint32_t i = 0; i < p->nloc; i++) {
+		p->locs[i].mapping_id = 1;
+		linep[i] = &p->lines[i];
+		p->locs[i].n_line = 1;
+		p->locs[i].line = &linep[i];
+		lp[i] = &p->locs[i];
+	}
+	for (uint32_t i = 0; i < p->nfn; i++)
+		fp[i] = &p->fns[i];
+}
+
 int pprof_write(struct pp *p, FILE *out)
 {
 	static const char *const types[NVAL][2] = {
@@ -371,26 +362,7 @@ int pprof_write(struct pp *p, FILE *out)
 	    !(linep = calloc(p->nloc + 1, sizeof(*linep))) ||
 	    !(fp = calloc(p->nfn + 1, sizeof(*fp))) || !(labp = calloc(p->nsmp + 1, sizeof(*labp))))
 		goto out;
-	for (uint32_t i = 0; i < p->nsmp; i++) {
-		p->smps[i].location_id = p->ids + (uintptr_t)p->smps[i].location_id;
-		p->smps[i].n_value = NVAL;
-		p->smps[i].value = &p->vals[(size_t)i * NVAL];
-		if (p->labelled) {
-			labp[i] = &p->labels[i];
-			p->smps[i].n_label = 1;
-			p->smps[i].label = &labp[i];
-		}
-		sp[i] = &p->smps[i];
-	}
-	for (uint32_t i = 0; i < p->nloc; i++) {
-		p->locs[i].mapping_id = 1;
-		linep[i] = &p->lines[i];
-		p->locs[i].n_line = 1;
-		p->locs[i].line = &linep[i];
-		lp[i] = &p->locs[i];
-	}
-	for (uint32_t i = 0; i < p->nfn; i++)
-		fp[i] = &p->fns[i];
+	link_profile(p, sp, lp, linep, fp, labp);
 	prof.n_sample_type = NVAL;
 	prof.sample_type = vtp;
 	prof.n_sample = p->nsmp;
@@ -447,7 +419,7 @@ void pprof_free(struct pp *p)
 	free(p);
 }
 
-int pprof(struct report *rp, FILE *out)
+int pprof_print(struct report *rp, FILE *out)
 {
 	struct pp *p = pprof_new();
 	int rc = !p || pprof_add(p, rp, NULL) ? -1 : pprof_write(p, out);

@@ -9,7 +9,7 @@
 
 #include "util/esc.h"
 #include "format/caps.h"
-#include "report_int.h"
+#include "aggregate.h"
 
 void report_stacks_on(struct report *rp)
 {

@@ -1,6 +1,6 @@
 /* The tables the report is built on: growth, big zeroed arrays, a
- * u64 -> u64 map, interned byte strings, a text buffer, and numbers as the
- * standard parser prints them. */
+ * u64 -> u64 map, interned byte strings, a text buffer, per-name
+ * accumulators (tables.h). */
 #define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,7 +10,8 @@
 #include <sys/mman.h>
 #include "util/esc.h"
 
-#include "report_int.h"
+#include "tables.h"
+#include "util.h"
 
 /* Doubles the capacity of *p (elements of sz bytes) to hold need. */
 int grow(void *pp, uint32_t *cap, size_t need, size_t sz)
@@ -32,7 +33,7 @@ int grow(void *pp, uint32_t *cap, size_t need, size_t sz)
 	return 0;
 }
 
-/* Zeroed memory for the big tables (heap map, owner table). Their probes
+/* Zeroed memory for the big tables (block map, owner table). Their probes
  * are random, so with 4 KiB pages nearly every one is also a TLB miss;
  * huge pages halve the cost of a profile with a large live heap. */
 #define BIG_MIN (2u << 20)
@@ -129,24 +130,6 @@ void kvmap_free(struct kvmap *m)
 
 /* -- Interned byte strings: names are compared and merged by id --------- */
 
-static uint32_t hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ n;
-	while (n >= 8) {
-		uint64_t w;
-		memcpy(&w, p, 8);
-		h = mix64(h ^ w);
-		p += 8;
-		n -= 8;
-	}
-	if (n) {
-		uint64_t w = 0;
-		memcpy(&w, p, n);
-		h = mix64(h ^ w ^ 0x100);
-	}
-	return (uint32_t)(h ^ (h >> 32));
-}
-
 const char *str_ptr(const struct strpool *sp, uint32_t id)
 {
 	return sp->arena + sp->s[id].off;
@@ -238,47 +221,25 @@ void sb_escaped(struct sbuf *b, const char *s, size_t n, int flags)
 	esc_text(sb_put_cb, b, s, n, flags);
 }
 
-/* LuaJIT's string.format("%d", x) where x = tonumber(uint64 v). */
-int lua_d(char *out, uint64_t v)
+/* -- Per-name accumulators -- */
+
+struct acc *acc_of(struct accset *s, uint32_t name)
 {
-	const double d = (double)v;
-	if (d >= 9223372036854775808.0) /* (int64_t)d saturates on x86-64 */
-		return sprintf(out, "%" PRId64, INT64_MIN);
-	return sprintf(out, "%" PRId64, (int64_t)d);
+	int isnew;
+	uint64_t *i;
+	/* Room first, so the index never points past the array. */
+	if (grow(&s->v, &s->cap, (size_t)s->n + 1, sizeof(*s->v)) ||
+	    !(i = kvmap_put(&s->idx, (uint64_t)name + 1, s->n, &isnew))) {
+		s->oom = 1;
+		return NULL;
+	}
+	if (isnew)
+		s->v[s->n++] = (struct acc){ .name = name };
+	return &s->v[*i];
 }
 
-/* LuaJIT's string.format("%#x", x): no "0x" for zero. */
-int lua_hex(char *out, uint64_t v)
+void acc_free(struct accset *s)
 {
-	const double d = (double)v;
-	const int64_t k = d >= 9223372036854775808.0 ? (int64_t)(d - 18446744073709551616.0)
-						      : (int64_t)d;
-	return k ? sprintf(out, "%#" PRIx64, (uint64_t)k) : sprintf(out, "0");
-}
-
-/* humanize.lua format_bytes(). Dividing by 1024 is exact in doubles, so
- * this is done in integers: unit m while v >= 1024^(m+1), "%d" if the
- * quotient is whole, else "%.2f" rounded half up on the exact value, which
- * is what LuaJIT's own formatter does (glibc would round half to even:
- * 68736B is 67.13KiB for LuaJIT, 67.12KiB for printf). */
-int fmt_bytes(char *out, uint64_t v, int human)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB" };
-	int m = 0, n;
-	uint64_t d = 1;
-	unsigned __int128 q;
-	if (!human) {
-		n = lua_d(out, v);
-		out[n++] = 'B';
-		out[n] = 0;
-		return n;
-	}
-	while (m < 3 && v / d >= 1024) {
-		d *= 1024;
-		m++;
-	}
-	if (v % d == 0)
-		return sprintf(out, "%" PRIu64 "%s", v / d, unit[m]);
-	q = ((unsigned __int128)v * 100 + d / 2) / d;
-	return sprintf(out, "%" PRIu64 ".%02u%s", (uint64_t)(q / 100), (unsigned)(q % 100), unit[m]);
+	kvmap_free(&s->idx);
+	free(s->v);
 }

@@ -1,14 +1,17 @@
 /* The standard parser's report: ALLOCATIONS, REALLOCATIONS,
- * DEALLOCATIONS, HEAP SUMMARY, ALIASES; and the summary's top sites. */
+ * DEALLOCATIONS, HEAP SUMMARY (and BY STACK), ALIASES; and the summary's
+ * top sites. An output: reads the aggregate, calls no other output. */
 #define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "util/esc.h"
-#include "report_int.h"
+#include "keys.h"
+#include "live.h"
+#include "text.h"
+#include "util.h"
 
 static int cmp_group(const void *a, const void *b, void *ctx)
 {
@@ -96,27 +99,6 @@ static int render(struct report *rp, FILE *out, uint8_t kind, int human, const c
 	free(start);
 	free(ids);
 	return 0;
-}
-
-struct acc *acc_of(struct accset *s, uint32_t name)
-{
-	int isnew;
-	uint64_t *i;
-	/* Room first, so the index never points past the array. */
-	if (grow(&s->v, &s->cap, (size_t)s->n + 1, sizeof(*s->v)) ||
-	    !(i = kvmap_put(&s->idx, (uint64_t)name + 1, s->n, &isnew))) {
-		s->oom = 1;
-		return NULL;
-	}
-	if (isnew)
-		s->v[s->n++] = (struct acc){ .name = name };
-	return &s->v[*i];
-}
-
-void acc_free(struct accset *s)
-{
-	kvmap_free(&s->idx);
-	free(s->v);
 }
 
 /* process.lua form_heap_delta(): a = dbytes (as int64), b = nalloc, c = nfree. */
@@ -211,42 +193,71 @@ static void aliases(struct report *rp, FILE *out)
 	}
 }
 
-int report_print(struct report *rp, FILE *out, const struct report_opts *o)
+/* Largest first, then by name. */
+static int cmp_live(const void *pa, const void *pb, void *ctx)
 {
-	static const struct report_opts defaults = { 0 };
-	int rc = 0;
-	report_sync(rp);
-	if (!o)
-		o = &defaults;
-	if (o->format == REPORT_FOLDED) {
-		rc = folded(rp, out, o->weight);
-	} else if (o->format == REPORT_PPROF) {
-		rc = pprof(rp, out);
-	} else if (o->format == REPORT_FLAMEGRAPH) {
-		rc = flamegraph(rp, out, o->title ? o->title : "");
-	} else {
-		if (rp->scale > 1)
-			fprintf(out, "ESTIMATES: a --duty sample; what was allocated and freed is "
-				     "scaled x%.3f to the whole run, HEAP SUMMARY is the sample's own "
-				     "(blocks allocated in a window whose free no window saw)\n\n",
-				rp->scale);
-		if (o->format != REPORT_LEAK_ONLY) {
-			static const char *const title[] = { "ALLOCATIONS", "REALLOCATIONS",
-							     "DEALLOCATIONS" };
-			static const uint8_t kinds[] = { MP_ALLOC, MP_REALLOC, MP_FREE };
-			for (int k = 0; k < 3; k++) {
-				fprintf(out, "%s\n", title[k]);
-				rc |= render(rp, out, kinds[k], o->human, "", UINT32_MAX);
-				fputc('\n', out);
-			}
+	const struct acc *x = pa, *y = pb;
+	if (x->a != y->a)
+		return x->a > y->a ? -1 : 1;
+	return cmp_acc_name(pa, pb, ctx);
+}
+
+/* HEAP SUMMARY BY STACK: live blocks by their allocating stack. */
+static int leak_by_stack(struct report *rp, FILE *out, int human)
+{
+	struct accset s = { 0 };
+	int rc;
+
+	live_by_key(rp, &s);
+	if (s.n)
+		qsort_r(s.v, s.n, sizeof(*s.v), cmp_live, rp);
+	fputs("HEAP SUMMARY BY STACK:\n", out);
+	for (uint32_t i = 0; i < s.n; i++) {
+		const char *p = str_ptr(&rp->sp, s.v[i].name);
+		const char *end = p + rp->sp.s[s.v[i].name].len;
+		char b[40], nb[32];
+
+		fmt_bytes(b, s.v[i].a, human);
+		lua_d(nb, s.v[i].b);
+		fprintf(out, "%s in %s blocks, allocated at:\n", b, nb);
+		/* The frames, innermost first. */
+		while (end > p) {
+			const char *sep = end;
+			while (sep > p && sep[-1] != ';')
+				sep--;
+			fprintf(out, "\t%.*s\n", (int)(end - sep), sep);
+			end = sep > p ? sep - 1 : p;
 		}
-		rc |= leak_info(rp, out, o->human);
-		if (o->by_stack)
-			rc |= leak_by_stack(rp, out, o->human);
-		aliases(rp, out);
 	}
-	if (rp->oom || rp->hoom || ferror(out))
-		rc = -1;
+	fputc('\n', out);
+	rc = s.oom ? -1 : 0;
+	acc_free(&s);
+	return rc;
+}
+
+int text_print(struct report *rp, FILE *out, const struct report_opts *o)
+{
+	int rc = 0;
+
+	if (rp->scale > 1)
+		fprintf(out, "ESTIMATES: a --duty sample; what was allocated and freed is "
+			     "scaled x%.3f to the whole run, HEAP SUMMARY is the sample's own "
+			     "(blocks allocated in a window whose free no window saw)\n\n",
+			rp->scale);
+	if (o->format != REPORT_LEAK_ONLY) {
+		static const char *const title[] = { "ALLOCATIONS", "REALLOCATIONS",
+						     "DEALLOCATIONS" };
+		static const uint8_t kinds[] = { MP_ALLOC, MP_REALLOC, MP_FREE };
+		for (int k = 0; k < 3; k++) {
+			fprintf(out, "%s\n", title[k]);
+			rc |= render(rp, out, kinds[k], o->human, "", UINT32_MAX);
+			fputc('\n', out);
+		}
+	}
+	rc |= leak_info(rp, out, o->human);
+	if (o->by_stack)
+		rc |= leak_by_stack(rp, out, o->human);
+	aliases(rp, out);
 	return rc ? -1 : 0;
 }
 

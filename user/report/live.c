@@ -1,4 +1,4 @@
-/* The heap stage: live blocks and their owners, linking a realloc or free
+/* The live stage: live blocks and their owners, linking a realloc or free
  * to its block's previous owner ("Overrides"); on a second thread where
  * there is a CPU for it. */
 #define _GNU_SOURCE /* qsort_r */
@@ -10,23 +10,25 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "report_int.h"
+#include "keys.h"
+#include "live.h"
+#include "util.h"
 
-static void block_gone(struct report *rp, const struct hslot *blk, uint32_t dead);
+static void block_gone(struct report *rp, const struct block *blk, uint32_t dead);
 
-/* -- Heap map: addr -> live block; linear probing, backward-shift delete -- */
+/* -- Block map: addr -> live block; linear probing, backward-shift delete - */
 
-static inline uint64_t heap_home(const struct report *rp, uint64_t addr)
+static inline uint64_t blk_home(const struct report *rp, uint64_t addr)
 {
-	return mix64(addr) & rp->hmask;
+	return mix64(addr) & rp->bmask;
 }
 
-static struct hslot *heap_find(struct report *rp, uint64_t addr)
+static struct block *blk_find(struct report *rp, uint64_t addr)
 {
-	if (!rp->heap)
+	if (!rp->blk)
 		return NULL;
-	for (uint64_t i = heap_home(rp, addr);; i = (i + 1) & rp->hmask) {
-		struct hslot *s = &rp->heap[i];
+	for (uint64_t i = blk_home(rp, addr);; i = (i + 1) & rp->bmask) {
+		struct block *s = &rp->blk[i];
 		if (!s->loc1)
 			return NULL;
 		if (s->addr == addr)
@@ -34,55 +36,55 @@ static struct hslot *heap_find(struct report *rp, uint64_t addr)
 	}
 }
 
-static void heap_del(struct report *rp, struct hslot *s)
+static void blk_del(struct report *rp, struct block *s)
 {
-	uint64_t i = (uint64_t)(s - rp->heap), j = i;
+	uint64_t i = (uint64_t)(s - rp->blk), j = i;
 	for (;;) {
 		uint64_t home;
-		j = (j + 1) & rp->hmask;
-		if (!rp->heap[j].loc1)
+		j = (j + 1) & rp->bmask;
+		if (!rp->blk[j].loc1)
 			break;
-		home = heap_home(rp, rp->heap[j].addr);
+		home = blk_home(rp, rp->blk[j].addr);
 		/* Move j back into the hole if the hole lies on j's probe path. */
-		if (((j - home) & rp->hmask) >= ((j - i) & rp->hmask)) {
-			rp->heap[i] = rp->heap[j];
+		if (((j - home) & rp->bmask) >= ((j - i) & rp->bmask)) {
+			rp->blk[i] = rp->blk[j];
 			i = j;
 		}
 	}
-	rp->heap[i].loc1 = 0;
-	rp->hn--;
+	rp->blk[i].loc1 = 0;
+	rp->nblk--;
 }
 
-static int heap_put(struct report *rp, uint64_t addr, uint64_t size, uint32_t loc, uint32_t name,
+static int blk_put(struct report *rp, uint64_t addr, uint64_t size, uint32_t loc, uint32_t name,
 		    uint32_t key, uint32_t born)
 {
 	uint64_t i;
-	if (!rp->heap || (rp->hn + 1) * 8 > (rp->hmask + 1) * 5) {
-		const uint64_t ns = rp->heap ? (rp->hmask + 1) * 2 : 1024;
-		struct hslot *t = big_calloc(ns, sizeof(*t)), *old = rp->heap;
-		const uint64_t omask = rp->hmask;
+	if (!rp->blk || (rp->nblk + 1) * 8 > (rp->bmask + 1) * 5) {
+		const uint64_t ns = rp->blk ? (rp->bmask + 1) * 2 : 1024;
+		struct block *t = big_calloc(ns, sizeof(*t)), *old = rp->blk;
+		const uint64_t omask = rp->bmask;
 		if (!t)
 			return -1;
-		rp->heap = t;
-		rp->hmask = ns - 1;
+		rp->blk = t;
+		rp->bmask = ns - 1;
 		for (uint64_t k = 0; old && k <= omask; k++) {
 			if (!old[k].loc1)
 				continue;
-			for (i = heap_home(rp, old[k].addr); t[i].loc1; i = (i + 1) & rp->hmask)
+			for (i = blk_home(rp, old[k].addr); t[i].loc1; i = (i + 1) & rp->bmask)
 				;
 			t[i] = old[k];
 		}
 		big_free(old, old ? omask + 1 : 0, sizeof(*t));
 	}
-	for (i = heap_home(rp, addr); rp->heap[i].loc1; i = (i + 1) & rp->hmask) {
-		if (rp->heap[i].addr == addr)
+	for (i = blk_home(rp, addr); rp->blk[i].loc1; i = (i + 1) & rp->bmask) {
+		if (rp->blk[i].addr == addr)
 			break;
 	}
-	if (!rp->heap[i].loc1)
-		rp->hn++;
+	if (!rp->blk[i].loc1)
+		rp->nblk++;
 	else
-		block_gone(rp, &rp->heap[i], born); /* an address given twice */
-	rp->heap[i] = (struct hslot){ .addr = addr, .size = size, .loc1 = loc + 1, .name = name,
+		block_gone(rp, &rp->blk[i], born); /* an address given twice */
+	rp->blk[i] = (struct block){ .addr = addr, .size = size, .loc1 = loc + 1, .name = name,
 				     .key = key, .born = born };
 	rp->held += size;
 	return 0;
@@ -133,14 +135,14 @@ uint32_t nowners(const struct report *rp, uint32_t g)
 	return g < rp->gown_cap ? rp->gown[g].nowners : 0;
 }
 
-static void link_owner(struct report *rp, uint32_t g, const struct hslot *blk, uint64_t nsize)
+static void link_owner(struct report *rp, uint32_t g, const struct block *blk, uint64_t nsize)
 {
 	const uint32_t oloc = blk->loc1 - 1;
 	struct gown *gp = gown_of(rp, g);
 	struct oslot *o;
 	uint64_t i;
 	if (!gp) {
-		rp->hoom = 1;
+		rp->blk_oom = 1;
 		return;
 	}
 	/* Blocks mostly die where they were made: try the last owner first. */
@@ -149,7 +151,7 @@ static void link_owner(struct report *rp, uint32_t g, const struct hslot *blk, u
 		goto hit;
 	}
 	if ((!rp->otab || (rp->on + 1) * 4 > (rp->omask + 1) * 3) && own_grow(rp)) {
-		rp->hoom = 1;
+		rp->blk_oom = 1;
 		return;
 	}
 	for (i = own_home(rp, g, oloc); rp->otab[i].g1; i = (i + 1) & rp->omask)
@@ -170,8 +172,6 @@ hit:
 	o->count++;
 }
 
-/* Naming, grouping and the group's counters: needs only symbol state.
- * Returns the event's group and sets *li, *name; NONE: skip the event. */
 /* -- Over time (report_temporal) ------------------------------------------ */
 
 static inline uint32_t bucket_of(const struct report *rp, uint32_t seq)
@@ -181,7 +181,7 @@ static inline uint32_t bucket_of(const struct report *rp, uint32_t seq)
 }
 
 /* A block of key, allocated in bucket born, gone in bucket dead. */
-static int tcell_add(struct report *rp, const struct hslot *blk, uint32_t dead)
+static int tcell_add(struct report *rp, const struct block *blk, uint32_t dead)
 {
 	const uint64_t k = (uint64_t)blk->key << 32 | (uint64_t)blk->born << 16 | dead;
 	uint64_t *i;
@@ -199,11 +199,11 @@ static int tcell_add(struct report *rp, const struct hslot *blk, uint32_t dead)
 }
 
 /* Block blk ends (freed, or moved by a realloc) at bucket dead. */
-static void block_gone(struct report *rp, const struct hslot *blk, uint32_t dead)
+static void block_gone(struct report *rp, const struct block *blk, uint32_t dead)
 {
 	rp->held -= blk->size;
 	if (rp->nb && tcell_add(rp, blk, dead))
-		rp->hoom = 1;
+		rp->blk_oom = 1;
 }
 
 int temporal_end(struct report *rp)
@@ -211,15 +211,15 @@ int temporal_end(struct report *rp)
 	if (!rp->nb || rp->tdone)
 		return 0;
 	rp->tdone = 1;
-	for (uint64_t i = 0; rp->heap && i <= rp->hmask; i++)
-		if (rp->heap[i].loc1 && tcell_add(rp, &rp->heap[i], rp->nb))
+	for (uint64_t i = 0; rp->blk && i <= rp->bmask; i++)
+		if (rp->blk[i].loc1 && tcell_add(rp, &rp->blk[i], rp->nb))
 			return -1;
 	return 0;
 }
 
 /* After event e: the held bytes' maximum, the bucket's, the peak's live
  * blocks. */
-static void held_after(struct report *rp, const struct hev *e, uint32_t b)
+static void held_after(struct report *rp, const struct lev *e, uint32_t b)
 {
 	if (rp->held > rp->held_max) {
 		rp->held_max = rp->held;
@@ -236,52 +236,52 @@ static void held_after(struct report *rp, const struct hev *e, uint32_t b)
 	}
 }
 
-void ev_heap(struct report *rp, const struct hev *e)
+void live_event(struct report *rp, const struct lev *e)
 {
 	const uint32_t b = rp->nb ? bucket_of(rp, e->seq) : 0;
-	struct hslot *blk;
-	if (e->kind & MP_FREE && (blk = heap_find(rp, e->oaddr))) {
+	struct block *blk;
+	if (e->kind & MP_FREE && (blk = blk_find(rp, e->oaddr))) {
 		link_owner(rp, e->g, blk, e->kind == MP_REALLOC ? e->nsize : 0);
 		block_gone(rp, blk, b);
 		if (e->kind == MP_REALLOC && e->naddr == e->oaddr) {
 			/* In place: one probe, not three. */
-			*blk = (struct hslot){ .addr = e->naddr, .size = e->nsize,
+			*blk = (struct block){ .addr = e->naddr, .size = e->nsize,
 					       .loc1 = e->li + 1, .name = e->name,
 					       .key = e->key, .born = b };
 			rp->held += e->nsize;
 			held_after(rp, e, b);
 			return;
 		}
-		heap_del(rp, blk);
+		blk_del(rp, blk);
 	}
-	if (e->kind & MP_ALLOC && heap_put(rp, e->naddr, e->nsize, e->li, e->name, e->key, b))
-		rp->hoom = 1;
+	if (e->kind & MP_ALLOC && blk_put(rp, e->naddr, e->nsize, e->li, e->name, e->key, b))
+		rp->blk_oom = 1;
 	held_after(rp, e, b);
 }
 
-static inline void heap_prefetch(const struct report *rp, uint64_t addr)
+static inline void blk_prefetch(const struct report *rp, uint64_t addr)
 {
 	/* A probe run often crosses into the next line. */
-	const char *p = (const char *)&rp->heap[heap_home(rp, addr)];
+	const char *p = (const char *)&rp->blk[blk_home(rp, addr)];
 	__builtin_prefetch(p);
 	__builtin_prefetch(p + 64);
 }
 
-/* On big profiles the heap map outgrows the caches: prefetch a chunk's
- * slots, then do its heap work in order. */
-void heap_batch(struct report *rp, const struct hev *e, size_t n)
+/* On big profiles the block map outgrows the caches: prefetch a chunk's
+ * slots, then do its live-block work in order. */
+void live_batch(struct report *rp, const struct lev *e, size_t n)
 {
 	enum { CHUNK = 64 };
 	while (n) {
 		const size_t k = n < CHUNK ? n : CHUNK;
-		for (size_t i = 0; rp->heap && i < k; i++) {
+		for (size_t i = 0; rp->blk && i < k; i++) {
 			if (e[i].kind & MP_FREE)
-				heap_prefetch(rp, e[i].oaddr);
+				blk_prefetch(rp, e[i].oaddr);
 			if (e[i].kind & MP_ALLOC && e[i].naddr != e[i].oaddr)
-				heap_prefetch(rp, e[i].naddr);
+				blk_prefetch(rp, e[i].naddr);
 		}
 		for (size_t i = 0; i < k; i++)
-			ev_heap(rp, &e[i]);
+			live_event(rp, &e[i]);
 		e += k;
 		n -= k;
 	}
@@ -290,7 +290,7 @@ void heap_batch(struct report *rp, const struct hev *e, size_t n)
 static void *pipe_main(void *arg)
 {
 	struct report *rp = arg;
-	struct hpipe *hp = rp->pipe;
+	struct lpipe *hp = rp->pipe;
 	pthread_mutex_lock(&hp->mu);
 	for (;;) {
 		unsigned t;
@@ -300,7 +300,7 @@ static void *pipe_main(void *arg)
 			break;
 		t = hp->tail % NHB;
 		pthread_mutex_unlock(&hp->mu);
-		heap_batch(rp, hp->buf[t], hp->n[t]);
+		live_batch(rp, hp->buf[t], hp->n[t]);
 		pthread_mutex_lock(&hp->mu);
 		hp->tail++;
 		pthread_cond_broadcast(&hp->cv);
@@ -309,14 +309,14 @@ static void *pipe_main(void *arg)
 	return NULL;
 }
 
-/* Starts the heap thread; NULL (work stays inline) on one CPU or failure. */
-struct hpipe *pipe_start(struct report *rp)
+/* Starts the live thread; NULL (work stays inline) on one CPU or failure. */
+struct lpipe *pipe_start(struct report *rp)
 {
-	struct hpipe *hp;
+	struct lpipe *hp;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !(hp = calloc(1, sizeof(*hp))))
 		return NULL;
 	for (int i = 0; i < NHB; i++) {
-		if (!(hp->buf[i] = malloc(HB * sizeof(struct hev))))
+		if (!(hp->buf[i] = malloc(HB * sizeof(struct lev))))
 			goto fail;
 	}
 	pthread_mutex_init(&hp->mu, NULL);
@@ -334,8 +334,8 @@ fail:
 	return NULL;
 }
 
-/* Hands the batch being filled to the heap thread; waits for a free one. */
-void pipe_push(struct hpipe *hp)
+/* Hands the batch being filled to the live thread; waits for a free one. */
+void pipe_push(struct lpipe *hp)
 {
 	pthread_mutex_lock(&hp->mu);
 	hp->n[hp->head % NHB] = hp->fill;
@@ -347,10 +347,10 @@ void pipe_push(struct hpipe *hp)
 	pthread_mutex_unlock(&hp->mu);
 }
 
-/* Waits until the heap stage has caught up with every event given. */
+/* Waits until the live stage has caught up with every event given. */
 void report_sync(struct report *rp)
 {
-	struct hpipe *hp = rp->pipe;
+	struct lpipe *hp = rp->pipe;
 	if (!hp)
 		return;
 	if (hp->fill)
@@ -363,7 +363,7 @@ void report_sync(struct report *rp)
 
 void pipe_stop(struct report *rp)
 {
-	struct hpipe *hp = rp->pipe;
+	struct lpipe *hp = rp->pipe;
 	if (!hp)
 		return;
 	report_sync(rp);

@@ -1,0 +1,80 @@
+/* Hashing and numbers as text (util.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+/* -- Hashing -- */
+
+uint64_t hash64_bytes(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ n;
+	while (n >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		h = mix64(h ^ w);
+		p += 8;
+		n -= 8;
+	}
+	if (n) {
+		uint64_t w = 0;
+		memcpy(&w, p, n);
+		h = mix64(h ^ w ^ 0x100);
+	}
+	return h;
+}
+
+uint32_t hash_bytes(const char *p, size_t n)
+{
+	const uint64_t h = hash64_bytes(p, n);
+
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+/* -- Numbers as the parser prints them -- */
+
+/* LuaJIT's string.format("%d", x) where x = tonumber(uint64 v). */
+int lua_d(char *out, uint64_t v)
+{
+	const double d = (double)v;
+	if (d >= 9223372036854775808.0) /* (int64_t)d saturates on x86-64 */
+		return sprintf(out, "%" PRId64, INT64_MIN);
+	return sprintf(out, "%" PRId64, (int64_t)d);
+}
+
+/* LuaJIT's string.format("%#x", x): no "0x" for zero. */
+int lua_hex(char *out, uint64_t v)
+{
+	const double d = (double)v;
+	const int64_t k = d >= 9223372036854775808.0 ? (int64_t)(d - 18446744073709551616.0)
+						      : (int64_t)d;
+	return k ? sprintf(out, "%#" PRIx64, (uint64_t)k) : sprintf(out, "0");
+}
+
+/* humanize.lua format_bytes(). Dividing by 1024 is exact in doubles, so
+ * this is done in integers: unit m while v >= 1024^(m+1), "%d" if the
+ * quotient is whole, else "%.2f" rounded half up on the exact value, which
+ * is what LuaJIT's own formatter does (glibc would round half to even:
+ * 68736B is 67.13KiB for LuaJIT, 67.12KiB for printf). */
+int fmt_bytes(char *out, uint64_t v, int human)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB" };
+	int m = 0, n;
+	uint64_t d = 1;
+	unsigned __int128 q;
+	if (!human) {
+		n = lua_d(out, v);
+		out[n++] = 'B';
+		out[n] = 0;
+		return n;
+	}
+	while (m < 3 && v / d >= 1024) {
+		d *= 1024;
+		m++;
+	}
+	if (v % d == 0)
+		return sprintf(out, "%" PRIu64 "%s", v / d, unit[m]);
+	q = ((unsigned __int128)v * 100 + d / 2) / d;
+	return sprintf(out, "%" PRIu64 ".%02u%s", (uint64_t)(q / 100), (unsigned)(q % 100), unit[m]);
+}
