@@ -71,3 +71,23 @@ entries() {
 		done
 	done
 }
+
+# -- The rooms of user/ (tests/tools/layers.sh) ---------------------------------
+
+@test "include-cycles: user/ has no include cycle, module by module" {
+	run "$CYCLES" "$ROOT/user"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "no include cycles: "*" nodes, "*" edges" ]]
+}
+
+@test "layers: includes and calls in user/ go down the rooms; what is left is the listed breaches, each still there" {
+	run "$BATS_TEST_DIRNAME/tools/layers.sh" --pending "$BATS_TEST_DIRNAME/tools/layers.pending" "$ROOT/build"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "layers: without the list, the tool finds exactly the listed breaches" {
+	run "$BATS_TEST_DIRNAME/tools/layers.sh" "$ROOT/build"
+	[ "$status" -eq 1 ]
+	[ "$output" = "$(grep -v '^#' "$BATS_TEST_DIRNAME/tools/layers.pending" | sed '/^$/d' | sort -u)" ]
+}

@@ -11,7 +11,7 @@
 #include "target/proc.h"
 #include "convert/symbols.h"
 #include "target/tfile.h"
-#include "session/session.h"
+#include "util/log.h"
 
 void syms_init(struct syms *s, pid_t pid, sym_emit_fn emit, void *ctx)
 {

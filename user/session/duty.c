@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "session/session.h"
+#include "probes/alloc.h"
 
 /* A window per period; shorter runs (-d) have one period, and a slow
  * detach makes them longer (closed). */

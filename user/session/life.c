@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "session/session.h"
-#include "session/stops.h"
 #include "session/life.h"
 #include "capture/ring.h"
 #include "probes/alloc.h"

@@ -44,6 +44,7 @@
 #include "probes/object.h"
 #include "probes/hooks.h"
 #include "session/summary.h"
+#include "probes/alloc.h"
 
 
 static int libbpf_quiet(enum libbpf_print_level lvl, const char *fmt,

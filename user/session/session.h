@@ -25,7 +25,7 @@
 #include "format/memprof_write.h"
 #include "report/report.h"
 #include "format/stacks.h"
-#include "probes/alloc.h"
+#include "probes/allocf.h"
 #include "probes/links.h"
 #include "probes/placement.h"
 #include "target/proc.h"

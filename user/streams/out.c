@@ -23,7 +23,6 @@
 #include "format/memprof_write.h"
 #include "streams/outfile.h"
 #include "report/report.h"
-#include "streams/stknum.h"
 
 /* -- Checks ---------------------------------------------------------------- */
 
@@ -118,7 +117,7 @@ static void event_now(void *ctx, const struct mp_event *e, uint32_t sid)
 	if (o->finished)
 		return;
 	if (sid)
-		sid = out_stack_number(o, sid); /* a held stack's, numbered now */
+		sid = stknum_number(&o->sn, sid); /* a held stack's, numbered now */
 	if (o->sk)
 		skw_event(o->sk, sid);
 	if (!o->stk) {
@@ -163,6 +162,11 @@ void out_event(struct tout *o, const struct mp_event *e, uint32_t sid)
 		merge_oom(o);
 	if (r <= 0)
 		event_now(o, e, sid);
+}
+
+uint32_t out_stack(struct tout *o, const struct cframe *fr, uint32_t n, unsigned flags)
+{
+	return stknum_stack(&o->sn, o->mg != NULL, fr, n, flags);
 }
 
 void out_at(struct tout *o, const void *src, uint64_t key)
@@ -232,6 +236,7 @@ static int stacks_open(struct streams *t, struct tout *out, const char *path)
 		return -1;
 	}
 	skw_init(out->sk, out->skfd);
+	out->sn.sk = out->sk;
 	return 0;
 }
 
@@ -255,6 +260,7 @@ static struct tout *out_open(struct streams *t, const char *path, int vm, double
 	 * top) shows what is held. */
 	if (!o->live)
 		report_no_heap(out->rep);
+	out->sn.rep = out->rep;
 	snprintf(out->path, sizeof(out->path), "%s", path);
 	out->vm = vm;
 	out->fd = -1;
@@ -421,7 +427,7 @@ int out_finish(struct tout *o, const char *end)
 		return 0;
 	merge_free(o->mg); /* what it holds, in order */
 	o->mg = NULL;
-	out_stacks_free_held(o);
+	stknum_free_held(&o->sn);
 	o->finished = 1;
 	o->end = end;
 	o->secs = now() - o->t0;
@@ -439,9 +445,8 @@ int out_finish(struct tout *o, const char *end)
 		}
 		close(o->skfd);
 		free(o->sk);
-		o->sk = NULL;
-		u64map_free(&o->skframes, NULL);
-		u64map_free(&o->skstacks, NULL);
+		o->sk = o->sn.sk = NULL;
+		stknum_free(&o->sn);
 	}
 	return 1;
 }

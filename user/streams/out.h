@@ -12,6 +12,7 @@
 #include "format/stacks.h"
 #include "report/report.h"
 #include "streams/merge.h"
+#include "streams/stknum.h"
 #include "util/u64set.h"
 
 #include <sys/types.h>
@@ -72,11 +73,7 @@ struct tout {
 	struct skw *sk;
 	int skfd;
 	char skpath[PATH_MAX + 8];
-	struct u64map skframes, skstacks; /* hash -> number */
-	struct u64map skheld; /* several VMs: hash -> held stack (convert/callstacks.c) */
-	void **skheld_v;
-	uint32_t nskheld, skheld_cap;
-	uint32_t nskf, nsks; /* numbers given (without a companion) */
+	struct stknum sn;     /* its stacks' numbering (streams/stknum.h) */
 	int stk;             /* stacks recorded: the companion, the live report */
 	/* Several VMs: their records merged in the process's order
 	 * (streams/merge.h), each under the key and source out_at set. */
@@ -112,6 +109,9 @@ void out_sym(struct tout *o, const struct mp_sym *s);
 void out_at(struct tout *o, const void *src, uint64_t key);
 /* The stream has a second VM: merge from now on. -1 out of memory. */
 int out_merge(struct tout *o);
+/* The number in stream o of the stack of frames fr[0..n) (held while
+ * several VMs' records wait for their turn). */
+uint32_t out_stack(struct tout *o, const struct cframe *fr, uint32_t n, unsigned flags);
 /* An event, and its stack's number in the companion (0: none). */
 void out_event(struct tout *o, const struct mp_event *e, uint32_t sid);
 /* Events may go straight to the stream (out_lone_event): one VM's, no

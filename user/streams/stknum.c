@@ -27,7 +27,7 @@ static uint64_t frame_hash(const struct cframe *f)
 	return h;
 }
 
-static uint32_t frame_id(struct tout *o, const struct cframe *f)
+static uint32_t frame_id(struct stknum *o, const struct cframe *f)
 {
 	const uint64_t h = frame_hash(f) | 1; /* u64map: no key 0 */
 	struct sk_frame sf = { .src = f->src, .addr = f->addr, .line = f->line };
@@ -38,16 +38,16 @@ static uint32_t frame_id(struct tout *o, const struct cframe *f)
 		sf.name = f->name;
 		sf.name_len = strlen(f->name);
 	}
-	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->skframes, h)))
+	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->frames, h)))
 		return id;
-	id = o->sk ? skw_frame(o->sk, &sf) : ++o->nskf;
-	u64map_put(&o->skframes, h, (void *)(uintptr_t)id, &err);
+	id = o->sk ? skw_frame(o->sk, &sf) : ++o->nf;
+	u64map_put(&o->frames, h, (void *)(uintptr_t)id, &err);
 	/* the live report (summary, top); a failure marks it incomplete */
 	report_frame(o->rep, id, &sf);
 	return id;
 }
 
-static uint32_t stack_id(struct tout *o, const struct cframe *fr, uint32_t n,
+static uint32_t stack_id(struct stknum *o, const struct cframe *fr, uint32_t n,
 			 unsigned flags)
 {
 	uint32_t ids[LMT_STK_MAX], id;
@@ -59,10 +59,10 @@ static uint32_t stack_id(struct tout *o, const struct cframe *fr, uint32_t n,
 		h = hash_mix(h, ids[i]);
 	}
 	h = hash_mix(h, n) | 1;
-	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->skstacks, h)))
+	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->stacks, h)))
 		return id;
-	id = o->sk ? skw_stack(o->sk, ids, n, flags) : ++o->nsks;
-	u64map_put(&o->skstacks, h, (void *)(uintptr_t)id, &err);
+	id = o->sk ? skw_stack(o->sk, ids, n, flags) : ++o->ns;
+	u64map_put(&o->stacks, h, (void *)(uintptr_t)id, &err);
 	report_stack(o->rep, id, ids, n, flags);
 	return id;
 }
@@ -73,10 +73,10 @@ static uint32_t stack_id(struct tout *o, const struct cframe *fr, uint32_t n,
  * is kept by content, not numbered: its frames are numbered, written and
  * named (by the live report, and by report from the companion) as the
  * event is written, in step with the stream's symbols. The number of a
- * held stack has STK_HELD set; out_stack_number gives the real one. */
+ * held stack has STK_HELD set; stknum_number gives the real one. */
 #define STK_HELD 0x80000000u
 
-static uint32_t stack_held(struct tout *o, const struct cframe *fr, uint32_t n,
+static uint32_t stack_held(struct stknum *o, const struct cframe *fr, uint32_t n,
 			   unsigned flags)
 {
 	uint64_t h = hash_mix(0x68656c64ULL, flags);
@@ -87,56 +87,64 @@ static uint32_t stack_held(struct tout *o, const struct cframe *fr, uint32_t n,
 	for (uint32_t i = 0; i < n; i++)
 		h = hash_mix(h, frame_hash(&fr[i]));
 	h = hash_mix(h, n) | 1;
-	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->skheld, h)))
+	if ((id = (uint32_t)(uintptr_t)u64map_get(&o->held, h)))
 		return id | STK_HELD;
-	if (o->nskheld >= STK_HELD - 1 || !(d = malloc(sizeof(*d) + n * sizeof(d->f[0]))))
+	if (o->nheld >= STK_HELD - 1 || !(d = malloc(sizeof(*d) + n * sizeof(d->f[0]))))
 		return 0;
-	if (o->nskheld == o->skheld_cap) {
-		const uint32_t cap = o->skheld_cap ? 2 * o->skheld_cap : 64;
-		if (!(nv = realloc(o->skheld_v, cap * sizeof(*nv)))) {
+	if (o->nheld == o->held_cap) {
+		const uint32_t cap = o->held_cap ? 2 * o->held_cap : 64;
+		if (!(nv = realloc(o->held_v, cap * sizeof(*nv)))) {
 			free(d);
 			return 0;
 		}
-		o->skheld_v = (void **)nv;
-		o->skheld_cap = cap;
+		o->held_v = (void **)nv;
+		o->held_cap = cap;
 	}
 	d->n = n;
 	d->flags = (uint8_t)flags;
 	memcpy(d->f, fr, n * sizeof(d->f[0]));
-	id = o->nskheld + 1;
-	u64map_put(&o->skheld, h, (void *)(uintptr_t)id, &err);
+	id = o->nheld + 1;
+	u64map_put(&o->held, h, (void *)(uintptr_t)id, &err);
 	if (err) {
 		free(d);
 		return 0;
 	}
-	o->skheld_v[o->nskheld++] = d;
+	o->held_v[o->nheld++] = d;
 	return id | STK_HELD;
 }
 
-uint32_t out_stack_number(struct tout *o, uint32_t sid)
+uint32_t stknum_number(struct stknum *o, uint32_t sid)
 {
 	const struct hstack *d;
 
 	if (!(sid & STK_HELD))
 		return sid;
 	sid &= ~STK_HELD;
-	if (!sid || sid > o->nskheld)
+	if (!sid || sid > o->nheld)
 		return 0;
-	d = o->skheld_v[sid - 1];
+	d = o->held_v[sid - 1];
 	return stack_id(o, d->f, d->n, d->flags);
 }
 
-void out_stacks_free_held(struct tout *o)
+void stknum_free_held(struct stknum *o)
 {
-	for (uint32_t i = 0; i < o->nskheld; i++)
-		free(o->skheld_v[i]);
-	free(o->skheld_v);
-	o->skheld_v = NULL;
-	o->nskheld = o->skheld_cap = 0;
-	u64map_free(&o->skheld, NULL);
+	for (uint32_t i = 0; i < o->nheld; i++)
+		free(o->held_v[i]);
+	free(o->held_v);
+	o->held_v = NULL;
+	o->nheld = o->held_cap = 0;
+	u64map_free(&o->held, NULL);
 }
 
-uint32_t out_stack(struct tout *o, const struct cframe *fr, uint32_t n, unsigned flags)
+uint32_t stknum_stack(struct stknum *o, int hold, const struct cframe *fr, uint32_t n,
+		      unsigned flags)
 {
-	return o->mg ? stack_held(o, fr, n, flags) : stack_id(o, fr, n, flags);
+	return hold ? stack_held(o, fr, n, flags) : stack_id(o, fr, n, flags);
+}
+
+void stknum_free(struct stknum *o)
+{
+	stknum_free_held(o);
+	u64map_free(&o->frames, NULL);
+	u64map_free(&o->stacks, NULL);
 }
