@@ -79,7 +79,7 @@ static __always_inline int deliver(struct ctx *c, struct lmt_ev *ev, int sess)
 	return done;
 }
 
-/* -- Links shared by processes (user/probes/attach.c: struct shl) ------------------ */
+/* -- Links shared by processes (user/probes/alloc.c: struct shl) ------------------ */
 
 /* While a link with no PID is on (shl_on), its probes are in every
  * process that maps the file: one not traced that hits it is noted here,

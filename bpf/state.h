@@ -21,7 +21,7 @@ const volatile __u64 wakeup_bytes = 256 * 1024;
 const volatile __u8 ab = 0; /* LMT_AB_MARKED, LMT_AB_TIMED */
 const volatile __u8 ab_without = 0; /* LMT_AB_W_*: --ab-without */
 __u8 ab_floor;
-/* Set by user space while a session link with no PID is on (user/probes/attach.c:
+/* Set by user space while a session link with no PID is on (user/probes/alloc.c:
  * struct shl): the allocator's programs then run in processes not traced
  * too, which vm_of tells apart and foreign_note notes. */
 __u8 shl_on;

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 struct knobs {
-	/* The BPF object (probes/attach.c) */
+	/* The BPF object (probes/object.c) */
 	uint8_t walk_per_run;   /* LMT_WALK_PER_RUN: page-table walks per run */
 	uint8_t no_direct;      /* LMT_NO_DIRECT: no reads through page tables */
 	uint8_t no_shared;      /* LMT_NO_SHARED: no shared session links */
