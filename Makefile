@@ -29,7 +29,7 @@ BPF_SKEL := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
 PB_C     := $(OUT)/profile.pb-c.c
 PB_H     := $(OUT)/profile.pb-c.h
 REPORT_SRC := $(wildcard user/report/*.c) $(PB_C)
-USER_SRC := $(wildcard user/*.c) $(wildcard user/report/*.c)
+USER_SRC := $(wildcard user/*.c) $(wildcard user/report/*.c) $(wildcard user/heap/*.c)
 # The flame graph's page inlines d3 and d3-flame-graph, from the npm
 # registry at the versions user/report/flame/package-lock.json pins.
 NPM_DIR  := $(OUT)/npm
@@ -39,7 +39,7 @@ FG_ASSETS := $(NPM_MOD)/d3/dist/d3.min.js $(NPM_MOD)/d3-flame-graph/dist/d3-flam
 	$(NPM_MOD)/d3-flame-graph/dist/d3-flamegraph.css
 FG_OBJ   := $(OUT)/flame_assets.o
 USER_OBJ := $(patsubst user/%.c,$(OUT)/%.o,$(USER_SRC)) $(OUT)/profile.pb-c.o $(FG_OBJ)
-USER_H   := $(wildcard user/*.h user/report/*.h) $(PB_H)
+USER_H   := $(wildcard user/*.h user/report/*.h user/heap/*.h) $(PB_H)
 # Objects that need neither BPF nor libbpf: shared with unit tests and fuzzers.
 LIB_SRC  := user/merge.c user/memprof_write.c user/memprof_read.c user/stacks_write.c user/stacks_read.c $(REPORT_SRC) user/esc.c user/info.c
 
@@ -70,6 +70,7 @@ $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@
 
 $(OUT)/%.o: user/%.c $(USER_H) bpf/*.h $(BPF_SKEL) | $(OUT)
+	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(PB_C) $(PB_H) &: user/report/profile.proto | $(OUT)
@@ -92,6 +93,11 @@ $(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) $(FG_OBJ) user/probe
 	@mkdir -p $(OUT)/unit
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
 		-o $@ $< $(UNIT_EXTRA) $(LIB_SRC) $(FG_OBJ) user/probe.c user/layout.c -lcapstone -lprotobuf-c -lz -lm -lpthread
+
+# The heap copy's model and analysis, fed forged objects (no target).
+HEAP_MODEL := user/heap/model.c user/heap/sizes.c user/heap/edges.c user/heap/mark.c user/u64set.c
+$(OUT)/unit/test_heap: UNIT_EXTRA := $(HEAP_MODEL)
+$(OUT)/unit/test_heap: $(HEAP_MODEL)
 
 # The readers of a target's memory, fed forged structures: the test reads
 # its own memory (it defines proc_read).

@@ -9,6 +9,7 @@
 
 #include "layout.h"
 #include "report.h"
+#include "heap/heap.h"
 #include "tracer.h"
 
 #define STR_(x) #x
@@ -275,6 +276,8 @@ int main(int argc, char **argv)
 		return report_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "top"))
 		return top_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "heap"))
+		return heap_main(argc - 1, argv + 1);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+p:o:fd:b:t:u:qvhV", opts, NULL)) != -1) {
 		switch (c) {

@@ -1,0 +1,160 @@
+/* luamemtrace heap -p PID: finds the VMs of PID (vm.c), stops it under the
+ * guardian, copies each VM's objects, continues it, then reports. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "exitcode.h"
+#include "heap.h"
+#include "proc.h"
+#include "vm.h"
+
+static int usage(const char *msg)
+{
+	fprintf(stderr, "luamemtrace heap: %s\n"
+			"usage: luamemtrace heap -p PID [--variant NAME] [--top N]\n", msg);
+	return LMT_USAGE;
+}
+
+static int fail(const char *what, int err)
+{
+	fprintf(stderr, "luamemtrace heap: %s: %s\n", what, strerror(err));
+	return LMT_ERR;
+}
+
+/* Copies the VMs of v while pid is stopped; *pause the stop's ns. */
+static int copy_all(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
+		    const char *variant, struct heap *hs, int *expired)
+{
+	struct hstop s;
+	uint64_t deadline, ns;
+	int err;
+
+	if ((err = hstop_init(&s, pid, pidfd)))
+		return fail("starting the guardian", -err);
+	if ((err = hstop_stop(&s, pid))) {
+		hstop_end(&s);
+		return fail(err == -ETIMEDOUT ? "the target did not stop in time (continued)"
+					      : "stopping the target", -err);
+	}
+	deadline = hstop_now() + (uint64_t)LMT_HEAP_STOP_MS * 1000000;
+	for (size_t i = 0; i < sc->n; i++) {
+		struct vminfo vi;
+		char why[256];
+
+		/* Checked again, stopped: it may have closed since the scan. */
+		if (vm_at(pid, m, variant, sc->v[i].L, &vi, why, sizeof(why))) {
+			fprintf(stderr, "luamemtrace heap: VM 0x%llx gone: %s\n",
+				(unsigned long long)sc->v[i].L, why);
+			continue;
+		}
+		if ((err = heap_copy(pid, vi.var, vi.L, deadline, &hs[i])))
+			break;
+	}
+	ns = hstop_cont(&s, expired);
+	hstop_end(&s);
+	for (size_t i = 0; i < sc->n; i++) {
+		hs[i].pause_ns = ns;
+		hs[i].stopped_before = s.was_stopped;
+	}
+	return err ? fail("copying the heap", -err) : 0;
+}
+
+int heap_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "variant", required_argument, NULL, 'V' },
+		{ "top", required_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct hview view = { .top = 10 };
+	const char *variant = NULL;
+	struct vmscan sc;
+	struct pmaps m;
+	struct heap *hs;
+	pid_t pid = 0;
+	int c, pidfd, err, rc = LMT_OK, expired = 0;
+	char *end;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "p:t:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': {
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v <= 0 || v > INT32_MAX)
+				return usage("-p takes a process ID");
+			pid = (pid_t)v;
+			break;
+		}
+		case 't': {
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v <= 0 || v > 100000)
+				return usage("--top takes 1 to 100000");
+			view.top = (int)v;
+			break;
+		}
+		case 'V':
+			variant = optarg;
+			break;
+		default:
+			return usage("unknown option");
+		}
+	}
+	if (!pid || optind != argc)
+		return usage("one process: -p PID");
+	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+		return fail("no such process", errno);
+	if ((err = proc_bind(pid, pidfd)) || (err = pmaps_load(pid, &m))) {
+		close(pidfd);
+		return fail("reading the process", -err);
+	}
+	if ((err = vm_scan(pid, &m, variant, &sc)) || !sc.n) {
+		if (!err)
+			fprintf(stderr, "luamemtrace heap: no LuaJIT VM in process %d\n",
+				(int)pid);
+		vm_scan_free(&sc);
+		pmaps_free(&m);
+		proc_unbind(pid, pidfd);
+		close(pidfd);
+		return err ? fail("scanning for VMs", -err) : LMT_ERR;
+	}
+	if (!(hs = calloc(sc.n, sizeof(*hs))))
+		rc = fail("memory", ENOMEM);
+	else
+		rc = copy_all(pid, pidfd, &m, &sc, variant, hs, &expired);
+	proc_unbind(pid, pidfd);
+	close(pidfd);
+	if (hs && rc == LMT_OK) {
+		if (expired)
+			printf("the guardian continued the target before the copy ended: "
+			       "the copy may mix two instants\n");
+		for (size_t i = 0; i < sc.n; i++) {
+			if (!hs[i].var)
+				continue;
+			if (heap_mark(&hs[i])) {
+				rc = fail("marking", ENOMEM);
+				break;
+			}
+			if (i)
+				printf("\n");
+			heap_view_text(&hs[i], &view, stdout);
+			if (hs[i].c.timed_out || hs[i].c.over_objs || hs[i].c.over_bytes)
+				rc = LMT_LOSSY;
+		}
+	}
+	for (size_t i = 0; hs && i < sc.n; i++)
+		heap_free(&hs[i]);
+	free(hs);
+	vm_scan_free(&sc);
+	pmaps_free(&m);
+	return rc;
+}
