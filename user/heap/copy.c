@@ -8,6 +8,14 @@
 #include "proc.h"
 #include "readcaps.h"
 
+/* The copy's reads of the target, through a block cache (pages.c). */
+static struct hpages pages;
+
+static int tread(pid_t pid, uint64_t a, void *b, size_t n)
+{
+	return hpages_read(&pages, pid, a, b, n);
+}
+
 /* Bytes read at once from a large part (an array part, a stack). */
 #define CHUNK (64u << 10)
 
@@ -36,7 +44,7 @@ static int append_from(pid_t pid, struct heap *h, uint64_t a, uint64_t n)
 	while (n) {
 		size_t k = n < CHUNK ? (size_t)n : CHUNK;
 
-		if (proc_read(pid, a, buf, k) || heap_append(h, buf, k)) {
+		if (tread(pid, a, buf, k) || heap_append(h, buf, k)) {
 			h->o[h->n - 1].flags |= HOBJ_SHORT;
 			return -1;
 		}
@@ -57,7 +65,7 @@ static long copy_obj(pid_t pid, struct heap *h, uint64_t a, uint64_t *next)
 	long i;
 
 	*next = 0;
-	if (proc_read(pid, a, b, 16)) {
+	if (tread(pid, a, b, 16)) {
 		h->c.unreadable++;
 		return -1;
 	}
@@ -66,7 +74,7 @@ static long copy_obj(pid_t pid, struct heap *h, uint64_t a, uint64_t *next)
 	if (gct == hl->tstr) {
 		uint32_t len;
 
-		if (proc_read(pid, a, b, hl->str_sizeof)) {
+		if (tread(pid, a, b, hl->str_sizeof)) {
 			h->c.unreadable++;
 			return -1;
 		}
@@ -97,7 +105,7 @@ static long copy_obj(pid_t pid, struct heap *h, uint64_t a, uint64_t *next)
 		h->c.bad_type++;
 		return -1;
 	}
-	if (hdr > sizeof(b) || proc_read(pid, a, b, hdr)) {
+	if (hdr > sizeof(b) || tread(pid, a, b, hdr)) {
 		h->c.unreadable++;
 		return -1;
 	}
@@ -199,7 +207,7 @@ static void walk_strings(pid_t pid, struct heap *h, uint64_t deadline)
 	for (uint64_t s = 0; s < n && !h->c.timed_out; s += CHUNK / 8) {
 		uint64_t k = n - s < CHUNK / 8 ? n - s : CHUNK / 8;
 
-		if (proc_read(pid, tab + s * 8, buf, k * 8)) {
+		if (tread(pid, tab + s * 8, buf, k * 8)) {
 			h->c.unreadable++;
 			return;
 		}
@@ -266,13 +274,13 @@ static void copy_other(pid_t pid, struct heap *h)
 	if (ntr > LMT_TRACENO_MAX + 1)
 		ntr = LMT_TRACENO_MAX + 1;
 	if (ntr && (h->traces = calloc(ntr, 8)) &&
-	    !proc_read(pid, heap_g64(h, J + v->lay.J_trace), h->traces, (size_t)ntr * 8))
+	    !tread(pid, heap_g64(h, J + v->lay.J_trace), h->traces, (size_t)ntr * 8))
 		h->ntraces = ntr;
 	if (cts) {
 		uint8_t c[1024];
 		uint32_t nt;
 
-		if (hl->cts_sizeof > sizeof(c) || proc_read(pid, cts, c, hl->cts_sizeof)) {
+		if (hl->cts_sizeof > sizeof(c) || tread(pid, cts, c, hl->cts_sizeof)) {
 			h->c.unreadable++;
 			return;
 		}
@@ -283,7 +291,7 @@ static void copy_other(pid_t pid, struct heap *h)
 		if (nt > LMT_HEAP_CTYPES_MAX)
 			nt = LMT_HEAP_CTYPES_MAX;
 		if ((h->ctypes = malloc((size_t)nt * hl->ct_sizeof)) &&
-		    !proc_read(pid, b64(c, hl->cts_tab), h->ctypes, (size_t)nt * hl->ct_sizeof))
+		    !tread(pid, b64(c, hl->cts_tab), h->ctypes, (size_t)nt * hl->ct_sizeof))
 			h->nctypes = nt;
 	}
 }
@@ -301,15 +309,17 @@ int heap_copy(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t dead
 	h->gglen = hl->gg_size;
 	if (!(h->gg = malloc(h->gglen)))
 		return -ENOMEM;
-	if (proc_read(pid, L, h->gg, h->gglen))
+	if (tread(pid, L, h->gg, h->gglen)) {
+		hpages_free(&pages);
 		return -EIO;
+	}
 	h->gc_total = heap_g64(h, hl->g_gc_total);
 	copy_other(pid, h);
 	walk_list(pid, h, heap_g64(h, hl->g_gc_root), 0, 0, deadline);
 	if ((mm = heap_g64(h, hl->g_gc_mmudata))) {
 		uint64_t first = 0;
 
-		proc_read(pid, mm, &first, 8); /* the last one's next: the first */
+		tread(pid, mm, &first, 8); /* the last one's next: the first */
 		walk_list(pid, h, first, first, HOBJ_MMUDATA, deadline);
 	}
 	walk_open_upvalues(pid, h, deadline);
@@ -321,5 +331,6 @@ int heap_copy(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t dead
 			h->o[m].flags |= HOBJ_MAIN;
 	}
 	heap_sizes(h);
+	hpages_free(&pages);
 	return 0;
 }

@@ -43,6 +43,7 @@ static int copy_all(pid_t pid, int pidfd, const struct pmaps *m, const struct vm
 					      : "stopping the target", -err);
 	}
 	deadline = hstop_now() + (uint64_t)LMT_HEAP_STOP_MS * 1000000;
+
 	for (size_t i = 0; i < sc->n; i++) {
 		struct vminfo vi;
 		char why[256];
@@ -55,6 +56,7 @@ static int copy_all(pid_t pid, int pidfd, const struct pmaps *m, const struct vm
 		}
 		if ((err = heap_copy(pid, vi.var, vi.L, deadline, &hs[i])))
 			break;
+
 	}
 	ns = hstop_cont(&s, expired);
 	hstop_end(&s);

@@ -171,6 +171,24 @@ int heap_copy(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t dead
 /* Object sizes as LuaJIT accounts them, from the copy (after heap_copy). */
 void heap_sizes(struct heap *h);
 
+/* -- Reading the target (pages.c) ------------------------------------------ */
+
+/* Bytes of the target read at once and kept: objects lie close together,
+ * a block serves many. */
+#define HPAGES_BLOCK (16u << 10)
+
+struct hpages {
+	struct u64map m; /* block address + 1 -> its copy */
+	uint64_t bytes;  /* kept, under LMT_HEAP_COPY_MAX */
+	uint64_t reads;  /* blocks read */
+	uint64_t direct; /* reads not served by a block */
+};
+
+/* proc_read through the cache: 0 or -errno. Reads larger than a block,
+ * or reaching memory a block could not hold, go to the target directly. */
+int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len);
+void hpages_free(struct hpages *c);
+
 /* -- Stopping the target (stop.c) ------------------------------------------- */
 
 struct hstop {
