@@ -95,7 +95,8 @@ $(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) $(FG_OBJ) user/probe
 		-o $@ $< $(UNIT_EXTRA) $(LIB_SRC) $(FG_OBJ) user/probe.c user/layout.c -lcapstone -lprotobuf-c -lz -lm -lpthread
 
 # The heap copy's model and analysis, fed forged objects (no target).
-HEAP_MODEL := user/heap/model.c user/heap/sizes.c user/heap/edges.c user/heap/mark.c user/u64set.c
+HEAP_MODEL := user/heap/model.c user/heap/sizes.c user/heap/edges.c user/heap/mark.c \
+	user/heap/dom.c user/heap/paths.c user/u64set.c
 $(OUT)/unit/test_heap: UNIT_EXTRA := $(HEAP_MODEL)
 $(OUT)/unit/test_heap: $(HEAP_MODEL)
 

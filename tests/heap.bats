@@ -183,3 +183,49 @@ delta() { # delta TYPE COL: full minus base
 	[ "$st" = R ]
 	[[ "$output" == *"target stopped "*" ms"* ]]
 }
+
+# row RETAINED SHALLOW TYPE PATH: a line of the report's top retainers
+# (heap --top 100000 lists every reachable object) with exactly these.
+has_row() {
+	awk -v r="$1" -v s="$2" -v t="$3" -v p="$4" '
+		/^top retainers/ { on = 1; next }
+		/^largest objects/ { on = 0 }
+		on && $1 == r && $2 == s && $3 == t {
+			line = $0; sub(/^ *[0-9]+ +[0-9]+ +[a-z]+ +/, "", line)
+			if (line == p) found++
+		}
+		END { print found + 0 }' "$T/heap.out"
+}
+
+@test "heap: retainers named as Lua writes them, retained bytes exact (dominator tree), JIT off and on" {
+	local jit
+	for jit in -joff -jon; do
+		rm -f "$T/in"
+		mkfifo "$T/in"
+		luajit "$jit" "$LUA_DIR/heap_known.lua" 100 50 3 4 2 5 7 < "$T/in" > "$T/target.out" 3>&- &
+		TARGET=$!
+		exec 5> "$T/in"
+		wait_for "$T/target.out" ready
+		"$LMT" heap -p "$TARGET" --top 100000 > "$T/heap.out"
+		echo go >&5
+		exec 5>&-
+		wait "$TARGET"
+		# the cache: 64 + 128 nodes of 24 (its hash part); each of the 100
+		# entries a table with an array part of 3 slots (64 + 24) and its
+		# key's string: "u1".."u99" 24 + 4, "u100" 24 + 8
+		[ "$(has_row $((3136 + 100 * 88 + 99 * 28 + 32)) 3136 table package.loaded.x.cache)" = 1 ]
+		# x: 64 + 2 nodes (hmask 1)
+		[ "$(has_row $((112 + 14740)) 112 table package.loaded.x)" = 1 ]
+		# INST: 64 + 65 array slots, and its 50 instances (the class is
+		# held by package.loaded too: not retained by INST)
+		[ "$(has_row $((584 + 50 * 64)) 584 table INST)" = 1 ]
+		# a table held only by an upvalue, three times
+		[ "$(has_row 64 64 table "upvalue held of function $LUA_DIR/heap_known.lua:35")" = 3 ]
+		# a coroutine's local (its stack slot), twice
+		[ "$(has_row 64 64 table "stack slot 4 of coroutine at $LUA_DIR/heap_known.lua:45")" = 2 ]
+		# tables by metatable: the class, named where the program keeps it
+		grep -qE '^ +50 +3200  package\.loaded\["app\.models"\]\.User$' "$T/heap.out"
+		# functions by prototype: the three upvalue holders
+		grep -qE "^ +3 +144  $LUA_DIR/heap_known.lua:35\$" "$T/heap.out"
+	done
+}

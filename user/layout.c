@@ -60,6 +60,7 @@
 	.g_str_mask = 160, .g_tmpbuf_e = 208, .g_tmpbuf_b = 216,             \
 	.g_gcroot = 424, .gcroot_max = 38, .g_ctype_state = 384,             \
 	.g_strempty = 120, .cts_finalizer = 32, .g_uvhead = 280, .uv_next = 24, \
+	.pt_sizeuv = 60, .pt_uvinfo = 88, .gcroot_basemt = 22,                \
 	.J_sizetrace = 396, .J_irtoplim = 336, .J_irbotlim = 340,            \
 	.J_sizesnap = 348, .J_sizesnapmap = 368,                             \
 	.L_env = 72, .L_stacksize = 88, .L_top = 40, .L_maxstack = 48,       \

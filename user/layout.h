@@ -39,6 +39,7 @@ struct lj_ulayout {
 struct lj_hlayout {
 	unsigned g_gc_total, g_gc_root, g_gc_mmudata, g_gc_lightudnum, g_gc_lightudseg;
 	unsigned g_str_tab, g_str_mask, g_tmpbuf_e, g_tmpbuf_b, g_gcroot, gcroot_max;
+	unsigned gcroot_basemt; /* GCROOT_BASEMT: gcroot[] below it are metamethod names */
 	unsigned g_ctype_state, g_strempty, g_uvhead, gg_size;
 	unsigned J_sizetrace, J_irtoplim, J_irbotlim, J_sizesnap, J_sizesnapmap;
 	unsigned L_env, L_stacksize, L_top, L_maxstack;
@@ -46,7 +47,7 @@ struct lj_hlayout {
 	unsigned str_sizeof;
 	unsigned fn_nupvalues, fn_env, fn_upvalue, fnc_sizeof, fnl_sizeof;
 	unsigned uv_closed, uv_tv, uv_next, uv_sizeof;
-	unsigned pt_sizept, pt_k, pt_sizekgc, pt_trace;
+	unsigned pt_sizept, pt_k, pt_sizekgc, pt_trace, pt_sizeuv, pt_uvinfo;
 	unsigned ud_len, ud_env, ud_metatable, ud_sizeof;
 	unsigned cd_ctypeid, cd_sizeof, cdv_sizeof, cdv_extra, cdv_len;
 	unsigned cts_tab, cts_sizetab, cts_finalizer, cts_sizeof, cts_cbid, cts_cb_sizeid;

@@ -95,7 +95,7 @@ int main(void)
 {
 	enum { L = 0x10000, G = 0x20000, R = 0x30000, T1 = 0x40000, W = 0x50000,
 	       S1 = 0x60000, S2 = 0x70000, T2 = 0x80000, T3 = 0x90000, T4 = 0xa0000,
-	       F1 = 0xb0000, F2 = 0xc0000 };
+	       F1 = 0xb0000, F2 = 0xc0000, T5 = 0xd0000 };
 	uint64_t rarr[2], t1arr[2], wkv[4], c3[2], c4[2];
 	long i;
 
@@ -107,14 +107,16 @@ int main(void)
 	H.gg = calloc(1, H.gglen);
 	put64(H.gg, V->lay.gg_g + V->u.g_registrytv, tv(R, V->h.ttab));
 
-	/* registry R: [1] = T1; T1 (weak values, metatable W): [1] = T2 */
-	rarr[0] = ~0ull;
+	/* registry R: [0] = T5, [1] = T1; T1 (weak values, metatable W):
+	 * [1] = T2; W: __mode = "v", and T5 as a key */
+	rarr[0] = tv(T5, V->h.ttab);
 	rarr[1] = tv(T1, V->h.ttab);
 	t1arr[0] = ~0ull;
 	t1arr[1] = tv(T2, V->h.ttab);
 	wkv[0] = tv(S1, V->h.tstr);
 	wkv[1] = tv(S2, V->h.tstr);
-	wkv[2] = wkv[3] = ~0ull;
+	wkv[2] = tv(T5, V->h.ttab); /* W[T5] = 1.0: T5 also a key of W */
+	wkv[3] = 0x3ff0000000000000ull;
 	c3[0] = tv(T4, V->h.ttab);
 	c3[1] = tv(S1, V->h.tstr);
 	c4[0] = tv(T3, V->h.ttab);
@@ -127,6 +129,7 @@ int main(void)
 	str(S1, "__mode");
 	str(S2, "v");
 	tab(T2, 0, 0, NULL, 0, NULL, 0);
+	tab(T5, 0, 0, NULL, 0, NULL, 0);
 	tab(T3, 0, 0, NULL, 1, c3, 0);        /* T3 <-> T4: a cycle, unreachable */
 	tab(T4, 0, 0, NULL, 1, c4, 0);
 	func(F1, 0, 2);
@@ -159,16 +162,40 @@ int main(void)
 	CHECK("__mode = \"v\" read from the metatable's hash part",
 	      heap_weak(&H, &H.o[heap_find(&H, T1)]) == 16);
 	CHECK("mark ran", heap_mark(&H) == 0);
-	CHECK("reached: L, its env, the registry, T1, its metatable, its two strings",
-	      H.reached == 7);
+	CHECK("reached: L, its env, the registry, T1, its metatable, its two strings, T5",
+	      H.reached == 8);
 	CHECK("a weak table's value is not reached",
 	      !(H.o[heap_find(&H, T2)].flags & HOBJ_REACHED));
 	CHECK("a cycle nothing holds is not reached",
 	      !(H.o[heap_find(&H, T3)].flags & HOBJ_REACHED) &&
 	      !(H.o[heap_find(&H, T4)].flags & HOBJ_REACHED));
 	CHECK("reached bytes: the sum of the reached objects' sizes",
-	      H.reached_bytes == (96 + 376) + 64 + 80 + 96 + 112 + 32 + 28);
+	      H.reached_bytes == (96 + 376) + 64 + 80 + 96 + 112 + 32 + 28 + 64);
 	CHECK("no dangling reference", H.c.dangling == 0);
+
+	/* -- Dominators and retained sizes -- */
+	CHECK("dominator tree built", heap_dom(&H) == 0);
+	CHECK("T5, reached from R and from W (under R): dominated by R",
+	      H.idom[heap_find(&H, T5)] == (uint32_t)heap_find(&H, R));
+	CHECK("W retains itself and its two strings", H.retained[heap_find(&H, W)] == 112 + 32 + 28);
+	CHECK("T1 retains W's", H.retained[heap_find(&H, T1)] == 96 + 172);
+	CHECK("R retains T1's and T5", H.retained[heap_find(&H, R)] == 80 + 268 + 64);
+	CHECK("G, reached as a root and as L's env: its own size",
+	      H.retained[heap_find(&H, G)] == 64 && H.idom[heap_find(&H, G)] == H.n);
+	CHECK("the super-root retains every reached byte", H.retained[H.n] == H.reached_bytes);
+	CHECK("an unreached object has no dominator", H.idom[heap_find(&H, T2)] == UINT32_MAX);
+
+	/* -- Paths -- */
+	{
+		char p[256];
+
+		heap_path(&H, (uint32_t)heap_find(&H, T1), p, sizeof(p));
+		CHECK("registry[1]", !strcmp(p, "registry[1]"));
+		heap_path(&H, (uint32_t)heap_find(&H, S2), p, sizeof(p));
+		CHECK("registry[1][metatable].__mode", !strcmp(p, "registry[1][metatable].__mode"));
+		heap_path(&H, (uint32_t)heap_find(&H, T2), p, sizeof(p));
+		CHECK("an unreached object's path", !strcmp(p, "(unreachable)"));
+	}
 	heap_free(&H);
 	return fails != 0;
 }

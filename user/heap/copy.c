@@ -136,7 +136,18 @@ static long copy_obj(pid_t pid, struct heap *h, uint64_t a, uint64_t *next)
 			h->o[i].flags |= HOBJ_SHORT;
 			nk = 0;
 		}
-		append_from(pid, h, k - nk * 8, nk * 8);
+		if (!append_from(pid, h, k - nk * 8, nk * 8) && !(h->o[i].flags & HOBJ_SHORT)) {
+			uint64_t uvi = b64(b, hl->pt_uvinfo);
+			uint8_t nm[LMT_HEAP_UVNAMES_KEEP];
+			ssize_t got = 0;
+
+			/* the names, as much of them as is readable, to the cap */
+			if (uvi)
+				got = !tread(pid, uvi, nm, sizeof(nm)) ? (ssize_t)sizeof(nm)
+								       : proc_read_some(pid, uvi, nm, sizeof(nm));
+			if (got > 0)
+				heap_append(h, nm, (size_t)got);
+		}
 	} else if (gct == v->lay.tthread) {
 		uint64_t st = b64(b, v->lay.L_stack), top = b64(b, hl->L_top);
 		uint64_t n = top >= st ? (top - st) / 8 : 0;

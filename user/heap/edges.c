@@ -245,11 +245,13 @@ static int root_edges(struct emit *m)
 	long mt = heap_find(h, h->L);
 	int r;
 
-	if ((r = to(m, h->L, HE_ROOT, HROOT_MAINTH, 0)))
+	/* The registry first: breadth first, its package.loaded names an
+	 * object before another path of the same length does. */
+	if ((r = to(m, tv_gc(heap_g64(h, v->u.g_registrytv)), HE_ROOT, HROOT_REGISTRY, 0)))
 		return r;
 	if (mt >= 0 && (r = to(m, heap_u64(h, &h->o[mt], v->h.L_env), HE_ROOT, HROOT_MAINENV, 0)))
 		return r;
-	if ((r = to(m, tv_gc(heap_g64(h, v->u.g_registrytv)), HE_ROOT, HROOT_REGISTRY, 0)))
+	if ((r = to(m, h->L, HE_ROOT, HROOT_MAINTH, 0)))
 		return r;
 	for (unsigned k = 0; k < v->h.gcroot_max; k++)
 		if ((r = to(m, heap_g64(h, v->h.g_gcroot + 8 * k), HE_ROOT, HROOT_GCROOT, k)))

@@ -142,8 +142,8 @@ int heap_main(int argc, char **argv)
 		for (size_t i = 0; i < sc.n; i++) {
 			if (!hs[i].var)
 				continue;
-			if (heap_mark(&hs[i])) {
-				rc = fail("marking", ENOMEM);
+			if (heap_mark(&hs[i]) || heap_dom(&hs[i]) == -ENOMEM) {
+				rc = fail("analysing the copy", ENOMEM);
 				break;
 			}
 			if (i)

@@ -36,6 +36,15 @@
  * and LJ_MAX_HBITS are 2^27 and 2^26; a table past 2^24 is counted, its
  * references past the cap not followed. */
 #define LMT_HEAP_TAB_SLOTS_MAX (1u << 24)
+/* Bytes of a prototype's upvalue names kept (proto_uvinfo: sizeuv
+ * NUL-terminated names, at most 60 upvalues; names past it are "?"). */
+#define LMT_HEAP_UVNAMES_KEEP 1024
+/* Edges of the reachable graph kept for the dominator tree (8 bytes
+ * each): past it the tree is not built, said. */
+#define LMT_HEAP_EDGES_MAX (1u << 28)
+/* Steps of a path named (a path is a shortest one from the roots); a
+ * longer one is shown from "..." on. */
+#define LMT_HEAP_PATH_STEPS 48
 /* Stack slots of one thread: LJ_STACK_MAX is 65500. */
 #define LMT_HEAP_STACK_MAX 65536
 /* Bytes of a string kept (names in paths, __mode): longer ones are cut. */
@@ -75,7 +84,8 @@ struct hobj {
  *   str    its first LMT_HEAP_STR_KEEP bytes
  *   tab    array slots (asize, capped), then hash nodes (hmask+1, capped)
  *   func   Lua: upvalue refs; C: upvalue TValues (nupvalues)
- *   proto  its GC constants, kgc[-sizekgc .. -1]
+ *   proto  its GC constants, kgc[-sizekgc .. -1], then its upvalue
+ *          names (LMT_HEAP_UVNAMES_KEEP bytes at most)
  *   thread stack slots [stack, top), capped
  *   trace  IR [nk, REF_TRUE) */
 
@@ -115,6 +125,14 @@ struct heap {
 	struct hcounts c;
 	/* Reachability (mark.c) */
 	uint64_t reached, reached_bytes;
+	struct hedge *par;    /* the edge an object was first reached by
+			       * (breadth first: a shortest path), per object */
+	/* Dominator tree (dom.c) */
+	uint32_t *idom;       /* per object: its immediate dominator (h->n: the
+			       * super-root; UINT32_MAX: not reached) */
+	uint64_t *retained;   /* per object: bytes freed if it were */
+	uint64_t edges;       /* edges of the reachable graph */
+	int dom_over;         /* 1: over LMT_HEAP_EDGES_MAX, no tree */
 };
 
 enum {
@@ -252,6 +270,23 @@ int heap_weak(const struct heap *h, const struct hobj *t);
 /* Marks every object reachable from the roots (HOBJ_REACHED), counting
  * them in h->reached. 0 or -ENOMEM. */
 int heap_mark(struct heap *h);
+
+/* -- Dominator tree (dom.c) ----------------------------------------------- */
+
+/* Builds h->idom and h->retained over the reached objects (after
+ * heap_mark): Cooper, Harvey and Kennedy's iterative algorithm over a
+ * reverse postorder from the super-root. 0, -ENOMEM, or -E2BIG (edges
+ * over LMT_HEAP_EDGES_MAX: h->dom_over set). */
+int heap_dom(struct heap *h);
+
+/* -- Names (paths.c) --------------------------------------------------------- */
+
+/* Writes object i's path from the roots as a Lua programmer writes it
+ * (package.loaded["app.cache"].users["u42"], registry[12], upvalue cache
+ * of function app.lua:14, ...) into buf (cut to len). */
+void heap_path(const struct heap *h, uint32_t i, char *buf, size_t len);
+/* chunk:line of a Lua function or prototype object i ("?" if unknown). */
+void heap_where(const struct heap *h, uint32_t i, char *buf, size_t len);
 
 /* -- Views (view_text.c) ---------------------------------------------------- */
 

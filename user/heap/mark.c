@@ -1,5 +1,6 @@
 /* Reachability from the GC's roots (edges.c's references), breadth first
- * over the copy: every object is queued at most once. */
+ * over the copy: every object is queued at most once; the edge that first
+ * reached it is kept (a shortest path from the roots, for its name). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -18,6 +19,7 @@ static int reach(void *ctx, const struct hedge *e)
 
 	if (!(o->flags & HOBJ_REACHED)) {
 		o->flags |= HOBJ_REACHED;
+		q->h->par[e->to] = *e;
 		q->v[q->n++] = e->to; /* at most h->n: each object once */
 	}
 	return 0;
@@ -27,8 +29,12 @@ int heap_mark(struct heap *h)
 {
 	struct q q = { .h = h, .v = malloc((h->n + 1) * sizeof(uint32_t)) };
 
-	if (!q.v)
+	free(h->par);
+	h->par = calloc(h->n + 1, sizeof(*h->par));
+	if (!q.v || !h->par) {
+		free(q.v);
 		return -ENOMEM;
+	}
 	h->c.dangling = 0;
 	heap_edges(h, (uint32_t)h->n, reach, &q);
 	for (size_t k = 0; k < q.n; k++)

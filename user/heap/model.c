@@ -162,6 +162,9 @@ void heap_free(struct heap *h)
 	free(h->arena);
 	free(h->traces);
 	free(h->ctypes);
+	free(h->par);
+	free(h->idom);
+	free(h->retained);
 	u64map_free(&h->at, NULL);
 	memset(h, 0, sizeof(*h));
 }
