@@ -151,7 +151,7 @@ delta() { # delta TYPE COL: full minus base
 @test "heap: a bad command line" {
 	run "$LMT" heap
 	[ "$status" -eq 2 ]
-	[ "${lines[0]}" = "luamemtrace heap: one process: -p PID" ]
+	[ "${lines[0]}" = "luamemtrace heap: one process: -p PID, or a snapshot FILE" ]
 	run "$LMT" heap -p 12x
 	[ "$status" -eq 2 ]
 	[ "${lines[0]}" = "luamemtrace heap: -p takes a process ID" ]
@@ -228,4 +228,38 @@ has_row() {
 		# functions by prototype: the three upvalue holders
 		grep -qE "^ +3 +144  $LUA_DIR/heap_known.lua:35\$" "$T/heap.out"
 	done
+}
+
+@test "heap -o FILE: a snapshot file, reported later the same (mode 0600)" {
+	rm -f "$T/in"
+	mkfifo "$T/in"
+	luajit -joff "$LUA_DIR/heap_known.lua" 100 50 3 4 2 5 7 < "$T/in" > "$T/target.out" 3>&- &
+	TARGET=$!
+	exec 5> "$T/in"
+	wait_for "$T/target.out" ready
+	"$LMT" heap -p "$TARGET" -o "$T/s.lmh" --top 50 > "$T/live.out"
+	echo go >&5
+	exec 5>&-
+	wait "$TARGET"
+	[ "$(stat -c %a "$T/s.lmh")" = 600 ]
+	"$LMT" heap --top 50 "$T/s.lmh" > "$T/file.out"
+	diff "$T/live.out" "$T/file.out"
+	grep -q 'package.loaded.x.cache$' "$T/file.out"
+	# an existing file is kept unless -f
+	run "$LMT" heap -p "$TARGET" -o "$T/s.lmh"
+	[ "$status" -eq 2 ]
+}
+
+@test "heap FILE: a cut or foreign file is one line of error" {
+	run "$LMT" heap /etc/passwd
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace heap: /etc/passwd: not a heap snapshot (luamemtrace heap -o)" ]
+	printf 'LMHEAP\0\0\1\0\0\0\1\0\0\0\17LuaJIT 2.1 GC64' > "$T/cut.lmh"
+	run "$LMT" heap "$T/cut.lmh"
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace heap: $T/cut.lmh: truncated" ]
+	printf 'LMHEAP\0\0\2\0\0\0' > "$T/v2.lmh"
+	run "$LMT" heap "$T/v2.lmh"
+	[ "$status" -eq 1 ]
+	[ "$output" = "luamemtrace heap: $T/v2.lmh: snapshot version 2 (this luamemtrace reads 1)" ]
 }

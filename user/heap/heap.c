@@ -11,13 +11,15 @@
 
 #include "exitcode.h"
 #include "heap.h"
+#include "outfile.h"
 #include "proc.h"
 #include "vm.h"
 
 static int usage(const char *msg)
 {
 	fprintf(stderr, "luamemtrace heap: %s\n"
-			"usage: luamemtrace heap -p PID [--variant NAME] [--top N]\n", msg);
+			"usage: luamemtrace heap -p PID [-o FILE [-f]] [--variant NAME] [--top N]\n"
+			"       luamemtrace heap [--top N] FILE\n", msg);
 	return LMT_USAGE;
 }
 
@@ -67,14 +69,85 @@ static int copy_all(pid_t pid, int pidfd, const struct pmaps *m, const struct vm
 	return err ? fail("copying the heap", -err) : 0;
 }
 
+/* Analyses and reports each copy: an exit status. */
+static int report(struct heap *hs, size_t n, const struct hview *view, int expired)
+{
+	int rc = LMT_OK;
+
+	if (expired)
+		printf("the guardian continued the target before the copy ended: "
+		       "the copy may mix two instants\n");
+	for (size_t i = 0; i < n; i++) {
+		if (!hs[i].var)
+			continue;
+		if (heap_mark(&hs[i]) || heap_dom(&hs[i]) == -ENOMEM)
+			return fail("analysing the copy", ENOMEM);
+		if (i)
+			printf("\n");
+		heap_view_text(&hs[i], view, stdout);
+		if (hs[i].c.timed_out || hs[i].c.over_objs || hs[i].c.over_bytes)
+			rc = LMT_LOSSY;
+	}
+	return rc;
+}
+
+/* luamemtrace heap FILE */
+static int from_file(const char *path, const struct hview *view)
+{
+	char why[256];
+	struct heap *hs;
+	size_t n;
+	int rc;
+	FILE *f = fopen(path, "rbe");
+
+	if (!f)
+		return fail(path, errno);
+	if (heap_load(f, &hs, &n, why, sizeof(why))) {
+		fclose(f);
+		fprintf(stderr, "luamemtrace heap: %s: %s\n", path, why);
+		return LMT_ERR;
+	}
+	fclose(f);
+	rc = report(hs, n, view, 0);
+	for (size_t i = 0; i < n; i++)
+		heap_free(&hs[i]);
+	free(hs);
+	return rc;
+}
+
+/* -o FILE: the copies written; 0 or an exit status. */
+static int save(const char *path, int force, struct heap *hs, size_t n)
+{
+	char err[256];
+	int regular, fd = outfile_create(path, force, 1, &regular, err, sizeof(err)), e;
+	FILE *f;
+
+	if (fd < 0) {
+		fprintf(stderr, "luamemtrace heap: %s\n", err);
+		return LMT_ERR;
+	}
+	if (!(f = fdopen(fd, "wb"))) {
+		close(fd);
+		return fail(path, errno);
+	}
+	e = heap_save(f, hs, n);
+	if (fclose(f) && !e)
+		e = -EIO;
+	return e ? fail(path, -e) : 0;
+}
+
 int heap_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "variant", required_argument, NULL, 'V' },
 		{ "top", required_argument, NULL, 't' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *out = NULL;
+	int force = 0;
 	struct hview view = { .top = 10 };
 	const char *variant = NULL;
 	struct vmscan sc;
@@ -86,7 +159,7 @@ int heap_main(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "p:t:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:t:o:f", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': {
 			long v = strtol(optarg, &end, 10);
@@ -107,12 +180,26 @@ int heap_main(int argc, char **argv)
 		case 'V':
 			variant = optarg;
 			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'f':
+			force = 1;
+			break;
 		default:
 			return usage("unknown option");
 		}
 	}
+	if (!pid && optind == argc - 1 && !out)
+		return from_file(argv[optind], &view);
 	if (!pid || optind != argc)
-		return usage("one process: -p PID");
+		return usage("one process: -p PID, or a snapshot FILE");
+	if (out) {
+		char bad[256];
+
+		if (outfile_check(out, force, 1, bad, sizeof(bad)))
+			return usage(bad);
+	}
 	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
 		return fail("no such process", errno);
 	if ((err = proc_bind(pid, pidfd)) || (err = pmaps_load(pid, &m))) {
@@ -135,24 +222,10 @@ int heap_main(int argc, char **argv)
 		rc = copy_all(pid, pidfd, &m, &sc, variant, hs, &expired);
 	proc_unbind(pid, pidfd);
 	close(pidfd);
-	if (hs && rc == LMT_OK) {
-		if (expired)
-			printf("the guardian continued the target before the copy ended: "
-			       "the copy may mix two instants\n");
-		for (size_t i = 0; i < sc.n; i++) {
-			if (!hs[i].var)
-				continue;
-			if (heap_mark(&hs[i]) || heap_dom(&hs[i]) == -ENOMEM) {
-				rc = fail("analysing the copy", ENOMEM);
-				break;
-			}
-			if (i)
-				printf("\n");
-			heap_view_text(&hs[i], &view, stdout);
-			if (hs[i].c.timed_out || hs[i].c.over_objs || hs[i].c.over_bytes)
-				rc = LMT_LOSSY;
-		}
-	}
+	if (hs && rc == LMT_OK && out)
+		rc = save(out, force, hs, sc.n);
+	if (hs && rc == LMT_OK)
+		rc = report(hs, sc.n, &view, expired);
 	for (size_t i = 0; hs && i < sc.n; i++)
 		heap_free(&hs[i]);
 	free(hs);

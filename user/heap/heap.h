@@ -295,6 +295,14 @@ struct hview {
 };
 void heap_view_text(struct heap *h, const struct hview *v, FILE *f);
 
+/* -- Snapshot files (snapfile.c) ---------------------------------------------- */
+
+/* Writes the copies hs[0..n) (those with a variant) to f: 0 or -errno. */
+int heap_save(FILE *f, struct heap *hs, size_t n);
+/* Reads a snapshot file (untrusted: bounded by the copy's caps): 0 with
+ * *out (n copies; heap_free each, then free), or -1 with why. */
+int heap_load(FILE *f, struct heap **out, size_t *n, char *why, size_t whylen);
+
 /* -- Entry ------------------------------------------------------------------ */
 
 /* luamemtrace heap ...: argv[0] is "heap". An exit status (exitcode.h). */

@@ -92,9 +92,9 @@ static int arena_fit(struct heap *h, size_t len)
 
 	if (h->alen + len > LMT_HEAP_COPY_MAX)
 		return -1;
-	if (h->alen + len <= h->acap)
+	if (h->arena && h->alen + len <= h->acap)
 		return 0;
-	nc = h->acap ? h->acap : (1u << 20);
+	nc = h->acap ? h->acap : (64u << 10);
 	while (nc < h->alen + len)
 		nc *= 2;
 	if (!(na = realloc(h->arena, nc)))
@@ -118,7 +118,7 @@ long heap_add(struct heap *h, uint64_t addr, uint8_t gct, const void *raw, size_
 		return r;
 	}
 	if (h->n == h->cap) {
-		size_t nc = h->cap ? 2 * h->cap : 4096;
+		size_t nc = h->cap ? 2 * h->cap : 256;
 		struct hobj *nv = realloc(h->o, nc * sizeof(*nv));
 
 		if (!nv)
@@ -135,7 +135,8 @@ long heap_add(struct heap *h, uint64_t addr, uint8_t gct, const void *raw, size_
 	o->gct = gct;
 	o->raw = h->alen;
 	o->rawlen = (uint32_t)len;
-	memcpy(h->arena + h->alen, raw, len);
+	if (len)
+		memcpy(h->arena + h->alen, raw, len);
 	h->alen += len;
 	return (long)h->n++;
 }
