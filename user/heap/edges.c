@@ -50,22 +50,20 @@ static int to(struct emit *m, uint64_t addr, uint8_t kind, uint64_t a, uint64_t 
 	return m->fn(m->ctx, &m->e);
 }
 
-int heap_weak(const struct heap *h, const struct hobj *t)
+/* A metatable's __mode: its hash part looked at once (h->wk keeps it). */
+static int mode_of(const struct heap *h, long mi)
 {
 	const struct lj_variant *v = h->var;
-	long mi = heap_find(h, heap_u64(h, t, v->h.tab_metatable));
-	const struct hobj *mt;
-	uint32_t nn, off;
+	const struct hobj *mt = &h->o[mi];
+	uint64_t nn = heap_u32(h, mt, v->u.tab_hmask), off;
 	int weak = 0;
 
-	if (mi < 0 || h->o[mi].gct != v->h.ttab)
-		return 0;
-	mt = &h->o[mi];
-	nn = heap_u32(h, mt, v->u.tab_hmask);
+	if (h->wk && (h->wk[mi] & 0x80))
+		return h->wk[mi] & 0x7f;
 	nn = nn ? nn + 1 : 0;
-	off = v->h.tab_sizeof + heap_u32(h, mt, v->h.tab_asize) * 8;
-	for (uint32_t k = 0; k < nn; k++) {
-		uint64_t at = (uint64_t)off + (uint64_t)k * v->u.node_size;
+	off = v->h.tab_sizeof + (uint64_t)heap_u32(h, mt, v->h.tab_asize) * 8;
+	for (uint64_t k = 0; k < nn; k++) {
+		uint64_t at = off + k * v->u.node_size;
 		uint64_t key = heap_u64(h, mt, at + v->u.node_key);
 		uint64_t val = heap_u64(h, mt, at + v->u.node_val);
 		long ki = heap_find(h, tv_gc(key)), vi = heap_find(h, tv_gc(val));
@@ -73,6 +71,8 @@ int heap_weak(const struct heap *h, const struct hobj *t)
 		uint32_t len;
 		int cut;
 
+		if (at + v->u.node_size > mt->rawlen)
+			break; /* the nodes copied: no more */
 		if (ki < 0 || vi < 0 || h->o[ki].gct != v->h.tstr || h->o[vi].gct != v->h.tstr)
 			continue;
 		s = heap_str(h, &h->o[ki], &len, &cut);
@@ -83,6 +83,20 @@ int heap_weak(const struct heap *h, const struct hobj *t)
 			weak |= s[c] == 'k' ? LJ_GC_WEAKKEY : s[c] == 'v' ? LJ_GC_WEAKVAL : 0;
 		break;
 	}
+	if (h->wk)
+		h->wk[mi] = (uint8_t)(0x80 | weak);
+	return weak;
+}
+
+int heap_weak(const struct heap *h, const struct hobj *t)
+{
+	const struct lj_variant *v = h->var;
+	long mi = heap_find(h, heap_u64(h, t, v->h.tab_metatable));
+	int weak;
+
+	if (mi < 0 || h->o[mi].gct != v->h.ttab)
+		return 0;
+	weak = mode_of(h, mi);
 	if (weak && t->addr == h->finalizer)
 		weak = LJ_GC_WEAKKEY; /* values marked: the finalizers */
 	return weak;
@@ -132,12 +146,10 @@ static uint64_t open_value(struct heap *h, uint64_t slot)
 {
 	const struct lj_variant *v = h->var;
 
-	for (size_t i = 0; i < h->n; i++) {
-		const struct hobj *th = &h->o[i];
+	for (size_t k = 0; k < h->nthr; k++) {
+		const struct hobj *th = &h->o[h->thr[k]];
 		uint64_t st;
 
-		if (th->gct != v->lay.tthread)
-			continue;
 		st = heap_u64(h, th, v->lay.L_stack);
 		if (slot >= st && (slot - st) % 8 == 0 &&
 		    v->sizeof_L + (slot - st) + 8 <= th->rawlen)
@@ -200,7 +212,7 @@ static int obj_edges(struct emit *m, uint32_t i)
 		return r ? r : trace_of(m, heap_u16(h, o, hl->pt_trace), HE_PTRACE, 0);
 	}
 	if (g == v->lay.tthread) {
-		uint64_t n = (o->rawlen - v->sizeof_L) / 8;
+		uint64_t n = o->rawlen > v->sizeof_L ? (o->rawlen - v->sizeof_L) / 8 : 0;
 
 		for (uint64_t k = 2; k < n && !r; k++) /* stack + 1 + LJ_FR2 */
 			r = to(m, tv_gc(heap_u64(h, o, v->sizeof_L + k * 8)), HE_STACK, k, 0);

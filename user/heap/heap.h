@@ -125,6 +125,10 @@ struct heap {
 	struct hcounts c;
 	/* Reachability (mark.c) */
 	uint64_t reached, reached_bytes;
+	uint8_t *wk;          /* per object: a table's __mode bits | 0x80 once
+			       * known (edges.c; NULL: not kept) */
+	uint32_t *thr;        /* the threads' indexes (open upvalues' values) */
+	size_t nthr;
 	struct hedge *par;    /* the edge an object was first reached by
 			       * (breadth first: a shortest path), per object */
 	/* Dominator tree (dom.c) */

@@ -30,11 +30,19 @@ int heap_mark(struct heap *h)
 	struct q q = { .h = h, .v = malloc((h->n + 1) * sizeof(uint32_t)) };
 
 	free(h->par);
+	free(h->wk);
+	free(h->thr);
 	h->par = calloc(h->n + 1, sizeof(*h->par));
-	if (!q.v || !h->par) {
+	h->wk = calloc(h->n + 1, 1);
+	h->thr = malloc((h->n + 1) * sizeof(*h->thr));
+	h->nthr = 0;
+	if (!q.v || !h->par || !h->wk || !h->thr) {
 		free(q.v);
 		return -ENOMEM;
 	}
+	for (size_t k = 0; k < h->n; k++)
+		if (h->o[k].gct == h->var->lay.tthread)
+			h->thr[h->nthr++] = (uint32_t)k;
 	h->c.dangling = 0;
 	heap_edges(h, (uint32_t)h->n, reach, &q);
 	for (size_t k = 0; k < q.n; k++)

@@ -164,6 +164,8 @@ void heap_free(struct heap *h)
 	free(h->traces);
 	free(h->ctypes);
 	free(h->par);
+	free(h->wk);
+	free(h->thr);
 	free(h->idom);
 	free(h->retained);
 	u64map_free(&h->at, NULL);
