@@ -263,3 +263,23 @@ has_row() {
 	[ "$status" -eq 1 ]
 	[ "$output" = "luamemtrace heap: $T/v2.lmh: snapshot version 2 (this luamemtrace reads 1)" ]
 }
+
+@test "heap: a heap that lies (a table's array part, a looping gc.root): counted, said, exit 3, the target unharmed" {
+	rm -f "$T/in"
+	mkfifo "$T/in"
+	luajit -joff "$LUA_DIR/heap_hostile.lua" < "$T/in" > "$T/target.out" 3>&- &
+	TARGET=$!
+	exec 5> "$T/in"
+	wait_for "$T/target.out" ready
+	run "$LMT" heap -p "$TARGET"
+	local st=$(awk '{print $3}' "/proc/$TARGET/stat")
+	kill -9 "$TARGET" # lua_close would loop in its gc.root
+	exec 5>&-
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[ "$st" = S ]
+	[[ "$output" == *"  objects copied in part (a cap, or unreadable): 1"* ]]
+	[[ "$output" == *"  object lists cut (a repeat, or the cap): 1"* ]]
+	# the walk ended at the loop: the two tables, newest first, and no more
+	[ "$(printf '%s\n' "$output" | awk '$1 == "table" { print $2 }')" = 2 ]
+}

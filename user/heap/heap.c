@@ -85,8 +85,8 @@ static int report(struct heap *hs, size_t n, const struct hview *view, int expir
 		if (i)
 			printf("\n");
 		heap_view_text(&hs[i], view, stdout);
-		if (hs[i].c.timed_out || hs[i].c.over_objs || hs[i].c.over_bytes)
-			rc = LMT_LOSSY;
+		if (memcmp(&hs[i].c, &(struct hcounts){ 0 }, sizeof(hs[i].c)))
+			rc = LMT_LOSSY; /* said under "incomplete:" */
 	}
 	return rc;
 }
