@@ -89,35 +89,32 @@ delta() { # delta TYPE COL: full minus base
 	[ "$(col trace 2)" -gt 0 ]  # traces walked (in gc.root)
 }
 
-@test "heap, JIT off: the known graph's exact counts, against a baseline" {
-	snap -joff 0 0 0 0 0 0 0
+# known_deltas JITFLAG: the counts of N=100 M=50 U=3 K=4 C=2 Y=5 G=7
+# against a baseline (all 0): reachable tables N + M + U (upvalue-held) + C
+# (coroutine locals) = 155; functions U holders + C coroutine bodies;
+# threads C; closed upvalues reachable U (held); no userdata.
+known_deltas() {
+	snap "$1" 0 0 0 0 0 0 0
 	record base
-	snap -joff 100 50 3 4 2 5 7
+	snap "$1" 100 50 3 4 2 5 7
 	record full
-	# reachable tables: N cache entries + M instances + U upvalue-held + C
-	# coroutine locals = 100 + 50 + 3 + 2
 	[ "$(delta table 4)" = 155 ]
-	# garbage tables: K weak keys + 2Y cycle members + G dropped = 4 + 10 + 7,
-	# and the oracle's debug.getinfo results: 2 per frame of the C=2
-	# coroutines (2 frames each) = 8
-	[ "$(delta table 6)" = 29 ]
-	# functions: U holders + C coroutine bodies; threads: C; closed
-	# upvalues reachable: U (held)
 	[ "$(delta function 4)" = 5 ]
 	[ "$(delta thread 4)" = 2 ]
 	[ "$(delta upvalue 4)" = 3 ]
 	[ "$(delta userdata 2)" = 0 ]
 }
 
+@test "heap, JIT off: the known graph's exact counts, against a baseline" {
+	known_deltas -joff
+	# garbage tables: K weak keys + 2Y cycle members + G dropped = 4 + 10 + 7,
+	# and the oracle's debug.getinfo results: 2 per frame of the C=2
+	# coroutines (2 frames each) = 8
+	[ "$(delta table 6)" = 29 ]
+}
+
 @test "heap, JIT on: the same deltas; traces' constants keep objects alive as lj_gc.c does" {
-	snap -jon 0 0 0 0 0 0 0
-	record base
-	snap -jon 100 50 3 4 2 5 7
-	record full
-	[ "$(delta table 4)" = 155 ]
-	[ "$(delta function 4)" = 5 ]
-	[ "$(delta thread 4)" = 2 ]
-	[ "$(delta upvalue 4)" = 3 ]
+	known_deltas -jon
 }
 
 @test "heap: exact bytes of M instances (64 bytes each: a GCtab, no array or hash part)" {
@@ -274,6 +271,7 @@ has_row() {
 	run "$LMT" heap -p "$TARGET"
 	local st=$(awk '{print $3}' "/proc/$TARGET/stat")
 	kill -9 "$TARGET" # lua_close would loop in its gc.root
+	wait "$TARGET" 2>/dev/null || true
 	exec 5>&-
 	echo "$output"
 	[ "$status" -eq 3 ]

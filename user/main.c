@@ -22,6 +22,7 @@ static const char usage[] =
 	"       luamemtrace report [--leak-only] [--human-readable] [--folded [--weight=W]]\n"
 	"                          [--pprof] [--flamegraph] FILE|DIR...\n"
 	"       luamemtrace top -p PID [--stacks] [-d SECS]\n"
+	"       luamemtrace heap -p PID [-o FILE] [--top N] | heap FILE  (docs/heap.md)\n"
 	"\n"
 	"Traces every allocation, reallocation and free of the LuaJIT VMs of a\n"
 	"running process (or of COMMAND, from its first VM on) and writes them as\n"
