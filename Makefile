@@ -95,6 +95,12 @@ $(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) $(FG_OBJ) user/probe
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
 		-o $@ $< $(UNIT_EXTRA) $(LIB_SRC) $(FG_OBJ) user/probes/placement.c user/target/layout.c -lcapstone -lprotobuf-c -lz -lm -lpthread
 
+# The heap copy's model and analysis, fed forged objects (no target).
+HEAP_MODEL := user/heap/model.c user/heap/sizes.c user/heap/edges.c user/heap/mark.c \
+	user/heap/dom.c user/heap/paths.c user/heap/snapfile.c user/heap/view_text.c user/util/u64set.c
+$(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap: UNIT_EXTRA := $(HEAP_MODEL)
+$(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap: $(HEAP_MODEL)
+
 # The readers of a target's memory, fed forged structures: the test reads
 # its own memory (it defines proc_read).
 READERS := user/convert/jit.c user/convert/luanames.c user/target/vmscan.c user/convert/lines.c user/util/u64set.c

@@ -18,7 +18,7 @@ build=${1:-build}
 
 declare -A rank=(
 	[util]=0 [format]=1 [target]=2 [report]=2 [streams]=3 [convert]=4
-	[capture]=5 [probes]=5 [heap]=5 [session]=6 [cli]=7
+	[capture]=5 [probes]=5 [session]=6 [heap]=7 [cli]=8
 )
 bad=0
 found=$(mktemp)

@@ -28,6 +28,29 @@ int main(void)
 			 "interpreter's, C is resolved from the frame", v->name);
 		CHECK(name, l->nvmst > 1 && l->vmst[0] == LMT_VMST_INTERP &&
 		      l->vmst[1] == LMT_VMST_FRAME);
+
+		/* The heap walker's offsets (struct lj_hlayout) */
+		const struct lj_hlayout *h = &v->h;
+		snprintf(name, sizeof(name), "%s: heap: gcroot[] and uvhead lie in "
+			 "global_State, J in GG_State", v->name);
+		CHECK(name, l->gg_g + h->g_gcroot + 8 * h->gcroot_max <= l->gg_J &&
+		      h->g_uvhead + h->uv_sizeof <= h->g_gcroot && l->gg_J < h->gg_size);
+		snprintf(name, sizeof(name), "%s: heap: LuaJIT's type tags (~itype)",
+			 v->name);
+		CHECK(name, h->tstr == 4 && h->tupval == 5 && l->tthread == 6 &&
+		      h->tproto == 7 && l->tfunc == 8 && h->ttrace == 9 &&
+		      h->tcdata == 10 && h->ttab == 11 && h->tudata == 12);
+		snprintf(name, sizeof(name), "%s: heap: sizes agree with the tracer's "
+			 "(GCstr, lua_State's stack, GCfuncL's uvptr)", v->name);
+		CHECK(name, h->str_sizeof == l->str_size && l->L_stack < v->sizeof_L &&
+		      h->L_stacksize < v->sizeof_L && v->u.fn_uvptr + 8 == h->fnl_sizeof &&
+		      h->fn_upvalue + 8 == h->fnc_sizeof);
+		snprintf(name, sizeof(name), "%s: heap: fields inside their structures",
+			 v->name);
+		CHECK(name, h->tab_metatable < h->tab_sizeof && h->tab_asize < h->tab_sizeof &&
+		      h->uv_tv < h->uv_sizeof && h->pt_sizekgc < l->pt_size &&
+		      h->ud_metatable < h->ud_sizeof && h->cts_cb_sizeid < h->cts_sizeof &&
+		      h->T_nextside < l->T_size && h->ct_size < h->ct_sizeof);
 	}
 	return fails != 0;
 }

@@ -11,6 +11,7 @@
 #include "target/layout.h"
 #include "report/report.h"
 #include "session/tracer.h"
+#include "heap/heap.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -22,6 +23,7 @@ static const char usage[] =
 	"       luamemtrace report [--leak-only] [--human-readable] [--folded [--weight=W]]\n"
 	"                          [--pprof] [--flamegraph] FILE|DIR...\n"
 	"       luamemtrace top -p PID [--stacks] [-d SECS]\n"
+	"       luamemtrace heap -p PID [-o FILE] [--top N] | heap FILE  (docs/heap.md)\n"
 	"\n"
 	"Traces every allocation, reallocation and free of the LuaJIT VMs of a\n"
 	"running process (or of COMMAND, from its first VM on) and writes them as\n"
@@ -277,6 +279,8 @@ int main(int argc, char **argv)
 		return report_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "top"))
 		return top_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "heap"))
+		return heap_main(argc - 1, argv + 1);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+p:o:fd:b:t:u:qvhV", opts, NULL)) != -1) {
 		switch (c) {

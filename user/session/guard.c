@@ -72,7 +72,7 @@ size_t guard_expired(int stops_fd, struct held **v)
 
 /* The boot-time offset of our time namespace, in ns (/proc/PID/stat
  * shows start times with it added). */
-static int64_t boot_offset(void)
+int64_t guard_boot_offset(void)
 {
 	static int done;
 	static int64_t off;
@@ -106,7 +106,7 @@ int guard_cont(const struct held *s)
 	 * stop (the PID given again) shows a later start. */
 	if (!s->h.start || hz <= 0 ||
 	    proc_start((pid_t)s->k.tgid, fd) ==
-		    (uint64_t)((int64_t)s->h.start + boot_offset()) /
+		    (uint64_t)((int64_t)s->h.start + guard_boot_offset()) /
 			    (uint64_t)(1000000000 / hz))
 		r = syscall(SYS_pidfd_send_signal, fd, SIGCONT, NULL, 0) ? -1 : 0;
 	close(fd);

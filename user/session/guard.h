@@ -20,6 +20,7 @@
 #ifndef LMT_GUARD_H
 #define LMT_GUARD_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 /* -- Caps ------------------------------------------------------------------ */
@@ -80,6 +81,10 @@ int guard_release(int stops_fd, struct held *v, size_t n);
  * read), their entries removed: their count, 0 if none or out of memory.
  * guard_stops leaves them out. */
 size_t guard_expired(int stops_fd, struct held **v);
+
+/* The boot-time offset of our time namespace, in ns: a start time of
+ * /proc/PID/stat, in ns, less it is struct lmt_hold's start. */
+int64_t guard_boot_offset(void);
 
 /* Continues the process stop s was made for, through a pidfd, if it is
  * still that process (its start time); 0, or -1 if it is gone. */

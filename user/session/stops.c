@@ -19,37 +19,10 @@
 #include "target/proc.h"
 #include "util/knobs.h"
 
-/* Is every thread of tgid stopped, or gone? A thread runs programs only
- * until it stops, so then every record the process sent before its stop
- * is in the ring. */
+/* Is every thread of tgid stopped, or gone (target/proc.h)? */
 static int stopped(pid_t tgid)
 {
-	char st[512];
-	DIR *d;
-	struct dirent *de;
-	int running = 0, fd = proc_openat(tgid, "task", O_RDONLY | O_DIRECTORY);
-
-	/* its own /proc directory once bound (target/proc.h): gone, it is
-	 * stopped */
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return 1;
-	}
-	while (!running && (de = readdir(d))) {
-		char q[48];
-		const char *c;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(q, sizeof(q), "%.32s/stat", de->d_name);
-		if (proc_small_at(dirfd(d), q, st, sizeof(st)) < 0)
-			continue;
-		c = strrchr(st, ')'); /* the name may hold anything */
-		running = c && c[1] == ' ' && !strchr("TtZXx", c[2]);
-	}
-	closedir(d);
-	return !running;
+	return proc_stopped(tgid) != 0;
 }
 
 /* Are the processes of the stops v all stopped (or children attached

@@ -81,4 +81,10 @@
  * worker process). */
 #define LMT_VMS_MAX 256
 
+/* -- Processes (target/proc.c) ---------------------------------------------- */
+
+/* Threads of one process looked at for their state (proc_stopped): a
+ * process of more threads is taken as stopped when those are. */
+#define LMT_PROC_THREADS_MAX 65536
+
 #endif

@@ -52,6 +52,33 @@
 	.node_val = 0, .node_key = 8, .itype_str = -5, .itype_tab = -12,     \
 	.itype_func = -9
 
+/* What the heap walker reads (user/heap/), the same in both builds but
+ * for GG_State's and CTState's sizes. */
+#define LJ21_GC64_HEAP                                                       \
+	.g_gc_total = 16, .g_gc_root = 40, .g_gc_mmudata = 80,               \
+	.g_gc_lightudnum = 35, .g_gc_lightudseg = 112, .g_str_tab = 152,     \
+	.g_str_mask = 160, .g_tmpbuf_e = 208, .g_tmpbuf_b = 216,             \
+	.g_gcroot = 424, .gcroot_max = 38, .g_ctype_state = 384,             \
+	.g_strempty = 120, .cts_finalizer = 32, .g_uvhead = 280, .uv_next = 24, \
+	.pt_sizeuv = 60, .pt_uvinfo = 88, .gcroot_basemt = 22,                \
+	.J_sizetrace = 396, .J_irtoplim = 336, .J_irbotlim = 340,            \
+	.J_sizesnap = 348, .J_sizesnapmap = 368,                             \
+	.L_env = 72, .L_stacksize = 88, .L_top = 40, .L_maxstack = 48,       \
+	.tab_metatable = 32, .tab_array = 16, .tab_asize = 48,               \
+	.tab_colo = 11, .tab_sizeof = 64, .str_sizeof = 24,                  \
+	.fn_nupvalues = 11, .fn_env = 16, .fn_upvalue = 48,                  \
+	.fnc_sizeof = 56, .fnl_sizeof = 48, .uv_closed = 10, .uv_tv = 16,    \
+	.uv_sizeof = 48, .pt_sizept = 56, .pt_k = 32, .pt_sizekgc = 48,      \
+	.pt_trace = 62, .ud_len = 24, .ud_env = 16, .ud_metatable = 32,      \
+	.ud_sizeof = 48, .cd_ctypeid = 10, .cd_sizeof = 16, .cdv_sizeof = 8, \
+	.cdv_extra = 2, .cdv_len = 4, .cts_tab = 0, .cts_sizetab = 12,       \
+	.ct_sizeof = 24, .ct_info = 0, .ct_size = 4, .ct_shift = 28,         \
+	.ct_hassize = 5, .ct_attrib = 8, .ct_cidmask = 65535,                \
+	.T_link = 106, .T_nextroot = 110, .T_nextside = 112,                 \
+	.T_traceno = 104, .ir_sizeof = 8, .ref_true = 32765, .ir_knull = 27, \
+	.irt_is64 = 6315993, .tstr = 4, .tupval = 5, .tproto = 7,            \
+	.ttrace = 9, .tcdata = 10, .ttab = 11, .tudata = 12
+
 const struct lj_variant lj_variants[] = {
 	{
 		/* LuaJIT 2.1 (Debian luajit, libluajit-5.1-2) */
@@ -59,6 +86,8 @@ const struct lj_variant lj_variants[] = {
 		.sizeof_L = 96,
 		.lay = { LJ21_GC64_COMMON, .gg_g = 96, .gg_J = 824 },
 		.u = { LJ21_GC64_USER },
+		.h = { LJ21_GC64_HEAP, .gg_size = 6240, .cts_sizeof = 472,
+		       .cts_cbid = 192, .cts_cb_sizeid = 200 },
 	},
 	{
 		/* OpenResty luajit2 (Debian luajit2): lua_State has 16 more
@@ -67,6 +96,8 @@ const struct lj_variant lj_variants[] = {
 		.sizeof_L = 112,
 		.lay = { LJ21_GC64_COMMON, .gg_g = 112, .gg_J = 848 },
 		.u = { LJ21_GC64_USER },
+		.h = { LJ21_GC64_HEAP, .gg_size = 6296, .cts_sizeof = 520,
+		       .cts_cbid = 240, .cts_cb_sizeid = 248 },
 	},
 };
 

@@ -33,10 +33,36 @@ struct lj_ulayout {
 	int itype_str, itype_tab, itype_func;
 };
 
+/* Offsets the heap walker reads (user/heap/): global_State from g, jit_State
+ * from J, and the GC objects' fields and sizes (lj_obj.h, lj_jit.h,
+ * lj_ctype.h); with the other layouts' fields it needs. */
+struct lj_hlayout {
+	unsigned g_gc_total, g_gc_root, g_gc_mmudata, g_gc_lightudnum, g_gc_lightudseg;
+	unsigned g_str_tab, g_str_mask, g_tmpbuf_e, g_tmpbuf_b, g_gcroot, gcroot_max;
+	unsigned gcroot_basemt; /* GCROOT_BASEMT: gcroot[] below it are metamethod names */
+	unsigned g_ctype_state, g_strempty, g_uvhead, gg_size;
+	unsigned J_sizetrace, J_irtoplim, J_irbotlim, J_sizesnap, J_sizesnapmap;
+	unsigned L_env, L_stacksize, L_top, L_maxstack;
+	unsigned tab_metatable, tab_array, tab_asize, tab_colo, tab_sizeof;
+	unsigned str_sizeof;
+	unsigned fn_nupvalues, fn_env, fn_upvalue, fnc_sizeof, fnl_sizeof;
+	unsigned uv_closed, uv_tv, uv_next, uv_sizeof;
+	unsigned pt_sizept, pt_k, pt_sizekgc, pt_trace, pt_sizeuv, pt_uvinfo;
+	unsigned ud_len, ud_env, ud_metatable, ud_sizeof;
+	unsigned cd_ctypeid, cd_sizeof, cdv_sizeof, cdv_extra, cdv_len;
+	unsigned cts_tab, cts_sizetab, cts_finalizer, cts_sizeof, cts_cbid, cts_cb_sizeid;
+	unsigned ct_sizeof, ct_info, ct_size, ct_shift, ct_hassize, ct_attrib, ct_cidmask;
+	unsigned T_link, T_nextroot, T_nextside, T_traceno, ir_sizeof, ref_true, ir_knull;
+	unsigned irt_is64; /* IRT_IS64: a bit per IR type with a 64-bit constant */
+	/* type tags (~itype) */
+	unsigned tstr, tupval, tproto, ttrace, tcdata, ttab, tudata;
+};
+
 struct lj_variant {
 	const char *name;
 	struct lj_layout lay;
 	struct lj_ulayout u;
+	struct lj_hlayout h;
 	unsigned sizeof_L; /* sizeof(lua_State): g follows it in GG_State */
 };
 

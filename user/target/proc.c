@@ -1,5 +1,6 @@
 /* /proc parsing and target memory reads. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "target/caps.h"
 #include "target/proc.h"
 #include "util/u64set.h"
 
@@ -291,4 +293,33 @@ int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	if (n < 0)
 		return (int)n;
 	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+int proc_stopped(pid_t pid)
+{
+	char st[512];
+	struct dirent *de;
+	unsigned n = 0;
+	int running = 0, fd = proc_openat(pid, "task", O_RDONLY | O_DIRECTORY);
+	DIR *d;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return -ESRCH;
+	}
+	while (!running && (de = readdir(d)) && n++ < LMT_PROC_THREADS_MAX) {
+		char q[48];
+		const char *c;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(q, sizeof(q), "%.32s/stat", de->d_name);
+		if (proc_small_at(dirfd(d), q, st, sizeof(st)) < 0)
+			continue; /* a thread gone meanwhile */
+		c = strrchr(st, ')'); /* the name may hold anything */
+		running = c && c[1] == ' ' && !strchr("TtZXx", c[2]);
+	}
+	closedir(d);
+	return !running;
 }

@@ -75,6 +75,13 @@ ssize_t proc_small(const char *path, char *buf, size_t size);
 /* The same, of rel under directory dir (proc_dir's, proc_openat's). */
 ssize_t proc_small_at(int dir, const char *rel, char *buf, size_t size);
 
+/* Is every thread of pid stopped (or a zombie)? 1 if so, 0 if one runs,
+ * -ESRCH if the process is gone; through its bound /proc directory
+ * (proc_openat), its first LMT_PROC_THREADS_MAX threads. A thread runs
+ * BPF's programs only until it stops: once all have, every record the
+ * process sent before stopping is in the ring. */
+int proc_stopped(pid_t pid);
+
 /* Is pidfd's process alive (not yet reaped)? */
 int proc_alive(int pidfd);
 /* Sends sig to pidfd's process: 0 or -errno (ESRCH: it is gone). */

@@ -1,0 +1,347 @@
+/* Copying a VM's objects out of the stopped target (heap.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap/heap.h"
+#include "target/proc.h"
+#include "target/caps.h"
+
+/* The copy's reads of the target, through a block cache (pages.c). */
+static struct hpages pages;
+
+static int tread(pid_t pid, uint64_t a, void *b, size_t n)
+{
+	return hpages_read(&pages, pid, a, b, n);
+}
+
+/* Bytes read at once from a large part (an array part, a stack). */
+#define CHUNK (64u << 10)
+
+static uint64_t b64(const uint8_t *b, unsigned off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, 8);
+	return v;
+}
+
+static uint32_t b32(const uint8_t *b, unsigned off)
+{
+	uint32_t v;
+
+	memcpy(&v, b + off, 4);
+	return v;
+}
+
+/* Appends n bytes of the target at a to the last object: 0, or -1 if
+ * they could not all be read or kept (the object marked short). */
+static int append_from(pid_t pid, struct heap *h, uint64_t a, uint64_t n)
+{
+	static uint8_t buf[CHUNK];
+
+	while (n) {
+		size_t k = n < CHUNK ? (size_t)n : CHUNK;
+
+		if (tread(pid, a, buf, k) || heap_append(h, buf, k)) {
+			h->o[h->n - 1].flags |= HOBJ_SHORT;
+			return -1;
+		}
+		a += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/* Copies the object at a: its index (or -1 if not copied), *next its
+ * nextgc (0 if unreadable). */
+static long copy_obj(pid_t pid, struct heap *h, uint64_t a, uint64_t *next)
+{
+	const struct lj_variant *v = h->var;
+	const struct lj_hlayout *hl = &v->h;
+	uint8_t b[256];
+	unsigned gct, hdr;
+	long i;
+
+	*next = 0;
+	if (tread(pid, a, b, 16)) {
+		h->c.unreadable++;
+		return -1;
+	}
+	*next = b64(b, 0);
+	gct = b[v->lay.L_gct];
+	if (gct == hl->tstr) {
+		uint32_t len;
+
+		if (tread(pid, a, b, hl->str_sizeof)) {
+			h->c.unreadable++;
+			return -1;
+		}
+		len = b32(b, v->lay.str_len);
+		if ((i = heap_add(h, a, (uint8_t)gct, b, hl->str_sizeof)) < 0)
+			return -1;
+		append_from(pid, h, a + hl->str_sizeof,
+			    len < LMT_HEAP_STR_KEEP ? len : LMT_HEAP_STR_KEEP);
+		return i;
+	}
+	if (gct == hl->ttab)
+		hdr = hl->tab_sizeof;
+	else if (gct == v->lay.tfunc)
+		hdr = hl->fn_upvalue; /* a C function's are read below */
+	else if (gct == hl->tupval)
+		hdr = hl->uv_sizeof;
+	else if (gct == hl->tproto)
+		hdr = v->lay.pt_size;
+	else if (gct == v->lay.tthread)
+		hdr = v->sizeof_L;
+	else if (gct == hl->tudata)
+		hdr = hl->ud_sizeof;
+	else if (gct == hl->tcdata)
+		hdr = hl->cd_sizeof;
+	else if (gct == hl->ttrace)
+		hdr = v->lay.T_size;
+	else {
+		h->c.bad_type++;
+		return -1;
+	}
+	if (hdr > sizeof(b) || tread(pid, a, b, hdr)) {
+		h->c.unreadable++;
+		return -1;
+	}
+	if ((i = heap_add(h, a, (uint8_t)gct, b, hdr)) < 0)
+		return -1;
+	if (gct == hl->ttab) {
+		uint64_t asize = b32(b, hl->tab_asize), hmask = b32(b, v->u.tab_hmask);
+		uint64_t na = asize < LMT_HEAP_TAB_SLOTS_MAX ? asize : LMT_HEAP_TAB_SLOTS_MAX;
+		uint64_t nn = hmask ? hmask + 1 : 0;
+
+		if (nn > LMT_HEAP_TAB_SLOTS_MAX)
+			nn = LMT_HEAP_TAB_SLOTS_MAX;
+		if (na < asize || nn < (hmask ? hmask + 1 : 0))
+			h->o[i].flags |= HOBJ_SHORT;
+		if (!append_from(pid, h, b64(b, hl->tab_array), na * 8) && nn)
+			append_from(pid, h, b64(b, v->u.tab_node), nn * v->u.node_size);
+	} else if (gct == v->lay.tfunc) {
+		unsigned nup = b[hl->fn_nupvalues];
+
+		if (b[v->lay.fn_ffid]) /* C: TValues from fn_upvalue */
+			append_from(pid, h, a + hl->fn_upvalue, (uint64_t)nup * 8);
+		else /* Lua: uvptr[] from fn_uvptr */
+			append_from(pid, h, a + hl->fn_upvalue, nup > 1 ? (uint64_t)(nup - 1) * 8 : 0);
+	} else if (gct == hl->tproto) {
+		uint64_t nk = b32(b, hl->pt_sizekgc), k = b64(b, hl->pt_k);
+
+		if (nk > LMT_HEAP_TAB_SLOTS_MAX) {
+			h->o[i].flags |= HOBJ_SHORT;
+			nk = 0;
+		}
+		if (!append_from(pid, h, k - nk * 8, nk * 8) && !(h->o[i].flags & HOBJ_SHORT)) {
+			uint64_t uvi = b64(b, hl->pt_uvinfo);
+			uint8_t nm[LMT_HEAP_UVNAMES_KEEP];
+			ssize_t got = 0;
+
+			/* the names, as much of them as is readable, to the cap */
+			if (uvi)
+				got = !tread(pid, uvi, nm, sizeof(nm)) ? (ssize_t)sizeof(nm)
+								       : proc_read_some(pid, uvi, nm, sizeof(nm));
+			if (got > 0)
+				heap_append(h, nm, (size_t)got);
+		}
+	} else if (gct == v->lay.tthread) {
+		uint64_t st = b64(b, v->lay.L_stack), top = b64(b, hl->L_top);
+		uint64_t n = top >= st ? (top - st) / 8 : 0;
+
+		if (top < st || n > LMT_HEAP_STACK_MAX) {
+			h->o[i].flags |= HOBJ_SHORT;
+			n = n > LMT_HEAP_STACK_MAX ? LMT_HEAP_STACK_MAX : 0;
+		}
+		append_from(pid, h, st, n * 8);
+	} else if (gct == hl->tcdata && (b[v->lay.L_gct - 1] & 0x80)) {
+		append_from(pid, h, a - hl->cdv_sizeof, hl->cdv_sizeof); /* GCcdataVar */
+	} else if (gct == hl->ttrace) {
+		uint64_t nk = b32(b, v->u.T_nk), bias = v->u.ref_bias;
+
+		if (nk > bias || bias - nk > LMT_TRACE_IR_MAX) {
+			h->o[i].flags |= HOBJ_SHORT;
+			nk = bias;
+		}
+		append_from(pid, h, b64(b, v->u.T_ir) + nk * hl->ir_sizeof,
+			    (bias - nk) * hl->ir_sizeof);
+	}
+	if (h->o[i].flags & HOBJ_SHORT)
+		h->c.short_objs++;
+	return i;
+}
+
+/* Walks a list linked by nextgc from a, up to (not past) stop, or to 0;
+ * a circular one (stop == its first) ends back at it. */
+static void walk_list(pid_t pid, struct heap *h, uint64_t a, uint64_t stop, uint8_t flag,
+		      uint64_t deadline)
+{
+	for (uint64_t n = 0; a; n++) {
+		uint64_t next;
+		long i;
+
+		if (n >= LMT_HEAP_OBJS_MAX || heap_find(h, a) >= 0) {
+			h->c.list_cut++; /* a list that loops or repeats */
+			return;
+		}
+		if (!(n & 1023) && hstop_now() > deadline) {
+			h->c.timed_out = 1;
+			return;
+		}
+		i = copy_obj(pid, h, a, &next);
+		if (i >= 0)
+			h->o[i].flags |= flag;
+		if (next == stop)
+			return;
+		a = next;
+	}
+}
+
+/* The string table's chains (the low bit of an anchor marks secondary
+ * hashing, lj_str.c). */
+static void walk_strings(pid_t pid, struct heap *h, uint64_t deadline)
+{
+	const struct lj_hlayout *hl = &h->var->h;
+	uint64_t tab = heap_g64(h, hl->g_str_tab);
+	uint64_t n = (uint64_t)heap_g32(h, hl->g_str_mask) + 1;
+	static uint64_t buf[CHUNK / 8];
+
+	if (!tab)
+		return;
+	if (n > LMT_HEAP_STRTAB_MAX) {
+		h->c.list_cut++;
+		n = LMT_HEAP_STRTAB_MAX;
+	}
+	for (uint64_t s = 0; s < n && !h->c.timed_out; s += CHUNK / 8) {
+		uint64_t k = n - s < CHUNK / 8 ? n - s : CHUNK / 8;
+
+		if (tread(pid, tab + s * 8, buf, k * 8)) {
+			h->c.unreadable++;
+			return;
+		}
+		for (uint64_t j = 0; j < k && !h->c.timed_out; j++)
+			walk_list(pid, h, buf[j] & ~(uint64_t)1, 0, 0, deadline);
+	}
+}
+
+/* Open upvalues: not on gc.root (closing one moves it there), but on
+ * g->uvhead's circular list, linked by uv->next. */
+static void walk_open_upvalues(pid_t pid, struct heap *h, uint64_t deadline)
+{
+	const struct lj_hlayout *hl = &h->var->h;
+	uint64_t head = h->g + hl->g_uvhead, a = heap_g64(h, hl->g_uvhead + hl->uv_next);
+
+	for (uint64_t n = 0; a && a != head; n++) {
+		uint64_t next, nx = 0;
+		long i;
+
+		if (n >= LMT_HEAP_OBJS_MAX || heap_find(h, a) >= 0) {
+			h->c.list_cut++;
+			return;
+		}
+		if (!(n & 1023) && hstop_now() > deadline) {
+			h->c.timed_out = 1;
+			return;
+		}
+		i = copy_obj(pid, h, a, &next);
+		if (i < 0 || h->o[i].gct != hl->tupval)
+			return; /* counted by copy_obj, or a list that lies */
+		memcpy(&nx, heap_raw(h, &h->o[i]) + hl->uv_next, 8);
+		a = nx;
+	}
+}
+
+static unsigned fls32(uint32_t x)
+{
+	return 31u - (unsigned)__builtin_clz(x);
+}
+
+/* The VM's accounted memory besides its objects (lj_state.c's close). */
+static void copy_other(pid_t pid, struct heap *h)
+{
+	const struct lj_variant *v = h->var;
+	const struct lj_hlayout *hl = &v->h;
+	unsigned J = v->lay.gg_J - v->lay.gg_g; /* J from g */
+	uint64_t e = heap_g64(h, hl->g_tmpbuf_e), b = heap_g64(h, hl->g_tmpbuf_b);
+	uint64_t cts = heap_g64(h, hl->g_ctype_state);
+	uint32_t ntr = heap_g32(h, J + hl->J_sizetrace), num;
+
+	h->other[HOTHER_GG] = hl->gg_size - v->sizeof_L;
+	h->other[HOTHER_STRTAB] = ((uint64_t)heap_g32(h, hl->g_str_mask) + 1) * 8;
+	h->other[HOTHER_TMPBUF] = e >= b ? e - b : 0;
+	h->other[HOTHER_JIT] = (uint64_t)ntr * 8 +
+			       (uint64_t)heap_g32(h, J + hl->J_sizesnap) * v->u.snap_size +
+			       (uint64_t)heap_g32(h, J + hl->J_sizesnapmap) * 4 +
+			       (uint64_t)(heap_g32(h, J + hl->J_irtoplim) -
+					  heap_g32(h, J + hl->J_irbotlim)) * hl->ir_sizeof;
+	if (heap_g64(h, hl->g_gc_lightudseg)) {
+		num = h->gg[v->lay.gg_g + hl->g_gc_lightudnum];
+		h->other[HOTHER_LIGHTUD] = (num ? 2u << fls32(num) : 2u) * 4;
+	}
+	/* J->trace[]: trace numbers to GCtrace addresses */
+	if (ntr > LMT_TRACENO_MAX + 1)
+		ntr = LMT_TRACENO_MAX + 1;
+	if (ntr && (h->traces = calloc(ntr, 8)) &&
+	    !tread(pid, heap_g64(h, J + v->lay.J_trace), h->traces, (size_t)ntr * 8))
+		h->ntraces = ntr;
+	if (cts) {
+		uint8_t c[1024];
+		uint32_t nt;
+
+		if (hl->cts_sizeof > sizeof(c) || tread(pid, cts, c, hl->cts_sizeof)) {
+			h->c.unreadable++;
+			return;
+		}
+		nt = b32(c, hl->cts_sizetab);
+		h->finalizer = b64(c, hl->cts_finalizer);
+		h->other[HOTHER_CTS] = hl->cts_sizeof + (uint64_t)nt * hl->ct_sizeof +
+				       (uint64_t)b32(c, hl->cts_cb_sizeid) * 2;
+		if (nt > LMT_HEAP_CTYPES_MAX)
+			nt = LMT_HEAP_CTYPES_MAX;
+		if ((h->ctypes = malloc((size_t)nt * hl->ct_sizeof)) &&
+		    !tread(pid, b64(c, hl->cts_tab), h->ctypes, (size_t)nt * hl->ct_sizeof))
+			h->nctypes = nt;
+	}
+}
+
+int heap_copy(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t deadline,
+	      struct heap *h)
+{
+	const struct lj_hlayout *hl = &var->h;
+	uint64_t mm;
+
+	memset(h, 0, sizeof(*h));
+	h->var = var;
+	h->L = L;
+	h->g = L + var->lay.gg_g;
+	h->gglen = hl->gg_size;
+	if (!(h->gg = malloc(h->gglen)))
+		return -ENOMEM;
+	if (tread(pid, L, h->gg, h->gglen)) {
+		hpages_free(&pages);
+		return -EIO;
+	}
+	h->gc_total = heap_g64(h, hl->g_gc_total);
+	copy_other(pid, h);
+	walk_list(pid, h, heap_g64(h, hl->g_gc_root), 0, 0, deadline);
+	if ((mm = heap_g64(h, hl->g_gc_mmudata))) {
+		uint64_t first = 0;
+
+		tread(pid, mm, &first, 8); /* the last one's next: the first */
+		walk_list(pid, h, first, first, HOBJ_MMUDATA, deadline);
+	}
+	walk_open_upvalues(pid, h, deadline);
+	walk_strings(pid, h, deadline);
+	{
+		long m = heap_find(h, L);
+
+		if (m >= 0)
+			h->o[m].flags |= HOBJ_MAIN;
+	}
+	heap_sizes(h);
+	hpages_free(&pages);
+	return 0;
+}

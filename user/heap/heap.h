@@ -1,0 +1,315 @@
+/* luamemtrace heap: what a LuaJIT heap holds, and who holds it.
+ *
+ * A snapshot is taken in two steps. copy.c, with the target stopped
+ * (stop.c: guardian-covered, always continued), walks every GC object of
+ * a VM (gc.root, which holds the main thread, the udata after it and the
+ * traces; gc.mmudata; the string table's chains) and copies what the
+ * analysis needs into a struct heap: each object's header and the parts
+ * that hold references (array and hash parts, upvalue refs, prototype
+ * constants, stack slots, trace IR constants). The target runs again
+ * before any analysis: edges.c, mark.c and view_text.c read the copy only.
+ *
+ * The copy is untrusted input: every object's fields are read from its
+ * bytes with bounds (heap_u8/u32/u64 return 0 past rawlen), every index
+ * from them is checked, every walk is capped (heap_caps.h).
+ */
+#ifndef LMT_HEAP_H
+#define LMT_HEAP_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "target/layout.h"
+#include "util/u64set.h"
+
+/* -- Caps (docs/security.md) ------------------------------------------------ */
+
+/* GC objects of one VM: 2^26 (64M) objects is ~4 GB of the smallest ones,
+ * above what a LuaJIT heap of 2.1 GC64 holds in practice. */
+#define LMT_HEAP_OBJS_MAX (1u << 26)
+/* Bytes copied for one VM (headers, array/hash parts, stacks): a heap's
+ * references are a fraction of its size; 4 GiB bounds our memory. */
+#define LMT_HEAP_COPY_MAX (4ull << 30)
+/* Array slots and hash nodes copied of one table: LuaJIT's LJ_MAX_ASIZE
+ * and LJ_MAX_HBITS are 2^27 and 2^26; a table past 2^24 is counted, its
+ * references past the cap not followed. */
+#define LMT_HEAP_TAB_SLOTS_MAX (1u << 24)
+/* Bytes of a prototype's upvalue names kept (proto_uvinfo: sizeuv
+ * NUL-terminated names, at most 60 upvalues; names past it are "?"). */
+#define LMT_HEAP_UVNAMES_KEEP 1024
+/* Edges of the reachable graph kept for the dominator tree (8 bytes
+ * each): past it the tree is not built, said. */
+#define LMT_HEAP_EDGES_MAX (1u << 28)
+/* Steps of a path named (a path is a shortest one from the roots); a
+ * longer one is shown from "..." on. */
+#define LMT_HEAP_PATH_STEPS 48
+/* Stack slots of one thread: LJ_STACK_MAX is 65500. */
+#define LMT_HEAP_STACK_MAX 65536
+/* Bytes of a string kept (names in paths, __mode): longer ones are cut. */
+#define LMT_HEAP_STR_KEEP 256
+/* String hash slots: str.mask is 32 bits; LJ_MAX_STRTAB is 2^26. */
+#define LMT_HEAP_STRTAB_MAX (1u << 26)
+/* C types of the FFI's table (CTID_MAX is 65535). */
+#define LMT_HEAP_CTYPES_MAX 65536
+/* How long the target may stay stopped while it is copied, in ms: the
+ * guardian's deadline (session/guard.h LMT_HOLD_MAX_MS) ends any stop anyway;
+ * past this the copy ends, said incomplete. */
+#define LMT_HEAP_STOP_MS 1500
+/* How long to wait for every thread of the target to stop, in ms. */
+#define LMT_HEAP_STOPWAIT_MS 1000
+
+/* -- The copy --------------------------------------------------------------- */
+
+enum {
+	HOBJ_REACHED = 1,  /* marked from the GC's roots (mark.c) */
+	HOBJ_MMUDATA = 2,  /* on gc.mmudata: awaiting __gc */
+	HOBJ_SHORT = 4,    /* a part over a cap or unreadable: not all copied */
+	HOBJ_MAIN = 8,     /* the main thread (its lua_State is in GG_State) */
+};
+
+struct hobj {
+	uint64_t addr;
+	uint64_t size;  /* bytes as LuaJIT accounts them (lj_gc.c's frees) */
+	uint64_t raw;   /* its copied bytes: arena + raw */
+	uint32_t rawlen;
+	uint8_t gct;    /* ~itype */
+	uint8_t flags;  /* HOBJ_* */
+	uint16_t pad;
+};
+
+/* What a type's copied bytes hold (struct hobj.raw), after the header
+ * (the object's first hdr bytes, hdr per type: layout's sizeof):
+ *   str    its first LMT_HEAP_STR_KEEP bytes
+ *   tab    array slots (asize, capped), then hash nodes (hmask+1, capped)
+ *   func   Lua: upvalue refs; C: upvalue TValues (nupvalues)
+ *   proto  its GC constants, kgc[-sizekgc .. -1], then its upvalue
+ *          names (LMT_HEAP_UVNAMES_KEEP bytes at most)
+ *   thread stack slots [stack, top), capped
+ *   trace  IR [nk, REF_TRUE) */
+
+/* Counts of what was skipped, each said in the report. */
+struct hcounts {
+	uint64_t over_objs;    /* objects past LMT_HEAP_OBJS_MAX */
+	uint64_t over_bytes;   /* objects not copied: LMT_HEAP_COPY_MAX */
+	uint64_t short_objs;   /* objects with a part over a cap or unreadable */
+	uint64_t unreadable;   /* object addresses that could not be read */
+	uint64_t bad_type;     /* objects with an unknown type tag */
+	uint64_t list_cut;     /* lists ended by a repeat or the cap */
+	uint64_t dup;          /* objects found twice (lists overlap) */
+	uint64_t timed_out;    /* 1: the copy ended at LMT_HEAP_STOP_MS */
+	uint64_t dangling;     /* references to no walked object */
+};
+
+struct heap {
+	const struct lj_variant *var;
+	uint64_t L, g;
+	uint8_t *gg;          /* GG_State copy (var->h.gg_size bytes) */
+	size_t gglen;
+	struct hobj *o;
+	size_t n, cap;
+	uint8_t *arena;
+	size_t alen, acap;
+	struct u64map at;     /* address -> index + 1 */
+	uint64_t *traces;     /* J->trace[]: a trace number's GCtrace */
+	uint32_t ntraces;
+	uint8_t *ctypes;      /* the FFI's C type table (ct_sizeof each) */
+	uint32_t nctypes;
+	uint64_t finalizer;   /* the FFI's cdata finalizer table (weak keys) */
+	/* The VM's own accounting (copied with the objects) */
+	uint64_t gc_total;
+	uint64_t other[8];    /* HOTHER_*: accounted memory besides objects */
+	uint64_t pause_ns;    /* the target stopped, ns (0: not stopped by us) */
+	int stopped_before;   /* the target was stopped already: left so */
+	struct hcounts c;
+	/* Reachability (mark.c) */
+	uint64_t reached, reached_bytes;
+	uint8_t *wk;          /* per object: a table's __mode bits | 0x80 once
+			       * known (edges.c; NULL: not kept) */
+	uint32_t *thr;        /* the threads' indexes (open upvalues' values) */
+	size_t nthr;
+	struct hedge *par;    /* the edge an object was first reached by
+			       * (breadth first: a shortest path), per object */
+	/* Dominator tree (dom.c) */
+	uint32_t *idom;       /* per object: its immediate dominator (h->n: the
+			       * super-root; UINT32_MAX: not reached) */
+	uint64_t *retained;   /* per object: bytes freed if it were */
+	uint64_t edges;       /* edges of the reachable graph */
+	int dom_over;         /* 1: over LMT_HEAP_EDGES_MAX, no tree */
+};
+
+enum {
+	HOTHER_GG,      /* GG_State (global_State, jit_State, dispatch) less
+			 * the main lua_State */
+	HOTHER_STRTAB,  /* the string hash table */
+	HOTHER_TMPBUF,  /* g->tmpbuf */
+	HOTHER_JIT,     /* J's trace, IR, snapshot and snapshot map arrays */
+	HOTHER_CTS,     /* the FFI's CTState, C type table and callback ids */
+	HOTHER_LIGHTUD, /* lightuserdata segments */
+	HOTHER_N
+};
+extern const char *const heap_other_name[HOTHER_N];
+
+/* Type tags' names, by ~itype ("?" if unknown). */
+const char *heap_type_name(unsigned gct);
+
+/* -- Reading the copy ------------------------------------------------------ */
+
+static inline const uint8_t *heap_raw(const struct heap *h, const struct hobj *o)
+{
+	return h->arena + o->raw;
+}
+/* Fields of an object's copy: 0 past its copied bytes. */
+uint64_t heap_u64(const struct heap *h, const struct hobj *o, uint64_t off);
+uint32_t heap_u32(const struct heap *h, const struct hobj *o, uint64_t off);
+uint16_t heap_u16(const struct heap *h, const struct hobj *o, uint64_t off);
+uint8_t heap_u8(const struct heap *h, const struct hobj *o, uint64_t off);
+/* The same of the GG_State copy, at an offset from g. */
+uint64_t heap_g64(const struct heap *h, unsigned off);
+uint32_t heap_g32(const struct heap *h, unsigned off);
+/* The object at addr: its index, or -1. */
+long heap_find(const struct heap *h, uint64_t addr);
+/* A string object's kept bytes and their length (cut at
+ * LMT_HEAP_STR_KEEP; *cut set if so). */
+const char *heap_str(const struct heap *h, const struct hobj *o, uint32_t *len, int *cut);
+void heap_free(struct heap *h);
+
+/* -- The model (model.c) ---------------------------------------------------- */
+
+/* Adds an object and its copied bytes: its index, or -1 (a cap: counted;
+ * -2: out of memory). */
+long heap_add(struct heap *h, uint64_t addr, uint8_t gct, const void *raw, size_t len);
+/* Appends bytes to the last object's copy: 0 or -1 (cap, counted). */
+int heap_append(struct heap *h, const void *raw, size_t len);
+
+/* -- Copying a VM (copy.c) -------------------------------------------------- */
+
+/* Copies the VM whose main lua_State is L (variant var) of pid, stopped
+ * (the caller stops it). 0, or -errno (ENOMEM). What could not be read is
+ * counted in h->c. */
+int heap_copy(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t deadline_ns,
+	      struct heap *h);
+/* Object sizes as LuaJIT accounts them, from the copy (after heap_copy). */
+void heap_sizes(struct heap *h);
+
+/* -- Reading the target (pages.c) ------------------------------------------ */
+
+/* Bytes of the target read at once and kept: objects lie close together,
+ * a block serves many. */
+#define HPAGES_BLOCK (16u << 10)
+
+struct hpages {
+	struct u64map m; /* block address + 1 -> its copy */
+	uint64_t bytes;  /* kept, under LMT_HEAP_COPY_MAX */
+	uint64_t reads;  /* blocks read */
+	uint64_t direct; /* reads not served by a block */
+};
+
+/* proc_read through the cache: 0 or -errno. Reads larger than a block,
+ * or reaching memory a block could not hold, go to the target directly. */
+int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len);
+void hpages_free(struct hpages *c);
+
+/* -- Stopping the target (stop.c) ------------------------------------------- */
+
+struct hstop {
+	int stops_fd;    /* the stops map (session/guard.h) */
+	pid_t guardian;
+	int pidfd;
+	int held;        /* our stop is in the map */
+	int was_stopped; /* it was stopped before us: neither stopped nor continued */
+	uint64_t t0;     /* when the stop was made (CLOCK_BOOTTIME ns) */
+};
+
+/* Starts the guardian over a new stops map. 0 or -errno. */
+int hstop_init(struct hstop *s, pid_t pid, int pidfd);
+/* Stops pid (every thread) under the guardian. 0, or -errno (ETIMEDOUT:
+ * it did not stop in time: it was continued). */
+int hstop_stop(struct hstop *s, pid_t pid);
+/* Continues it (unless another tracer holds it, or it was stopped before
+ * us): ns it was stopped; *expired set if the guardian continued it first. */
+uint64_t hstop_cont(struct hstop *s, int *expired);
+void hstop_end(struct hstop *s);
+uint64_t hstop_now(void);
+
+/* -- Edges, exactly those lj_gc.c marks (edges.c) --------------------------- */
+
+enum hedge_kind {
+	HE_ROOT,      /* from the super-root: a, which root (HROOT_*), b index */
+	HE_ARRAY,     /* t[a] */
+	HE_HKEY,      /* a key of t, b: its value's raw TValue */
+	HE_HVAL,      /* t[key], b: the key's raw TValue */
+	HE_MT,        /* [metatable] */
+	HE_ENV,       /* [env] */
+	HE_UPVAL,     /* a function's upvalue a */
+	HE_PROTO,     /* a Lua function's prototype */
+	HE_KGC,       /* a prototype's constant a */
+	HE_CHUNK,     /* a prototype's chunk name */
+	HE_PTRACE,    /* a prototype's trace */
+	HE_UVVAL,     /* a closed upvalue's value */
+	HE_STACK,     /* a thread's stack slot a */
+	HE_TRACE,     /* a trace's constant, link, or start prototype */
+};
+enum { HROOT_MAINTH, HROOT_MAINENV, HROOT_REGISTRY, HROOT_GCROOT,
+       HROOT_CURL, HROOT_MMUDATA };
+
+struct hedge {
+	uint32_t from, to; /* from: the super-root is h->n */
+	uint8_t kind;
+	uint64_t a, b;
+};
+
+/* Calls fn for each strong reference of object i (i == h->n: the roots),
+ * in lj_gc.c's order; weak parts (__mode) are left out. A reference to
+ * an address no object has is counted (h->c.dangling) once per call
+ * chain, and not given. Returns what fn last returned if non-zero. */
+typedef int (*hedge_fn)(void *ctx, const struct hedge *e);
+int heap_edges(struct heap *h, uint32_t i, hedge_fn fn, void *ctx);
+/* The table's __mode: LJ_GC_WEAKKEY (8) | LJ_GC_WEAKVAL (16) bits. */
+int heap_weak(const struct heap *h, const struct hobj *t);
+
+/* -- Reachability (mark.c) -------------------------------------------------- */
+
+/* Marks every object reachable from the roots (HOBJ_REACHED), counting
+ * them in h->reached. 0 or -ENOMEM. */
+int heap_mark(struct heap *h);
+
+/* -- Dominator tree (dom.c) ----------------------------------------------- */
+
+/* Builds h->idom and h->retained over the reached objects (after
+ * heap_mark): Cooper, Harvey and Kennedy's iterative algorithm over a
+ * reverse postorder from the super-root. 0, -ENOMEM, or -E2BIG (edges
+ * over LMT_HEAP_EDGES_MAX: h->dom_over set). */
+int heap_dom(struct heap *h);
+
+/* -- Names (paths.c) --------------------------------------------------------- */
+
+/* Writes object i's path from the roots as a Lua programmer writes it
+ * (package.loaded["app.cache"].users["u42"], registry[12], upvalue cache
+ * of function app.lua:14, ...) into buf (cut to len). */
+void heap_path(const struct heap *h, uint32_t i, char *buf, size_t len);
+/* chunk:line of a Lua function or prototype object i ("?" if unknown). */
+void heap_where(const struct heap *h, uint32_t i, char *buf, size_t len);
+
+/* -- Views (view_text.c) ---------------------------------------------------- */
+
+struct hview {
+	int top; /* rows of each list */
+};
+void heap_view_text(struct heap *h, const struct hview *v, FILE *f);
+
+/* -- Snapshot files (snapfile.c) ---------------------------------------------- */
+
+/* Writes the copies hs[0..n) (those with a variant) to f: 0 or -errno. */
+int heap_save(FILE *f, struct heap *hs, size_t n);
+/* Reads a snapshot file (untrusted: bounded by the copy's caps): 0 with
+ * *out (n copies; heap_free each, then free), or -1 with why. */
+int heap_load(FILE *f, struct heap **out, size_t *n, char *why, size_t whylen);
+
+/* -- Entry ------------------------------------------------------------------ */
+
+/* luamemtrace heap ...: argv[0] is "heap". An exit status (exitcode.h). */
+int heap_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,374 @@
+/* Objects named by their path from the roots, as a Lua programmer writes
+ * it: the edges of mark.c's breadth-first tree (a shortest path), each
+ * step named by its kind (edges.c), some folded into a Lua name:
+ * registry._LOADED is package.loaded, a global is its name, an upvalue or
+ * a stack slot starts over from its function or thread. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "heap/heap.h"
+
+struct out {
+	char *b;
+	size_t len, n;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (o->n + 1 >= o->len)
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(o->b + o->n, o->len - o->n, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		o->n = o->n + (size_t)k < o->len ? o->n + (size_t)k : o->len - 1;
+}
+
+/* A string's bytes, escaped as Lua would read them, cut at max. */
+static void put_str(struct out *o, const char *s, uint32_t len, int cut, unsigned max)
+{
+	for (uint32_t i = 0; i < len && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\')
+			put(o, "\\%c", c);
+		else if (c < 32 || c > 126)
+			put(o, "\\%u", c);
+		else
+			put(o, "%c", c);
+	}
+	if (cut || len > max)
+		put(o, "...");
+}
+
+static int is_ident(const char *s, uint32_t len)
+{
+	static const char *const kw[] = { "and", "break", "do", "else", "elseif", "end",
+		"false", "for", "function", "goto", "if", "in", "local", "nil", "not", "or",
+		"repeat", "return", "then", "true", "until", "while" };
+
+	if (!len || len > 64 || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (uint32_t i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return 0;
+	for (size_t k = 0; k < sizeof(kw) / sizeof(kw[0]); k++)
+		if (strlen(kw[k]) == len && !memcmp(kw[k], s, len))
+			return 0;
+	return 1;
+}
+
+static long str_obj(const struct heap *h, uint64_t tv)
+{
+	uint32_t it = (uint32_t)((int64_t)tv >> 47);
+	long i;
+
+	if (it != ~h->var->h.tstr)
+		return -1;
+	i = heap_find(h, tv & ((1ull << 47) - 1));
+	return i >= 0 && h->o[i].gct == h->var->h.tstr ? i : -1;
+}
+
+/* A table key (a raw TValue) as an index step: .name, ["s"], [12]. */
+static void put_key(struct out *o, const struct heap *h, uint64_t key, int bare)
+{
+	uint32_t it = (uint32_t)((int64_t)key >> 47), len;
+	long si = str_obj(h, key);
+	int cut;
+
+	if (si >= 0) {
+		const char *s = heap_str(h, &h->o[si], &len, &cut);
+
+		if (!cut && is_ident(s, len)) {
+			put(o, bare ? "%.*s" : ".%.*s", (int)len, s);
+		} else {
+			put(o, bare ? "_G[\"" : "[\"");
+			put_str(o, s, len, cut, 40);
+			put(o, "\"]");
+		}
+		return;
+	}
+	if (bare)
+		put(o, "_G");
+	if (it < 0xfffffff2u) { /* a number (LJ_TNUMX and below) */
+		double d;
+
+		memcpy(&d, &key, 8);
+		if (d == (double)(int64_t)d && d > -1e15 && d < 1e15)
+			put(o, "[%" PRId64 "]", (int64_t)d);
+		else
+			put(o, "[%.17g]", d);
+	} else if (it == ~2u || it == ~1u) {
+		put(o, "[%s]", it == ~2u ? "true" : "false");
+	} else if (it == ~3u) {
+		put(o, "[lightuserdata 0x%" PRIx64 "]", (uint64_t)(key & ((1ull << 47) - 1)));
+	} else {
+		put(o, "[%s 0x%" PRIx64 "]", heap_type_name(~it), (uint64_t)(key & ((1ull << 47) - 1)));
+	}
+}
+
+/* The prototype of a Lua function object, or the object if a prototype. */
+static long proto_of(const struct heap *h, uint32_t i)
+{
+	const struct lj_variant *v = h->var;
+	const struct hobj *o = &h->o[i];
+	long p;
+
+	if (o->gct == v->h.tproto)
+		return i;
+	if (o->gct != v->lay.tfunc || heap_u8(h, o, v->lay.fn_ffid))
+		return -1;
+	p = heap_find(h, heap_u64(h, o, v->lay.fn_pc) - v->lay.pt_size);
+	return p >= 0 && h->o[p].gct == v->h.tproto ? p : -1;
+}
+
+void heap_where(const struct heap *h, uint32_t i, char *buf, size_t len)
+{
+	const struct lj_variant *v = h->var;
+	struct out o = { buf, len, 0 };
+	long p = i < h->n ? proto_of(h, i) : -1, c;
+	uint32_t n, line;
+	int cut;
+
+	buf[0] = 0;
+	if (p < 0) {
+		put(&o, "?");
+		return;
+	}
+	c = heap_find(h, heap_u64(h, &h->o[p], v->lay.pt_chunkname));
+	line = heap_u32(h, &h->o[p], v->lay.pt_firstline);
+	if (c >= 0 && h->o[c].gct == v->h.tstr) {
+		const char *s = heap_str(h, &h->o[c], &n, &cut);
+
+		if (line == UINT32_MAX) { /* a library function LuaJIT writes in Lua */
+			put(&o, "built-in ");
+			put_str(&o, s, n, cut, 60);
+			return;
+		}
+		if (n && (s[0] == '@' || s[0] == '=')) {
+			put_str(&o, s + 1, n - 1, cut, 200);
+		} else {
+			put(&o, "[string \"");
+			put_str(&o, s, n, cut, 40);
+			put(&o, "\"]");
+		}
+	} else {
+		put(&o, "?");
+	}
+	put(&o, ":%u", line);
+}
+
+/* Upvalue k's name of function i's prototype ("?" if unknown). */
+static void put_uvname(struct out *o, const struct heap *h, uint32_t i, uint64_t k)
+{
+	const struct lj_hlayout *hl = &h->var->h;
+	long p = proto_of(h, i);
+	const struct hobj *pt;
+	uint64_t at, end;
+
+	if (p < 0 || (h->o[p].flags & HOBJ_SHORT) || k >= heap_u8(h, &h->o[p], hl->pt_sizeuv)) {
+		put(o, "#%" PRIu64, k + 1);
+		return;
+	}
+	pt = &h->o[p];
+	at = h->var->lay.pt_size + (uint64_t)heap_u32(h, pt, hl->pt_sizekgc) * 8;
+	end = pt->rawlen;
+	for (uint64_t j = 0; j < k && at < end; at++) /* past k names */
+		if (!heap_raw(h, pt)[at])
+			j++;
+	if (at >= end) {
+		put(o, "#%" PRIu64, k + 1);
+		return;
+	}
+	{
+		const char *s = (const char *)heap_raw(h, pt) + at;
+		uint64_t n = 0;
+
+		while (at + n < end && s[n])
+			n++;
+		put_str(o, s, (uint32_t)n, at + n >= end, 60);
+	}
+}
+
+/* A thread as a Lua programmer knows it: the main thread, or a coroutine
+ * by its first Lua function (its body). */
+static void put_thread(struct out *o, const struct heap *h, uint32_t i)
+{
+	const struct lj_variant *v = h->var;
+	const struct hobj *th = &h->o[i];
+	char w[256];
+
+	if (th->flags & HOBJ_MAIN) {
+		put(o, "main thread");
+		return;
+	}
+	for (uint64_t at = v->sizeof_L; at + 8 <= th->rawlen; at += 8) {
+		uint64_t tv = heap_u64(h, th, at);
+		long f;
+
+		if ((uint32_t)((int64_t)tv >> 47) != ~(uint32_t)v->lay.tfunc)
+			continue;
+		f = heap_find(h, tv & ((1ull << 47) - 1));
+		if (f >= 0 && proto_of(h, (uint32_t)f) >= 0) {
+			heap_where(h, (uint32_t)f, w, sizeof(w));
+			put(o, "coroutine at %s", w);
+			return;
+		}
+	}
+	put(o, "coroutine 0x%" PRIx64, th->addr);
+}
+
+static int is_main_env(const struct heap *h, uint32_t t)
+{
+	long m = heap_find(h, h->L);
+
+	return m >= 0 && h->o[t].addr == heap_u64(h, &h->o[m], h->var->h.L_env);
+}
+
+static void put_root(struct out *o, const struct heap *h, const struct hedge *e)
+{
+	const struct lj_hlayout *hl = &h->var->h;
+	static const char *const base[] = { "nil", "false", "true", "lightuserdata",
+		"strings", "upvalues", "threads", "prototypes", "functions", "traces",
+		"cdata", "tables", "userdata", "numbers" };
+
+	switch (e->a) {
+	case HROOT_MAINTH: put(o, "[main thread]"); break;
+	case HROOT_MAINENV: put(o, "_G"); break;
+	case HROOT_REGISTRY: put(o, "registry"); break;
+	case HROOT_CURL: put(o, "[running thread]"); break;
+	case HROOT_MMUDATA: put(o, "[awaiting __gc]"); break;
+	default:
+		if (e->b < hl->gcroot_basemt)
+			put(o, "[metamethod name]");
+		else if (e->b - hl->gcroot_basemt < sizeof(base) / sizeof(base[0]))
+			put(o, "[metatable of %s]", base[e->b - hl->gcroot_basemt]);
+		else
+			put(o, "[default %s file]",
+			    e->b == hl->gcroot_basemt + 14 ? "input" : "output");
+	}
+}
+
+/* Does step e start a path over (its own name, not its parent's)? */
+static int restarts(const struct heap *h, const struct hedge *e)
+{
+	return (e->kind == HE_UPVAL && proto_of(h, e->from) >= 0) || e->kind == HE_STACK ||
+	       (e->kind == HE_HVAL && is_main_env(h, e->from) && str_obj(h, e->b) >= 0);
+}
+
+void heap_path(const struct heap *h, uint32_t i, char *buf, size_t len)
+{
+	const struct hedge *chain[LMT_HEAP_PATH_STEPS];
+	struct out o = { buf, len, 0 };
+	uint32_t at = i;
+	int n = 0, start, cut = 0;
+	char w[256];
+
+	buf[0] = 0;
+	if (!h->par || i >= h->n || !(h->o[i].flags & HOBJ_REACHED)) {
+		put(&o, "(unreachable)");
+		return;
+	}
+	/* up to the roots: each step's from is nearer (breadth first) */
+	while (n < LMT_HEAP_PATH_STEPS) {
+		const struct hedge *e = &h->par[at];
+
+		chain[n++] = e;
+		if (e->kind == HE_ROOT)
+			break;
+		at = e->from;
+	}
+	if (chain[n - 1]->kind != HE_ROOT)
+		cut = 1;
+	/* from the step nearest the object that starts over: an upvalue of
+	 * a Lua function, a stack slot, a global */
+	start = n - 1;
+	for (int k = 0; k < n - 1; k++)
+		if (restarts(h, chain[k])) {
+			start = k;
+			break;
+		}
+	if (start == n - 1 && cut)
+		put(&o, "...");
+	for (int k = start; k >= 0; k--) {
+		const struct hedge *e = chain[k];
+
+		switch (e->kind) {
+		case HE_ROOT:
+			put_root(&o, h, e);
+			break;
+		case HE_ARRAY:
+			put(&o, "[%" PRIu64 "]", e->a);
+			break;
+		case HE_HVAL: {
+			long s = str_obj(h, e->b);
+			uint32_t l;
+			int c;
+
+			if (k == start && k != n - 1) { /* a global: restarts() */
+				put_key(&o, h, e->b, 1);
+				break;
+			}
+			/* registry._LOADED: package.loaded */
+			if (s >= 0 && k == n - 2 && chain[n - 1]->a == HROOT_REGISTRY) {
+				const char *t = heap_str(h, &h->o[s], &l, &c);
+
+				if (l == 7 && !memcmp(t, "_LOADED", 7)) {
+					o.n = 0;
+					put(&o, "package.loaded");
+					break;
+				}
+			}
+			put_key(&o, h, e->b, 0);
+			break;
+		}
+		case HE_HKEY:
+			put(&o, "<key>");
+			break;
+		case HE_MT:
+			put(&o, "[metatable]");
+			break;
+		case HE_ENV:
+			put(&o, "[env]");
+			break;
+		case HE_UPVAL:
+			if (k != start) { /* a C function's */
+				put(&o, "[upvalue %" PRIu64 "]", e->a + 1);
+				break;
+			}
+			o.n = 0;
+			put(&o, "upvalue ");
+			put_uvname(&o, h, e->from, e->a);
+			heap_where(h, e->from, w, sizeof(w));
+			put(&o, " of function %s", w);
+			break;
+		case HE_STACK:
+			o.n = 0;
+			put(&o, "stack slot %" PRIu64 " of ", e->a);
+			put_thread(&o, h, e->from);
+			break;
+		case HE_PROTO:
+			put(&o, "[prototype]");
+			break;
+		case HE_KGC:
+			put(&o, "[constant]");
+			break;
+		case HE_CHUNK:
+			put(&o, "[chunk name]");
+			break;
+		case HE_PTRACE:
+		case HE_TRACE:
+			put(&o, "[trace]");
+			break;
+		default: /* HE_UVVAL: the upvalue's own value, named above */
+			break;
+		}
+	}
+}
