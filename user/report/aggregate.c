@@ -22,7 +22,7 @@
  * 2^53 print exactly and larger ones print as the parser prints them.
  *
  * Escaping: chunk and C names are escaped once, when their symbol is read,
- * by esc.h's rule (C0, DEL, C1 controls and ill-formed UTF-8; printable
+ * by util/esc.h's rule (C0, DEL, C1 controls and ill-formed UTF-8; printable
  * text, backslashes included, unchanged so it matches the parser byte for
  * byte), so every output built from them is escaped: the report, folded
  * stacks, the summary's top sites. Chunk names with '\n' are aliased

@@ -68,7 +68,7 @@ static int usage_error(const char *fmt, ...)
 	return LMT_USAGE;
 }
 
-/* A path in a message: escaped (esc.h), as a file's name is anyone's to
+/* A path in a message: escaped (util/esc.h), as a file's name is anyone's to
  * choose. Two at a time (a message names at most two). */
 static const char *pe(const char *path)
 {
@@ -79,7 +79,7 @@ static const char *pe(const char *path)
 	return esc_cstr(buf[k], sizeof(buf[k]), path);
 }
 
-/* What the stream's sidecar says (info.h): 1 if the stream is known to be
+/* What the stream's sidecar says (format/info.h): 1 if the stream is known to be
  * incomplete, said on stderr. */
 static int sidecar_warns(const char *path)
 {

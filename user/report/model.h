@@ -156,7 +156,7 @@ struct report {
 	uint32_t nfr, fr_cap;
 	uint32_t *stkey;   /* stack number - 1 -> its folded name, root first */
 	uint32_t nstk, stk_cap;
-	uint64_t stk_cut;   /* stacks whose key was cut (read_caps.h) */
+	uint64_t stk_cut;   /* stacks whose key was cut (format/caps.h) */
 	uint64_t stk_bytes; /* bytes of the distinct stack keys */
 	struct accset fold; /* folded name -> a: bytes allocated, b: events */
 

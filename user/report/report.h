@@ -3,7 +3,7 @@
  * tools/memprof.lua prints, plus folded stacks and the top of ALLOCATIONS.
  *
  * Memory is bounded by live allocations + symbols + locations, never by
- * the number of events. Names are escaped by esc.h's rule in every output.
+ * the number of events. Names are escaped by util/esc.h's rule in every output.
  */
 #ifndef LMT_REPORT_H
 #define LMT_REPORT_H
@@ -58,7 +58,7 @@ int report_frame(struct report *rp, uint32_t id, const struct sk_frame *f);
 int report_stack(struct report *rp, uint32_t id, const uint32_t *frames, uint32_t n,
 		 unsigned flags);
 /* report_stack's -2: the stream's distinct stacks name more than
- * REPORT_KEYS_MAX_BYTES (read_caps.h); the report is then incomplete.
+ * REPORT_KEYS_MAX_BYTES (format/caps.h); the report is then incomplete.
  * Stacks whose folded name was cut to REPORT_KEY_MAX_FRAMES frames or
  * REPORT_KEY_MAX_BYTES bytes (under a "[cut]" root): how many. */
 uint64_t report_stacks_cut(const struct report *rp);

@@ -62,7 +62,7 @@ static uint32_t name_fit(const char *p, uint32_t len, size_t room)
 }
 
 /* Stack id's folded name, root first. At most REPORT_KEY_MAX_FRAMES
- * frames and REPORT_KEY_MAX_BYTES bytes (read_caps.h): the innermost
+ * frames and REPORT_KEY_MAX_BYTES bytes (format/caps.h): the innermost
  * frames that fit are kept, the key then starts with "[cut]" and the
  * stack is counted (stk_cut). -1 out of memory or a bad number, -2 the
  * stream's keys over REPORT_KEYS_MAX_BYTES. */

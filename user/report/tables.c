@@ -215,7 +215,7 @@ void sb_puts(struct sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
 static void sb_put_cb(void *b, const char *s, size_t n) { sb_put(b, s, n); }
 
-/* Target-controlled text, escaped (esc.h). */
+/* Target-controlled text, escaped (util/esc.h). */
 void sb_escaped(struct sbuf *b, const char *s, size_t n, int flags)
 {
 	esc_text(sb_put_cb, b, s, n, flags);

@@ -68,7 +68,7 @@ int str_cmp(const struct strpool *sp, uint32_t a, uint32_t b);
 uint32_t intern(struct strpool *sp, const char *p, size_t n);
 void sb_put(struct sbuf *b, const char *s, size_t n);
 void sb_puts(struct sbuf *b, const char *s);
-/* Target-controlled text, escaped (esc.h). */
+/* Target-controlled text, escaped (util/esc.h). */
 void sb_escaped(struct sbuf *b, const char *s, size_t n, int flags);
 /* The accumulator of name, zeroed if new; NULL (s->oom set) out of memory. */
 struct acc *acc_of(struct accset *s, uint32_t name);
