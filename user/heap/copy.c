@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/clock.h"
 #include "heap/heap.h"
 #include "target/proc.h"
 #include "target/caps.h"
@@ -187,7 +188,7 @@ static void walk_list(pid_t pid, struct heap *h, uint64_t a, uint64_t stop, uint
 			h->c.list_cut++; /* a list that loops or repeats */
 			return;
 		}
-		if (!(n & 1023) && hstop_now() > deadline) {
+		if (!(n & 1023) && boot_ns() > deadline) {
 			h->c.timed_out = 1;
 			return;
 		}
@@ -242,7 +243,7 @@ static void walk_open_upvalues(pid_t pid, struct heap *h, uint64_t deadline)
 			h->c.list_cut++;
 			return;
 		}
-		if (!(n & 1023) && hstop_now() > deadline) {
+		if (!(n & 1023) && boot_ns() > deadline) {
 			h->c.timed_out = 1;
 			return;
 		}

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "format/exitcode.h"
+#include "util/clock.h"
 #include "heap/heap.h"
 #include "streams/outfile.h"
 #include "target/proc.h"
@@ -44,7 +45,7 @@ static int copy_all(pid_t pid, int pidfd, const struct pmaps *m, const struct vm
 		return fail(err == -ETIMEDOUT ? "the target did not stop in time (continued)"
 					      : "stopping the target", -err);
 	}
-	deadline = hstop_now() + (uint64_t)LMT_HEAP_STOP_MS * 1000000;
+	deadline = boot_ns() + (uint64_t)LMT_HEAP_STOP_MS * 1000000;
 
 	for (size_t i = 0; i < sc->n; i++) {
 		struct vminfo vi;

@@ -231,7 +231,6 @@ int hstop_stop(struct hstop *s, pid_t pid);
  * us): ns it was stopped; *expired set if the guardian continued it first. */
 uint64_t hstop_cont(struct hstop *s, int *expired);
 void hstop_end(struct hstop *s);
-uint64_t hstop_now(void);
 
 /* -- Edges, exactly those lj_gc.c marks (edges.c) --------------------------- */
 

@@ -14,28 +14,10 @@
 #include <unistd.h>
 
 #include "session/guard.h"
+#include "util/clock.h"
 #include "heap/heap.h"
 #include "target/proc.h"
 
-/* Threads of the target looked at for their state: a process has at most
- * a few thousand. */
-
-uint64_t hstop_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
-}
-
-/* 1 if every thread of pid is stopped, 0 if not, -1 if gone
- * (target/proc.h: proc_stopped). */
-static int all_stopped(pid_t pid)
-{
-	const int r = proc_stopped(pid);
-
-	return r < 0 ? -1 : r;
-}
 
 int hstop_init(struct hstop *s, pid_t pid, int pidfd)
 {
@@ -63,7 +45,7 @@ int hstop_stop(struct hstop *s, pid_t pid)
 	uint64_t start = proc_start(pid, s->pidfd), until;
 	int r;
 
-	r = all_stopped(pid);
+	r = proc_stopped(pid);
 	if (r < 0)
 		return -ESRCH;
 	if (r) { /* stopped by someone else: read as it is, left so */
@@ -74,7 +56,7 @@ int hstop_stop(struct hstop *s, pid_t pid)
 		return -ESRCH;
 	hv.start = (uint64_t)((int64_t)(start * (uint64_t)(1000000000 / hz)) -
 			      guard_boot_offset());
-	s->t0 = hv.since = hstop_now();
+	s->t0 = hv.since = boot_ns();
 	if (bpf_map_update_elem(s->stops_fd, &k, &hv, BPF_NOEXIST))
 		return -errno;
 	s->held = 1;
@@ -85,7 +67,7 @@ int hstop_stop(struct hstop *s, pid_t pid)
 		return -ESRCH;
 	}
 	until = s->t0 + (uint64_t)LMT_HEAP_STOPWAIT_MS * 1000000;
-	while ((r = all_stopped(pid)) == 0 && hstop_now() < until) {
+	while ((r = proc_stopped(pid)) == 0 && boot_ns() < until) {
 		struct timespec ts = { 0, 200000 };
 
 		nanosleep(&ts, NULL);
@@ -108,7 +90,7 @@ uint64_t hstop_cont(struct hstop *s, int *expired)
 	*expired = 0;
 	if (!s->held)
 		return 0;
-	ns = hstop_now() - s->t0;
+	ns = boot_ns() - s->t0;
 	n = guard_expired(s->stops_fd, &v);
 	*expired = n > 0;
 	free(v);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "util/knobs.h"
+#include "util/clock.h"
 #include "session/guard.h"
 #include "target/proc.h"
 #include "luamemtrace.h"
@@ -345,14 +346,6 @@ int guard_release(int stops_fd, struct held *v, size_t n)
 }
 
 /* -- The watchdog ---------------------------------------------------------- */
-
-static uint64_t boot_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
-}
 
 /* The deadline of a stop, in ns (session/guard.h: LMT_HOLD_MAX_MS). */
 static uint64_t hold_max_ns(void)

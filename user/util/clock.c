@@ -28,3 +28,11 @@ double cpu_ns(void)
 	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
 	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
 }
+
+uint64_t boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
