@@ -254,7 +254,8 @@ int proc_attach(struct tr *t, struct tproc *p, const struct vminfo *vms, size_t 
 	return proc_ready(t, p);
 }
 
-int proc_attach_child(struct tr *t, struct tproc *parent, struct tproc *c)
+/* A child BPF registered (a fork): its streams and probes. 0, or -1. */
+static int proc_attach_child(struct tr *t, struct tproc *parent, struct tproc *c)
 {
 	c->parent = parent->pid;
 	c->var = parent->var;

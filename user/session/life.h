@@ -28,8 +28,6 @@ void proc_ignore(struct tr *t, struct tproc *p);
 /* Attaches a process with its VMs vms: 0, or -1 if it is not traced. */
 int proc_attach(struct tr *t, struct tproc *p, const struct vminfo *vms,
 		size_t n);
-/* A child BPF registered (a fork): its streams and probes. 0, or -1. */
-int proc_attach_child(struct tr *t, struct tproc *parent, struct tproc *c);
 /* Registers VM v of process p and probes its allocator: 0, or -1 having
  * said why. */
 int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v);

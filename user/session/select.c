@@ -43,7 +43,8 @@ static const char *base_of(const char *path)
 	return b ? b + 1 : path;
 }
 
-int proc_wanted(const struct tr *t, const struct tproc *p)
+/* Does the process pass --exe? */
+static int proc_wanted(const struct tr *t, const struct tproc *p)
 {
 	const struct topts *o = t->o;
 	char exe[PATH_MAX];

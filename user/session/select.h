@@ -6,8 +6,6 @@
 
 #include "session/session.h"
 
-/* Does the process pass --exe? */
-int proc_wanted(const struct tr *t, const struct tproc *p);
 /* Does the file open at fd (an executable mapping) hold LuaJIT? */
 int is_luajit(int fd);
 /* --all: every process running now that maps LuaJIT, attached; the

@@ -89,7 +89,7 @@ static void over_caps(const struct tr *t, struct info *in)
 
 /* What was lost, as the sidecar counts it: events, symbol records, VMs.
  * Counted for the whole trace: every stream of a lossy trace says so. */
-void losses(const struct tr *t, const struct lmt_stats *st, struct info *in)
+static void losses(const struct tr *t, const struct lmt_stats *st, struct info *in)
 {
 	in->lost = st->lost + st->missed + t->bad_recs;
 	in->lost_sym = st->lost_sym;

@@ -9,7 +9,6 @@ void sum_stats(struct tr *t, struct lmt_stats *s);
 void summary(struct tr *t, const struct lmt_stats *s, double secs);
 /* Anything lost: the exit status's rule and the sidecar's are one. */
 int trace_lossy(const struct tr *t, const struct lmt_stats *st);
-void losses(const struct tr *t, const struct lmt_stats *st, struct info *in);
 
 /* Stream o's sidecar from the trace's state, now (done: final, with st). */
 void out_info(struct tr *t, struct tout *o, const struct lmt_stats *st, int done);

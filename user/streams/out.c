@@ -175,7 +175,8 @@ void out_at(struct tout *o, const void *src, uint64_t key)
 	o->at_key = key;
 }
 
-int out_merge(struct tout *o)
+/* The stream has a second VM: merge from now on. -1 out of memory. */
+static int out_merge(struct tout *o)
 {
 	if (!o->mg)
 		o->mg = merge_new(&(struct merge_out){ .event = event_now,

@@ -107,8 +107,6 @@ void out_sym(struct tout *o, const struct mp_sym *s);
 /* What out_sym and out_event write next comes from VM src (NULL: the
  * process) under key (streams/merge.h; 0: in order as it comes). */
 void out_at(struct tout *o, const void *src, uint64_t key);
-/* The stream has a second VM: merge from now on. -1 out of memory. */
-int out_merge(struct tout *o);
 /* The number in stream o of the stack of frames fr[0..n) (held while
  * several VMs' records wait for their turn). */
 uint32_t out_stack(struct tout *o, const struct cframe *fr, uint32_t n, unsigned flags);
