@@ -46,7 +46,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session/session.h"
+#include "convert/conv.h"
+#include "streams/out.h"
 #include "convert/cnames.h"
 #include "convert/jit.h"
 
@@ -150,7 +151,7 @@ struct ttrace {
 
 /* A read of the target for trace tr, within its read budget and its
  * process's (the trace counted once if that one stops it). */
-static int rd(struct tvm *v, struct ttrace *tr, uint64_t addr, void *buf, size_t len)
+static int rd(struct conv_vm *v, struct ttrace *tr, uint64_t addr, void *buf, size_t len)
 {
 	if (v->p->tr_reads >= LMT_PROC_READS_MAX) {
 		v->p->tr_budget += !tr->budget;
@@ -206,14 +207,14 @@ static void ttrace_free(void *p)
 	free(tr);
 }
 
-static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i);
-static int resolve_exit(struct tvm *v, struct ttrace *tr, uint32_t i);
-static void snap_frames(struct tvm *v, struct ttrace *tr, struct tsnap *sn);
-static void sunk_origins(struct tvm *v, struct ttrace *tr, uint32_t i,
+static int resolve(struct conv_vm *v, struct ttrace *tr, uint32_t i);
+static int resolve_exit(struct conv_vm *v, struct ttrace *tr, uint32_t i);
+static void snap_frames(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn);
+static void sunk_origins(struct conv_vm *v, struct ttrace *tr, uint32_t i,
 			 const uint32_t *ent, uint32_t nent, uint32_t baseslot);
 
 /* The trace's IR [nk, nins): read for the functions it inlined. */
-static void read_ir(struct tvm *v, struct ttrace *tr, uint64_t T)
+static void read_ir(struct conv_vm *v, struct ttrace *tr, uint64_t T)
 {
 	const struct lj_ulayout *u = &v->var->u;
 	uint64_t ir = 0;
@@ -301,13 +302,13 @@ struct tlmemo {
 	uint8_t src;
 };
 
-static void tl_changed(struct tvm *v)
+static void tl_changed(struct conv_vm *v)
 {
 	if (!++v->tlgen && v->tlm) /* wrapped: an old answer could match */
 		memset(v->tlm, 0, sizeof(*v->tlm) << TL_BITS);
 }
 
-static struct tlmemo *tl_slot(struct tvm *v, uint64_t key, uint32_t ofs)
+static struct tlmemo *tl_slot(struct conv_vm *v, uint64_t key, uint32_t ofs)
 {
 	if (!v->tlm && !(v->tlm = calloc(1u << TL_BITS, sizeof(*v->tlm))))
 		return NULL;
@@ -315,7 +316,7 @@ static struct tlmemo *tl_slot(struct tvm *v, uint64_t key, uint32_t ofs)
 }
 
 /* Trace tr of VM v gone: its bytes off its process's budget. */
-static void trace_drop(struct tvm *v, struct ttrace *tr)
+static void trace_drop(struct conv_vm *v, struct ttrace *tr)
 {
 	if (tr)
 		v->p->tr_bytes -= tr->bytes < v->p->tr_bytes ? tr->bytes : v->p->tr_bytes;
@@ -324,12 +325,10 @@ static void trace_drop(struct tvm *v, struct ttrace *tr)
 
 /* Frees one trace of process p other than keep (its VMs' traces in
  * table order): 0, or -1 if there is none. */
-static int evict_one(struct tproc *p, const struct ttrace *keep)
+static int evict_one(struct conv_proc *p, const struct ttrace *keep)
 {
-	for (unsigned i = 0; i < p->nvm; i++) {
-		struct tvm *v = p->vms[i];
-
-		for (size_t j = 0; v && j < v->traces.cap; j++) {
+	for (struct conv_vm *v = p->vms; v; v = v->next) {
+		for (size_t j = 0; j < v->traces.cap; j++) {
 			struct ttrace *tr = v->traces.v[j];
 
 			if (!tr || tr == keep)
@@ -343,9 +342,9 @@ static int evict_one(struct tproc *p, const struct ttrace *keep)
 	return -1;
 }
 
-static void stretch_ends(struct tvm *v, struct ttrace *tr);
+static void stretch_ends(struct conv_vm *v, struct ttrace *tr);
 
-void traces_add(struct tvm *v, const struct lmt_trace *r)
+void traces_add(struct conv_vm *v, const struct lmt_trace *r)
 {
 	const struct lj_ulayout *u = &v->var->u;
 	const pid_t pid = v->p->pid;
@@ -468,7 +467,7 @@ static uint32_t snap_of(const struct ttrace *tr, uint32_t ofs)
 
 /* Prototype pt of trace tr: its bytecode and lines, read once; its
  * symbol written to the stream the first time. NULL if unreadable. */
-static struct tproto *proto_get(struct tvm *v, struct ttrace *tr, uint64_t pt)
+static struct tproto *proto_get(struct conv_vm *v, struct ttrace *tr, uint64_t pt)
 {
 	const struct lj_layout *l = &v->var->lay;
 	struct tproto *tp = u64map_get(&tr->protos, pt);
@@ -530,7 +529,7 @@ static struct tproto *proto_get(struct tvm *v, struct ttrace *tr, uint64_t pt)
 
 /* The prototype whose bytecode holds pc: the trace's start, else found
  * by walking back to the header instruction. 0 if none. */
-static uint64_t proto_of(struct tvm *v, struct ttrace *tr, uint64_t pc)
+static uint64_t proto_of(struct conv_vm *v, struct ttrace *tr, uint64_t pc)
 {
 	const struct lj_ulayout *u = &v->var->u;
 	const uint64_t ptsz = v->var->lay.pt_size;
@@ -574,7 +573,7 @@ static uint64_t proto_of(struct tvm *v, struct ttrace *tr, uint64_t pc)
 
 /* The prototype holding PC pc of trace tr, read, and pc's position in it;
  * NULL if it cannot be found or read. */
-static struct tproto *at_pc(struct tvm *v, struct ttrace *tr, uint64_t pc,
+static struct tproto *at_pc(struct conv_vm *v, struct ttrace *tr, uint64_t pc,
 			    uint64_t *pt, uint32_t *pos)
 {
 	struct tproto *tp;
@@ -593,7 +592,7 @@ static struct tproto *at_pc(struct tvm *v, struct ttrace *tr, uint64_t pc,
  * instructions there take as KGC constants, in order, and their
  * prototypes. */
 /* The prototype of Lua function fn (a GCfunc), or 0. */
-static uint64_t fn_proto(struct tvm *v, struct ttrace *tr, uint64_t fn)
+static uint64_t fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn)
 {
 	const struct lj_layout *l = &v->var->lay;
 	uint64_t pc;
@@ -605,7 +604,7 @@ static uint64_t fn_proto(struct tvm *v, struct ttrace *tr, uint64_t fn)
 	return pc - l->pt_size;
 }
 
-static unsigned inlined(struct tvm *v, struct ttrace *tr, uint32_t lo,
+static unsigned inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
 			uint32_t hi, uint64_t *pts, uint64_t *fns, unsigned max)
 {
 	const struct lj_ulayout *u = &v->var->u;
@@ -651,7 +650,7 @@ static unsigned inlined(struct tvm *v, struct ttrace *tr, uint32_t lo,
 }
 
 struct walk {
-	struct tvm *v;
+	struct conv_vm *v;
 	struct ttrace *tr;
 	const struct tsnap *stop; /* the next snapshot: the stretch ends there */
 	uint64_t stop_pt; /* its prototype and PC */
@@ -829,7 +828,7 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 
 /* Keeps chain c for allocating bytecode k of snapshot sn, with the lines
  * of its calls (-1 if not known). */
-static void keep_chain(struct tvm *v, struct ttrace *tr, struct tsnap *sn, int k,
+static void keep_chain(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn, int k,
 		       const struct chain *c)
 {
 	struct chain *kc;
@@ -848,7 +847,7 @@ static void keep_chain(struct tvm *v, struct ttrace *tr, struct tsnap *sn, int k
  * function's entry (the frame of an inlined call: its code is not apart),
  * unless one before it cannot be located. One pass from the last, each
  * snapshot's PC located once: linear in the snapshots. */
-static void stretch_ends(struct tvm *v, struct ttrace *tr)
+static void stretch_ends(struct conv_vm *v, struct ttrace *tr)
 {
 	uint32_t next = 0;
 
@@ -867,16 +866,16 @@ static void stretch_ends(struct tvm *v, struct ttrace *tr)
 /* Resolves snapshot i of trace tr: the prototype and line its stretch is
  * charged to. Once: every later event of the stretch finds it done, and
  * the walk's state (kilobytes, zeroed) is set up only the first time. */
-static int resolve_walk(struct tvm *v, struct ttrace *tr, uint32_t i);
+static int resolve_walk(struct conv_vm *v, struct ttrace *tr, uint32_t i);
 
-static int resolve(struct tvm *v, struct ttrace *tr, uint32_t i)
+static int resolve(struct conv_vm *v, struct ttrace *tr, uint32_t i)
 {
 	const uint32_t r = tr->s[i].resolved;
 
 	return r ? (r == 1 ? 0 : -1) : resolve_walk(v, tr, i);
 }
 
-static __attribute__((noinline)) int resolve_walk(struct tvm *v, struct ttrace *tr,
+static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttrace *tr,
 						  uint32_t i)
 {
 	struct tsnap *sn = &tr->s[i];
@@ -943,7 +942,7 @@ static __attribute__((noinline)) int resolve_walk(struct tvm *v, struct ttrace *
 }
 
 /* An exit through snapshot i: the line it resumes at. */
-static int resolve_exit(struct tvm *v, struct ttrace *tr, uint32_t i)
+static int resolve_exit(struct conv_vm *v, struct ttrace *tr, uint32_t i)
 {
 	struct tsnap *sn = &tr->s[i];
 	struct tproto *tp;
@@ -967,7 +966,7 @@ static int resolve_exit(struct tvm *v, struct ttrace *tr, uint32_t i)
 
 /* The TNEW or TDUP that filled register r, walking back from PC pc within
  * its loop body: its prototype and line. */
-static int created_at(struct tvm *v, struct ttrace *tr, uint64_t pc, uint32_t r,
+static int created_at(struct conv_vm *v, struct ttrace *tr, uint64_t pc, uint32_t r,
 		      struct origin *o)
 {
 	const struct lj_ulayout *u = &v->var->u;
@@ -1005,7 +1004,7 @@ static void origin_add(struct origin *o, const struct origin *n)
 /* Snapshot i's entries ent (baseslot: the slot of its innermost frame's
  * register 0): the objects an exit there restores, and for the first
  * snapshot of a side trace those replayed before it. */
-static void sunk_origins(struct tvm *v, struct ttrace *tr, uint32_t i,
+static void sunk_origins(struct conv_vm *v, struct ttrace *tr, uint32_t i,
 			 const uint32_t *ent, uint32_t nent, uint32_t baseslot)
 {
 	const struct lj_ulayout *u = &v->var->u;
@@ -1069,7 +1068,7 @@ static int origin_line(const struct origin *o, struct mp_event *m)
 	return 0;
 }
 
-static int line_of(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc *at)
+static int line_of(struct conv_vm *v, struct mp_event *m, uint8_t flags, struct tloc *at)
 {
 	struct ttrace *tr = u64map_get(&v->traces, m->loc | 1ULL << 32);
 	struct tsnap *sn;
@@ -1120,7 +1119,7 @@ static int line_of(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc
 	return 0;
 }
 
-int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc *at)
+int traces_line(struct conv_vm *v, struct mp_event *m, uint8_t flags, struct tloc *at)
 {
 	const uint64_t key = (uint32_t)m->loc | (uint64_t)(m->kind & 3) << 32 |
 			     (uint64_t)!!(flags & LMT_EV_EXIT) << 34 | 1ULL << 35;
@@ -1152,7 +1151,7 @@ int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc *a
 
 /* A Lua frame at PC pc: its prototype and the line of the instruction at
  * pos + d (d = -1: the call before a return PC). */
-static int lua_frame(struct tvm *v, struct ttrace *tr, uint64_t pc, int d,
+static int lua_frame(struct conv_vm *v, struct ttrace *tr, uint64_t pc, int d,
 		     struct sk_frame *f)
 {
 	struct tproto *tp;
@@ -1169,7 +1168,7 @@ static int lua_frame(struct tvm *v, struct ttrace *tr, uint64_t pc, int d,
 
 /* A non-Lua frame's function fn (a GCfunc): a C function by its address,
  * a builtin as src 0 and its ffid. */
-static int fn_frame(struct tvm *v, struct ttrace *tr, uint64_t fn, struct sk_frame *f)
+static int fn_frame(struct conv_vm *v, struct ttrace *tr, uint64_t fn, struct sk_frame *f)
 {
 	const struct lj_layout *l = &v->var->lay;
 	uint8_t ffid;
@@ -1191,7 +1190,7 @@ static int fn_frame(struct tvm *v, struct ttrace *tr, uint64_t fn, struct sk_fra
  * Read while the process is stopped: its events may come after its end.
  * Each frame is two slots or more below the last (its function and link):
  * a link saying less is not LuaJIT's, and ends the walk. */
-static void snap_frames(struct tvm *v, struct ttrace *tr, struct tsnap *sn)
+static void snap_frames(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn)
 {
 	const unsigned cap = sn->baseslot / 2 + 1;
 	struct sk_frame *out;
@@ -1249,7 +1248,7 @@ static void snap_frames(struct tvm *v, struct ttrace *tr, struct tsnap *sn)
 	sn->nbelow = n;
 }
 
-unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_event *m,
+unsigned traces_frames(struct conv_vm *v, const struct tloc *at, const struct mp_event *m,
 		       struct sk_frame *out, unsigned max, int *whole)
 {
 	struct ttrace *tr = u64map_get(&v->traces, (uint64_t)at->trace | 1ULL << 32);
@@ -1288,7 +1287,7 @@ unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_eve
 	return n;
 }
 
-void traces_free(struct tvm *v)
+void traces_free(struct conv_vm *v)
 {
 	for (size_t j = 0; j < v->traces.cap; j++)
 		if (v->traces.v[j])
