@@ -8,9 +8,10 @@
  * VMs, and each VM writes a stream (struct tout, streams/out.h): its own
  * with -o DIR, the one -o FILE otherwise.
  *
- * The rooms below the session (capture, convert, probes) still read these
- * structs: each room's own part of them (a VM's conversion state, a
- * process's probes, capture's takes) is the next step of issue 42.
+ * Conversion's part of a process and a VM is its own (convert/conv.h,
+ * embedded as cv). Capture and probes still read these structs: their
+ * parts (capture's takes and ring, a process's probes) are the next step
+ * of issue 42 (tests/tools/layers.pending).
  */
 #ifndef LMT_SESSION_H
 #define LMT_SESSION_H
