@@ -20,7 +20,7 @@
 
 #include "format/exitcode.h"
 #include "report/report.h"
-#include "report/util.h"
+#include "util/hash.h"
 #include "session/tracer.h"
 #include "util/u64set.h"
 #include "session/summary.h"
@@ -56,7 +56,7 @@ static struct {
 
 static uint64_t name_hash(const char *s, size_t n)
 {
-	return hash64_bytes(s, n) | 1;
+	return hash_bytes64(s, n) | 1;
 }
 
 struct row {

@@ -1,36 +1,8 @@
-/* Hashing and numbers as text (util.h). */
+/* Numbers as text (util.h). */
 #include <inttypes.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "util.h"
-
-/* -- Hashing -- */
-
-uint64_t hash64_bytes(const char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ n;
-	while (n >= 8) {
-		uint64_t w;
-		memcpy(&w, p, 8);
-		h = mix64(h ^ w);
-		p += 8;
-		n -= 8;
-	}
-	if (n) {
-		uint64_t w = 0;
-		memcpy(&w, p, n);
-		h = mix64(h ^ w ^ 0x100);
-	}
-	return h;
-}
-
-uint32_t hash_bytes(const char *p, size_t n)
-{
-	const uint64_t h = hash64_bytes(p, n);
-
-	return (uint32_t)(h ^ (h >> 32));
-}
 
 /* -- Numbers as the parser prints them -- */
 
