@@ -125,12 +125,48 @@ static void put_name(const struct report_site *s, int w)
 	addnstr(buf, (int)(n < (size_t)w ? n : (size_t)w));
 }
 
+/* The rows of sites[0..*n), each with its rates since the last draw
+ * (dt seconds ago), its counts kept for the next; *held their held
+ * bytes. NULL with *n 0 if there is no memory. */
+static struct row *rows_of(struct report_site *sites, size_t *n, double dt, uint64_t *held)
+{
+	struct row *rows = *n ? calloc(*n, sizeof(*rows)) : NULL;
+
+	if (!rows)
+		*n = 0;
+	for (size_t i = 0; i < *n; i++) {
+		const uint64_t hk = name_hash(sites[i].name, sites[i].name_len);
+		struct prev *p = u64map_get(&T.prev[T.stacks], hk);
+		int err;
+
+		rows[i].s = &sites[i];
+		if (p && dt > 0) {
+			rows[i].rate = (double)(sites[i].alloc - p->alloc) / dt;
+			rows[i].nrate = (double)(sites[i].nalloc - p->nalloc) / dt;
+		}
+		if (!p && (p = malloc(sizeof(*p)))) {
+			u64map_put(&T.prev[T.stacks], hk, p, &err);
+			if (err) {
+				free(p);
+				p = NULL;
+			}
+		}
+		if (p)
+			*p = (struct prev){ .alloc = sites[i].alloc, .nalloc = sites[i].nalloc };
+		*held += sites[i].held;
+	}
+	if (*n)
+		qsort(rows, *n, sizeof(*rows), cmp_row);
+	return rows;
+}
+
+/* One screen: the totals, then the rows that fit, by the chosen sort. */
 static void draw(struct tr *t)
 {
 	const double dt = T.last ? now() - T.last : 0;
 	struct lmt_stats st;
 	struct report_site *sites = NULL;
-	struct row *rows = NULL;
+	struct row *rows;
 	size_t n = 0;
 	uint64_t ev = 0, ek[4] = { 0 }, held = 0;
 	char a[32], b[32], c[32];
@@ -153,31 +189,7 @@ static void draw(struct tr *t)
 		sites = v;
 		n = k;
 	}
-	if (n && !(rows = calloc(n, sizeof(*rows))))
-		n = 0;
-	for (size_t i = 0; i < n; i++) {
-		const uint64_t hk = name_hash(sites[i].name, sites[i].name_len);
-		struct prev *p = u64map_get(&T.prev[T.stacks], hk);
-		int err;
-
-		rows[i].s = &sites[i];
-		if (p && dt > 0) {
-			rows[i].rate = (double)(sites[i].alloc - p->alloc) / dt;
-			rows[i].nrate = (double)(sites[i].nalloc - p->nalloc) / dt;
-		}
-		if (!p && (p = malloc(sizeof(*p)))) {
-			u64map_put(&T.prev[T.stacks], hk, p, &err);
-			if (err) {
-				free(p);
-				p = NULL;
-			}
-		}
-		if (p)
-			*p = (struct prev){ .alloc = sites[i].alloc, .nalloc = sites[i].nalloc };
-		held += sites[i].held;
-	}
-	if (n)
-		qsort(rows, n, sizeof(*rows), cmp_row);
+	rows = rows_of(sites, &n, dt, &held);
 
 	erase();
 	mvprintw(y++, 0, "luamemtrace top - PID %d - %.0f s", (int)T.pid,
