@@ -21,6 +21,7 @@
 #include "format/exitcode.h"
 #include "report/report.h"
 #include "util/hash.h"
+#include "util/numfmt.h"
 #include "session/tracer.h"
 #include "util/u64set.h"
 #include "session/summary.h"
@@ -86,18 +87,6 @@ static int cmp_row(const void *a, const void *b)
 	if (dx != dy)
 		return dx < dy ? 1 : -1;
 	return x->s->held < y->s->held ? 1 : x->s->held > y->s->held ? -1 : 0;
-}
-
-static void bytes(char *buf, size_t n, double b)
-{
-	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	int i = 0;
-
-	while (b >= 1024 && i < 4) {
-		b /= 1024;
-		i++;
-	}
-	snprintf(buf, n, i ? "%.1f%s" : "%.0f%s", b, u[i]);
 }
 
 /* A stack, innermost first (the end of its folded name), cut to w. */
@@ -200,8 +189,8 @@ static void draw(struct tr *t)
 		 RATE(1) + RATE(2) + RATE(3), RATE(1), RATE(3), RATE(2), ev,
 		 (uint64_t)(st.lost + st.missed));
 #undef RATE
-	bytes(a, sizeof(a), (double)held);
-	bytes(b, sizeof(b), dt > 0 ? ((double)held - (double)T.held_last) / dt : 0.0);
+	fmt_size_short(a, sizeof(a), (double)held);
+	fmt_size_short(b, sizeof(b), dt > 0 ? ((double)held - (double)T.held_last) / dt : 0.0);
 	mvprintw(y++, 0, "held: %s (%s%s/s)   sites: %zu   view: %s, by %s", a,
 		 held >= T.held_last ? "+" : "-", b[0] == '-' ? b + 1 : b, n,
 		 T.stacks ? "stacks" : "sites",
@@ -214,8 +203,8 @@ static void draw(struct tr *t)
 		 T.stacks ? "STACK (innermost first)" : "SITE");
 	attroff(A_BOLD);
 	for (size_t i = 0; i < n && y < h; i++, y++) {
-		bytes(a, sizeof(a), rows[i].rate);
-		bytes(c, sizeof(c), (double)rows[i].s->held);
+		fmt_size_short(a, sizeof(a), rows[i].rate);
+		fmt_size_short(c, sizeof(c), (double)rows[i].s->held);
 		mvprintw(y, 0, "%10s %10.0f %10s %8" PRIu64 "  ", a, rows[i].nrate, c,
 			 rows[i].s->nheld);
 		if (w > 44)

@@ -47,7 +47,7 @@
 
 #include "aggregate.h"
 #include "live.h"
-#include "util.h"
+#include "util/numfmt.h"
 #include "util/hash.h"
 
 void report_scale(struct report *rp, double k)

@@ -15,6 +15,7 @@
 #include "session/session.h"
 
 #include "util/esc.h"
+#include "util/numfmt.h"
 #include "format/info.h"
 #include "format/memprof_write.h"
 #include "streams/outfile.h"
@@ -110,16 +111,6 @@ int trace_lossy(const struct tr *t, const struct lmt_stats *st)
 	return info_lossy(&in);
 }
 
-static void human(char *b, size_t n, uint64_t v)
-{
-	if (v >= 10u << 20)
-		snprintf(b, n, "%.1f MiB", v / 1048576.0);
-	else if (v >= 10u << 10)
-		snprintf(b, n, "%.1f KiB", v / 1024.0);
-	else
-		snprintf(b, n, "%" PRIu64 " B", v);
-}
-
 /* One line per stream: -o DIR. */
 static void streams(const struct tr *t)
 {
@@ -128,8 +119,8 @@ static void streams(const struct tr *t)
 		char a[32], f[32], e[PATH_MAX * 4];
 		const char *b = strrchr(o->path, '/');
 
-		human(a, sizeof(a), o->bytes_alloc);
-		human(f, sizeof(f), o->bytes_free);
+		fmt_size(a, sizeof(a), o->bytes_alloc);
+		fmt_size(f, sizeof(f), o->bytes_free);
 		b = b ? b + 1 : o->path;
 		fprintf(stderr, "    %-28s %9" PRIu64 " events, %s allocated, %s "
 			"freed", esc_str(e, sizeof(e), b, strlen(b), 0),
@@ -226,8 +217,8 @@ static void said_traced(const struct tr *t, const struct totals *c, double secs)
 {
 	char a[32], f[32];
 
-	human(a, sizeof(a), c->ba);
-	human(f, sizeof(f), c->bf);
+	fmt_size(a, sizeof(a), c->ba);
+	fmt_size(f, sizeof(f), c->bf);
 	if (c->np == 1)
 		fprintf(stderr, "luamemtrace: traced PID %d, %u VM%s (%s), %.2f s\n",
 			(int)c->one->pid, c->nvm, c->nvm == 1 ? "" : "s",
@@ -253,8 +244,8 @@ static void said_traced(const struct tr *t, const struct totals *c, double secs)
 		const double on = in.sampled, k = info_scale(&in);
 		char ea[32], ef[32];
 
-		human(ea, sizeof(ea), (uint64_t)((double)c->ba * k));
-		human(ef, sizeof(ef), (uint64_t)((double)c->bf * k));
+		fmt_size(ea, sizeof(ea), (uint64_t)((double)c->ba * k));
+		fmt_size(ef, sizeof(ef), (uint64_t)((double)c->bf * k));
 		fprintf(stderr, "  duty:    %g%% asked; windows recorded %.2f of %.2f s "
 			"(%.1f%%): the counts above are that sample's\n",
 			t->o->duty, on, secs, secs > 0 ? on * 100 / secs : 0);
