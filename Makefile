@@ -42,7 +42,7 @@ USER_OBJ := $(patsubst user/%.c,$(OUT)/%.o,$(USER_SRC)) $(OUT)/profile.pb-c.o $(
 USER_H   := $(wildcard user/*/*.h) $(PB_H)
 # Objects that need neither BPF nor libbpf: shared with unit tests and fuzzers.
 LIB_SRC  := user/streams/merge.c user/format/memprof_write.c user/format/memprof_read.c user/format/stacks_write.c \
-	user/format/stacks_read.c $(REPORT_SRC) user/util/esc.c user/format/info.c
+	user/format/stacks_read.c $(REPORT_SRC) user/util/esc.c user/util/numfmt.c user/format/info.c
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))

@@ -236,43 +236,270 @@ static int ab_parts(const char *arg, struct topts *o)
 	return 0;
 }
 
+/* -- Options -- */
+
+enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB,
+       OPT_STRICT, OPT_ALL, OPT_EXE, OPT_JIT, OPT_STACKS, OPT_DEPTH, OPT_NOLOSS,
+       OPT_DUTY, OPT_AB_WITHOUT, OPT_CHECK };
+
+static const struct option opts[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "all", no_argument, NULL, OPT_ALL },
+	{ "exe", required_argument, NULL, OPT_EXE },
+	{ "jit", required_argument, NULL, OPT_JIT },
+	{ "stacks", no_argument, NULL, OPT_STACKS },
+	{ "no-loss", no_argument, NULL, OPT_NOLOSS },
+	{ "duty", required_argument, NULL, OPT_DUTY },
+	{ "stack-depth", required_argument, NULL, OPT_DEPTH },
+	{ "output", required_argument, NULL, 'o' },
+	{ "force", no_argument, NULL, 'f' },
+	{ "strict", no_argument, NULL, OPT_STRICT },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "buffer-size", required_argument, NULL, 'b' },
+	{ "top", required_argument, NULL, 't' },
+	{ "variant", required_argument, NULL, OPT_VARIANT },
+	{ "list-variants", no_argument, NULL, OPT_LIST },
+	{ "check", no_argument, NULL, OPT_CHECK },
+	{ "probes", required_argument, NULL, OPT_PROBES },
+	{ "floor", optional_argument, NULL, OPT_FLOOR },
+	{ "ab", optional_argument, NULL, OPT_AB },
+	{ "ab-without", required_argument, NULL, OPT_AB_WITHOUT },
+	{ "user", required_argument, NULL, 'u' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* The index of arg in the NULL-ended names, or -1. */
+static int word_of(const char *arg, const char *const *names)
+{
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(arg, names[i]))
+			return i;
+	return -1;
+}
+
+/* -u USER into o: 0, or -1 if there is no such user. */
+static int opt_user(struct topts *o, const char *arg)
+{
+	const struct passwd *pw = getpwnam(arg);
+
+	if (!pw)
+		return -1;
+	o->user = arg;
+	o->uid = pw->pw_uid;
+	o->gid = pw->pw_gid;
+	return 0;
+}
+
+/* --floor[=entry|events] into o (the last one given counts): 0, or -1. */
+static int opt_floor(struct topts *o, const char *arg)
+{
+	o->floor_entry = arg && !strcmp(arg, "entry");
+	o->floor = !arg || o->floor_entry;
+	o->floor_events = arg && !strcmp(arg, "events");
+	return arg && !o->floor_events && !o->floor_entry ? -1 : 0;
+}
+
+/* --variant NAME: 0 if luamemtrace knows the variant, else -1. */
+static int known_variant(const char *name)
+{
+	for (unsigned i = 0; i < lj_nvariants; i++)
+		if (!strcmp(lj_variants[i].name, name))
+			return 0;
+	return -1;
+}
+
+/* The option c getopt_long read, with its argument arg, into o: -1 to
+ * read on, or the exit status (a bad value, or an option that is the
+ * whole run: --check, --list-variants, --help, --version). */
+static int take_opt(int c, const char *arg, struct topts *o)
+{
+	static const char *const jit_modes[] = { "line", "trace", NULL };
+	static const char *const probe_modes[] = { "auto", "single", "entry", NULL };
+	static const enum probe_mode probe_mode[] = { PROBES_AUTO, PROBES_SINGLE,
+						      PROBES_ENTRY };
+	double v;
+	int w;
+
+	switch (c) {
+	case 'u':
+		if (opt_user(o, arg))
+			return bad_usage("no such user '%s' (-u USER)", arg);
+		break;
+	case 'p':
+		if (add_pids(o, arg))
+			return bad_usage("bad PID list '%s' (PID[,PID...])", arg);
+		break;
+	case OPT_ALL:
+		o->all = 1;
+		break;
+	case OPT_JIT:
+		if ((w = word_of(arg, jit_modes)) < 0)
+			return bad_usage("bad --jit '%s' (line, trace)", arg);
+		o->jit_trace = w;
+		break;
+	case OPT_NOLOSS:
+		o->no_loss = 1;
+		break;
+	case OPT_DUTY:
+		if (parse_num(arg, 1, 99, &o->duty))
+			return bad_usage("bad --duty '%s' (a percent, 1 to 99)", arg);
+		break;
+	case OPT_STACKS:
+		if (!o->stacks)
+			o->stacks = LMT_STK_DEFAULT;
+		break;
+	case OPT_DEPTH:
+		if (parse_num(arg, 1, LMT_STK_MAX, &v) || v != (unsigned)v)
+			return bad_usage("bad --stack-depth '%s' (1 to " STR(LMT_STK_MAX)
+					 " frames)", arg);
+		o->stacks = (unsigned)v;
+		break;
+	case OPT_EXE:
+		if (add_exes(o, arg))
+			return bad_usage("bad --exe '%s' (NAME[,NAME...])", arg);
+		break;
+	case 'o':
+		o->out = arg;
+		break;
+	case 'f':
+		o->force = 1;
+		break;
+	case OPT_STRICT:
+		o->strict = 1;
+		break;
+	case 'd':
+		if (parse_num(arg, 0.001, 1e9, &o->duration))
+			return bad_usage("bad duration '%s'", arg);
+		break;
+	case 'b':
+		if (parse_num(arg, 1, 2048, &v) || v != (unsigned)v ||
+		    ((unsigned)v & ((unsigned)v - 1)))
+			return bad_usage("bad buffer size '%s' (MiB, a power of 2)", arg);
+		o->rb_bytes = (unsigned long)v << 20;
+		break;
+	case 't':
+		if (parse_num(arg, 0, 1000, &v) || v != (int)v)
+			return bad_usage("bad --top '%s'", arg);
+		o->top = (int)v;
+		break;
+	case OPT_VARIANT:
+		if (known_variant(arg))
+			return bad_usage("unknown variant '%s' (see --list-variants)", arg);
+		o->variant = arg;
+		break;
+	case OPT_CHECK:
+		return trace_check(o);
+	case OPT_LIST:
+		for (unsigned i = 0; i < lj_nvariants; i++)
+			printf("%s\n", lj_variants[i].name);
+		return 0;
+	case OPT_PROBES:
+		if ((w = word_of(arg, probe_modes)) < 0)
+			return bad_usage("bad --probes '%s' (auto, single, entry)", arg);
+		o->probes = probe_mode[w];
+		break;
+	case OPT_FLOOR:
+		if (opt_floor(o, arg))
+			return bad_usage("bad --floor '%s' (give --floor, --floor=entry "
+					 "or --floor=events)", arg);
+		break;
+	case OPT_AB_WITHOUT:
+		if (ab_parts(arg, o))
+			return bad_usage("bad --ab-without '%s' (search, attribution, "
+					 "ring, told, comma-separated)", arg);
+		break;
+	case OPT_AB:
+		o->ab = 1;
+		o->ab_ms = 0;
+		if (arg && parse_num(arg, 10, 60000, &o->ab_ms))
+			return bad_usage("bad --ab '%s' (milliseconds between "
+					 "switches, 10 to 60000)", arg);
+		break;
+	case 'q':
+		o->quiet = 1;
+		break;
+	case 'v':
+		o->verbose = 1;
+		break;
+	case 'h':
+		fputs(usage, stdout);
+		return 0;
+	case 'V':
+		printf("luamemtrace " LMT_VERSION "\n");
+		return 0;
+	}
+	return -1;
+}
+
+/* The tracer's command line into o: -1 to trace, or the exit status. */
+static int read_args(int argc, char **argv, struct topts *o)
+{
+	int c, r;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:o:fd:b:t:u:qvhV", opts, NULL)) != -1) {
+		if (c == '?' || c == ':') {
+			if (optopt && optopt < 256 && strchr("podbt", optopt))
+				return bad_usage("option -%s needs a value",
+						 (char[]){ (char)optopt, 0 });
+			return bad_usage("unknown option '%s'", argv[optind - 1]);
+		}
+		if ((r = take_opt(c, optarg, o)) >= 0)
+			return r;
+	}
+	if (optind < argc) {
+		if (strcmp(argv[optind - 1], "--"))
+			return bad_usage("unexpected argument '%s' (a command goes "
+					 "after --)", argv[optind]);
+		o->cmd = argv + optind;
+	}
+	return -1;
+}
+
+/* The options' combinations: -1 if they go together, else bad usage. */
+static int check_args(struct topts *o)
+{
+	if (!!o->npids + !!o->cmd + o->all > 1)
+		return bad_usage("%s", "give one of -p PID, --all and -- COMMAND");
+	if (!o->npids && !o->cmd && !o->all)
+		return bad_usage("%s", "nothing to trace: give -p PID, --all or "
+				       "-- COMMAND");
+	if (o->nexes && !o->all)
+		return bad_usage("%s", "--exe narrows --all: give --all too");
+	if (!o->out)
+		return bad_usage("%s", "no output: give -o FILE or -o DIR/");
+	if (o->user && !o->cmd)
+		return bad_usage("%s needs -- COMMAND", "-u");
+	if (o->strict && !o->cmd)
+		return bad_usage("%s", "--strict is for -- COMMAND (with -p, loss "
+				       "is exit 3 already)");
+	if (o->ab && (o->floor || o->floor_events))
+		return bad_usage("%s", "--ab already alternates with the floor: "
+				       "not with --floor");
+	if (o->ab_without && !o->ab)
+		return bad_usage("%s", "--ab-without changes --ab's floor: give --ab "
+				       "or --ab=MS");
+	if (!o->ab_without)
+		snprintf(o->ab_name, sizeof(o->ab_name), "floor");
+	if (o->ab && o->duty)
+		return bad_usage("%s", "--ab alternates full tracing with the floor: "
+				       "not with --duty");
+	if (o->floor_events && o->stacks)
+		return bad_usage("%s", "--floor=events reads no stacks: not with "
+				       "--stacks or --stack-depth");
+	return -1;
+}
+
+/* -- Main -- */
+
 int main(int argc, char **argv)
 {
-	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB,
-	       OPT_STRICT, OPT_ALL, OPT_EXE, OPT_JIT, OPT_STACKS, OPT_DEPTH, OPT_NOLOSS,
-	       OPT_DUTY, OPT_AB_WITHOUT, OPT_CHECK };
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "all", no_argument, NULL, OPT_ALL },
-		{ "exe", required_argument, NULL, OPT_EXE },
-		{ "jit", required_argument, NULL, OPT_JIT },
-		{ "stacks", no_argument, NULL, OPT_STACKS },
-		{ "no-loss", no_argument, NULL, OPT_NOLOSS },
-		{ "duty", required_argument, NULL, OPT_DUTY },
-		{ "stack-depth", required_argument, NULL, OPT_DEPTH },
-		{ "output", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "strict", no_argument, NULL, OPT_STRICT },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "buffer-size", required_argument, NULL, 'b' },
-		{ "top", required_argument, NULL, 't' },
-		{ "variant", required_argument, NULL, OPT_VARIANT },
-		{ "list-variants", no_argument, NULL, OPT_LIST },
-		{ "check", no_argument, NULL, OPT_CHECK },
-		{ "probes", required_argument, NULL, OPT_PROBES },
-		{ "floor", optional_argument, NULL, OPT_FLOOR },
-		{ "ab", optional_argument, NULL, OPT_AB },
-		{ "ab-without", required_argument, NULL, OPT_AB_WITHOUT },
-		{ "user", required_argument, NULL, 'u' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct topts o = { .top = 10 };
-	double v;
-	int c;
+	int r;
 
 	knobs_read();
 	if (argc > 1 && !strcmp(argv[1], "report"))
@@ -281,181 +508,7 @@ int main(int argc, char **argv)
 		return top_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "heap"))
 		return heap_main(argc - 1, argv + 1);
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:o:fd:b:t:u:qvhV", opts, NULL)) != -1) {
-		switch (c) {
-		case 'u': {
-			const struct passwd *pw = getpwnam(optarg);
-
-			if (!pw)
-				return bad_usage("no such user '%s' (-u USER)", optarg);
-			o.user = optarg;
-			o.uid = pw->pw_uid;
-			o.gid = pw->pw_gid;
-			break;
-		}
-		case 'p':
-			if (add_pids(&o, optarg))
-				return bad_usage("bad PID list '%s' (PID[,PID...])", optarg);
-			break;
-		case OPT_ALL:
-			o.all = 1;
-			break;
-		case OPT_JIT:
-			if (!strcmp(optarg, "trace"))
-				o.jit_trace = 1;
-			else if (!strcmp(optarg, "line"))
-				o.jit_trace = 0;
-			else
-				return bad_usage("bad --jit '%s' (line, trace)", optarg);
-			break;
-		case OPT_NOLOSS:
-			o.no_loss = 1;
-			break;
-		case OPT_DUTY:
-			if (parse_num(optarg, 1, 99, &o.duty))
-				return bad_usage("bad --duty '%s' (a percent, 1 to 99)", optarg);
-			break;
-		case OPT_STACKS:
-			if (!o.stacks)
-				o.stacks = LMT_STK_DEFAULT;
-			break;
-		case OPT_DEPTH:
-			if (parse_num(optarg, 1, LMT_STK_MAX, &v) || v != (unsigned)v)
-				return bad_usage("bad --stack-depth '%s' (1 to " STR(LMT_STK_MAX)
-						 " frames)", optarg);
-			o.stacks = (unsigned)v;
-			break;
-		case OPT_EXE:
-			if (add_exes(&o, optarg))
-				return bad_usage("bad --exe '%s' (NAME[,NAME...])", optarg);
-			break;
-		case 'o':
-			o.out = optarg;
-			break;
-		case 'f':
-			o.force = 1;
-			break;
-		case OPT_STRICT:
-			o.strict = 1;
-			break;
-		case 'd':
-			if (parse_num(optarg, 0.001, 1e9, &o.duration))
-				return bad_usage("bad duration '%s'", optarg);
-			break;
-		case 'b':
-			if (parse_num(optarg, 1, 2048, &v) || v != (unsigned)v ||
-			    ((unsigned)v & ((unsigned)v - 1)))
-				return bad_usage("bad buffer size '%s' (MiB, a power of 2)",
-						 optarg);
-			o.rb_bytes = (unsigned long)v << 20;
-			break;
-		case 't':
-			if (parse_num(optarg, 0, 1000, &v) || v != (int)v)
-				return bad_usage("bad --top '%s'", optarg);
-			o.top = (int)v;
-			break;
-		case OPT_VARIANT: {
-			unsigned i;
-			for (i = 0; i < lj_nvariants; i++)
-				if (!strcmp(lj_variants[i].name, optarg))
-					break;
-			if (i == lj_nvariants)
-				return bad_usage("unknown variant '%s' (see --list-variants)",
-						 optarg);
-			o.variant = optarg;
-			break;
-		}
-		case OPT_CHECK:
-			return trace_check(&o);
-		case OPT_LIST:
-			for (unsigned i = 0; i < lj_nvariants; i++)
-				printf("%s\n", lj_variants[i].name);
-			return 0;
-		case OPT_PROBES:
-			if (!strcmp(optarg, "auto"))
-				o.probes = PROBES_AUTO;
-			else if (!strcmp(optarg, "single"))
-				o.probes = PROBES_SINGLE;
-			else if (!strcmp(optarg, "entry"))
-				o.probes = PROBES_ENTRY;
-			else
-				return bad_usage("bad --probes '%s' (auto, single, entry)",
-						 optarg);
-			break;
-		case OPT_FLOOR:
-			/* the last one given counts */
-			o.floor_entry = optarg && !strcmp(optarg, "entry");
-			o.floor = !optarg || o.floor_entry;
-			o.floor_events = optarg && !strcmp(optarg, "events");
-			if (optarg && !o.floor_events && !o.floor_entry)
-				return bad_usage("bad --floor '%s' (give --floor, --floor=entry "
-						 "or --floor=events)", optarg);
-			break;
-		case OPT_AB_WITHOUT:
-			if (ab_parts(optarg, &o))
-				return bad_usage("bad --ab-without '%s' (search, attribution, "
-						 "ring, told, comma-separated)", optarg);
-			break;
-		case OPT_AB:
-			o.ab = 1;
-			o.ab_ms = 0;
-			if (optarg && parse_num(optarg, 10, 60000, &o.ab_ms))
-				return bad_usage("bad --ab '%s' (milliseconds between "
-						 "switches, 10 to 60000)", optarg);
-			break;
-		case 'q':
-			o.quiet = 1;
-			break;
-		case 'v':
-			o.verbose = 1;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		case 'V':
-			printf("luamemtrace " LMT_VERSION "\n");
-			return 0;
-		default:
-			if (optopt && optopt < 256 && strchr("podbt", optopt))
-				return bad_usage("option -%s needs a value",
-						 (char[]){ (char)optopt, 0 });
-			return bad_usage("unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc) {
-		if (strcmp(argv[optind - 1], "--"))
-			return bad_usage("unexpected argument '%s' (a command goes "
-					 "after --)", argv[optind]);
-		o.cmd = argv + optind;
-	}
-	if (!!o.npids + !!o.cmd + o.all > 1)
-		return bad_usage("%s", "give one of -p PID, --all and -- COMMAND");
-	if (!o.npids && !o.cmd && !o.all)
-		return bad_usage("%s", "nothing to trace: give -p PID, --all or "
-				       "-- COMMAND");
-	if (o.nexes && !o.all)
-		return bad_usage("%s", "--exe narrows --all: give --all too");
-	if (!o.out)
-		return bad_usage("%s", "no output: give -o FILE or -o DIR/");
-	if (o.user && !o.cmd)
-		return bad_usage("%s needs -- COMMAND", "-u");
-	if (o.strict && !o.cmd)
-		return bad_usage("%s", "--strict is for -- COMMAND (with -p, loss "
-				       "is exit 3 already)");
-	if (o.ab && (o.floor || o.floor_events))
-		return bad_usage("%s", "--ab already alternates with the floor: "
-				       "not with --floor");
-	if (o.ab_without && !o.ab)
-		return bad_usage("%s", "--ab-without changes --ab's floor: give --ab "
-				       "or --ab=MS");
-	if (!o.ab_without)
-		snprintf(o.ab_name, sizeof(o.ab_name), "floor");
-	if (o.ab && o.duty)
-		return bad_usage("%s", "--ab alternates full tracing with the floor: "
-				       "not with --duty");
-	if (o.floor_events && o.stacks)
-		return bad_usage("%s", "--floor=events reads no stacks: not with "
-				       "--stacks or --stack-depth");
+	if ((r = read_args(argc, argv, &o)) >= 0 || (r = check_args(&o)) >= 0)
+		return r;
 	return trace_run(&o);
 }

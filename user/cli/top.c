@@ -20,7 +20,8 @@
 
 #include "format/exitcode.h"
 #include "report/report.h"
-#include "report/util.h"
+#include "util/hash.h"
+#include "util/numfmt.h"
 #include "session/tracer.h"
 #include "util/u64set.h"
 #include "session/summary.h"
@@ -56,7 +57,7 @@ static struct {
 
 static uint64_t name_hash(const char *s, size_t n)
 {
-	return hash64_bytes(s, n) | 1;
+	return hash_bytes64(s, n) | 1;
 }
 
 struct row {
@@ -88,18 +89,6 @@ static int cmp_row(const void *a, const void *b)
 	return x->s->held < y->s->held ? 1 : x->s->held > y->s->held ? -1 : 0;
 }
 
-static void bytes(char *buf, size_t n, double b)
-{
-	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	int i = 0;
-
-	while (b >= 1024 && i < 4) {
-		b /= 1024;
-		i++;
-	}
-	snprintf(buf, n, i ? "%.1f%s" : "%.0f%s", b, u[i]);
-}
-
 /* A stack, innermost first (the end of its folded name), cut to w. */
 static void put_name(const struct report_site *s, int w)
 {
@@ -125,12 +114,48 @@ static void put_name(const struct report_site *s, int w)
 	addnstr(buf, (int)(n < (size_t)w ? n : (size_t)w));
 }
 
+/* The rows of sites[0..*n), each with its rates since the last draw
+ * (dt seconds ago), its counts kept for the next; *held their held
+ * bytes. NULL with *n 0 if there is no memory. */
+static struct row *rows_of(struct report_site *sites, size_t *n, double dt, uint64_t *held)
+{
+	struct row *rows = *n ? calloc(*n, sizeof(*rows)) : NULL;
+
+	if (!rows)
+		*n = 0;
+	for (size_t i = 0; i < *n; i++) {
+		const uint64_t hk = name_hash(sites[i].name, sites[i].name_len);
+		struct prev *p = u64map_get(&T.prev[T.stacks], hk);
+		int err;
+
+		rows[i].s = &sites[i];
+		if (p && dt > 0) {
+			rows[i].rate = (double)(sites[i].alloc - p->alloc) / dt;
+			rows[i].nrate = (double)(sites[i].nalloc - p->nalloc) / dt;
+		}
+		if (!p && (p = malloc(sizeof(*p)))) {
+			u64map_put(&T.prev[T.stacks], hk, p, &err);
+			if (err) {
+				free(p);
+				p = NULL;
+			}
+		}
+		if (p)
+			*p = (struct prev){ .alloc = sites[i].alloc, .nalloc = sites[i].nalloc };
+		*held += sites[i].held;
+	}
+	if (*n)
+		qsort(rows, *n, sizeof(*rows), cmp_row);
+	return rows;
+}
+
+/* One screen: the totals, then the rows that fit, by the chosen sort. */
 static void draw(struct tr *t)
 {
 	const double dt = T.last ? now() - T.last : 0;
 	struct lmt_stats st;
 	struct report_site *sites = NULL;
-	struct row *rows = NULL;
+	struct row *rows;
 	size_t n = 0;
 	uint64_t ev = 0, ek[4] = { 0 }, held = 0;
 	char a[32], b[32], c[32];
@@ -153,31 +178,7 @@ static void draw(struct tr *t)
 		sites = v;
 		n = k;
 	}
-	if (n && !(rows = calloc(n, sizeof(*rows))))
-		n = 0;
-	for (size_t i = 0; i < n; i++) {
-		const uint64_t hk = name_hash(sites[i].name, sites[i].name_len);
-		struct prev *p = u64map_get(&T.prev[T.stacks], hk);
-		int err;
-
-		rows[i].s = &sites[i];
-		if (p && dt > 0) {
-			rows[i].rate = (double)(sites[i].alloc - p->alloc) / dt;
-			rows[i].nrate = (double)(sites[i].nalloc - p->nalloc) / dt;
-		}
-		if (!p && (p = malloc(sizeof(*p)))) {
-			u64map_put(&T.prev[T.stacks], hk, p, &err);
-			if (err) {
-				free(p);
-				p = NULL;
-			}
-		}
-		if (p)
-			*p = (struct prev){ .alloc = sites[i].alloc, .nalloc = sites[i].nalloc };
-		held += sites[i].held;
-	}
-	if (n)
-		qsort(rows, n, sizeof(*rows), cmp_row);
+	rows = rows_of(sites, &n, dt, &held);
 
 	erase();
 	mvprintw(y++, 0, "luamemtrace top - PID %d - %.0f s", (int)T.pid,
@@ -188,8 +189,8 @@ static void draw(struct tr *t)
 		 RATE(1) + RATE(2) + RATE(3), RATE(1), RATE(3), RATE(2), ev,
 		 (uint64_t)(st.lost + st.missed));
 #undef RATE
-	bytes(a, sizeof(a), (double)held);
-	bytes(b, sizeof(b), dt > 0 ? ((double)held - (double)T.held_last) / dt : 0.0);
+	fmt_size_short(a, sizeof(a), (double)held);
+	fmt_size_short(b, sizeof(b), dt > 0 ? ((double)held - (double)T.held_last) / dt : 0.0);
 	mvprintw(y++, 0, "held: %s (%s%s/s)   sites: %zu   view: %s, by %s", a,
 		 held >= T.held_last ? "+" : "-", b[0] == '-' ? b + 1 : b, n,
 		 T.stacks ? "stacks" : "sites",
@@ -202,8 +203,8 @@ static void draw(struct tr *t)
 		 T.stacks ? "STACK (innermost first)" : "SITE");
 	attroff(A_BOLD);
 	for (size_t i = 0; i < n && y < h; i++, y++) {
-		bytes(a, sizeof(a), rows[i].rate);
-		bytes(c, sizeof(c), (double)rows[i].s->held);
+		fmt_size_short(a, sizeof(a), rows[i].rate);
+		fmt_size_short(c, sizeof(c), (double)rows[i].s->held);
 		mvprintw(y, 0, "%10s %10.0f %10s %8" PRIu64 "  ", a, rows[i].nrate, c,
 			 rows[i].s->nheld);
 		if (w > 44)

@@ -85,6 +85,66 @@ static int u64_of(const char *v, uint64_t *out)
 	return errno || *e ? -1 : 0;
 }
 
+/* One line's key (line) and value v into out: 0, or -1 if the value is
+ * not one the key takes. Keys this luamemtrace does not know are passed
+ * over (a later version's). */
+static int info_field(struct info *out, const char *line, const char *v)
+{
+	uint64_t x = 0;
+
+#define U(key, field) else if (!strcmp(line, key)) { if (u64_of(v, &x)) return -1; out->field = x; }
+#define S(key, field) else if (!strcmp(line, key)) clean(out->field, sizeof(out->field), v);
+	if (0) {}
+	U("events", events) U("lost", lost)
+	U("lost_symbols", lost_sym) U("lost_vms", lost_vm)
+	U("in_flight", in_flight)
+	U("vms_refused", vms_refused)
+	U("vm_candidates_unchecked", vms_unchecked)
+	U("files_skipped", files_skipped)
+	U("traces_over_budget", traces_budget)
+	S("version", version) S("exe", exe) S("state", state)
+	S("end", end) S("comm", comm)
+	else if (!strcmp(line, "vm")) {
+		if (!strcmp(v, "all"))
+			out->vm = -1;
+		else if (u64_of(v, &x) || x > INT_MAX)
+			return -1;
+		else
+			out->vm = (int)x;
+	} else if (!strcmp(line, "parent")) {
+		if (!*v)
+			out->parent = 0;
+		else if (u64_of(v, &x) || x > INT_MAX)
+			return -1;
+		else
+			out->parent = (int)x;
+	}
+	else if (!strcmp(line, "pid")) {
+		if (u64_of(v, &x) || x > INT_MAX)
+			return -1;
+		out->pid = (int)x;
+	} else if (!strcmp(line, "vms")) {
+		if (u64_of(v, &x) || x > UINT32_MAX)
+			return -1;
+		out->vms = (unsigned)x;
+	} else if (!strcmp(line, "duty") || !strcmp(line, "sampled")) {
+		double d = strtod(v, NULL);
+		if (!(d >= 0 && d < 1e12))
+			return -1;
+		*(line[0] == 'd' ? &out->duty : &out->sampled) = d;
+	} else if (!strcmp(line, "start") ||
+		   !strcmp(line, "duration")) {
+		/* !(in range): NaN compares false. */
+		double d = strtod(v, NULL);
+		if (!(d >= 0 && d < 1e12))
+			return -1;
+		*(line[0] == 's' ? &out->start : &out->duration) = d;
+	}
+#undef U
+#undef S
+	return 0;
+}
+
 int info_parse(const char *text, size_t n, struct info *out)
 {
 	const char *p = text, *end = text + n;
@@ -99,7 +159,6 @@ int info_parse(const char *text, size_t n, struct info *out)
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		char line[INFO_LINE_MAX], *v;
-		uint64_t x = 0;
 
 		if (l >= sizeof(line))
 			return -1;
@@ -110,56 +169,8 @@ int info_parse(const char *text, size_t n, struct info *out)
 			if (v) {
 				*v = 0;
 				v += 2;
-#define U(key, field) else if (!strcmp(line, key)) { if (u64_of(v, &x)) return -1; out->field = x; }
-#define S(key, field) else if (!strcmp(line, key)) clean(out->field, sizeof(out->field), v);
-				if (0) {}
-				U("events", events) U("lost", lost)
-				U("lost_symbols", lost_sym) U("lost_vms", lost_vm)
-				U("in_flight", in_flight)
-				U("vms_refused", vms_refused)
-				U("vm_candidates_unchecked", vms_unchecked)
-				U("files_skipped", files_skipped)
-				U("traces_over_budget", traces_budget)
-				S("version", version) S("exe", exe) S("state", state)
-				S("end", end) S("comm", comm)
-				else if (!strcmp(line, "vm")) {
-					if (!strcmp(v, "all"))
-						out->vm = -1;
-					else if (u64_of(v, &x) || x > INT_MAX)
-						return -1;
-					else
-						out->vm = (int)x;
-				} else if (!strcmp(line, "parent")) {
-					if (!*v)
-						out->parent = 0;
-					else if (u64_of(v, &x) || x > INT_MAX)
-						return -1;
-					else
-						out->parent = (int)x;
-				}
-				else if (!strcmp(line, "pid")) {
-					if (u64_of(v, &x) || x > INT_MAX)
-						return -1;
-					out->pid = (int)x;
-				} else if (!strcmp(line, "vms")) {
-					if (u64_of(v, &x) || x > UINT32_MAX)
-						return -1;
-					out->vms = (unsigned)x;
-				} else if (!strcmp(line, "duty") || !strcmp(line, "sampled")) {
-					double d = strtod(v, NULL);
-					if (!(d >= 0 && d < 1e12))
-						return -1;
-					*(line[0] == 'd' ? &out->duty : &out->sampled) = d;
-				} else if (!strcmp(line, "start") ||
-					   !strcmp(line, "duration")) {
-					/* !(in range): NaN compares false. */
-					double d = strtod(v, NULL);
-					if (!(d >= 0 && d < 1e12))
-						return -1;
-					*(line[0] == 's' ? &out->start : &out->duration) = d;
-				}
-#undef U
-#undef S
+				if (info_field(out, line, v))
+					return -1;
 			}
 		}
 		p += l + 1;

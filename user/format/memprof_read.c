@@ -348,6 +348,59 @@ static int next_symtab(struct mpr *r, struct mp_sym *sym)
 	}
 }
 
+/* The fields of an event of kind from src at r->pos (its header) when
+ * FAST_MIN bytes are buffered: unchecked ulebs, each ULEB_MAX bytes at most.
+ * MPR_EVENT, or 0 if a uleb is malformed (event_slow words it). */
+static int event_fast(struct mpr *r, unsigned kind, unsigned src, struct mp_event *ev)
+{
+	const unsigned char *p = r->buf + r->pos + 1;
+
+	if (src == MP_SRC_LFUNC) {
+		if (!(p = uleb_fast(p, &ev->loc)) || !(p = uleb_fast(p, &ev->line)))
+			return 0;
+	} else if (src != MP_SRC_INTERNAL) {
+		if (!(p = uleb_fast(p, &ev->loc)))
+			return 0;
+	}
+	if (kind & MP_FREE) {
+		if (!(p = uleb_fast(p, &ev->oaddr)) || !(p = uleb_fast(p, &ev->osize)))
+			return 0;
+	}
+	if (kind & MP_ALLOC) {
+		if (!(p = uleb_fast(p, &ev->naddr)) || !(p = uleb_fast(p, &ev->nsize)))
+			return 0;
+	}
+	r->pos = (size_t)(p - r->buf);
+	r->nevents++;
+	return MPR_EVENT;
+}
+
+/* The same near EOF or for a malformed uleb: a bounds-checked decode
+ * that also words the diagnostic. MPR_EVENT or the error's status. */
+static int event_slow(struct mpr *r, unsigned kind, unsigned src, struct mp_event *ev)
+{
+	int rc;
+
+	r->pos++;
+	if (src == MP_SRC_LFUNC) {
+		if ((rc = get_uleb(r, &ev->loc)) || (rc = get_uleb(r, &ev->line)))
+			return rc;
+	} else if (src != MP_SRC_INTERNAL) {
+		if ((rc = get_uleb(r, &ev->loc)))
+			return rc;
+	}
+	if (kind & MP_FREE) {
+		if ((rc = get_uleb(r, &ev->oaddr)) || (rc = get_uleb(r, &ev->osize)))
+			return rc;
+	}
+	if (kind & MP_ALLOC) {
+		if ((rc = get_uleb(r, &ev->naddr)) || (rc = get_uleb(r, &ev->nsize)))
+			return rc;
+	}
+	r->nevents++;
+	return MPR_EVENT;
+}
+
 static int next_event(struct mpr *r, struct mp_sym *sym, struct mp_event *ev)
 {
 	for (;;) {
@@ -378,64 +431,22 @@ static int next_event(struct mpr *r, struct mp_sym *sym, struct mp_event *ev)
 			r->pos++;
 			continue;
 		}
-		if (hdr > EV_HEADER_MAX || src < MP_SRC_INTERNAL)
-			goto bad_header;
+		if (hdr > EV_HEADER_MAX || src < MP_SRC_INTERNAL) {
+			if (hdr >= MP_ALLOC && hdr <= MP_REALLOC)
+				return finish(r, MPR_ERROR, r->rec_off,
+					      "bad event header 0x%02x (event without a source)",
+					      hdr);
+			return finish(r, MPR_ERROR, r->rec_off, "bad event header 0x%02x", hdr);
+		}
 		if (kind == 0) {
 			r->pos++;
 			r->rec_what = "an event-symtab record";
 			return get_sym(r, src - 2, sym);
 		}
 		*ev = (struct mp_event){ .kind = (uint8_t)kind, .src = (uint8_t)src };
-		if (avail >= FAST_MIN) {
-			const unsigned char *p = r->buf + r->pos + 1;
-			if (src == MP_SRC_LFUNC) {
-				if (!(p = uleb_fast(p, &ev->loc)) || !(p = uleb_fast(p, &ev->line)))
-					goto slow;
-			} else if (src != MP_SRC_INTERNAL) {
-				if (!(p = uleb_fast(p, &ev->loc)))
-					goto slow;
-			}
-			if (kind & MP_FREE) {
-				if (!(p = uleb_fast(p, &ev->oaddr)) || !(p = uleb_fast(p, &ev->osize)))
-					goto slow;
-			}
-			if (kind & MP_ALLOC) {
-				if (!(p = uleb_fast(p, &ev->naddr)) || !(p = uleb_fast(p, &ev->nsize)))
-					goto slow;
-			}
-			r->pos = (size_t)(p - r->buf);
-			r->nevents++;
+		if (avail >= FAST_MIN && event_fast(r, kind, src, ev))
 			return MPR_EVENT;
-		}
-slow:
-		/* Near EOF or a malformed uleb: bounds-checked decode that
-		 * also words the diagnostic. */
-		{
-			int rc;
-			r->pos++;
-			if (src == MP_SRC_LFUNC) {
-				if ((rc = get_uleb(r, &ev->loc)) || (rc = get_uleb(r, &ev->line)))
-					return rc;
-			} else if (src != MP_SRC_INTERNAL) {
-				if ((rc = get_uleb(r, &ev->loc)))
-					return rc;
-			}
-			if (kind & MP_FREE) {
-				if ((rc = get_uleb(r, &ev->oaddr)) || (rc = get_uleb(r, &ev->osize)))
-					return rc;
-			}
-			if (kind & MP_ALLOC) {
-				if ((rc = get_uleb(r, &ev->naddr)) || (rc = get_uleb(r, &ev->nsize)))
-					return rc;
-			}
-			r->nevents++;
-			return MPR_EVENT;
-		}
-bad_header:
-		if (hdr >= MP_ALLOC && hdr <= MP_REALLOC)
-			return finish(r, MPR_ERROR, r->rec_off,
-				      "bad event header 0x%02x (event without a source)", hdr);
-		return finish(r, MPR_ERROR, r->rec_off, "bad event header 0x%02x", hdr);
+		return event_slow(r, kind, src, ev);
 	}
 }
 

@@ -55,63 +55,45 @@ static int append_from(pid_t pid, struct heap *h, uint64_t a, uint64_t n)
 	return 0;
 }
 
-/* Copies the object at a: its index (or -1 if not copied), *next its
- * nextgc (0 if unreadable). */
-static long copy_obj(pid_t pid, struct heap *h, uint64_t a, uint64_t *next)
+/* The bytes of an object of type gct read whole before its parts (a
+ * function's up to its upvalues, read by copy_parts) into *hdr: 0, or -1
+ * if gct is not a GC type. */
+static int hdr_size(const struct lj_variant *v, unsigned gct, unsigned *hdr)
+{
+	const struct lj_hlayout *hl = &v->h;
+
+	if (gct == hl->ttab)
+		*hdr = hl->tab_sizeof;
+	else if (gct == v->lay.tfunc)
+		*hdr = hl->fn_upvalue;
+	else if (gct == hl->tupval)
+		*hdr = hl->uv_sizeof;
+	else if (gct == hl->tproto)
+		*hdr = v->lay.pt_size;
+	else if (gct == v->lay.tthread)
+		*hdr = v->sizeof_L;
+	else if (gct == hl->tudata)
+		*hdr = hl->ud_sizeof;
+	else if (gct == hl->tcdata)
+		*hdr = hl->cd_sizeof;
+	else if (gct == hl->ttrace)
+		*hdr = v->lay.T_size;
+	else
+		return -1;
+	return 0;
+}
+
+/* The parts of object i (type gct, at a, its header in b) that live
+ * outside it, appended to the copy: a table's array and nodes, a
+ * function's upvalues, a prototype's constants and upvalue names, a
+ * thread's stack, a cdata's GCcdataVar, a trace's constants. Each to its
+ * cap; an object cut short is flagged HOBJ_SHORT. */
+static void copy_parts(pid_t pid, struct heap *h, long i, uint64_t a, unsigned gct,
+		       const uint8_t *b)
 {
 	const struct lj_variant *v = h->var;
 	const struct lj_hlayout *hl = &v->h;
-	uint8_t b[256];
-	unsigned gct, hdr;
-	long i;
 
-	*next = 0;
-	if (tread(pid, a, b, 16)) {
-		h->c.unreadable++;
-		return -1;
-	}
-	*next = b64(b, 0);
-	gct = b[v->lay.L_gct];
-	if (gct == hl->tstr) {
-		uint32_t len;
-
-		if (tread(pid, a, b, hl->str_sizeof)) {
-			h->c.unreadable++;
-			return -1;
-		}
-		len = b32(b, v->lay.str_len);
-		if ((i = heap_add(h, a, (uint8_t)gct, b, hl->str_sizeof)) < 0)
-			return -1;
-		append_from(pid, h, a + hl->str_sizeof,
-			    len < LMT_HEAP_STR_KEEP ? len : LMT_HEAP_STR_KEEP);
-		return i;
-	}
-	if (gct == hl->ttab)
-		hdr = hl->tab_sizeof;
-	else if (gct == v->lay.tfunc)
-		hdr = hl->fn_upvalue; /* a C function's are read below */
-	else if (gct == hl->tupval)
-		hdr = hl->uv_sizeof;
-	else if (gct == hl->tproto)
-		hdr = v->lay.pt_size;
-	else if (gct == v->lay.tthread)
-		hdr = v->sizeof_L;
-	else if (gct == hl->tudata)
-		hdr = hl->ud_sizeof;
-	else if (gct == hl->tcdata)
-		hdr = hl->cd_sizeof;
-	else if (gct == hl->ttrace)
-		hdr = v->lay.T_size;
-	else {
-		h->c.bad_type++;
-		return -1;
-	}
-	if (hdr > sizeof(b) || tread(pid, a, b, hdr)) {
-		h->c.unreadable++;
-		return -1;
-	}
-	if ((i = heap_add(h, a, (uint8_t)gct, b, hdr)) < 0)
-		return -1;
 	if (gct == hl->ttab) {
 		uint64_t asize = b32(b, hl->tab_asize), hmask = b32(b, v->u.tab_hmask);
 		uint64_t na = asize < LMT_HEAP_TAB_SLOTS_MAX ? asize : LMT_HEAP_TAB_SLOTS_MAX;
@@ -170,6 +152,50 @@ static long copy_obj(pid_t pid, struct heap *h, uint64_t a, uint64_t *next)
 		append_from(pid, h, b64(b, v->u.T_ir) + nk * hl->ir_sizeof,
 			    (bias - nk) * hl->ir_sizeof);
 	}
+}
+
+/* Copies the object at a: its index (or -1 if not copied), *next its
+ * nextgc (0 if unreadable). */
+static long copy_obj(pid_t pid, struct heap *h, uint64_t a, uint64_t *next)
+{
+	const struct lj_variant *v = h->var;
+	const struct lj_hlayout *hl = &v->h;
+	uint8_t b[256];
+	unsigned gct, hdr;
+	long i;
+
+	*next = 0;
+	if (tread(pid, a, b, 16)) {
+		h->c.unreadable++;
+		return -1;
+	}
+	*next = b64(b, 0);
+	gct = b[v->lay.L_gct];
+	if (gct == hl->tstr) {
+		uint32_t len;
+
+		if (tread(pid, a, b, hl->str_sizeof)) {
+			h->c.unreadable++;
+			return -1;
+		}
+		len = b32(b, v->lay.str_len);
+		if ((i = heap_add(h, a, (uint8_t)gct, b, hl->str_sizeof)) < 0)
+			return -1;
+		append_from(pid, h, a + hl->str_sizeof,
+			    len < LMT_HEAP_STR_KEEP ? len : LMT_HEAP_STR_KEEP);
+		return i;
+	}
+	if (hdr_size(v, gct, &hdr)) {
+		h->c.bad_type++;
+		return -1;
+	}
+	if (hdr > sizeof(b) || tread(pid, a, b, hdr)) {
+		h->c.unreadable++;
+		return -1;
+	}
+	if ((i = heap_add(h, a, (uint8_t)gct, b, hdr)) < 0)
+		return -1;
+	copy_parts(pid, h, i, a, gct, b);
 	if (h->o[i].flags & HOBJ_SHORT)
 		h->c.short_objs++;
 	return i;

@@ -80,15 +80,87 @@ static uint32_t intersect(const uint32_t *idom, const uint32_t *po, uint32_t a, 
 	return a;
 }
 
+/* Postorder numbers by an iterative depth-first search from root over
+ * the successors so/sa: po[v] (NONE if v is not reached), order[k] the
+ * node numbered k, *npo how many. 0, or -1 out of memory. */
+static int postorder(const uint64_t *so, const uint32_t *sa, size_t nn, uint32_t root,
+		     uint32_t *po, uint32_t *order, uint32_t *npo)
+{
+	uint32_t *stk = malloc(nn * sizeof(*stk));
+	uint64_t *pos = malloc(nn * sizeof(*pos));
+	uint8_t *seen = calloc(nn, 1);
+	size_t sp = 0;
+	int err = -1;
+
+	if (!stk || !pos || !seen)
+		goto out;
+	for (size_t v = 0; v < nn; v++) {
+		po[v] = NONE;
+		pos[v] = so[v];
+	}
+	*npo = 0;
+	stk[sp++] = root;
+	seen[root] = 1;
+	while (sp) {
+		uint32_t v = stk[sp - 1];
+
+		if (pos[v] < so[v + 1]) {
+			uint32_t w = sa[pos[v]++];
+
+			if (!seen[w]) {
+				seen[w] = 1;
+				stk[sp++] = w; /* each node once: sp <= nn */
+			}
+		} else {
+			po[v] = *npo;
+			order[(*npo)++] = v;
+			sp--;
+		}
+	}
+	err = 0;
+out:
+	free(stk);
+	free(pos);
+	free(seen);
+	return err;
+}
+
+/* Immediate dominators into idom (all NONE on entry), to a fixed point
+ * over the reverse postorder, from the predecessors po_off/pa. */
+static void idoms(uint32_t *idom, const uint32_t *po, const uint32_t *order, uint32_t npo,
+		  const uint64_t *po_off, const uint32_t *pa, uint32_t root)
+{
+	int changed;
+
+	idom[root] = root;
+	do {
+		changed = 0;
+		for (uint32_t k = npo - 1; k-- > 0;) {
+			uint32_t b = order[k], nd = NONE;
+
+			for (uint64_t e = po_off[b]; e < po_off[b + 1]; e++) {
+				uint32_t p = pa[e];
+
+				if (idom[p] == NONE)
+					continue;
+				nd = nd == NONE ? p : intersect(idom, po, p, nd);
+			}
+			if (nd != NONE && idom[b] != nd) {
+				idom[b] = nd;
+				changed = 1;
+			}
+		}
+	} while (changed);
+}
+
 int heap_dom(struct heap *h)
 {
 	const size_t nn = h->n + 1, root = h->n;
 	uint64_t dangling = h->c.dangling, *so = NULL, *po_off = NULL;
-	uint32_t *sa = NULL, *pa = NULL, *po = NULL, *order = NULL, *stk = NULL;
-	uint64_t *pos = NULL;
+	uint32_t *sa = NULL, *pa = NULL, *po = NULL, *order = NULL;
 	struct elist l = { 0 };
 	uint32_t npo = 0;
-	int err = -ENOMEM, changed;
+	int err = -ENOMEM;
 
 	/* The edges, once (heap_edges counts dangling references again) */
 	if (heap_edges(h, (uint32_t)root, add_edge, &l) < 0)
@@ -109,67 +181,16 @@ int heap_dom(struct heap *h)
 	free(l.t);
 	l.f = l.t = NULL;
 
-	/* Postorder numbers by an iterative depth-first search */
 	po = malloc(nn * sizeof(*po));
 	order = malloc(nn * sizeof(*order));
-	stk = malloc(nn * sizeof(*stk));
-	pos = malloc(nn * sizeof(*pos));
 	h->idom = malloc(nn * sizeof(*h->idom));
 	h->retained = calloc(nn, sizeof(*h->retained));
-	if (!po || !order || !stk || !pos || !h->idom || !h->retained)
+	if (!po || !order || !h->idom || !h->retained ||
+	    postorder(so, sa, nn, (uint32_t)root, po, order, &npo))
 		goto out;
-	for (size_t v = 0; v < nn; v++) {
-		po[v] = NONE;
+	for (size_t v = 0; v < nn; v++)
 		h->idom[v] = NONE;
-		pos[v] = so[v];
-	}
-	{
-		size_t sp = 0;
-		uint8_t *seen = calloc(nn, 1);
-
-		if (!seen)
-			goto out;
-		stk[sp++] = (uint32_t)root;
-		seen[root] = 1;
-		while (sp) {
-			uint32_t v = stk[sp - 1];
-
-			if (pos[v] < so[v + 1]) {
-				uint32_t w = sa[pos[v]++];
-
-				if (!seen[w]) {
-					seen[w] = 1;
-					stk[sp++] = w; /* each node once: sp <= nn */
-				}
-			} else {
-				po[v] = npo;
-				order[npo++] = v;
-				sp--;
-			}
-		}
-		free(seen);
-	}
-
-	/* Immediate dominators, to a fixed point (reverse postorder) */
-	h->idom[root] = (uint32_t)root;
-	do {
-		changed = 0;
-		for (uint32_t k = npo - 1; k-- > 0;) {
-			uint32_t b = order[k], nd = NONE;
-
-			for (uint64_t e = po_off[b]; e < po_off[b + 1]; e++) {
-				uint32_t p = pa[e];
-
-				if (h->idom[p] == NONE)
-					continue;
-				nd = nd == NONE ? p : intersect(h->idom, po, p, nd);
-			}
-			if (nd != NONE && h->idom[b] != nd) {
-				h->idom[b] = nd;
-				changed = 1;
-			}
-		}
-	} while (changed);
+	idoms(h->idom, po, order, npo, po_off, pa, (uint32_t)root);
 
 	/* Retained: each node's size, added up the tree (postorder) */
 	for (uint32_t k = 0; k < npo; k++) {
@@ -191,8 +212,6 @@ out:
 	free(pa);
 	free(po);
 	free(order);
-	free(stk);
-	free(pos);
 	if (err) {
 		free(h->idom);
 		free(h->retained);

@@ -163,6 +163,84 @@ static int trace_of(struct emit *m, unsigned no, uint8_t kind, uint64_t a)
 	return no && no < m->h->ntraces ? to(m, m->h->traces[no], kind, a, 0) : 0;
 }
 
+/* A function's: its environment, then a Lua function's prototype and
+ * upvalue objects, or a C function's upvalue values. */
+static int fn_edges(struct emit *m, const struct hobj *o)
+{
+	struct heap *h = m->h;
+	const struct lj_variant *v = h->var;
+	const struct lj_hlayout *hl = &v->h;
+	unsigned n = heap_u8(h, o, hl->fn_nupvalues);
+	int r;
+
+	if ((r = to(m, heap_u64(h, o, hl->fn_env), HE_ENV, 0, 0)))
+		return r;
+	if (!heap_u8(h, o, v->lay.fn_ffid)) {
+		if ((r = to(m, heap_u64(h, o, v->lay.fn_pc) - v->lay.pt_size, HE_PROTO, 0, 0)))
+			return r;
+		for (unsigned k = 0; k < n && !r; k++)
+			r = to(m, heap_u64(h, o, v->u.fn_uvptr + 8 * k), HE_UPVAL, k, 0);
+	} else {
+		for (unsigned k = 0; k < n && !r; k++)
+			r = to(m, tv_gc(heap_u64(h, o, hl->fn_upvalue + 8 * k)), HE_UPVAL, k, 0);
+	}
+	return r;
+}
+
+/* A prototype's: its chunk name, its GC constants (those copied), its
+ * trace. */
+static int proto_edges(struct emit *m, const struct hobj *o)
+{
+	struct heap *h = m->h;
+	const struct lj_variant *v = h->var;
+	const struct lj_hlayout *hl = &v->h;
+	uint32_t nk = heap_u32(h, o, hl->pt_sizekgc);
+	int r;
+
+	if ((r = to(m, heap_u64(h, o, v->lay.pt_chunkname), HE_CHUNK, 0, 0)))
+		return r;
+	for (uint32_t k = 0; k < nk && !r; k++) {
+		uint64_t at = v->lay.pt_size + (uint64_t)k * 8;
+
+		if (at + 8 > o->rawlen)
+			break;
+		r = to(m, heap_u64(h, o, at), HE_KGC, nk - k, 0); /* kgc[-(nk-k)] */
+	}
+	return r ? r : trace_of(m, heap_u16(h, o, hl->pt_trace), HE_PTRACE, 0);
+}
+
+/* A trace's: its GC constants (IR_KGC, those copied), the traces it
+ * links to, its start prototype. A trace without a number: none. */
+static int trace_edges(struct emit *m, const struct hobj *o)
+{
+	struct heap *h = m->h;
+	const struct lj_variant *v = h->var;
+	const struct lj_hlayout *hl = &v->h;
+	uint32_t nk = heap_u32(h, o, v->u.T_nk);
+	int r = 0;
+
+	if (!heap_u16(h, o, hl->T_traceno))
+		return 0;
+	for (uint32_t ref = nk; ref < hl->ref_true && !r; ref++) {
+		uint64_t at = v->lay.T_size + (uint64_t)(ref - nk) * hl->ir_sizeof;
+		uint8_t t = heap_u8(h, o, at + v->u.ir_t), op = heap_u8(h, o, at + v->u.ir_o);
+
+		if (at + hl->ir_sizeof > o->rawlen)
+			break;
+		if (op == v->u.ir_kgc)
+			r = to(m, heap_u64(h, o, at + hl->ir_sizeof), HE_TRACE, ref, 0);
+		if (((1u << (t & 0x1f)) & hl->irt_is64) && op != hl->ir_knull)
+			ref++;
+	}
+	if (!r)
+		r = trace_of(m, heap_u16(h, o, hl->T_link), HE_TRACE, 0);
+	if (!r)
+		r = trace_of(m, heap_u16(h, o, hl->T_nextroot), HE_TRACE, 0);
+	if (!r)
+		r = trace_of(m, heap_u16(h, o, hl->T_nextside), HE_TRACE, 0);
+	return r ? r : to(m, heap_u64(h, o, v->lay.T_startpt), HE_TRACE, 0, 0);
+}
+
 static int obj_edges(struct emit *m, uint32_t i)
 {
 	struct heap *h = m->h;
@@ -174,22 +252,8 @@ static int obj_edges(struct emit *m, uint32_t i)
 
 	if (g == hl->ttab)
 		return tab_edges(m, o);
-	if (g == v->lay.tfunc) {
-		unsigned n = heap_u8(h, o, hl->fn_nupvalues);
-
-		if ((r = to(m, heap_u64(h, o, hl->fn_env), HE_ENV, 0, 0)))
-			return r;
-		if (!heap_u8(h, o, v->lay.fn_ffid)) {
-			if ((r = to(m, heap_u64(h, o, v->lay.fn_pc) - v->lay.pt_size, HE_PROTO, 0, 0)))
-				return r;
-			for (unsigned k = 0; k < n && !r; k++)
-				r = to(m, heap_u64(h, o, v->u.fn_uvptr + 8 * k), HE_UPVAL, k, 0);
-		} else {
-			for (unsigned k = 0; k < n && !r; k++)
-				r = to(m, tv_gc(heap_u64(h, o, hl->fn_upvalue + 8 * k)), HE_UPVAL, k, 0);
-		}
-		return r;
-	}
+	if (g == v->lay.tfunc)
+		return fn_edges(m, o);
 	if (g == hl->tupval) {
 		uint64_t at = heap_u64(h, o, v->u.uv_v);
 
@@ -197,20 +261,8 @@ static int obj_edges(struct emit *m, uint32_t i)
 			return to(m, tv_gc(heap_u64(h, o, hl->uv_tv)), HE_UVVAL, 0, 0);
 		return to(m, tv_gc(open_value(h, at)), HE_UVVAL, 1, 0);
 	}
-	if (g == hl->tproto) {
-		uint32_t nk = heap_u32(h, o, hl->pt_sizekgc);
-
-		if ((r = to(m, heap_u64(h, o, v->lay.pt_chunkname), HE_CHUNK, 0, 0)))
-			return r;
-		for (uint32_t k = 0; k < nk && !r; k++) {
-			uint64_t at = v->lay.pt_size + (uint64_t)k * 8;
-
-			if (at + 8 > o->rawlen)
-				break;
-			r = to(m, heap_u64(h, o, at), HE_KGC, nk - k, 0); /* kgc[-(nk-k)] */
-		}
-		return r ? r : trace_of(m, heap_u16(h, o, hl->pt_trace), HE_PTRACE, 0);
-	}
+	if (g == hl->tproto)
+		return proto_edges(m, o);
 	if (g == v->lay.tthread) {
 		uint64_t n = o->rawlen > v->sizeof_L ? (o->rawlen - v->sizeof_L) / 8 : 0;
 
@@ -223,30 +275,8 @@ static int obj_edges(struct emit *m, uint32_t i)
 			return r;
 		return to(m, heap_u64(h, o, hl->ud_env), HE_ENV, 0, 0);
 	}
-	if (g == hl->ttrace) {
-		uint32_t nk = heap_u32(h, o, v->u.T_nk);
-
-		if (!heap_u16(h, o, hl->T_traceno))
-			return 0;
-		for (uint32_t ref = nk; ref < hl->ref_true && !r; ref++) {
-			uint64_t at = v->lay.T_size + (uint64_t)(ref - nk) * hl->ir_sizeof;
-			uint8_t t = heap_u8(h, o, at + v->u.ir_t), op = heap_u8(h, o, at + v->u.ir_o);
-
-			if (at + hl->ir_sizeof > o->rawlen)
-				break;
-			if (op == v->u.ir_kgc)
-				r = to(m, heap_u64(h, o, at + hl->ir_sizeof), HE_TRACE, ref, 0);
-			if (((1u << (t & 0x1f)) & hl->irt_is64) && op != hl->ir_knull)
-				ref++;
-		}
-		if (!r)
-			r = trace_of(m, heap_u16(h, o, hl->T_link), HE_TRACE, 0);
-		if (!r)
-			r = trace_of(m, heap_u16(h, o, hl->T_nextroot), HE_TRACE, 0);
-		if (!r)
-			r = trace_of(m, heap_u16(h, o, hl->T_nextside), HE_TRACE, 0);
-		return r ? r : to(m, heap_u64(h, o, v->lay.T_startpt), HE_TRACE, 0, 0);
-	}
+	if (g == hl->ttrace)
+		return trace_edges(m, o);
 	return 0; /* strings, cdata: no references */
 }
 

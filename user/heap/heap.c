@@ -137,7 +137,17 @@ static int save(const char *path, int force, struct heap *hs, size_t n)
 	return e ? fail(path, -e) : 0;
 }
 
-int heap_main(int argc, char **argv)
+/* The command line of luamemtrace heap. */
+struct hargs {
+	pid_t pid;           /* -p PID, or 0: a snapshot FILE */
+	const char *out;     /* -o FILE, or NULL */
+	int force;           /* -f */
+	const char *variant; /* --variant NAME, or NULL */
+	struct hview view;
+};
+
+/* argv into a: -1 to go on, or the exit status of bad usage. */
+static int heap_args(int argc, char **argv, struct hargs *a)
 {
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -147,67 +157,59 @@ int heap_main(int argc, char **argv)
 		{ "force", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *out = NULL;
-	int force = 0;
-	struct hview view = { .top = 10 };
-	const char *variant = NULL;
-	struct vmscan sc;
-	struct pmaps m;
-	struct heap *hs;
-	pid_t pid = 0;
-	int c, pidfd, err, rc = LMT_OK, expired = 0;
 	char *end;
+	long v;
+	int c;
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "p:t:o:f", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': {
-			long v = strtol(optarg, &end, 10);
-
+		case 'p':
+			v = strtol(optarg, &end, 10);
 			if (*end || v <= 0 || v > INT32_MAX)
 				return usage("-p takes a process ID");
-			pid = (pid_t)v;
+			a->pid = (pid_t)v;
 			break;
-		}
-		case 't': {
-			long v = strtol(optarg, &end, 10);
-
+		case 't':
+			v = strtol(optarg, &end, 10);
 			if (*end || v <= 0 || v > 100000)
 				return usage("--top takes 1 to 100000");
-			view.top = (int)v;
+			a->view.top = (int)v;
 			break;
-		}
 		case 'V':
-			variant = optarg;
+			a->variant = optarg;
 			break;
 		case 'o':
-			out = optarg;
+			a->out = optarg;
 			break;
 		case 'f':
-			force = 1;
+			a->force = 1;
 			break;
 		default:
 			return usage("unknown option");
 		}
 	}
-	if (!pid && optind == argc - 1 && !out)
-		return from_file(argv[optind], &view);
-	if (!pid || optind != argc)
-		return usage("one process: -p PID, or a snapshot FILE");
-	if (out) {
-		char bad[256];
+	return -1;
+}
 
-		if (outfile_check(out, force, 1, bad, sizeof(bad)))
-			return usage(bad);
-	}
+/* luamemtrace heap -p PID: its VMs found, copied while it is stopped,
+ * saved (-o FILE) and reported: an exit status. */
+static int from_process(const struct hargs *a)
+{
+	const pid_t pid = a->pid;
+	struct vmscan sc;
+	struct pmaps m;
+	struct heap *hs;
+	int pidfd, err, rc = LMT_OK, expired = 0;
+
 	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
 		return fail("no such process", errno);
 	if ((err = proc_bind(pid, pidfd)) || (err = pmaps_load(pid, &m))) {
 		close(pidfd);
 		return fail("reading the process", -err);
 	}
-	if ((err = vm_scan(pid, &m, variant, &sc)) || !sc.n) {
+	if ((err = vm_scan(pid, &m, a->variant, &sc)) || !sc.n) {
 		if (!err)
 			fprintf(stderr, "luamemtrace heap: no LuaJIT VM in process %d\n",
 				(int)pid);
@@ -220,17 +222,37 @@ int heap_main(int argc, char **argv)
 	if (!(hs = calloc(sc.n, sizeof(*hs))))
 		rc = fail("memory", ENOMEM);
 	else
-		rc = copy_all(pid, pidfd, &m, &sc, variant, hs, &expired);
+		rc = copy_all(pid, pidfd, &m, &sc, a->variant, hs, &expired);
 	proc_unbind(pid, pidfd);
 	close(pidfd);
-	if (hs && rc == LMT_OK && out)
-		rc = save(out, force, hs, sc.n);
+	if (hs && rc == LMT_OK && a->out)
+		rc = save(a->out, a->force, hs, sc.n);
 	if (hs && rc == LMT_OK)
-		rc = report(hs, sc.n, &view, expired);
+		rc = report(hs, sc.n, &a->view, expired);
 	for (size_t i = 0; hs && i < sc.n; i++)
 		heap_free(&hs[i]);
 	free(hs);
 	vm_scan_free(&sc);
 	pmaps_free(&m);
 	return rc;
+}
+
+int heap_main(int argc, char **argv)
+{
+	struct hargs a = { .view = { .top = 10 } };
+	int rc;
+
+	if ((rc = heap_args(argc, argv, &a)) >= 0)
+		return rc;
+	if (!a.pid && optind == argc - 1 && !a.out)
+		return from_file(argv[optind], &a.view);
+	if (!a.pid || optind != argc)
+		return usage("one process: -p PID, or a snapshot FILE");
+	if (a.out) {
+		char bad[256];
+
+		if (outfile_check(a.out, a.force, 1, bad, sizeof(bad)))
+			return usage(bad);
+	}
+	return from_process(&a);
 }

@@ -263,13 +263,93 @@ static int restarts(const struct heap *h, const struct hedge *e)
 	       (e->kind == HE_HVAL && is_main_env(h, e->from) && str_obj(h, e->b) >= 0);
 }
 
+/* Step k of the chain[0..n) (the object's own step first, the root's
+ * last) as the path says it; start is the step the path starts over at
+ * (restarts()). */
+static void put_step(struct out *o, const struct heap *h, const struct hedge *const *chain,
+		     int n, int k, int start)
+{
+	const struct hedge *e = chain[k];
+	char w[256];
+
+	switch (e->kind) {
+	case HE_ROOT:
+		put_root(o, h, e);
+		break;
+	case HE_ARRAY:
+		put(o, "[%" PRIu64 "]", e->a);
+		break;
+	case HE_HVAL: {
+		long s = str_obj(h, e->b);
+		uint32_t l;
+		int c;
+
+		if (k == start && k != n - 1) { /* a global: restarts() */
+			put_key(o, h, e->b, 1);
+			break;
+		}
+		/* registry._LOADED: package.loaded */
+		if (s >= 0 && k == n - 2 && chain[n - 1]->a == HROOT_REGISTRY) {
+			const char *t = heap_str(h, &h->o[s], &l, &c);
+
+			if (l == 7 && !memcmp(t, "_LOADED", 7)) {
+				o->n = 0;
+				put(o, "package.loaded");
+				break;
+			}
+		}
+		put_key(o, h, e->b, 0);
+		break;
+	}
+	case HE_HKEY:
+		put(o, "<key>");
+		break;
+	case HE_MT:
+		put(o, "[metatable]");
+		break;
+	case HE_ENV:
+		put(o, "[env]");
+		break;
+	case HE_UPVAL:
+		if (k != start) { /* a C function's */
+			put(o, "[upvalue %" PRIu64 "]", e->a + 1);
+			break;
+		}
+		o->n = 0;
+		put(o, "upvalue ");
+		put_uvname(o, h, e->from, e->a);
+		heap_where(h, e->from, w, sizeof(w));
+		put(o, " of function %s", w);
+		break;
+	case HE_STACK:
+		o->n = 0;
+		put(o, "stack slot %" PRIu64 " of ", e->a);
+		put_thread(o, h, e->from);
+		break;
+	case HE_PROTO:
+		put(o, "[prototype]");
+		break;
+	case HE_KGC:
+		put(o, "[constant]");
+		break;
+	case HE_CHUNK:
+		put(o, "[chunk name]");
+		break;
+	case HE_PTRACE:
+	case HE_TRACE:
+		put(o, "[trace]");
+		break;
+	default: /* HE_UVVAL: the upvalue's own value, named above */
+		break;
+	}
+}
+
 void heap_path(const struct heap *h, uint32_t i, char *buf, size_t len)
 {
 	const struct hedge *chain[LMT_HEAP_PATH_STEPS];
 	struct out o = { buf, len, 0 };
 	uint32_t at = i;
 	int n = 0, start, cut = 0;
-	char w[256];
 
 	buf[0] = 0;
 	if (!h->par || i >= h->n || !(h->o[i].flags & HOBJ_REACHED)) {
@@ -297,78 +377,6 @@ void heap_path(const struct heap *h, uint32_t i, char *buf, size_t len)
 		}
 	if (start == n - 1 && cut)
 		put(&o, "...");
-	for (int k = start; k >= 0; k--) {
-		const struct hedge *e = chain[k];
-
-		switch (e->kind) {
-		case HE_ROOT:
-			put_root(&o, h, e);
-			break;
-		case HE_ARRAY:
-			put(&o, "[%" PRIu64 "]", e->a);
-			break;
-		case HE_HVAL: {
-			long s = str_obj(h, e->b);
-			uint32_t l;
-			int c;
-
-			if (k == start && k != n - 1) { /* a global: restarts() */
-				put_key(&o, h, e->b, 1);
-				break;
-			}
-			/* registry._LOADED: package.loaded */
-			if (s >= 0 && k == n - 2 && chain[n - 1]->a == HROOT_REGISTRY) {
-				const char *t = heap_str(h, &h->o[s], &l, &c);
-
-				if (l == 7 && !memcmp(t, "_LOADED", 7)) {
-					o.n = 0;
-					put(&o, "package.loaded");
-					break;
-				}
-			}
-			put_key(&o, h, e->b, 0);
-			break;
-		}
-		case HE_HKEY:
-			put(&o, "<key>");
-			break;
-		case HE_MT:
-			put(&o, "[metatable]");
-			break;
-		case HE_ENV:
-			put(&o, "[env]");
-			break;
-		case HE_UPVAL:
-			if (k != start) { /* a C function's */
-				put(&o, "[upvalue %" PRIu64 "]", e->a + 1);
-				break;
-			}
-			o.n = 0;
-			put(&o, "upvalue ");
-			put_uvname(&o, h, e->from, e->a);
-			heap_where(h, e->from, w, sizeof(w));
-			put(&o, " of function %s", w);
-			break;
-		case HE_STACK:
-			o.n = 0;
-			put(&o, "stack slot %" PRIu64 " of ", e->a);
-			put_thread(&o, h, e->from);
-			break;
-		case HE_PROTO:
-			put(&o, "[prototype]");
-			break;
-		case HE_KGC:
-			put(&o, "[constant]");
-			break;
-		case HE_CHUNK:
-			put(&o, "[chunk name]");
-			break;
-		case HE_PTRACE:
-		case HE_TRACE:
-			put(&o, "[trace]");
-			break;
-		default: /* HE_UVVAL: the upvalue's own value, named above */
-			break;
-		}
-	}
+	for (int k = start; k >= 0; k--)
+		put_step(&o, h, chain, n, k, start);
 }

@@ -133,11 +133,63 @@ static uint32_t r32(struct rd *d, const char *what)
 	return v;
 }
 
+/* A VM's objects: their count, then each one's address, type, flags,
+ * length and bytes (into h's arena, bounded by the copy's caps): 0, or
+ * -1 with d->bad said if the file is at fault. */
+static int load_objects(struct rd *d, struct heap *h)
+{
+	uint64_t nobj;
+
+	nobj = r64(d, "truncated");
+	if (d->bad)
+		return -1;
+	if (nobj > LMT_HEAP_OBJS_MAX) {
+		d->bad = "more objects than a copy holds (LMT_HEAP_OBJS_MAX)";
+		return -1;
+	}
+	for (uint64_t k = 0; k < nobj; k++) {
+		uint64_t addr = r64(d, "truncated (an object)");
+		uint8_t tf[2];
+		uint32_t len;
+		long i;
+
+		if (r(d, tf, 2, "truncated (an object)"))
+			return -1;
+		len = r32(d, "truncated (an object)");
+		if (d->bad)
+			return -1;
+		if (!addr || heap_find(h, addr) >= 0) {
+			d->bad = "an object at address 0, or twice";
+			return -1;
+		}
+		if (len > LMT_HEAP_COPY_MAX - h->alen) {
+			d->bad = "more bytes than a copy holds (LMT_HEAP_COPY_MAX)";
+			return -1;
+		}
+		if ((i = heap_add(h, addr, tf[0], NULL, 0)) < 0)
+			return -1;
+		h->o[i].flags = tf[1] & (HOBJ_MMUDATA | HOBJ_SHORT | HOBJ_MAIN);
+		/* the bytes through the arena, in pieces: never more than read */
+		while (len) {
+			uint8_t buf[65536];
+			uint32_t k2 = len < sizeof(buf) ? len : (uint32_t)sizeof(buf);
+
+			if (r(d, buf, k2, "truncated (an object's bytes)") || heap_append(h, buf, k2))
+				return -1;
+			len -= k2;
+		}
+	}
+	return 0;
+}
+
+/* One VM's copy from d into h: its variant, roots and counts, GG_State,
+ * traces, C types and objects. 0, or -1 (d->bad says why if the file
+ * is at fault). */
 static int load_one(struct rd *d, struct heap *h)
 {
 	char name[256];
 	uint8_t nl = 0;
-	uint64_t *c = &h->c.over_objs, nobj;
+	uint64_t *c = &h->c.over_objs;
 	uint32_t n;
 
 	memset(h, 0, sizeof(*h));
@@ -189,45 +241,8 @@ static int load_one(struct rd *d, struct heap *h)
 	if (n && (!(h->ctypes = malloc((size_t)n * h->var->h.ct_sizeof)) ||
 		  r(d, h->ctypes, (size_t)n * h->var->h.ct_sizeof, "truncated (C types)")))
 		return -1;
-	nobj = r64(d, "truncated");
-	if (d->bad)
+	if (load_objects(d, h))
 		return -1;
-	if (nobj > LMT_HEAP_OBJS_MAX) {
-		d->bad = "more objects than a copy holds (LMT_HEAP_OBJS_MAX)";
-		return -1;
-	}
-	for (uint64_t k = 0; k < nobj; k++) {
-		uint64_t addr = r64(d, "truncated (an object)");
-		uint8_t tf[2];
-		uint32_t len;
-		long i;
-
-		if (r(d, tf, 2, "truncated (an object)"))
-			return -1;
-		len = r32(d, "truncated (an object)");
-		if (d->bad)
-			return -1;
-		if (!addr || heap_find(h, addr) >= 0) {
-			d->bad = "an object at address 0, or twice";
-			return -1;
-		}
-		if (len > LMT_HEAP_COPY_MAX - h->alen) {
-			d->bad = "more bytes than a copy holds (LMT_HEAP_COPY_MAX)";
-			return -1;
-		}
-		if ((i = heap_add(h, addr, tf[0], NULL, 0)) < 0)
-			return -1;
-		h->o[i].flags = tf[1] & (HOBJ_MMUDATA | HOBJ_SHORT | HOBJ_MAIN);
-		/* the bytes through the arena, in pieces: never more than read */
-		while (len) {
-			uint8_t buf[65536];
-			uint32_t k2 = len < sizeof(buf) ? len : (uint32_t)sizeof(buf);
-
-			if (r(d, buf, k2, "truncated (an object's bytes)") || heap_append(h, buf, k2))
-				return -1;
-			len -= k2;
-		}
-	}
 	heap_sizes(h);
 	return 0;
 }

@@ -160,50 +160,46 @@ static int exes_fill(struct tr *t)
 	return 0;
 }
 
-/* Open and load the BPF object with one of the two entry programs: kst,
- * the one whose reads land on the kernel stack (tried first where the
- * kernel should take it), or the compatible one. */
-int open_load(struct tr *t, int kst)
+/* The entry program of kst's kind (kernel-stack reads or not) that
+ * t->sess and --stacks ask for, the only one of the eight loaded; the
+ * tail call and the floor's session program where they are used. */
+static void entry_pick(struct tr *t, int kst)
+{
+	const struct topts *o = t->o;
+	/* One entry program of eight: kernel-stack reads or not;
+	 * stacks or not; a session or an entry probe. */
+	struct bpf_program *e[4][2] = {
+		{ t->skel->progs.alloc_enter_compat, t->skel->progs.alloc_enter },
+		{ t->skel->progs.alloc_enter_stk_compat,
+		  t->skel->progs.alloc_enter_stk },
+		{ t->skel->progs.alloc_session_compat, t->skel->progs.alloc_session },
+		{ t->skel->progs.alloc_session_stk_compat,
+		  t->skel->progs.alloc_session_stk },
+	};
+
+	t->enter = e[2 * !!t->sess + !!o->stacks][!!kst];
+	for (int i = 0; i < 8; i++)
+		if (e[i / 2][i % 2] != t->enter)
+			bpf_program__set_autoload(e[i / 2][i % 2], false);
+	/* alloc_enter_stk_compat sends the stack by a tail call */
+	bpf_program__set_autoload(t->skel->progs.stack_tail,
+				  t->enter == t->skel->progs.alloc_enter_stk_compat);
+	if (t->sess)
+		bpf_program__set_expected_attach_type(t->enter,
+			(enum bpf_attach_type)LMT_TRACE_UPROBE_SESSION);
+	if (t->sess && o->floor)
+		bpf_program__set_expected_attach_type(t->skel->progs.floor_session,
+			(enum bpf_attach_type)LMT_TRACE_UPROBE_SESSION);
+	else
+		bpf_program__set_autoload(t->skel->progs.floor_session, false);
+}
+
+/* The object's read-only settings from the options and the kernel's
+ * features, before load. */
+static void rodata_set(struct tr *t)
 {
 	const struct topts *o = t->o;
 
-	luamemtrace_bpf__destroy(t->skel);
-	t->skel = luamemtrace_bpf__open();
-	if (!t->skel) {
-		err1("cannot open the BPF object: %s", strerror(errno));
-		return -1;
-	}
-	/* The allocator's probes as one session link where the kernel has
-	 * them: a return trap only where its entry asks. */
-	t->no_shared = knobs.no_shared;
-	t->sess = !t->sess_refused && t->kf.session;
-	{
-		/* One entry program of eight: kernel-stack reads or not;
-		 * stacks or not; a session or an entry probe. */
-		struct bpf_program *e[4][2] = {
-			{ t->skel->progs.alloc_enter_compat, t->skel->progs.alloc_enter },
-			{ t->skel->progs.alloc_enter_stk_compat,
-			  t->skel->progs.alloc_enter_stk },
-			{ t->skel->progs.alloc_session_compat, t->skel->progs.alloc_session },
-			{ t->skel->progs.alloc_session_stk_compat,
-			  t->skel->progs.alloc_session_stk },
-		};
-		t->enter = e[2 * !!t->sess + !!o->stacks][!!kst];
-		for (int i = 0; i < 8; i++)
-			if (e[i / 2][i % 2] != t->enter)
-				bpf_program__set_autoload(e[i / 2][i % 2], false);
-		/* alloc_enter_stk_compat sends the stack by a tail call */
-		bpf_program__set_autoload(t->skel->progs.stack_tail,
-					  t->enter == t->skel->progs.alloc_enter_stk_compat);
-		if (t->sess)
-			bpf_program__set_expected_attach_type(t->enter,
-				(enum bpf_attach_type)LMT_TRACE_UPROBE_SESSION);
-		if (t->sess && o->floor)
-			bpf_program__set_expected_attach_type(t->skel->progs.floor_session,
-				(enum bpf_attach_type)LMT_TRACE_UPROBE_SESSION);
-		else
-			bpf_program__set_autoload(t->skel->progs.floor_session, false);
-	}
 	/* What the kernel lacks is switched off before load (probes/kfeat.h). */
 	t->skel->rodata->kf_rdonly_cast = (uint8_t)t->kf.rdonly_cast;
 	t->skel->rodata->fork_stop = t->kf.signal_task ? LMT_FORK_STOP_TASK :
@@ -239,6 +235,58 @@ int open_load(struct tr *t, int kst)
 	t->skel->rodata->floor_entry = (uint8_t)o->floor_entry;
 	t->skel->rodata->no_pred = knobs.no_predict;
 	t->skel->rodata->pred_test = knobs.test_predict;
+}
+
+/* After load: the direct reads started, the stack program put where the
+ * tail call finds it, --exe's names set: 0, or -1 said. */
+static int loaded(struct tr *t, int kst)
+{
+	const struct topts *o = t->o;
+
+	if (t->sess && o->verbose)
+		err1("allocator probes as a session (one uprobe_multi link): returns "
+		     "where the entry asks%s",
+		     knobs.no_predict ? " (addresses not told at entry)" : "");
+	if (o->verbose)
+		fprintf(stderr, "luamemtrace: reads land on the %s\n",
+			kst ? "kernel stack" : "per-CPU scratch");
+	direct_start(t);
+	if (bpf_program__autoload(t->skel->progs.stack_tail)) {
+		uint32_t zero = 0;
+		int fd = bpf_program__fd(t->skel->progs.stack_tail);
+
+		if (bpf_map__update_elem(t->skel->maps.stktail, &zero, sizeof(zero),
+					 &fd, sizeof(fd), BPF_ANY)) {
+			err1("cannot set the stack program: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return exes_fill(t);
+}
+
+/* load_kind's answer when the kernel refused a session's or uprobe_multi
+ * links' programs: the kind before may load. */
+#define LOAD_REFUSED 1
+
+/* Opens and loads the object once, with the kind of allocator probes
+ * the kernel and the refusals so far allow: 0, -1 (said, but for a kst
+ * object: the caller tries the other), or LOAD_REFUSED. */
+static int load_kind(struct tr *t, int kst)
+{
+	const struct topts *o = t->o;
+
+	luamemtrace_bpf__destroy(t->skel);
+	t->skel = luamemtrace_bpf__open();
+	if (!t->skel) {
+		err1("cannot open the BPF object: %s", strerror(errno));
+		return -1;
+	}
+	/* The allocator's probes as one session link where the kernel has
+	 * them: a return trap only where its entry asks. */
+	t->no_shared = knobs.no_shared;
+	t->sess = !t->sess_refused && t->kf.session;
+	entry_pick(t, kst);
+	rodata_set(t);
 	/* --duty closes its windows faster with uprobe_multi links, whose
 	 * programs are loaded for them. */
 	t->multi = o->duty && !o->floor && !t->sess && !t->multi_refused &&
@@ -253,44 +301,13 @@ int open_load(struct tr *t, int kst)
 	}
 	/* Children are followed only into streams of their own (with -o
 	 * FILE they are counted). */
-	if (!luamemtrace_bpf__load(t->skel)) {
-		if (t->sess && o->verbose)
-			err1("allocator probes as a session (one uprobe_multi link): returns "
-			     "where the entry asks%s",
-			     knobs.no_predict ? " (addresses not told at entry)" : "");
-		if (o->verbose)
-			fprintf(stderr, "luamemtrace: reads land on the %s\n",
-				kst ? "kernel stack" : "per-CPU scratch");
-		direct_start(t);
-		if (bpf_program__autoload(t->skel->progs.stack_tail)) {
-			uint32_t zero = 0;
-			int fd = bpf_program__fd(t->skel->progs.stack_tail);
-
-			if (bpf_map__update_elem(t->skel->maps.stktail, &zero, sizeof(zero),
-						 &fd, sizeof(fd), BPF_ANY)) {
-				err1("cannot set the stack program: %s", strerror(errno));
-				return -1;
-			}
-		}
-		return exes_fill(t);
-	}
+	if (!luamemtrace_bpf__load(t->skel))
+		return loaded(t, kst);
 	if (t->sess || t->multi) {
-		/* The kernel takes such programs but not these: without a
-		 * session, two links (--duty) or perf links; without
-		 * uprobe_multi links, perf links. Refused for good only if
-		 * the other kind loads: else the compatible reader tries
-		 * this kind again. */
-		int *refused = t->sess ? &t->sess_refused : &t->multi_refused;
-
 		if (o->verbose)
 			err1("the programs did not load for %s (%s); the kind before",
 			     t->sess ? "a session" : "uprobe_multi links", strerror(errno));
-		*refused = 1;
-		if (open_load(t, kst)) {
-			*refused = 0;
-			return -1;
-		}
-		return 0;
+		return LOAD_REFUSED;
 	}
 	if (kst) {
 		if (o->verbose)
@@ -309,6 +326,31 @@ int open_load(struct tr *t, int kst)
 		err1("cannot load the BPF programs: %s (LMT_LIBBPF_DEBUG=1 shows "
 		     "the verifier log)", strerror(errno));
 	return -1;
+}
+
+/* Open and load the BPF object with one of the two entry programs: kst,
+ * the one whose reads land on the kernel stack (tried first where the
+ * kernel should take it), or the compatible one.
+ * The kernel may take a session's or uprobe_multi links' programs but not
+ * these: then the kind before is tried (without a session, uprobe_multi
+ * links for --duty or perf links; without uprobe_multi links, perf
+ * links), so three tries at most, each refusal ending one kind. A kind
+ * is refused for good only if a later one loads: else the compatible
+ * reader tries it again. */
+int open_load(struct tr *t, int kst)
+{
+	int *refused[2];
+	unsigned n = 0;
+	int r;
+
+	while ((r = load_kind(t, kst)) == LOAD_REFUSED && n < 2) {
+		refused[n] = t->sess ? &t->sess_refused : &t->multi_refused;
+		*refused[n++] = 1;
+	}
+	if (r)
+		while (n)
+			*refused[--n] = 0;
+	return r ? -1 : 0;
 }
 
 /* -- Processes ------------------------------------------------------------ */

@@ -47,7 +47,8 @@
 
 #include "aggregate.h"
 #include "live.h"
-#include "util.h"
+#include "util/numfmt.h"
+#include "util/hash.h"
 
 void report_scale(struct report *rp, double k)
 {
@@ -375,7 +376,7 @@ static uint32_t loc_get(struct report *rp, uint64_t addr, uint64_t line, uint64_
 		if (l->addr == addr && l->line == line && l->trace == trace)
 			return rp->last_loc;
 	}
-	h = (uint32_t)mix64(addr * 0x9e3779b97f4a7c15ull ^ mix64(line + (trace << 32) + trace));
+	h = (uint32_t)hash_u64(addr * HASH_GOLDEN ^ hash_u64(line + (trace << 32) + trace));
 	if (!rp->ltab || (rp->nloc + 1) * 2 > rp->lmask + 1) {
 		uint32_t ns = rp->ltab ? (rp->lmask + 1) * 2 : 256, *t;
 		if (ns > (1u << 30) || !(t = calloc(ns, sizeof(*t))))

@@ -12,7 +12,7 @@
 
 #include "keys.h"
 #include "live.h"
-#include "util.h"
+#include "util/hash.h"
 
 static void block_gone(struct report *rp, const struct block *blk, uint32_t dead);
 
@@ -20,7 +20,7 @@ static void block_gone(struct report *rp, const struct block *blk, uint32_t dead
 
 static inline uint64_t blk_home(const struct report *rp, uint64_t addr)
 {
-	return mix64(addr) & rp->bmask;
+	return hash_u64(addr) & rp->bmask;
 }
 
 static struct block *blk_find(struct report *rp, uint64_t addr)
@@ -92,7 +92,7 @@ static int blk_put(struct report *rp, uint64_t addr, uint64_t size, uint32_t loc
 
 static inline uint64_t own_home(const struct report *rp, uint32_t g, uint32_t loc)
 {
-	return mix64(((uint64_t)g << 32) | loc) & rp->omask;
+	return hash_u64(((uint64_t)g << 32) | loc) & rp->omask;
 }
 
 static int own_grow(struct report *rp)

@@ -9,7 +9,8 @@
  *   names, groups; report_sym, report_event*), stacks.c (frames and
  *   stacks), live.c (live blocks, owners, held bytes over time), keys.c
  *   (the aggregate by key, for the outputs);
- * - tables.c (containers, strings) and util.c (hashing, numbers as text).
+ * - tables.c (containers, strings); numbers as text are util/numfmt.h's,
+ *   hashing util/hash.h's.
  *
  * An output may use the scratch buffer (sb) and intern names into the pool
  * (sp), which changes nothing another output reads. See aggregate.c for

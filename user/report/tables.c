@@ -9,9 +9,9 @@
 
 #include <sys/mman.h>
 #include "util/esc.h"
+#include "util/hash.h"
 
 #include "tables.h"
-#include "util.h"
 
 /* Doubles the capacity of *p (elements of sz bytes) to hold need. */
 int grow(void *pp, uint32_t *cap, size_t need, size_t sz)
@@ -70,7 +70,7 @@ uint64_t *kvmap_get(const struct kvmap *m, uint64_t k)
 		return m->has0 ? (uint64_t *)&m->v0 : NULL;
 	if (!m->slot)
 		return NULL;
-	for (i = (uint32_t)mix64(k) & m->mask; m->slot[i].k; i = (i + 1) & m->mask)
+	for (i = (uint32_t)hash_u64(k) & m->mask; m->slot[i].k; i = (i + 1) & m->mask)
 		if (m->slot[i].k == k)
 			return &m->slot[i].v;
 	return NULL;
@@ -85,7 +85,7 @@ static int kvmap_resize(struct kvmap *m, uint32_t nslots)
 		uint32_t i;
 		if (!m->slot[j].k)
 			continue;
-		for (i = (uint32_t)mix64(m->slot[j].k) & (nslots - 1); s[i].k; i = (i + 1) & (nslots - 1))
+		for (i = (uint32_t)hash_u64(m->slot[j].k) & (nslots - 1); s[i].k; i = (i + 1) & (nslots - 1))
 			;
 		s[i] = m->slot[j];
 	}
@@ -112,7 +112,7 @@ uint64_t *kvmap_put(struct kvmap *m, uint64_t k, uint64_t v, int *isnew)
 		if (m->mask >= (1u << 30) || kvmap_resize(m, m->slot ? (m->mask + 1) * 2 : 64))
 			return NULL;
 	}
-	for (i = (uint32_t)mix64(k) & m->mask; m->slot[i].k; i = (i + 1) & m->mask)
+	for (i = (uint32_t)hash_u64(k) & m->mask; m->slot[i].k; i = (i + 1) & m->mask)
 		if (m->slot[i].k == k)
 			return &m->slot[i].v;
 	m->slot[i].k = k;
@@ -147,7 +147,7 @@ int str_cmp(const struct strpool *sp, uint32_t a, uint32_t b)
 
 uint32_t intern(struct strpool *sp, const char *p, size_t n)
 {
-	const uint32_t h = hash_bytes(p, n);
+	const uint32_t h = hash_bytes32(p, n);
 	uint32_t i;
 	if (n > UINT32_MAX - 1)
 		return NONE;

@@ -11,7 +11,7 @@
 #include "keys.h"
 #include "live.h"
 #include "text.h"
-#include "util.h"
+#include "util/numfmt.h"
 
 static int cmp_group(const void *a, const void *b, void *ctx)
 {

@@ -15,6 +15,7 @@
 #include "session/session.h"
 
 #include "util/esc.h"
+#include "util/numfmt.h"
 #include "format/info.h"
 #include "format/memprof_write.h"
 #include "streams/outfile.h"
@@ -110,26 +111,16 @@ int trace_lossy(const struct tr *t, const struct lmt_stats *st)
 	return info_lossy(&in);
 }
 
-static void human(char *b, size_t n, uint64_t v)
-{
-	if (v >= 10u << 20)
-		snprintf(b, n, "%.1f MiB", v / 1048576.0);
-	else if (v >= 10u << 10)
-		snprintf(b, n, "%.1f KiB", v / 1024.0);
-	else
-		snprintf(b, n, "%" PRIu64 " B", v);
-}
-
 /* One line per stream: -o DIR. */
-static void streams(struct tr *t)
+static void streams(const struct tr *t)
 {
 	for (unsigned i = 0; i < t->st.nouts; i++) {
 		const struct tout *o = t->st.outs[i];
 		char a[32], f[32], e[PATH_MAX * 4];
 		const char *b = strrchr(o->path, '/');
 
-		human(a, sizeof(a), o->bytes_alloc);
-		human(f, sizeof(f), o->bytes_free);
+		fmt_size(a, sizeof(a), o->bytes_alloc);
+		fmt_size(f, sizeof(f), o->bytes_free);
 		b = b ? b + 1 : o->path;
 		fprintf(stderr, "    %-28s %9" PRIu64 " events, %s allocated, %s "
 			"freed", esc_str(e, sizeof(e), b, strlen(b), 0),
@@ -184,49 +175,60 @@ static void caps_said(const struct tr *t)
 			PRIu64 " nodes read\n", c[5], c[6]);
 }
 
-void summary(struct tr *t, const struct lmt_stats *s, double secs)
-{
-	char a[32], f[32];
-	uint64_t n[4] = { 0 }, ba = 0, bf = 0, protos = 0, traces = 0,
-		 names_cut = 0, nolines = 0;
-	unsigned long csyms = 0, cskipped = 0;
-	unsigned nvm = 0, np = 0;
-	struct tproc *one = NULL;
+/* The trace's totals: events by kind (n[1] alloc, n[2] free, n[3]
+ * realloc) and bytes over its streams, and what its attached processes
+ * found (one: the last of them). */
+struct totals {
+	uint64_t n[4], evs, ba, bf, protos, traces, names_cut, nolines;
+	unsigned long csyms, cskipped;
+	unsigned nvm, np;
+	const struct tproc *one;
+};
 
+static void totals_of(const struct tr *t, struct totals *c)
+{
+	memset(c, 0, sizeof(*c));
 	for (unsigned i = 0; i < t->st.nouts; i++) {
 		const struct tout *o = t->st.outs[i];
 		for (int k = 0; k < 4; k++)
-			n[k] += o->n[k];
-		ba += o->bytes_alloc;
-		bf += o->bytes_free;
+			c->n[k] += o->n[k];
+		c->ba += o->bytes_alloc;
+		c->bf += o->bytes_free;
 	}
-	for (struct tproc *p = t->procs; p; p = p->next) {
+	for (const struct tproc *p = t->procs; p; p = p->next) {
 		if (p->ignored || !p->attached)
 			continue;
-		np++;
-		one = p;
-		nvm += p->nvm;
-		protos += p->cv.protos;
-		traces += p->cv.traces;
-		names_cut += p->cv.names_cut;
-		nolines += p->cv.nolines;
-		csyms += p->cv.syms.nsyms;
-		cskipped += p->cv.syms.skipped;
+		c->np++;
+		c->one = p;
+		c->nvm += p->nvm;
+		c->protos += p->cv.protos;
+		c->traces += p->cv.traces;
+		c->names_cut += p->cv.names_cut;
+		c->nolines += p->cv.nolines;
+		c->csyms += p->cv.syms.nsyms;
+		c->cskipped += p->cv.syms.skipped;
 	}
-	uint64_t evs = n[1] + n[2] + n[3];
+	c->evs = c->n[1] + c->n[2] + c->n[3];
+}
 
-	human(a, sizeof(a), ba);
-	human(f, sizeof(f), bf);
-	if (np == 1)
+/* What was traced, for how long, what it allocated and freed (with
+ * --duty, the estimate for the whole run), and the symbols found. */
+static void said_traced(const struct tr *t, const struct totals *c, double secs)
+{
+	char a[32], f[32];
+
+	fmt_size(a, sizeof(a), c->ba);
+	fmt_size(f, sizeof(f), c->bf);
+	if (c->np == 1)
 		fprintf(stderr, "luamemtrace: traced PID %d, %u VM%s (%s), %.2f s\n",
-			(int)one->pid, nvm, nvm == 1 ? "" : "s",
+			(int)c->one->pid, c->nvm, c->nvm == 1 ? "" : "s",
 			t->var ? t->var->name : "-", secs);
 	else
 		fprintf(stderr, "luamemtrace: traced %u processes, %u VM%s, %.2f s\n",
-			np, nvm, nvm == 1 ? "" : "s", secs);
+			c->np, c->nvm, c->nvm == 1 ? "" : "s", secs);
 	fprintf(stderr, "  events:  %" PRIu64 " (%" PRIu64 " alloc, %" PRIu64
 		" realloc, %" PRIu64 " free), %s allocated, %s freed\n",
-		evs, n[1], n[3], n[2], a, f);
+		c->evs, c->n[1], c->n[3], c->n[2], a, f);
 	if (t->o->floor_events)
 		fprintf(stderr, "  floor:   --floor=events: every event charged to the "
 			"VM, none attributed (a benchmark)\n");
@@ -242,52 +244,23 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 		const double on = in.sampled, k = info_scale(&in);
 		char ea[32], ef[32];
 
-		human(ea, sizeof(ea), (uint64_t)((double)ba * k));
-		human(ef, sizeof(ef), (uint64_t)((double)bf * k));
+		fmt_size(ea, sizeof(ea), (uint64_t)((double)c->ba * k));
+		fmt_size(ef, sizeof(ef), (uint64_t)((double)c->bf * k));
 		fprintf(stderr, "  duty:    %g%% asked; windows recorded %.2f of %.2f s "
 			"(%.1f%%): the counts above are that sample's\n",
 			t->o->duty, on, secs, secs > 0 ? on * 100 / secs : 0);
 		fprintf(stderr, "  estimate for the whole run (x%.2f): %.0f events, %s allocated, "
-			"%s freed\n", k, (double)evs * k, ea, ef);
+			"%s freed\n", k, (double)c->evs * k, ea, ef);
 	}
 	fprintf(stderr, "  symbols: %" PRIu64 " prototypes, %" PRIu64
-		" traces, %lu C functions\n", protos, traces, csyms);
-	fprintf(stderr, "  lost:    %" PRIu64 " events, %" PRIu64
-		" symbol records%s\n", (uint64_t)s->lost, (uint64_t)s->lost_sym,
-		s->lost + s->lost_sym ?
-			" (ring buffer full: the stream is INCOMPLETE; raise -b or use --no-loss)" :
-			"");
-	if (s->missed)
-		fprintf(stderr, "  lost:    %" PRIu64 " allocations whose address "
-			"was lost: the stream is INCOMPLETE\n",
-			(uint64_t)s->missed);
-	if (t->bad_recs)
-		fprintf(stderr, "  lost:    %" PRIu64 " batched records that cannot "
-			"be: the stream is INCOMPLETE\n", t->bad_recs);
-	/* Allocations whose return had not come (bpf/await.h). */
-	if (s->parked)
-		fprintf(stderr, "  %" PRIu64 " allocation%s in flight when tracing "
-			"or its process ended (not recorded)\n", (uint64_t)s->parked,
-			s->parked == 1 ? "" : "s");
-	if (nolines)
-		fprintf(stderr, "  %" PRIu64 " events of prototypes whose record was "
-			"lost: line 0\n", nolines);
-	if (s->lost_stk || stk_unknown(t))
-		fprintf(stderr, "  stacks:  %" PRIu64 " events without their stack (the "
-			"ring was full, or a frame could not be read)\n",
-			(uint64_t)s->lost_stk + stk_unknown(t));
-	/* bpf/lja.h: a return that contradicted its entry turned telling
-	 * off for its VM; the ones told since its last check may be wrong. */
-	if (s->pwrong)
-		fprintf(stderr, "  WRONG:   %" PRIu64 " allocation address%s told at entry "
-			"differed from the allocator's return: none told for %s VM since, "
-			"but up to %d told before may be wrong, counted lost "
-			"(LMT_NO_PREDICT=1 tells none)\n", (uint64_t)s->pwrong,
-			s->pwrong == 1 ? "" : "es", s->pwrong == 1 ? "its" : "their",
-			LMT_PRED_EVERY - 1);
-	if (s->paused)
-		fprintf(stderr, "  paused:  %" PRIu64 " time%s, the ring over half full "
-			"(--no-loss)\n", (uint64_t)s->paused, s->paused == 1 ? "" : "s");
+		" traces, %lu C functions\n", c->protos, c->traces, c->csyms);
+}
+
+/* VMs closed, missed or lost, processes that ran held, children not
+ * followed, C names skipped, chunk names cut. */
+static void said_missed(const struct tr *t, const struct lmt_stats *s,
+			const struct totals *c)
+{
 	if (t->closed)
 		fprintf(stderr, "  closed:  %u VM%s ran lua_close (its teardown frees "
 			"are not recorded)\n", t->closed, t->closed == 1 ? "" : "s");
@@ -309,25 +282,73 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 			t->st.dir ? "this kernel cannot stop a child before it runs: "
 				 "6.13, or schedule_tail under fexit" :
 				 "-o DIR/ traces them too");
-	if (cskipped)
+	if (c->cskipped)
 		fprintf(stderr, "  skipped: %lu object%s C names, over the caps on symbol "
-			"tables or not the file maps names (said above)\n", cskipped,
-			cskipped == 1 ? "'s" : "s'");
-	if (names_cut)
+			"tables or not the file maps names (said above)\n", c->cskipped,
+			c->cskipped == 1 ? "'s" : "s'");
+	if (c->names_cut)
 		fprintf(stderr, "  %" PRIu64 " chunk names cut to %d bytes (string "
-			"gone before it could be read)\n", names_cut, LMT_NAME_MAX);
-	caps_said(t);
-	{
-		struct info in = { 0 };
+			"gone before it could be read)\n", c->names_cut, LMT_NAME_MAX);
+}
 
-		/* A VM left out over a cap still calls the allocator we
-		 * probe: the real one, if forged VMs hid it (target/vmscan.c). */
-		over_caps(t, &in);
-		if (s->unknown_vm && (in.vms_refused || in.vms_unchecked))
-			fprintf(stderr, "  untraced: %" PRIu64 " allocator calls by VMs not "
-				"traced (left out over the caps above)\n",
-				(uint64_t)s->unknown_vm);
-	}
+/* Events and records lost, and what the stream holds less of than ran:
+ * allocations in flight, lines and stacks unknown, VMs and processes
+ * missed, children not followed, names skipped or cut. */
+static void said_lost(const struct tr *t, const struct lmt_stats *s,
+		      const struct totals *c)
+{
+	fprintf(stderr, "  lost:    %" PRIu64 " events, %" PRIu64
+		" symbol records%s\n", (uint64_t)s->lost, (uint64_t)s->lost_sym,
+		s->lost + s->lost_sym ?
+			" (ring buffer full: the stream is INCOMPLETE; raise -b or use --no-loss)" :
+			"");
+	if (s->missed)
+		fprintf(stderr, "  lost:    %" PRIu64 " allocations whose address "
+			"was lost: the stream is INCOMPLETE\n",
+			(uint64_t)s->missed);
+	if (t->bad_recs)
+		fprintf(stderr, "  lost:    %" PRIu64 " batched records that cannot "
+			"be: the stream is INCOMPLETE\n", t->bad_recs);
+	/* Allocations whose return had not come (bpf/await.h). */
+	if (s->parked)
+		fprintf(stderr, "  %" PRIu64 " allocation%s in flight when tracing "
+			"or its process ended (not recorded)\n", (uint64_t)s->parked,
+			s->parked == 1 ? "" : "s");
+	if (c->nolines)
+		fprintf(stderr, "  %" PRIu64 " events of prototypes whose record was "
+			"lost: line 0\n", c->nolines);
+	if (s->lost_stk || stk_unknown(t))
+		fprintf(stderr, "  stacks:  %" PRIu64 " events without their stack (the "
+			"ring was full, or a frame could not be read)\n",
+			(uint64_t)s->lost_stk + stk_unknown(t));
+	/* bpf/lja.h: a return that contradicted its entry turned telling
+	 * off for its VM; the ones told since its last check may be wrong. */
+	if (s->pwrong)
+		fprintf(stderr, "  WRONG:   %" PRIu64 " allocation address%s told at entry "
+			"differed from the allocator's return: none told for %s VM since, "
+			"but up to %d told before may be wrong, counted lost "
+			"(LMT_NO_PREDICT=1 tells none)\n", (uint64_t)s->pwrong,
+			s->pwrong == 1 ? "" : "es", s->pwrong == 1 ? "its" : "their",
+			LMT_PRED_EVERY - 1);
+	if (s->paused)
+		fprintf(stderr, "  paused:  %" PRIu64 " time%s, the ring over half full "
+			"(--no-loss)\n", (uint64_t)s->paused, s->paused == 1 ? "" : "s");
+	said_missed(t, s, c);
+}
+
+/* Allocator calls by VMs left out over a cap (they still call the
+ * allocator we probe: the real one, if forged VMs hid it,
+ * target/vmscan.c); the BPF counters with LMT_DEBUG_STATS; what an event
+ * cost. */
+static void said_costs(const struct tr *t, const struct lmt_stats *s, uint64_t evs)
+{
+	struct info in = { 0 };
+
+	over_caps(t, &in);
+	if (s->unknown_vm && (in.vms_refused || in.vms_unchecked))
+		fprintf(stderr, "  untraced: %" PRIu64 " allocator calls by VMs not "
+			"traced (left out over the caps above)\n",
+			(uint64_t)s->unknown_vm);
 	if (knobs.debug_stats)
 		fprintf(stderr, "  bpf: events %llu reads %llu errs %llu protos %llu unknown_vm %llu\n",
 			(unsigned long long)s->events, (unsigned long long)s->reads,
@@ -347,8 +368,15 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 	if (evs)
 		fprintf(stderr, "  consumer: %.0f ns CPU per event\n",
 			(cpu_ns() - t->cpu0) / (double)evs);
+}
+
+/* What was written: the stream (-o FILE) or each of them (-o DIR/), and
+ * the top allocation sites if there is one stream. */
+static void said_wrote(const struct tr *t, uint64_t evs)
+{
+	char e[PATH_MAX * 4];
+
 	if (!t->st.dir) {
-		char e[PATH_MAX * 4];
 		if (t->o->top > 0 && evs && t->st.one)
 			report_print_top(t->st.one->rep, stderr, t->o->top, 1);
 		fprintf(stderr, "  wrote %s (%" PRIu64 " bytes)\n",
@@ -356,15 +384,24 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 			t->st.one ? t->st.one->w.bytes : 0);
 		return;
 	}
-	{
-		char e[PATH_MAX * 4];
-		fprintf(stderr, "  wrote %u stream%s in %s:\n", t->st.nouts,
-			t->st.nouts == 1 ? "" : "s",
-			esc_str(e, sizeof(e), t->o->out, strlen(t->o->out), 0));
-		streams(t);
-		if (t->o->top > 0 && evs && t->st.nouts == 1)
-			report_print_top(t->st.outs[0]->rep, stderr, t->o->top, 1);
-	}
+	fprintf(stderr, "  wrote %u stream%s in %s:\n", t->st.nouts,
+		t->st.nouts == 1 ? "" : "s",
+		esc_str(e, sizeof(e), t->o->out, strlen(t->o->out), 0));
+	streams(t);
+	if (t->o->top > 0 && evs && t->st.nouts == 1)
+		report_print_top(t->st.outs[0]->rep, stderr, t->o->top, 1);
+}
+
+void summary(struct tr *t, const struct lmt_stats *s, double secs)
+{
+	struct totals c;
+
+	totals_of(t, &c);
+	said_traced(t, &c, secs);
+	said_lost(t, s, &c);
+	caps_said(t);
+	said_costs(t, s, c.evs);
+	said_wrote(t, c.evs);
 }
 
 /* -- Sidecars -------------------------------------------------------------- */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "target/tfile.h"
+#include "util/hash.h"
 #include "util/knobs.h"
 
 static int from_fd(struct tfile *f, int fd)
@@ -99,7 +100,7 @@ int tfile_trusted(const struct tfile *f)
 uint64_t tfile_key(const struct tfile *f)
 {
 	/* mixed, not "| 1": inodes 2n and 2n + 1 stay apart */
-	uint64_t k = (f->ino ^ (uint64_t)f->dev << 40) * 0x9e3779b97f4a7c15ULL;
+	const uint64_t k = hash_u64(f->ino ^ (uint64_t)f->dev << 40);
 
 	return k ? k : 1;
 }

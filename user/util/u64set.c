@@ -1,13 +1,11 @@
 #include <stdlib.h>
 
+#include "util/hash.h"
 #include "util/u64set.h"
 
 static size_t slot(uint64_t k, size_t mask)
 {
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	return (size_t)k & mask;
+	return (size_t)hash_slot(k) & mask;
 }
 
 static int grow(struct u64set *s)

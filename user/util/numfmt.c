@@ -1,36 +1,8 @@
-/* Hashing and numbers as text (util.h). */
+/* Numbers and byte counts as text (numfmt.h). */
 #include <inttypes.h>
 #include <stdio.h>
-#include <string.h>
 
-#include "util.h"
-
-/* -- Hashing -- */
-
-uint64_t hash64_bytes(const char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ n;
-	while (n >= 8) {
-		uint64_t w;
-		memcpy(&w, p, 8);
-		h = mix64(h ^ w);
-		p += 8;
-		n -= 8;
-	}
-	if (n) {
-		uint64_t w = 0;
-		memcpy(&w, p, n);
-		h = mix64(h ^ w ^ 0x100);
-	}
-	return h;
-}
-
-uint32_t hash_bytes(const char *p, size_t n)
-{
-	const uint64_t h = hash64_bytes(p, n);
-
-	return (uint32_t)(h ^ (h >> 32));
-}
+#include "util/numfmt.h"
 
 /* -- Numbers as the parser prints them -- */
 
@@ -77,4 +49,28 @@ int fmt_bytes(char *out, uint64_t v, int human)
 		return sprintf(out, "%" PRIu64 "%s", v / d, unit[m]);
 	q = ((unsigned __int128)v * 100 + d / 2) / d;
 	return sprintf(out, "%" PRIu64 ".%02u%s", (uint64_t)(q / 100), (unsigned)(q % 100), unit[m]);
+}
+
+/* -- Byte counts for people -- */
+
+void fmt_size(char *out, size_t n, uint64_t v)
+{
+	if (v >= 10u << 20)
+		snprintf(out, n, "%.1f MiB", v / 1048576.0);
+	else if (v >= 10u << 10)
+		snprintf(out, n, "%.1f KiB", v / 1024.0);
+	else
+		snprintf(out, n, "%" PRIu64 " B", v);
+}
+
+void fmt_size_short(char *out, size_t n, double v)
+{
+	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int i = 0;
+
+	while (v >= 1024 && i < 4) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(out, n, i ? "%.1f%s" : "%.0f%s", v, u[i]);
 }
