@@ -281,3 +281,45 @@ has_row() {
 	# the walk ended at the loop: the two tables, newest first, and no more
 	[ "$(printf '%s\n' "$output" | awk '$1 == "table" { print $2 }')" = 2 ]
 }
+
+# churn_snap N: heap_churn.lua with N items, snapshotted 5 times while it
+# allocates and writes its heap (the copy made while it runs, then the
+# pages it wrote read again stopped); each report in $T/churn.I.
+churn_snap() {
+	luajit "$LUA_DIR/heap_churn.lua" "$1" 0 "$T/churn.ready" 3>&- &
+	TARGET=$!
+	wait_for "$T/churn.ready" ready
+	local i
+	for i in 1 2 3 4 5; do
+		"$LMT" heap -p "$TARGET" > "$T/churn.$i" 2> "$T/churn.$i.err" || echo "rc $?" >> "$T/churn.$i"
+	done
+	CHURN_STATE=$(awk '{print $3}' "/proc/$TARGET/stat")
+	kill "$TARGET"
+	wait "$TARGET" 2>/dev/null || true
+}
+
+@test "heap: a target that allocates and writes its heap during the copy: one instant (remainder 0, the items exact), left running" {
+	churn_snap 500
+	[ "$CHURN_STATE" = R ]
+	local i
+	for i in 1 2 3 4 5; do
+		cat "$T/churn.$i.err" "$T/churn.$i"
+		[ "$(awk '/remainder \(gc.total - sum\)/ { print $NF }' "$T/churn.$i")" = 0 ]
+		! grep -q '^incomplete\|^rc ' "$T/churn.$i"
+		grep -qE '^ +500 +32000  package\.loaded\["app\.cache"\]\.Item$' "$T/churn.$i"
+		# how it was copied, and the pause, said
+		grep -qE "^luamemtrace heap: PID $TARGET: copied (while it ran|stopped)" "$T/churn.$i.err"
+	done
+}
+
+@test "heap --stopped: the whole copy with the target stopped, said" {
+	luajit "$LUA_DIR/heap_churn.lua" 100 0 "$T/churn2.ready" 3>&- &
+	local pid=$!
+	wait_for "$T/churn2.ready" ready
+	"$LMT" heap --stopped -p "$pid" > "$T/out" 2> "$T/err"
+	kill "$pid"
+	cat "$T/err" "$T/out"
+	grep -qE "^luamemtrace heap: PID $pid: copied stopped [0-9.]+ ms: no soft-dirty bits \(--stopped\)$" "$T/err"
+	[ "$(awk '/remainder \(gc.total - sum\)/ { print $NF }' "$T/out")" = 0 ]
+	grep -qE '^ +100 +6400  package\.loaded\["app\.cache"\]\.Item$' "$T/out"
+}

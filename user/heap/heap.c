@@ -19,7 +19,7 @@
 static int usage(const char *msg)
 {
 	fprintf(stderr, "luamemtrace heap: %s\n"
-			"usage: luamemtrace heap -p PID [-o FILE [-f]] [--variant NAME] [--top N]\n"
+			"usage: luamemtrace heap -p PID [-o FILE [-f]] [--stopped] [--variant NAME] [--top N]\n"
 			"       luamemtrace heap [--top N] FILE\n", msg);
 	return LMT_USAGE;
 }
@@ -28,46 +28,6 @@ static int fail(const char *what, int err)
 {
 	fprintf(stderr, "luamemtrace heap: %s: %s\n", what, strerror(err));
 	return LMT_ERR;
-}
-
-/* Copies the VMs of v while pid is stopped; *pause the stop's ns. */
-static int copy_all(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
-		    const char *variant, struct heap *hs, int *expired)
-{
-	struct hstop s;
-	uint64_t deadline, ns;
-	int err;
-
-	if ((err = hstop_init(&s, pid, pidfd)))
-		return fail("starting the guardian", -err);
-	if ((err = hstop_stop(&s, pid))) {
-		hstop_end(&s);
-		return fail(err == -ETIMEDOUT ? "the target did not stop in time (continued)"
-					      : "stopping the target", -err);
-	}
-	deadline = boot_ns() + (uint64_t)LMT_HEAP_STOP_MS * 1000000;
-
-	for (size_t i = 0; i < sc->n; i++) {
-		struct vminfo vi;
-		char why[256];
-
-		/* Checked again, stopped: it may have closed since the scan. */
-		if (vm_at(pid, m, variant, sc->v[i].L, &vi, why, sizeof(why))) {
-			fprintf(stderr, "luamemtrace heap: VM 0x%llx gone: %s\n",
-				(unsigned long long)sc->v[i].L, why);
-			continue;
-		}
-		if ((err = heap_copy(pid, vi.var, vi.L, deadline, &hs[i])))
-			break;
-
-	}
-	ns = hstop_cont(&s, expired);
-	hstop_end(&s);
-	for (size_t i = 0; i < sc->n; i++) {
-		hs[i].pause_ns = ns;
-		hs[i].stopped_before = s.was_stopped;
-	}
-	return err ? fail("copying the heap", -err) : 0;
 }
 
 /* Analyses and reports each copy: an exit status. */
@@ -145,6 +105,7 @@ int heap_main(int argc, char **argv)
 		{ "top", required_argument, NULL, 't' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "stopped", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *out = NULL;
@@ -155,7 +116,8 @@ int heap_main(int argc, char **argv)
 	struct pmaps m;
 	struct heap *hs;
 	pid_t pid = 0;
-	int c, pidfd, err, rc = LMT_OK, expired = 0;
+	struct hcapture cap = { 0 };
+	int c, pidfd, err, rc = LMT_OK, stopped = 0;
 	char *end;
 
 	optind = 1;
@@ -186,6 +148,9 @@ int heap_main(int argc, char **argv)
 			break;
 		case 'f':
 			force = 1;
+			break;
+		case 'S':
+			stopped = 1;
 			break;
 		default:
 			return usage("unknown option");
@@ -219,14 +184,14 @@ int heap_main(int argc, char **argv)
 	}
 	if (!(hs = calloc(sc.n, sizeof(*hs))))
 		rc = fail("memory", ENOMEM);
-	else
-		rc = copy_all(pid, pidfd, &m, &sc, variant, hs, &expired);
+	else if ((rc = heap_capture(pid, pidfd, &m, &sc, variant, stopped, hs, &cap)) == LMT_OK)
+		heap_capture_say(pid, &cap, stderr);
 	proc_unbind(pid, pidfd);
 	close(pidfd);
 	if (hs && rc == LMT_OK && out)
 		rc = save(out, force, hs, sc.n);
 	if (hs && rc == LMT_OK)
-		rc = report(hs, sc.n, &view, expired);
+		rc = report(hs, sc.n, &view, cap.expired);
 	for (size_t i = 0; hs && i < sc.n; i++)
 		heap_free(&hs[i]);
 	free(hs);

@@ -59,6 +59,15 @@
 #define LMT_HEAP_STOP_MS 1500
 /* How long to wait for every thread of the target to stop, in ms. */
 #define LMT_HEAP_STOPWAIT_MS 1000
+/* How long the copy made while the target runs may take, in ms (a 1 GB
+ * heap: ~2 s here, docs/benchmarks.md): past it, what is left is read
+ * with the target stopped. */
+#define LMT_HEAP_RUNCOPY_MS 30000
+/* Stops tried for one snapshot: a stop can land inside an allocation or
+ * a sweep step (a list being relinked, gc.total not yet updated); a copy
+ * that does not add up is taken again after the target ran on a little.
+ * Each stop is bounded on its own (LMT_HEAP_STOP_MS). */
+#define LMT_HEAP_TRIES 3
 
 /* -- The copy --------------------------------------------------------------- */
 
@@ -180,6 +189,9 @@ void heap_free(struct heap *h);
 /* Adds an object and its copied bytes: its index, or -1 (a cap: counted;
  * -2: out of memory). */
 long heap_add(struct heap *h, uint64_t addr, uint8_t gct, const void *raw, size_t len);
+/* Room for n objects and bytes of copies, touched now (a copy made
+ * stopped then takes no page fault for them): 0 or -1 (no memory). */
+int heap_reserve(struct heap *h, size_t n, size_t bytes);
 /* Appends bytes to the last object's copy: 0 or -1 (cap, counted). */
 int heap_append(struct heap *h, const void *raw, size_t len);
 
@@ -190,6 +202,12 @@ int heap_append(struct heap *h, const void *raw, size_t len);
  * counted in h->c. */
 int heap_copy(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t deadline_ns,
 	      struct heap *h);
+struct hpages;
+/* The same through the block cache pg (pages.c), kept for the caller:
+ * a copy made while the target ran fills it (capture.c). h is empty or
+ * only reserved (heap_reserve). */
+int heap_copy_in(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t deadline_ns,
+		 struct hpages *pg, struct heap *h);
 /* Object sizes as LuaJIT accounts them, from the copy (after heap_copy). */
 void heap_sizes(struct heap *h);
 
@@ -206,10 +224,42 @@ struct hpages {
 	uint64_t direct; /* reads not served by a block */
 };
 
-/* proc_read through the cache: 0 or -errno. Reads larger than a block,
- * or reaching memory a block could not hold, go to the target directly. */
+/* proc_read through the cache: 0 or -errno. Reads reaching memory a
+ * block could not hold, or past LMT_HEAP_COPY_MAX, go to the target
+ * directly. */
 int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len);
 void hpages_free(struct hpages *c);
+
+/* Blocks whose pages are looked up in one pagemap read (64 KiB of it). */
+#define HREFRESH_RUN 2048u
+
+struct hrefresh {
+	uint64_t blocks; /* blocks kept when the target stopped */
+	uint64_t pages;  /* their pages */
+	uint64_t dirty;  /* pages written since hdirty_clear: read again */
+};
+
+/* With the target stopped, after hdirty_clear and a copy while it ran:
+ * reads again each kept page the target wrote since (its soft-dirty bit;
+ * all: every kept page, without soft-dirty bits), so that the cache holds
+ * the stopped target's bytes. 0, or -errno (the pagemap unreadable,
+ * ETIMEDOUT past deadline): then the cache is emptied (everything read
+ * again as the copy asks). */
+int hpages_refresh(struct hpages *c, pid_t pid, int all, uint64_t deadline,
+		   struct hrefresh *r);
+
+/* -- Soft-dirty bits (dirty.c) -------------------------------------------- */
+
+/* Does this kernel keep soft-dirty bits (tried once on a page of ours)?
+ * 1, or 0 with why. */
+int hdirty_usable(char *why, size_t len);
+/* Clears pid's soft-dirty bits (its bound /proc directory): 0 or -errno. */
+int hdirty_clear(pid_t pid);
+/* pid's pagemap, opened through its bound /proc directory: fd or -errno. */
+int hdirty_open(pid_t pid);
+/* dirty[k] = 1 if page k from addr (page aligned) was written since the
+ * clear, or is neither present nor swapped: 0 or -errno. */
+int hdirty_pages(int pmfd, uint64_t addr, size_t n, uint8_t *dirty);
 
 /* -- Stopping the target (stop.c) ------------------------------------------- */
 
@@ -220,6 +270,7 @@ struct hstop {
 	int held;        /* our stop is in the map */
 	int was_stopped; /* it was stopped before us: neither stopped nor continued */
 	uint64_t t0;     /* when the stop was made (CLOCK_BOOTTIME ns) */
+	uint32_t seq;    /* stops made: each its own key in the map */
 };
 
 /* Starts the guardian over a new stops map. 0 or -errno. */
@@ -231,6 +282,32 @@ int hstop_stop(struct hstop *s, pid_t pid);
  * us): ns it was stopped; *expired set if the guardian continued it first. */
 uint64_t hstop_cont(struct hstop *s, int *expired);
 void hstop_end(struct hstop *s);
+
+/* -- A process's snapshot at a bounded pause (capture.c) -------------------- */
+
+struct pmaps;
+struct vmscan;
+struct hcapture {
+	int soft;         /* 1: copied while it ran, written pages read again */
+	char why[160];    /* why not, if not */
+	struct hrefresh r;
+	uint64_t run_ns;  /* the copy while it ran */
+	uint64_t pause_ns;/* stopped, in all */
+	int expired;      /* the guardian continued it first */
+	int tries;        /* stops made (a copy that did not add up is
+			   * taken again, LMT_HEAP_TRIES) */
+	uint64_t pause_max; /* the longest of them */
+	int was_stopped;  /* stopped by someone else: left so */
+};
+
+/* Copies the VMs sc found in pid (hs[i] for sc->v[i]; a VM gone since is
+ * said and left empty) with the target stopped as briefly as soft-dirty
+ * bits allow (stopped: the whole copy stopped). 0, or an exit status
+ * having said why. */
+int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
+		 const char *variant, int stopped, struct heap *hs, struct hcapture *cap);
+/* One line to f: how it was copied, the pause. */
+void heap_capture_say(pid_t pid, const struct hcapture *cap, FILE *f);
 
 /* -- Edges, exactly those lj_gc.c marks (edges.c) --------------------------- */
 
