@@ -52,7 +52,7 @@ static void copy_running(pid_t pid, const struct pmaps *m, const struct vmscan *
 
 /* Does a copy not add up (it was stopped inside a change of its lists
  * or accounting): a list cut, an unreadable or unknown object, or objects
- * and other memory that are not gc.total? */
+ * and other memory that are not gc.total? Not if it ran out of time. */
 static int torn(const struct heap *hs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -61,6 +61,8 @@ static int torn(const struct heap *hs, size_t n)
 
 		if (!h->var)
 			continue;
+		if (h->c.timed_out)
+			return 0; /* another try would end so too */
 		if (h->c.list_cut || h->c.unreadable || h->c.bad_type)
 			return 1;
 		for (size_t j = 0; j < h->n; j++)

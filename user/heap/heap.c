@@ -20,13 +20,21 @@ static int usage(const char *msg)
 {
 	fprintf(stderr, "luamemtrace heap: %s\n"
 			"usage: luamemtrace heap -p PID [-o FILE [-f]] [--stopped] [--variant NAME] [--top N]\n"
+			"       luamemtrace heap --all [--exe NAME]... [-o DIR [-f]] [--stopped] [--top N]\n"
 			"       luamemtrace heap [--top N] FILE\n", msg);
 	return LMT_USAGE;
 }
 
+/* The process --all is at (0: -p's), named in its errors. */
+static pid_t saying;
+
 static int fail(const char *what, int err)
 {
-	fprintf(stderr, "luamemtrace heap: %s: %s\n", what, strerror(err));
+	if (saying)
+		fprintf(stderr, "luamemtrace heap: PID %d: %s: %s\n", (int)saying, what,
+			strerror(err));
+	else
+		fprintf(stderr, "luamemtrace heap: %s: %s\n", what, strerror(err));
 	return LMT_ERR;
 }
 
@@ -97,6 +105,53 @@ static int save(const char *path, int force, struct heap *hs, size_t n)
 	return e ? fail(path, -e) : 0;
 }
 
+int heap_snap(pid_t pid, const struct hopts *o, const char *out, const char *title)
+{
+	struct hcapture cap = { 0 };
+	struct vmscan sc;
+	struct pmaps m;
+	struct heap *hs;
+	int pidfd, err, rc;
+
+	saying = title ? pid : 0;
+	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+		return fail("no such process", errno);
+	if ((err = proc_bind(pid, pidfd)) || (err = pmaps_load(pid, &m))) {
+		close(pidfd);
+		return fail("reading the process", -err);
+	}
+	if ((err = vm_scan(pid, &m, o->variant, &sc)) || !sc.n) {
+		if (!err)
+			fprintf(stderr, "luamemtrace heap: no LuaJIT VM in process %d\n",
+				(int)pid);
+		vm_scan_free(&sc);
+		pmaps_free(&m);
+		proc_unbind(pid, pidfd);
+		close(pidfd);
+		return err ? fail("scanning for VMs", -err) : LMT_ERR;
+	}
+	if (!(hs = calloc(sc.n, sizeof(*hs))))
+		rc = fail("memory", ENOMEM);
+	else if ((rc = heap_capture(pid, pidfd, &m, &sc, o->variant, o->stopped, hs, &cap)) ==
+		 LMT_OK)
+		heap_capture_say(pid, &cap, stderr);
+	proc_unbind(pid, pidfd);
+	close(pidfd);
+	if (hs && rc == LMT_OK && out)
+		rc = save(out, o->force, hs, sc.n);
+	if (hs && rc == LMT_OK) {
+		if (title)
+			printf("%s\n", title);
+		rc = report(hs, sc.n, &o->view, cap.expired);
+	}
+	for (size_t i = 0; hs && i < sc.n; i++)
+		heap_free(&hs[i]);
+	free(hs);
+	vm_scan_free(&sc);
+	pmaps_free(&m);
+	return rc;
+}
+
 int heap_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -106,18 +161,14 @@ int heap_main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "stopped", no_argument, NULL, 'S' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "exe", required_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct hopts o = { .view = { .top = 10 } };
 	const char *out = NULL;
-	int force = 0;
-	struct hview view = { .top = 10 };
-	const char *variant = NULL;
-	struct vmscan sc;
-	struct pmaps m;
-	struct heap *hs;
 	pid_t pid = 0;
-	struct hcapture cap = { 0 };
-	int c, pidfd, err, rc = LMT_OK, stopped = 0;
+	int c;
 	char *end;
 
 	optind = 1;
@@ -137,65 +188,51 @@ int heap_main(int argc, char **argv)
 
 			if (*end || v <= 0 || v > 100000)
 				return usage("--top takes 1 to 100000");
-			view.top = (int)v;
+			o.view.top = (int)v;
 			break;
 		}
 		case 'V':
-			variant = optarg;
+			o.variant = optarg;
 			break;
 		case 'o':
 			out = optarg;
 			break;
 		case 'f':
-			force = 1;
+			o.force = 1;
 			break;
 		case 'S':
-			stopped = 1;
+			o.stopped = 1;
+			break;
+		case 'a':
+			o.all = 1;
+			break;
+		case 'e': /* NAME[,NAME...], as the tracer's */
+			for (char *t = strtok(optarg, ","); t; t = strtok(NULL, ",")) {
+				if (o.nexes == HEAP_EXES_MAX)
+					return usage("--exe: at most 16 names");
+				o.exes[o.nexes++] = t;
+			}
 			break;
 		default:
 			return usage("unknown option");
 		}
 	}
+	if (o.nexes && !o.all)
+		return usage("--exe narrows --all");
+	if (o.all) {
+		if (pid || optind != argc)
+			return usage("--all takes no -p and no FILE");
+		return heap_all(&o, out);
+	}
 	if (!pid && optind == argc - 1 && !out)
-		return from_file(argv[optind], &view);
+		return from_file(argv[optind], &o.view);
 	if (!pid || optind != argc)
 		return usage("one process: -p PID, or a snapshot FILE");
 	if (out) {
 		char bad[256];
 
-		if (outfile_check(out, force, 1, bad, sizeof(bad)))
+		if (outfile_check(out, o.force, 1, bad, sizeof(bad)))
 			return usage(bad);
 	}
-	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
-		return fail("no such process", errno);
-	if ((err = proc_bind(pid, pidfd)) || (err = pmaps_load(pid, &m))) {
-		close(pidfd);
-		return fail("reading the process", -err);
-	}
-	if ((err = vm_scan(pid, &m, variant, &sc)) || !sc.n) {
-		if (!err)
-			fprintf(stderr, "luamemtrace heap: no LuaJIT VM in process %d\n",
-				(int)pid);
-		vm_scan_free(&sc);
-		pmaps_free(&m);
-		proc_unbind(pid, pidfd);
-		close(pidfd);
-		return err ? fail("scanning for VMs", -err) : LMT_ERR;
-	}
-	if (!(hs = calloc(sc.n, sizeof(*hs))))
-		rc = fail("memory", ENOMEM);
-	else if ((rc = heap_capture(pid, pidfd, &m, &sc, variant, stopped, hs, &cap)) == LMT_OK)
-		heap_capture_say(pid, &cap, stderr);
-	proc_unbind(pid, pidfd);
-	close(pidfd);
-	if (hs && rc == LMT_OK && out)
-		rc = save(out, force, hs, sc.n);
-	if (hs && rc == LMT_OK)
-		rc = report(hs, sc.n, &view, cap.expired);
-	for (size_t i = 0; hs && i < sc.n; i++)
-		heap_free(&hs[i]);
-	free(hs);
-	vm_scan_free(&sc);
-	pmaps_free(&m);
-	return rc;
+	return heap_snap(pid, &o, out, NULL);
 }

@@ -385,6 +385,29 @@ int heap_load(FILE *f, struct heap **out, size_t *n, char *why, size_t whylen);
 
 /* -- Entry ------------------------------------------------------------------ */
 
+/* --exe names given at most. */
+#define HEAP_EXES_MAX 16
+/* Processes --all snapshots in one run (one at a time): past it, counted
+ * and said, not snapshotted. */
+#define LMT_HEAP_PROCS_MAX 4096
+
+struct hopts {
+	struct hview view;
+	const char *variant;
+	int force, stopped, all;
+	const char *exes[HEAP_EXES_MAX];
+	unsigned nexes;
+};
+
+/* One process: its VMs found, copied (heap_capture), written to out if
+ * given, reported on stdout after title if given. An exit status, having
+ * said why on stderr if not LMT_OK. */
+int heap_snap(pid_t pid, const struct hopts *o, const char *out, const char *title);
+/* --all [--exe NAME]: every process running LuaJIT (session/select.c's
+ * scan), one at a time, each to DIR/PID.lmh with -o DIR. LMT_OK, LMT_LOSSY
+ * (a copy incomplete), or LMT_ERR if one failed (each said, counted). */
+int heap_all(const struct hopts *o, const char *dir);
+
 /* luamemtrace heap ...: argv[0] is "heap". An exit status (exitcode.h). */
 int heap_main(int argc, char **argv);
 
