@@ -307,8 +307,9 @@ churn_snap() {
 		[ "$(awk '/remainder \(gc.total - sum\)/ { print $NF }' "$T/churn.$i")" = 0 ]
 		! grep -q '^incomplete\|^rc ' "$T/churn.$i"
 		grep -qE '^ +500 +32000  package\.loaded\["app\.cache"\]\.Item$' "$T/churn.$i"
-		# how it was copied, and the pause, said
-		grep -qE "^luamemtrace heap: PID $TARGET: copied (while it ran|stopped)" "$T/churn.$i.err"
+		# how it was copied, and the pause, said: with soft-dirty bits, or
+		# without them only because the kernel keeps none
+		grep -qE "^luamemtrace heap: PID $TARGET: copied (while it ran \([0-9]+ ms\), then stopped [0-9.]+ ms.*: [0-9]+ of [0-9]+ pages written meanwhile, read again|stopped [0-9.]+ ms.*: no soft-dirty bits \(the kernel keeps no soft-dirty bits \(CONFIG_MEM_SOFT_DIRTY\)\))$" "$T/churn.$i.err"
 	done
 }
 

@@ -6,13 +6,16 @@
  * (hpages_refresh), and the VMs are copied again from the cache: every
  * kept byte is now the stopped target's, so the copy is of one instant,
  * and the stop lasts the re-read and a walk in our memory. Without them:
- * the same, every kept page read again stopped (the running copy still
- * spares the stop our allocations and the cache misses). --stopped: the
- * whole copy with the target stopped, nothing read before. */
+ * nothing kept is trusted, the copy is made again stopped, but into memory
+ * the running copy sized and touched (our page faults are not the
+ * target's wait). --stopped: the whole copy with the target stopped,
+ * nothing read before. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "format/exitcode.h"
@@ -48,6 +51,8 @@ static void copy_running(pid_t pid, const struct pmaps *m, const struct vmscan *
 		heap_reserve(&hs[i], h.n + h.n / 4 + 1024, h.alen + h.alen / 4 + (64u << 10));
 		heap_free(&h);
 	}
+	/* the stopped copy's misses: what the target allocated meanwhile */
+	hpages_spare(pg, pg->m.n / 4 + 64);
 }
 
 /* Does a copy not add up (it was stopped inside a change of its lists
@@ -117,9 +122,9 @@ static int stop_copy(pid_t pid, struct hstop *s, const struct pmaps *m,
 	deadline = boot_ns() + (uint64_t)LMT_HEAP_STOP_MS * 1000000;
 	/* Stopped by someone else: its bits may be someone else's too, and
 	 * nothing changes: read again in full, as a stopped copy. */
-	if (s->was_stopped)
-		hpages_free(pg);
-	else if ((err = hpages_refresh(pg, pid, !cap->soft, deadline, &cap->r)) && cap->soft) {
+	if (s->was_stopped || !cap->soft)
+		hpages_recycle(pg); /* nothing kept is known to be unchanged */
+	else if ((err = hpages_refresh(pg, pid, deadline, &cap->r))) {
 		cap->soft = 0;
 		snprintf(cap->why, sizeof(cap->why), "pagemap: %s", strerror(-err));
 	}
@@ -152,7 +157,7 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 	struct hpages pg = { 0 };
 	struct hstop s;
 	uint64_t t0;
-	int err = 0;
+	int err = 0, prio;
 
 	memset(cap, 0, sizeof(*cap));
 	if ((err = hstop_init(&s, pid, pidfd)))
@@ -169,7 +174,13 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 		t0 = boot_ns();
 		copy_running(pid, m, sc, variant, &pg, hs);
 		cap->run_ns = boot_ns() - t0;
-	}
+		}
+	/* While it is stopped the target waits for our CPU time: on a busy
+	 * host, ours first (the stop is bounded: LMT_HEAP_STOP_MS). */
+	errno = 0;
+	prio = getpriority(PRIO_PROCESS, 0);
+	if (errno || setpriority(PRIO_PROCESS, 0, LMT_HEAP_STOP_NICE))
+		prio = INT_MIN;
 	for (cap->tries = 1;; cap->tries++) {
 		uint64_t ns;
 
@@ -183,6 +194,8 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 		/* it runs on a little (out of what it was inside), then again */
 		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
 	}
+	if (prio != INT_MIN)
+		setpriority(PRIO_PROCESS, 0, prio);
 	cap->was_stopped = s.was_stopped;
 	hstop_end(&s);
 	hpages_free(&pg);

@@ -68,6 +68,9 @@
  * that does not add up is taken again after the target ran on a little.
  * Each stop is bounded on its own (LMT_HEAP_STOP_MS). */
 #define LMT_HEAP_TRIES 3
+/* Our nice value while the target is stopped (it waits for our CPU time;
+ * bounded by LMT_HEAP_STOP_MS): ours first on a busy host. */
+#define LMT_HEAP_STOP_NICE (-20)
 
 /* -- The copy --------------------------------------------------------------- */
 
@@ -222,6 +225,8 @@ struct hpages {
 	uint64_t bytes;  /* kept, under LMT_HEAP_COPY_MAX */
 	uint64_t reads;  /* blocks read */
 	uint64_t direct; /* reads not served by a block */
+	void **spare;    /* blocks made ahead (hpages_spare), used first */
+	size_t nspare;
 };
 
 /* proc_read through the cache: 0 or -errno. Reads reaching memory a
@@ -229,6 +234,9 @@ struct hpages {
  * directly. */
 int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len);
 void hpages_free(struct hpages *c);
+/* Makes n blocks ahead, touched, and room for n more in the map: a copy
+ * made stopped then takes no page fault for the blocks it misses. */
+void hpages_spare(struct hpages *c, size_t n);
 
 /* Blocks whose pages are looked up in one pagemap read (64 KiB of it). */
 #define HREFRESH_RUN 2048u
@@ -240,13 +248,13 @@ struct hrefresh {
 };
 
 /* With the target stopped, after hdirty_clear and a copy while it ran:
- * reads again each kept page the target wrote since (its soft-dirty bit;
- * all: every kept page, without soft-dirty bits), so that the cache holds
- * the stopped target's bytes. 0, or -errno (the pagemap unreadable,
- * ETIMEDOUT past deadline): then the cache is emptied (everything read
- * again as the copy asks). */
-int hpages_refresh(struct hpages *c, pid_t pid, int all, uint64_t deadline,
-		   struct hrefresh *r);
+ * reads again each kept page the target wrote since (its soft-dirty bit),
+ * so that the cache holds the stopped target's bytes. 0, or -errno (the
+ * pagemap unreadable, ETIMEDOUT past deadline): then the cache is emptied
+ * (everything read again as the copy asks). */
+int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r);
+/* Empties the cache, its blocks kept as spares (hpages_spare). */
+void hpages_recycle(struct hpages *c);
 
 /* -- Soft-dirty bits (dirty.c) -------------------------------------------- */
 

@@ -41,8 +41,17 @@ int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t le
 			ssize_t n;
 			int err;
 
-			if (c->bytes + sizeof(*b) > LMT_HEAP_COPY_MAX || !(b = malloc(sizeof(*b))))
+			if (c->bytes + sizeof(*b) > LMT_HEAP_COPY_MAX)
 				return proc_read(pid, addr, buf, len);
+			if (c->spare) {
+				b = c->spare[--c->nspare];
+				if (!c->nspare) {
+					free(c->spare);
+					c->spare = NULL;
+				}
+			} else if (!(b = malloc(sizeof(*b)))) {
+				return proc_read(pid, addr, buf, len);
+			}
 			n = proc_read_some(pid, base, b->d, HPAGES_BLOCK);
 			b->valid = n > 0 ? (uint32_t)n : 0;
 			u64map_put(&c->m, base + 1, b, &err);
@@ -67,8 +76,52 @@ int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t le
 	return 0;
 }
 
+void hpages_spare(struct hpages *c, size_t n)
+{
+	void **v;
+
+	if (c->spare || !n || !(v = malloc(n * sizeof(*v))))
+		return;
+	c->spare = v;
+	for (c->nspare = 0; c->nspare < n; c->nspare++) {
+		struct block *b = malloc(sizeof(*b));
+
+		if (!b)
+			break;
+		memset(b, 0, sizeof(*b)); /* touched now */
+		c->spare[c->nspare] = b;
+	}
+	if (!c->nspare) {
+		free(c->spare);
+		c->spare = NULL;
+	}
+	u64map_reserve(&c->m, n);
+}
+
+void hpages_recycle(struct hpages *c)
+{
+	void **v = c->m.n ? realloc(c->spare, (c->nspare + c->m.n) * sizeof(*v)) : NULL;
+
+	if (!v) {
+		hpages_free(c);
+		return;
+	}
+	c->spare = v;
+	for (size_t i = 0; i < c->m.cap; i++)
+		if (c->m.k[i] && c->m.v[i]) {
+			c->spare[c->nspare++] = c->m.v[i];
+			c->m.v[i] = NULL;
+		}
+	memset(c->m.k, 0, c->m.cap * sizeof(*c->m.k));
+	c->m.n = c->m.dead = 0;
+	c->bytes = 0;
+}
+
 void hpages_free(struct hpages *c)
 {
+	while (c->nspare)
+		free(c->spare[--c->nspare]);
+	free(c->spare);
 	u64map_free(&c->m, free_block);
 	memset(c, 0, sizeof(*c));
 }
@@ -93,7 +146,7 @@ static void drop(struct hpages *c, uint64_t key)
 	}
 }
 
-int hpages_refresh(struct hpages *c, pid_t pid, int all, uint64_t deadline, struct hrefresh *r)
+int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r)
 {
 	long ps = sysconf(_SC_PAGESIZE);
 	size_t n = 0, per;
@@ -107,10 +160,8 @@ int hpages_refresh(struct hpages *c, pid_t pid, int all, uint64_t deadline, stru
 	per = HPAGES_BLOCK / (size_t)ps;
 	if (!c->m.n)
 		return 0;
-	if (!all && (pm = hdirty_open(pid)) < 0)
+	if ((pm = hdirty_open(pid)) < 0)
 		return pm;
-	if (all)
-		pm = -1;
 	keys = malloc(c->m.n * sizeof(*keys));
 	dirty = malloc(HREFRESH_RUN * per);
 	if (!keys || !dirty) {
@@ -131,9 +182,7 @@ int hpages_refresh(struct hpages *c, pid_t pid, int all, uint64_t deadline, stru
 			e = -ETIMEDOUT;
 			goto out;
 		}
-		if (all)
-			memset(dirty, 1, (j - i) * per);
-		else if ((e = hdirty_pages(pm, keys[i] - 1, (j - i) * per, dirty)))
+		if ((e = hdirty_pages(pm, keys[i] - 1, (j - i) * per, dirty)))
 			goto out;
 		for (size_t k = i; k < j; k++) {
 			struct block *b = u64map_get(&c->m, keys[k]);
@@ -166,7 +215,6 @@ out:
 	}
 	free(keys);
 	free(dirty);
-	if (pm >= 0)
-		close(pm);
+	close(pm);
 	return e;
 }
