@@ -40,6 +40,7 @@ static void copy_running(pid_t pid, const struct pmaps *m, const struct vmscan *
 {
 	uint64_t deadline = boot_ns() + (uint64_t)LMT_HEAP_RUNCOPY_MS * 1000000;
 
+	pg->running = 1;
 	for (size_t i = 0; i < sc->n; i++) {
 		struct heap h = { 0 };
 		struct vminfo vi;
@@ -51,6 +52,7 @@ static void copy_running(pid_t pid, const struct pmaps *m, const struct vmscan *
 		heap_reserve(&hs[i], h.n + h.n / 4 + 1024, h.alen + h.alen / 4 + (64u << 10));
 		heap_free(&h);
 	}
+	pg->running = 0;
 	/* the stopped copy's misses: what the target allocated meanwhile */
 	hpages_spare(pg, pg->m.n / 4 + 64);
 }

@@ -176,6 +176,14 @@ static long copy_obj(pid_t pid, struct heap *h, uint64_t a, uint64_t *next)
 	return i;
 }
 
+/* Does a copy made while the target runs end here (pages->running)? */
+static int run_over(const struct heap *h)
+{
+	return pages->running &&
+	       (h->c.unreadable + h->c.bad_type + h->c.list_cut > LMT_HEAP_RUN_JUNK ||
+		h->alen > pages->allow);
+}
+
 /* Walks a list linked by nextgc from a, up to (not past) stop, or to 0;
  * a circular one (stop == its first) ends back at it. */
 static void walk_list(pid_t pid, struct heap *h, uint64_t a, uint64_t stop, uint8_t flag,
@@ -189,7 +197,7 @@ static void walk_list(pid_t pid, struct heap *h, uint64_t a, uint64_t stop, uint
 			h->c.list_cut++; /* a list that loops or repeats */
 			return;
 		}
-		if (!(n & 1023) && boot_ns() > deadline) {
+		if ((!(n & 1023) && boot_ns() > deadline) || run_over(h)) {
 			h->c.timed_out = 1;
 			return;
 		}
@@ -244,7 +252,7 @@ static void walk_open_upvalues(pid_t pid, struct heap *h, uint64_t deadline)
 			h->c.list_cut++;
 			return;
 		}
-		if (!(n & 1023) && boot_ns() > deadline) {
+		if ((!(n & 1023) && boot_ns() > deadline) || run_over(h)) {
 			h->c.timed_out = 1;
 			return;
 		}
@@ -345,6 +353,7 @@ int heap_copy_in(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t d
 	if (tread(pid, L, h->gg, h->gglen))
 		return -EIO;
 	h->gc_total = heap_g64(h, hl->g_gc_total);
+	hpages_allow(pg, h->gc_total);
 	copy_other(pid, h);
 	walk_list(pid, h, heap_g64(h, hl->g_gc_root), 0, 0, deadline);
 	if ((mm = heap_g64(h, hl->g_gc_mmudata))) {

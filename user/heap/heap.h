@@ -63,6 +63,10 @@
  * heap: ~2 s here, docs/benchmarks.md): past it, what is left is read
  * with the target stopped. */
 #define LMT_HEAP_RUNCOPY_MS 30000
+/* Objects a copy made while the target runs may find unreadable, of an
+ * unknown type or repeated before it ends (its lists change under it,
+ * freed objects' pointers are stale): the stopped copy reads the rest. */
+#define LMT_HEAP_RUN_JUNK 256
 /* Stops tried for one snapshot: a stop can land inside an allocation or
  * a sweep step (a list being relinked, gc.total not yet updated); a copy
  * that does not add up is taken again after the target ran on a little.
@@ -227,6 +231,10 @@ struct hpages {
 	uint64_t direct; /* reads not served by a block */
 	void **spare;    /* blocks made ahead (hpages_spare), used first */
 	size_t nspare;
+	uint64_t allow;  /* bytes it may keep (0: LMT_HEAP_COPY_MAX; hpages_allow) */
+	int running;     /* the target runs: a walk that meets more than
+			  * LMT_HEAP_RUN_JUNK bad objects, or copies more
+			  * than allow, ends (copy.c) */
 };
 
 /* proc_read through the cache: 0 or -errno. Reads reaching memory a
@@ -234,6 +242,10 @@ struct hpages {
  * directly. */
 int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len);
 void hpages_free(struct hpages *c);
+/* A VM of gc_total bytes is copied through c: c may keep twice that more
+ * (a copy made while the target runs can follow freed memory's stale
+ * pointers: what it reads past that is not kept). */
+void hpages_allow(struct hpages *c, uint64_t gc_total);
 /* Makes n blocks ahead, touched, and room for n more in the map: a copy
  * made stopped then takes no page fault for the blocks it misses. */
 void hpages_spare(struct hpages *c, size_t n);

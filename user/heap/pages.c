@@ -41,7 +41,7 @@ int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t le
 			ssize_t n;
 			int err;
 
-			if (c->bytes + sizeof(*b) > LMT_HEAP_COPY_MAX)
+			if (c->bytes + sizeof(*b) > (c->allow ? c->allow : LMT_HEAP_COPY_MAX))
 				return proc_read(pid, addr, buf, len);
 			if (c->spare) {
 				b = c->spare[--c->nspare];
@@ -74,6 +74,13 @@ int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t le
 		left -= k;
 	}
 	return 0;
+}
+
+void hpages_allow(struct hpages *c, uint64_t gc_total)
+{
+	uint64_t more = gc_total < LMT_HEAP_COPY_MAX ? 2 * gc_total + (16u << 20) : LMT_HEAP_COPY_MAX;
+
+	c->allow = c->allow + more < LMT_HEAP_COPY_MAX ? c->allow + more : LMT_HEAP_COPY_MAX;
 }
 
 void hpages_spare(struct hpages *c, size_t n)
