@@ -257,13 +257,16 @@ struct hrefresh {
 	uint64_t blocks; /* blocks kept when the target stopped */
 	uint64_t pages;  /* their pages */
 	uint64_t dirty;  /* pages written since hdirty_clear: read again */
+	uint64_t dropped;/* blocks whose pagemap entries could not be read:
+			  * dropped, read again as the copy asks */
 };
 
 /* With the target stopped, after hdirty_clear and a copy while it ran:
  * reads again each kept page the target wrote since (its soft-dirty bit),
- * so that the cache holds the stopped target's bytes. 0, or -errno (the
- * pagemap unreadable, ETIMEDOUT past deadline): then the cache is emptied
- * (everything read again as the copy asks). */
+ * so that the cache holds the stopped target's bytes; blocks whose
+ * entries cannot be read are dropped. 0, or -errno (the pagemap cannot be
+ * opened, ETIMEDOUT past deadline): then the cache is emptied (everything
+ * read again as the copy asks). */
 int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r);
 /* Empties the cache, its blocks kept as spares (hpages_spare). */
 void hpages_recycle(struct hpages *c);

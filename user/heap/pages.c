@@ -53,7 +53,12 @@ int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t le
 				return proc_read(pid, addr, buf, len);
 			}
 			n = proc_read_some(pid, base, b->d, HPAGES_BLOCK);
-			b->valid = n > 0 ? (uint32_t)n : 0;
+			if (n <= 0) { /* nothing there: not kept (nor refreshed) */
+				free(b);
+				c->direct++;
+				return proc_read(pid, addr, buf, len);
+			}
+			b->valid = (uint32_t)n;
 			u64map_put(&c->m, base + 1, b, &err);
 			if (err) {
 				free(b);
@@ -189,8 +194,13 @@ int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefre
 			e = -ETIMEDOUT;
 			goto out;
 		}
-		if ((e = hdirty_pages(pm, keys[i] - 1, (j - i) * per, dirty)))
-			goto out;
+		/* entries not there (the mapping gone since): read again */
+		if (hdirty_pages(pm, keys[i] - 1, (j - i) * per, dirty)) {
+			for (size_t k = i; k < j; k++)
+				drop(c, keys[k]);
+			r->dropped += j - i;
+			continue;
+		}
 		for (size_t k = i; k < j; k++) {
 			struct block *b = u64map_get(&c->m, keys[k]);
 			const uint8_t *d = dirty + (k - i) * per;
