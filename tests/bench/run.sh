@@ -4,8 +4,8 @@
 # programs that do nothing, sleepable like luamemtrace's: the cheapest kind).
 # Allocation-bound LuaJIT workloads, JIT on and off, modes interleaved and
 # repeated; medians. Then real hosts (tests/bench/hosts.sh), attach time
-# against heap size (tests/bench/attach.sh), then the
-# decoder's speed.
+# against heap size (tests/bench/attach.sh), luamemtrace heap's pause on a
+# ~1 GB heap under load (tests/bench/heap.sh), then the decoder's speed.
 #
 # Per workload and mode: us per allocator call (the workload's own loop CPU
 # time, which includes the uprobe time spent in its context, divided by the
@@ -175,6 +175,9 @@ bash tests/bench/hosts.sh
 
 echo
 bash tests/bench/attach.sh
+
+echo
+bash tests/bench/heap.sh
 
 echo
 [ -x tests/bench/decode.sh ] && bash tests/bench/decode.sh

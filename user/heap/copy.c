@@ -9,12 +9,13 @@
 #include "target/proc.h"
 #include "target/caps.h"
 
-/* The copy's reads of the target, through a block cache (pages.c). */
-static struct hpages pages;
+/* The copy's reads of the target, through a block cache (pages.c): the
+ * one heap_copy_in was given. */
+static struct hpages *pages;
 
 static int tread(pid_t pid, uint64_t a, void *b, size_t n)
 {
-	return hpages_read(&pages, pid, a, b, n);
+	return hpages_read(pages, pid, a, b, n);
 }
 
 /* Bytes read at once from a large part (an array part, a stack). */
@@ -201,6 +202,14 @@ static long copy_obj(pid_t pid, struct heap *h, uint64_t a, uint64_t *next)
 	return i;
 }
 
+/* Does a copy made while the target runs end here (pages->running)? */
+static int run_over(const struct heap *h)
+{
+	return pages->running &&
+	       (h->c.unreadable + h->c.bad_type + h->c.list_cut > LMT_HEAP_RUN_JUNK ||
+		h->alen > pages->allow);
+}
+
 /* Walks a list linked by nextgc from a, up to (not past) stop, or to 0;
  * a circular one (stop == its first) ends back at it. */
 static void walk_list(pid_t pid, struct heap *h, uint64_t a, uint64_t stop, uint8_t flag,
@@ -214,7 +223,7 @@ static void walk_list(pid_t pid, struct heap *h, uint64_t a, uint64_t stop, uint
 			h->c.list_cut++; /* a list that loops or repeats */
 			return;
 		}
-		if (!(n & 1023) && boot_ns() > deadline) {
+		if ((!(n & 1023) && boot_ns() > deadline) || run_over(h)) {
 			h->c.timed_out = 1;
 			return;
 		}
@@ -269,7 +278,7 @@ static void walk_open_upvalues(pid_t pid, struct heap *h, uint64_t deadline)
 			h->c.list_cut++;
 			return;
 		}
-		if (!(n & 1023) && boot_ns() > deadline) {
+		if ((!(n & 1023) && boot_ns() > deadline) || run_over(h)) {
 			h->c.timed_out = 1;
 			return;
 		}
@@ -337,21 +346,40 @@ static void copy_other(pid_t pid, struct heap *h)
 int heap_copy(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t deadline,
 	      struct heap *h)
 {
-	const struct lj_hlayout *hl = &var->h;
-	uint64_t mm;
+	struct hpages pg = { 0 };
+	int r;
 
 	memset(h, 0, sizeof(*h));
+	r = heap_copy_in(pid, var, L, deadline, &pg, h);
+
+	hpages_free(&pg);
+	return r;
+}
+
+int heap_copy_in(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t deadline,
+		 struct hpages *pg, struct heap *h)
+{
+	const struct lj_hlayout *hl = &var->h;
+	struct heap r = *h; /* its reserved room, kept */
+	uint64_t mm;
+
+	pages = pg;
+	memset(h, 0, sizeof(*h));
+	h->o = r.o;
+	h->cap = r.cap;
+	h->arena = r.arena;
+	h->acap = r.acap;
+	h->at = r.at;
 	h->var = var;
 	h->L = L;
 	h->g = L + var->lay.gg_g;
 	h->gglen = hl->gg_size;
 	if (!(h->gg = malloc(h->gglen)))
 		return -ENOMEM;
-	if (tread(pid, L, h->gg, h->gglen)) {
-		hpages_free(&pages);
+	if (tread(pid, L, h->gg, h->gglen))
 		return -EIO;
-	}
 	h->gc_total = heap_g64(h, hl->g_gc_total);
+	hpages_allow(pg, h->gc_total);
 	copy_other(pid, h);
 	walk_list(pid, h, heap_g64(h, hl->g_gc_root), 0, 0, deadline);
 	if ((mm = heap_g64(h, hl->g_gc_mmudata))) {
@@ -369,6 +397,5 @@ int heap_copy(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t dead
 			h->o[m].flags |= HOBJ_MAIN;
 	}
 	heap_sizes(h);
-	hpages_free(&pages);
 	return 0;
 }

@@ -19,55 +19,23 @@
 static int usage(const char *msg)
 {
 	fprintf(stderr, "luamemtrace heap: %s\n"
-			"usage: luamemtrace heap -p PID [-o FILE [-f]] [--variant NAME] [--top N]\n"
+			"usage: luamemtrace heap -p PID [-o FILE [-f]] [--stopped] [--variant NAME] [--top N]\n"
+			"       luamemtrace heap --all [--exe NAME]... [-o DIR [-f]] [--stopped] [--top N]\n"
 			"       luamemtrace heap [--top N] FILE\n", msg);
 	return LMT_USAGE;
 }
 
+/* The process --all is at (0: -p's), named in its errors. */
+static pid_t saying;
+
 static int fail(const char *what, int err)
 {
-	fprintf(stderr, "luamemtrace heap: %s: %s\n", what, strerror(err));
+	if (saying)
+		fprintf(stderr, "luamemtrace heap: PID %d: %s: %s\n", (int)saying, what,
+			strerror(err));
+	else
+		fprintf(stderr, "luamemtrace heap: %s: %s\n", what, strerror(err));
 	return LMT_ERR;
-}
-
-/* Copies the VMs of v while pid is stopped; *pause the stop's ns. */
-static int copy_all(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
-		    const char *variant, struct heap *hs, int *expired)
-{
-	struct hstop s;
-	uint64_t deadline, ns;
-	int err;
-
-	if ((err = hstop_init(&s, pid, pidfd)))
-		return fail("starting the guardian", -err);
-	if ((err = hstop_stop(&s, pid))) {
-		hstop_end(&s);
-		return fail(err == -ETIMEDOUT ? "the target did not stop in time (continued)"
-					      : "stopping the target", -err);
-	}
-	deadline = boot_ns() + (uint64_t)LMT_HEAP_STOP_MS * 1000000;
-
-	for (size_t i = 0; i < sc->n; i++) {
-		struct vminfo vi;
-		char why[256];
-
-		/* Checked again, stopped: it may have closed since the scan. */
-		if (vm_at(pid, m, variant, sc->v[i].L, &vi, why, sizeof(why))) {
-			fprintf(stderr, "luamemtrace heap: VM 0x%llx gone: %s\n",
-				(unsigned long long)sc->v[i].L, why);
-			continue;
-		}
-		if ((err = heap_copy(pid, vi.var, vi.L, deadline, &hs[i])))
-			break;
-
-	}
-	ns = hstop_cont(&s, expired);
-	hstop_end(&s);
-	for (size_t i = 0; i < sc->n; i++) {
-		hs[i].pause_ns = ns;
-		hs[i].stopped_before = s.was_stopped;
-	}
-	return err ? fail("copying the heap", -err) : 0;
 }
 
 /* Analyses and reports each copy: an exit status. */
@@ -137,79 +105,22 @@ static int save(const char *path, int force, struct heap *hs, size_t n)
 	return e ? fail(path, -e) : 0;
 }
 
-/* The command line of luamemtrace heap. */
-struct hargs {
-	pid_t pid;           /* -p PID, or 0: a snapshot FILE */
-	const char *out;     /* -o FILE, or NULL */
-	int force;           /* -f */
-	const char *variant; /* --variant NAME, or NULL */
-	struct hview view;
-};
-
-/* argv into a: -1 to go on, or the exit status of bad usage. */
-static int heap_args(int argc, char **argv, struct hargs *a)
+int heap_snap(pid_t pid, const struct hopts *o, const char *out, const char *title)
 {
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "variant", required_argument, NULL, 'V' },
-		{ "top", required_argument, NULL, 't' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, 'f' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char *end;
-	long v;
-	int c;
-
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "p:t:o:f", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			v = strtol(optarg, &end, 10);
-			if (*end || v <= 0 || v > INT32_MAX)
-				return usage("-p takes a process ID");
-			a->pid = (pid_t)v;
-			break;
-		case 't':
-			v = strtol(optarg, &end, 10);
-			if (*end || v <= 0 || v > 100000)
-				return usage("--top takes 1 to 100000");
-			a->view.top = (int)v;
-			break;
-		case 'V':
-			a->variant = optarg;
-			break;
-		case 'o':
-			a->out = optarg;
-			break;
-		case 'f':
-			a->force = 1;
-			break;
-		default:
-			return usage("unknown option");
-		}
-	}
-	return -1;
-}
-
-/* luamemtrace heap -p PID: its VMs found, copied while it is stopped,
- * saved (-o FILE) and reported: an exit status. */
-static int from_process(const struct hargs *a)
-{
-	const pid_t pid = a->pid;
+	struct hcapture cap = { 0 };
 	struct vmscan sc;
 	struct pmaps m;
 	struct heap *hs;
-	int pidfd, err, rc = LMT_OK, expired = 0;
+	int pidfd, err, rc;
 
+	saying = title ? pid : 0;
 	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
 		return fail("no such process", errno);
 	if ((err = proc_bind(pid, pidfd)) || (err = pmaps_load(pid, &m))) {
 		close(pidfd);
 		return fail("reading the process", -err);
 	}
-	if ((err = vm_scan(pid, &m, a->variant, &sc)) || !sc.n) {
+	if ((err = vm_scan(pid, &m, o->variant, &sc)) || !sc.n) {
 		if (!err)
 			fprintf(stderr, "luamemtrace heap: no LuaJIT VM in process %d\n",
 				(int)pid);
@@ -221,14 +132,18 @@ static int from_process(const struct hargs *a)
 	}
 	if (!(hs = calloc(sc.n, sizeof(*hs))))
 		rc = fail("memory", ENOMEM);
-	else
-		rc = copy_all(pid, pidfd, &m, &sc, a->variant, hs, &expired);
+	else if ((rc = heap_capture(pid, pidfd, &m, &sc, o->variant, o->stopped, hs, &cap)) ==
+		 LMT_OK)
+		heap_capture_say(pid, &cap, stderr);
 	proc_unbind(pid, pidfd);
 	close(pidfd);
-	if (hs && rc == LMT_OK && a->out)
-		rc = save(a->out, a->force, hs, sc.n);
-	if (hs && rc == LMT_OK)
-		rc = report(hs, sc.n, &a->view, expired);
+	if (hs && rc == LMT_OK && out)
+		rc = save(out, o->force, hs, sc.n);
+	if (hs && rc == LMT_OK) {
+		if (title)
+			printf("%s\n", title);
+		rc = report(hs, sc.n, &o->view, cap.expired);
+	}
 	for (size_t i = 0; hs && i < sc.n; i++)
 		heap_free(&hs[i]);
 	free(hs);
@@ -239,20 +154,85 @@ static int from_process(const struct hargs *a)
 
 int heap_main(int argc, char **argv)
 {
-	struct hargs a = { .view = { .top = 10 } };
-	int rc;
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "variant", required_argument, NULL, 'V' },
+		{ "top", required_argument, NULL, 't' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "stopped", no_argument, NULL, 'S' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "exe", required_argument, NULL, 'e' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct hopts o = { .view = { .top = 10 } };
+	const char *out = NULL;
+	pid_t pid = 0;
+	int c;
+	char *end;
 
-	if ((rc = heap_args(argc, argv, &a)) >= 0)
-		return rc;
-	if (!a.pid && optind == argc - 1 && !a.out)
-		return from_file(argv[optind], &a.view);
-	if (!a.pid || optind != argc)
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "p:t:o:f", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': {
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v <= 0 || v > INT32_MAX)
+				return usage("-p takes a process ID");
+			pid = (pid_t)v;
+			break;
+		}
+		case 't': {
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v <= 0 || v > 100000)
+				return usage("--top takes 1 to 100000");
+			o.view.top = (int)v;
+			break;
+		}
+		case 'V':
+			o.variant = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'f':
+			o.force = 1;
+			break;
+		case 'S':
+			o.stopped = 1;
+			break;
+		case 'a':
+			o.all = 1;
+			break;
+		case 'e': /* NAME[,NAME...], as the tracer's */
+			for (char *t = strtok(optarg, ","); t; t = strtok(NULL, ",")) {
+				if (o.nexes == HEAP_EXES_MAX)
+					return usage("--exe: at most 16 names");
+				o.exes[o.nexes++] = t;
+			}
+			break;
+		default:
+			return usage("unknown option");
+		}
+	}
+	if (o.nexes && !o.all)
+		return usage("--exe narrows --all");
+	if (o.all) {
+		if (pid || optind != argc)
+			return usage("--all takes no -p and no FILE");
+		return heap_all(&o, out);
+	}
+	if (!pid && optind == argc - 1 && !out)
+		return from_file(argv[optind], &o.view);
+	if (!pid || optind != argc)
 		return usage("one process: -p PID, or a snapshot FILE");
-	if (a.out) {
+	if (out) {
 		char bad[256];
 
-		if (outfile_check(a.out, a.force, 1, bad, sizeof(bad)))
+		if (outfile_check(out, o.force, 1, bad, sizeof(bad)))
 			return usage(bad);
 	}
-	return from_process(&a);
+	return heap_snap(pid, &o, out, NULL);
 }

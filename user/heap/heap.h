@@ -59,6 +59,22 @@
 #define LMT_HEAP_STOP_MS 1500
 /* How long to wait for every thread of the target to stop, in ms. */
 #define LMT_HEAP_STOPWAIT_MS 1000
+/* How long the copy made while the target runs may take, in ms (a 1 GB
+ * heap: ~2 s here, docs/benchmarks.md): past it, what is left is read
+ * with the target stopped. */
+#define LMT_HEAP_RUNCOPY_MS 30000
+/* Objects a copy made while the target runs may find unreadable, of an
+ * unknown type or repeated before it ends (its lists change under it,
+ * freed objects' pointers are stale): the stopped copy reads the rest. */
+#define LMT_HEAP_RUN_JUNK 256
+/* Stops tried for one snapshot: a stop can land inside an allocation or
+ * a sweep step (a list being relinked, gc.total not yet updated); a copy
+ * that does not add up is taken again after the target ran on a little.
+ * Each stop is bounded on its own (LMT_HEAP_STOP_MS). */
+#define LMT_HEAP_TRIES 3
+/* Our nice value while the target is stopped (it waits for our CPU time;
+ * bounded by LMT_HEAP_STOP_MS): ours first on a busy host. */
+#define LMT_HEAP_STOP_NICE (-20)
 
 /* -- The copy --------------------------------------------------------------- */
 
@@ -180,6 +196,9 @@ void heap_free(struct heap *h);
 /* Adds an object and its copied bytes: its index, or -1 (a cap: counted;
  * -2: out of memory). */
 long heap_add(struct heap *h, uint64_t addr, uint8_t gct, const void *raw, size_t len);
+/* Room for n objects and bytes of copies, touched now (a copy made
+ * stopped then takes no page fault for them): 0 or -1 (no memory). */
+int heap_reserve(struct heap *h, size_t n, size_t bytes);
 /* Appends bytes to the last object's copy: 0 or -1 (cap, counted). */
 int heap_append(struct heap *h, const void *raw, size_t len);
 
@@ -190,6 +209,12 @@ int heap_append(struct heap *h, const void *raw, size_t len);
  * counted in h->c. */
 int heap_copy(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t deadline_ns,
 	      struct heap *h);
+struct hpages;
+/* The same through the block cache pg (pages.c), kept for the caller:
+ * a copy made while the target ran fills it (capture.c). h is empty or
+ * only reserved (heap_reserve). */
+int heap_copy_in(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t deadline_ns,
+		 struct hpages *pg, struct heap *h);
 /* Object sizes as LuaJIT accounts them, from the copy (after heap_copy). */
 void heap_sizes(struct heap *h);
 
@@ -204,12 +229,60 @@ struct hpages {
 	uint64_t bytes;  /* kept, under LMT_HEAP_COPY_MAX */
 	uint64_t reads;  /* blocks read */
 	uint64_t direct; /* reads not served by a block */
+	void **spare;    /* blocks made ahead (hpages_spare), used first */
+	size_t nspare;
+	uint64_t allow;  /* bytes it may keep (0: LMT_HEAP_COPY_MAX; hpages_allow) */
+	int running;     /* the target runs: a walk that meets more than
+			  * LMT_HEAP_RUN_JUNK bad objects, or copies more
+			  * than allow, ends (copy.c) */
 };
 
-/* proc_read through the cache: 0 or -errno. Reads larger than a block,
- * or reaching memory a block could not hold, go to the target directly. */
+/* proc_read through the cache: 0 or -errno. Reads reaching memory a
+ * block could not hold, or past LMT_HEAP_COPY_MAX, go to the target
+ * directly. */
 int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len);
 void hpages_free(struct hpages *c);
+/* A VM of gc_total bytes is copied through c: c may keep twice that more
+ * (a copy made while the target runs can follow freed memory's stale
+ * pointers: what it reads past that is not kept). */
+void hpages_allow(struct hpages *c, uint64_t gc_total);
+/* Makes n blocks ahead, touched, and room for n more in the map: a copy
+ * made stopped then takes no page fault for the blocks it misses. */
+void hpages_spare(struct hpages *c, size_t n);
+
+/* Blocks whose pages are looked up in one pagemap read (64 KiB of it). */
+#define HREFRESH_RUN 2048u
+
+struct hrefresh {
+	uint64_t blocks; /* blocks kept when the target stopped */
+	uint64_t pages;  /* their pages */
+	uint64_t dirty;  /* pages written since hdirty_clear: read again */
+	uint64_t dropped;/* blocks whose pagemap entries could not be read:
+			  * dropped, read again as the copy asks */
+};
+
+/* With the target stopped, after hdirty_clear and a copy while it ran:
+ * reads again each kept page the target wrote since (its soft-dirty bit),
+ * so that the cache holds the stopped target's bytes; blocks whose
+ * entries cannot be read are dropped. 0, or -errno (the pagemap cannot be
+ * opened, ETIMEDOUT past deadline): then the cache is emptied (everything
+ * read again as the copy asks). */
+int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r);
+/* Empties the cache, its blocks kept as spares (hpages_spare). */
+void hpages_recycle(struct hpages *c);
+
+/* -- Soft-dirty bits (dirty.c) -------------------------------------------- */
+
+/* Does this kernel keep soft-dirty bits (tried once on a page of ours)?
+ * 1, or 0 with why. */
+int hdirty_usable(char *why, size_t len);
+/* Clears pid's soft-dirty bits (its bound /proc directory): 0 or -errno. */
+int hdirty_clear(pid_t pid);
+/* pid's pagemap, opened through its bound /proc directory: fd or -errno. */
+int hdirty_open(pid_t pid);
+/* dirty[k] = 1 if page k from addr (page aligned) was written since the
+ * clear, or is neither present nor swapped: 0 or -errno. */
+int hdirty_pages(int pmfd, uint64_t addr, size_t n, uint8_t *dirty);
 
 /* -- Stopping the target (stop.c) ------------------------------------------- */
 
@@ -220,6 +293,7 @@ struct hstop {
 	int held;        /* our stop is in the map */
 	int was_stopped; /* it was stopped before us: neither stopped nor continued */
 	uint64_t t0;     /* when the stop was made (CLOCK_BOOTTIME ns) */
+	uint32_t seq;    /* stops made: each its own key in the map */
 };
 
 /* Starts the guardian over a new stops map. 0 or -errno. */
@@ -231,6 +305,32 @@ int hstop_stop(struct hstop *s, pid_t pid);
  * us): ns it was stopped; *expired set if the guardian continued it first. */
 uint64_t hstop_cont(struct hstop *s, int *expired);
 void hstop_end(struct hstop *s);
+
+/* -- A process's snapshot at a bounded pause (capture.c) -------------------- */
+
+struct pmaps;
+struct vmscan;
+struct hcapture {
+	int soft;         /* 1: copied while it ran, written pages read again */
+	char why[160];    /* why not, if not */
+	struct hrefresh r;
+	uint64_t run_ns;  /* the copy while it ran */
+	uint64_t pause_ns;/* stopped, in all */
+	int expired;      /* the guardian continued it first */
+	int tries;        /* stops made (a copy that did not add up is
+			   * taken again, LMT_HEAP_TRIES) */
+	uint64_t pause_max; /* the longest of them */
+	int was_stopped;  /* stopped by someone else: left so */
+};
+
+/* Copies the VMs sc found in pid (hs[i] for sc->v[i]; a VM gone since is
+ * said and left empty) with the target stopped as briefly as soft-dirty
+ * bits allow (stopped: the whole copy stopped). 0, or an exit status
+ * having said why. */
+int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
+		 const char *variant, int stopped, struct heap *hs, struct hcapture *cap);
+/* One line to f: how it was copied, the pause. */
+void heap_capture_say(pid_t pid, const struct hcapture *cap, FILE *f);
 
 /* -- Edges, exactly those lj_gc.c marks (edges.c) --------------------------- */
 
@@ -307,6 +407,29 @@ int heap_save(FILE *f, struct heap *hs, size_t n);
 int heap_load(FILE *f, struct heap **out, size_t *n, char *why, size_t whylen);
 
 /* -- Entry ------------------------------------------------------------------ */
+
+/* --exe names given at most. */
+#define HEAP_EXES_MAX 16
+/* Processes --all snapshots in one run (one at a time): past it, counted
+ * and said, not snapshotted. */
+#define LMT_HEAP_PROCS_MAX 4096
+
+struct hopts {
+	struct hview view;
+	const char *variant;
+	int force, stopped, all;
+	const char *exes[HEAP_EXES_MAX];
+	unsigned nexes;
+};
+
+/* One process: its VMs found, copied (heap_capture), written to out if
+ * given, reported on stdout after title if given. An exit status, having
+ * said why on stderr if not LMT_OK. */
+int heap_snap(pid_t pid, const struct hopts *o, const char *out, const char *title);
+/* --all [--exe NAME]: every process running LuaJIT (session/select.c's
+ * scan), one at a time, each to DIR/PID.lmh with -o DIR. LMT_OK, LMT_LOSSY
+ * (a copy incomplete), or LMT_ERR if one failed (each said, counted). */
+int heap_all(const struct hopts *o, const char *dir);
 
 /* luamemtrace heap ...: argv[0] is "heap". An exit status (exitcode.h). */
 int heap_main(int argc, char **argv);

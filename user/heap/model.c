@@ -141,6 +141,33 @@ long heap_add(struct heap *h, uint64_t addr, uint8_t gct, const void *raw, size_
 	return (long)h->n++;
 }
 
+int heap_reserve(struct heap *h, size_t n, size_t bytes)
+{
+	if (n > LMT_HEAP_OBJS_MAX)
+		n = LMT_HEAP_OBJS_MAX;
+	if (bytes > LMT_HEAP_COPY_MAX)
+		bytes = LMT_HEAP_COPY_MAX;
+	if (n > h->cap) {
+		struct hobj *nv = realloc(h->o, n * sizeof(*nv));
+
+		if (!nv)
+			return -1;
+		h->o = nv;
+		h->cap = n;
+		memset(h->o + h->n, 0, (n - h->n) * sizeof(*nv));
+	}
+	if (bytes > h->acap) {
+		uint8_t *na = realloc(h->arena, bytes);
+
+		if (!na)
+			return -1;
+		h->arena = na;
+		h->acap = bytes;
+		memset(h->arena + h->alen, 0, bytes - h->alen);
+	}
+	return u64map_reserve(&h->at, n);
+}
+
 int heap_append(struct heap *h, const void *raw, size_t len)
 {
 	struct hobj *o = &h->o[h->n - 1];

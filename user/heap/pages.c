@@ -1,10 +1,14 @@
-/* Reads of the stopped target through a cache of blocks (heap.h): objects
- * lie close together, so most of a copy's reads cost no system call. */
+/* Reads of the target through a cache of blocks (heap.h): objects lie
+ * close together, so most of a copy's reads cost no system call. A cache
+ * filled while the target ran is made that of the stopped target by
+ * re-reading the pages it wrote meanwhile (hpages_refresh, dirty.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "util/clock.h"
 #include "heap/heap.h"
 #include "target/proc.h"
 
@@ -24,7 +28,7 @@ int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t le
 	uint64_t a = addr;
 	size_t left = len;
 
-	if (len > HPAGES_BLOCK || addr > UINT64_MAX - len) {
+	if (addr > UINT64_MAX - len) {
 		c->direct++;
 		return proc_read(pid, addr, buf, len);
 	}
@@ -37,10 +41,24 @@ int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t le
 			ssize_t n;
 			int err;
 
-			if (c->bytes + sizeof(*b) > LMT_HEAP_COPY_MAX || !(b = malloc(sizeof(*b))))
+			if (c->bytes + sizeof(*b) > (c->allow ? c->allow : LMT_HEAP_COPY_MAX))
 				return proc_read(pid, addr, buf, len);
+			if (c->spare) {
+				b = c->spare[--c->nspare];
+				if (!c->nspare) {
+					free(c->spare);
+					c->spare = NULL;
+				}
+			} else if (!(b = malloc(sizeof(*b)))) {
+				return proc_read(pid, addr, buf, len);
+			}
 			n = proc_read_some(pid, base, b->d, HPAGES_BLOCK);
-			b->valid = n > 0 ? (uint32_t)n : 0;
+			if (n <= 0) { /* nothing there: not kept (nor refreshed) */
+				free(b);
+				c->direct++;
+				return proc_read(pid, addr, buf, len);
+			}
+			b->valid = (uint32_t)n;
 			u64map_put(&c->m, base + 1, b, &err);
 			if (err) {
 				free(b);
@@ -63,8 +81,157 @@ int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t le
 	return 0;
 }
 
+void hpages_allow(struct hpages *c, uint64_t gc_total)
+{
+	uint64_t more = gc_total < LMT_HEAP_COPY_MAX ? 2 * gc_total + (16u << 20) : LMT_HEAP_COPY_MAX;
+
+	c->allow = c->allow + more < LMT_HEAP_COPY_MAX ? c->allow + more : LMT_HEAP_COPY_MAX;
+}
+
+void hpages_spare(struct hpages *c, size_t n)
+{
+	void **v;
+
+	if (c->spare || !n || !(v = malloc(n * sizeof(*v))))
+		return;
+	c->spare = v;
+	for (c->nspare = 0; c->nspare < n; c->nspare++) {
+		struct block *b = malloc(sizeof(*b));
+
+		if (!b)
+			break;
+		memset(b, 0, sizeof(*b)); /* touched now */
+		c->spare[c->nspare] = b;
+	}
+	if (!c->nspare) {
+		free(c->spare);
+		c->spare = NULL;
+	}
+	u64map_reserve(&c->m, n);
+}
+
+void hpages_recycle(struct hpages *c)
+{
+	void **v = c->m.n ? realloc(c->spare, (c->nspare + c->m.n) * sizeof(*v)) : NULL;
+
+	if (!v) {
+		hpages_free(c);
+		return;
+	}
+	c->spare = v;
+	for (size_t i = 0; i < c->m.cap; i++)
+		if (c->m.k[i] && c->m.v[i]) {
+			c->spare[c->nspare++] = c->m.v[i];
+			c->m.v[i] = NULL;
+		}
+	memset(c->m.k, 0, c->m.cap * sizeof(*c->m.k));
+	c->m.n = c->m.dead = 0;
+	c->bytes = 0;
+}
+
 void hpages_free(struct hpages *c)
 {
+	while (c->nspare)
+		free(c->spare[--c->nspare]);
+	free(c->spare);
 	u64map_free(&c->m, free_block);
 	memset(c, 0, sizeof(*c));
+}
+
+/* -- Re-reading what changed ------------------------------------------------- */
+
+static int by_addr(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Drops block key (its address + 1) from the cache: read again when asked. */
+static void drop(struct hpages *c, uint64_t key)
+{
+	struct block *b = u64map_del(&c->m, key);
+
+	if (b) {
+		free(b);
+		c->bytes -= sizeof(*b);
+	}
+}
+
+int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	size_t n = 0, per;
+	uint64_t *keys;
+	uint8_t *dirty;
+	int pm, e = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (ps <= 0 || HPAGES_BLOCK % (unsigned long)ps)
+		return -EINVAL;
+	per = HPAGES_BLOCK / (size_t)ps;
+	if (!c->m.n)
+		return 0;
+	if ((pm = hdirty_open(pid)) < 0)
+		return pm;
+	keys = malloc(c->m.n * sizeof(*keys));
+	dirty = malloc(HREFRESH_RUN * per);
+	if (!keys || !dirty) {
+		e = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < c->m.cap; i++)
+		if (c->m.k[i] && c->m.v[i] && n < c->m.n)
+			keys[n++] = c->m.k[i];
+	qsort(keys, n, sizeof(*keys), by_addr);
+	r->blocks = n;
+	/* Runs of adjacent blocks, HREFRESH_RUN at most: one pagemap read each. */
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && j - i < HREFRESH_RUN &&
+				keys[j] == keys[j - 1] + HPAGES_BLOCK; j++)
+			;
+		if (boot_ns() > deadline) {
+			e = -ETIMEDOUT;
+			goto out;
+		}
+		/* entries not there (the mapping gone since): read again */
+		if (hdirty_pages(pm, keys[i] - 1, (j - i) * per, dirty)) {
+			for (size_t k = i; k < j; k++)
+				drop(c, keys[k]);
+			r->dropped += j - i;
+			continue;
+		}
+		for (size_t k = i; k < j; k++) {
+			struct block *b = u64map_get(&c->m, keys[k]);
+			const uint8_t *d = dirty + (k - i) * per;
+
+			r->pages += per;
+			for (size_t p = 0; p < per; p++) {
+				size_t q = p, off = p * (size_t)ps, len;
+
+				if (!d[p])
+					continue;
+				while (q + 1 < per && d[q + 1])
+					q++;
+				r->dirty += q - p + 1;
+				len = (q + 1) * (size_t)ps;
+				len = (len < b->valid ? len : b->valid);
+				if (off < len && proc_read(pid, keys[k] - 1 + off, b->d + off, len - off)) {
+					drop(c, keys[k]); /* read again as asked */
+					break;
+				}
+				p = q;
+			}
+		}
+	}
+out:
+	/* Not all looked at: nothing kept is trusted, all read again. */
+	if (e) {
+		u64map_free(&c->m, free_block);
+		c->bytes = 0;
+	}
+	free(keys);
+	free(dirty);
+	close(pm);
+	return e;
 }

@@ -39,7 +39,7 @@ int hstop_init(struct hstop *s, pid_t pid, int pidfd)
 
 int hstop_stop(struct hstop *s, pid_t pid)
 {
-	struct lmt_stop k = { .tgid = (__u32)pid, .seq = 1 };
+	struct lmt_stop k = { .tgid = (__u32)pid, .seq = ++s->seq };
 	struct lmt_hold hv = { .state = LMT_STOP_HELD };
 	long hz = sysconf(_SC_CLK_TCK);
 	uint64_t start = proc_start(pid, s->pidfd), until;

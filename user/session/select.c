@@ -43,20 +43,24 @@ static const char *base_of(const char *path)
 	return b ? b + 1 : path;
 }
 
+int select_named(const char *exe, const char *comm, const char *const *names, unsigned n)
+{
+	char b[PATH_MAX];
+
+	snprintf(b, sizeof(b), "%s", base_of(exe));
+	b[strcspn(b, " ")] = 0; /* " (deleted)" */
+	for (unsigned i = 0; i < n; i++)
+		if (!strcmp(names[i], b) || !strcmp(names[i], comm))
+			return 1;
+	return 0;
+}
+
 /* Does the process pass --exe? */
 static int proc_wanted(const struct tr *t, const struct tproc *p)
 {
 	const struct topts *o = t->o;
-	char exe[PATH_MAX];
 
-	if (!o->nexes)
-		return 1;
-	snprintf(exe, sizeof(exe), "%s", base_of(p->exe));
-	exe[strcspn(exe, " ")] = 0; /* " (deleted)" */
-	for (unsigned i = 0; i < o->nexes; i++)
-		if (!strcmp(o->exes[i], exe) || !strcmp(o->exes[i], p->comm))
-			return 1;
-	return 0;
+	return !o->nexes || select_named(p->exe, p->comm, (const char *const *)o->exes, o->nexes);
 }
 
 /* -- Its VMs --------------------------------------------------------------- */
@@ -220,9 +224,8 @@ static void consider(struct tr *t, struct u64map *seen, pid_t pid)
 	vm_scan_free(&scan);
 }
 
-int select_all(struct tr *t)
+int select_each(pid_t skip, void (*fn)(void *ctx, pid_t pid), void *ctx)
 {
-	struct u64map seen = { 0 };
 	DIR *d = opendir("/proc");
 	struct dirent *de;
 	const pid_t self = getpid();
@@ -235,13 +238,34 @@ int select_all(struct tr *t)
 		char *e;
 		long pid = strtol(de->d_name, &e, 10);
 
-		if (*e || pid <= 0 || pid == self || pid == t->guardian)
+		if (*e || pid <= 0 || pid > INT32_MAX || pid == self || pid == skip)
 			continue;
-		consider(t, &seen, (pid_t)pid);
+		fn(ctx, (pid_t)pid);
 	}
 	closedir(d);
-	watch_known(t, &seen);
-	u64map_free(&seen, NULL);
+	return 0;
+}
+
+struct all_ctx {
+	struct tr *t;
+	struct u64map seen;
+};
+
+static void consider_one(void *ctx, pid_t pid)
+{
+	struct all_ctx *c = ctx;
+
+	consider(c->t, &c->seen, pid);
+}
+
+int select_all(struct tr *t)
+{
+	struct all_ctx c = { .t = t };
+
+	if (select_each(t->guardian, consider_one, &c))
+		return -1;
+	watch_known(t, &c.seen);
+	u64map_free(&c.seen, NULL);
 	return 0;
 }
 

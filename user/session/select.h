@@ -11,6 +11,12 @@ int is_luajit(int fd);
 /* --all: every process running now that maps LuaJIT, attached; the
  * LuaJIT files found are watched for new VMs. 0, or -1 having said why. */
 int select_all(struct tr *t);
+/* Calls fn for every process of /proc but ours and skip (0: none): 0, or
+ * -1 having said why not. */
+int select_each(pid_t skip, void (*fn)(void *ctx, pid_t pid), void *ctx);
+/* --exe: is a process of executable exe (as its maps or /proc/PID/exe
+ * name it) or comm one of names? */
+int select_named(const char *exe, const char *comm, const char *const *names, unsigned n);
 /* Its running VMs: 0, or -1 having said why not (quiet: for --all). */
 int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet);
 /* lua_newstate returned where user space must register the new VM: in

@@ -177,3 +177,19 @@ void u64map_free(struct u64map *m, void (*fn)(void *))
 	m->v = NULL;
 	m->cap = m->n = m->dead = 0;
 }
+
+int u64map_reserve(struct u64map *m, size_t n)
+{
+	size_t cap = m->cap ? m->cap : 256;
+
+	while (cap / 2 < n + m->n + m->dead + 1)
+		cap *= 2;
+	if (cap > m->cap && map_rebuild(m, cap))
+		return -1;
+	/* touched now: the puts to come take no page fault */
+	for (size_t i = 0; i < m->cap; i += 512) {
+		((volatile uint64_t *)m->k)[i] = m->k[i];
+		((void *volatile *)m->v)[i] = m->v[i];
+	}
+	return 0;
+}

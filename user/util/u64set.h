@@ -29,6 +29,9 @@ void *u64map_get(const struct u64map *m, uint64_t key);
 /* Replaces; returns the previous value (or NULL). -1 on failure via *err. */
 void *u64map_put(struct u64map *m, uint64_t key, void *val, int *err);
 void *u64map_del(struct u64map *m, uint64_t key);
+/* Room for n more keys, its memory touched (no page fault in the puts to
+ * come): 0, or -1 on allocation failure. */
+int u64map_reserve(struct u64map *m, size_t n);
 /* Calls fn on every value, then frees the table. */
 void u64map_free(struct u64map *m, void (*fn)(void *));
 #endif

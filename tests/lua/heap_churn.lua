@@ -1,0 +1,41 @@
+-- A heap that changes while it is copied, for tests/heap.bats, the nginx
+-- test's shape and make bench. Arguments: N (items kept), S (bytes of
+-- strings kept besides: make bench's ~1 GB), FILE ("ready" written there).
+-- N tables of class Item under package.loaded["app.cache"].items, each an
+-- empty table (64 bytes), never dropped; then, forever, tables and strings
+-- allocated and dropped and 64 scratch slots replaced (pages written, the
+-- GC running), never touching the items; with S, one kept string in 16
+-- rounds replaced.
+local function build(N, S)
+  local Item = {}
+  Item.__index = Item
+  local cache = { Item = Item, items = {} }
+  package.loaded["app.cache"] = cache
+  for i = 1, N do cache.items[i] = setmetatable({}, Item) end
+  -- S bytes of strings, 1 KiB each, in tables of 1024
+  local blob, pad = {}, string.rep("x", 1000)
+  for i = 1, math.floor(S / 1024 / 1024) do
+    local t = {}
+    for j = 1, 1024 do t[j] = pad .. i .. ":" .. j end
+    blob[i] = t
+  end
+  BLOB, PAD = blob, pad
+  local out = io.open(arg[3], "w")
+  out:write("ready\n")
+  out:close()
+end
+
+local function churn()
+  local scratch, blob, pad, k = {}, BLOB, PAD, 0
+  while true do
+    k = k + 1
+    scratch[k % 64] = { k, tostring(k) }
+    if #blob > 0 and k % 16 == 0 then
+      local t = blob[k % #blob + 1]
+      t[k % 1024 + 1] = pad .. k
+    end
+  end
+end
+
+build(tonumber(arg[1]), tonumber(arg[2]))
+churn()
