@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include "format/exitcode.h"
+#include "format/info.h"
+#include "report/report.h"
 #include "util/clock.h"
+#include "util/esc.h"
 #include "heap/heap.h"
 #include "streams/outfile.h"
 #include "target/proc.h"
@@ -20,7 +23,8 @@ static int usage(const char *msg)
 {
 	fprintf(stderr, "luamemtrace heap: %s\n"
 			"usage: luamemtrace heap -p PID [-o FILE [-f]] [--variant NAME] [--top N]\n"
-			"       luamemtrace heap [--top N] FILE\n", msg);
+			"                        [--with TRACE]\n"
+			"       luamemtrace heap [--top N] [--with TRACE] FILE\n", msg);
 	return LMT_USAGE;
 }
 
@@ -70,8 +74,34 @@ static int copy_all(pid_t pid, int pidfd, const struct pmaps *m, const struct vm
 	return err ? fail("copying the heap", -err) : 0;
 }
 
-/* Analyses and reports each copy: an exit status. */
-static int report(struct heap *hs, size_t n, const struct hview *view, int expired)
+/* --with TRACE of process pid: 0, or -1 if its sidecar names another
+ * (said). Checked before the target is stopped. */
+static int trace_of(const char *path, pid_t pid)
+{
+	struct info in;
+	char ep[ESC_MAX(1024)];
+
+	if (info_load(path, &in) > 0 && in.pid && in.pid != pid) {
+		fprintf(stderr, "luamemtrace heap: %s is a trace of process %d, not %d\n",
+			esc_cstr(ep, sizeof(ep), path), in.pid, (int)pid);
+		return -1;
+	}
+	return 0;
+}
+
+/* --with TRACE: the trace read to its end (report.h: report_read) into
+ * *rp. An exit status (LMT_LOSSY: the trace is incomplete, said). */
+static int with_trace(const char *path, struct report **rp)
+{
+	if (!(*rp = report_new()))
+		return fail("memory", ENOMEM);
+	return report_read(*rp, path);
+}
+
+/* Analyses and reports each copy (joined with the trace rp if not NULL):
+ * an exit status. */
+static int report(struct heap *hs, size_t n, const struct hview *view, int expired,
+		  struct report *rp, const char *trace)
 {
 	int rc = LMT_OK;
 
@@ -81,7 +111,8 @@ static int report(struct heap *hs, size_t n, const struct hview *view, int expir
 	for (size_t i = 0; i < n; i++) {
 		if (!hs[i].var)
 			continue;
-		if (heap_mark(&hs[i]) || heap_dom(&hs[i]) == -ENOMEM)
+		if (heap_mark(&hs[i]) || heap_dom(&hs[i]) == -ENOMEM ||
+		    (rp && heap_join(&hs[i], rp, trace)))
 			return fail("analysing the copy", ENOMEM);
 		if (i)
 			printf("\n");
@@ -93,7 +124,8 @@ static int report(struct heap *hs, size_t n, const struct hview *view, int expir
 }
 
 /* luamemtrace heap FILE */
-static int from_file(const char *path, const struct hview *view)
+static int from_file(const char *path, const struct hview *view, struct report *rp,
+		     const char *trace)
 {
 	char why[256];
 	struct heap *hs;
@@ -109,7 +141,7 @@ static int from_file(const char *path, const struct hview *view)
 		return LMT_ERR;
 	}
 	fclose(f);
-	rc = report(hs, n, view, 0);
+	rc = report(hs, n, view, 0, rp, trace);
 	for (size_t i = 0; i < n; i++)
 		heap_free(&hs[i]);
 	free(hs);
@@ -145,9 +177,12 @@ int heap_main(int argc, char **argv)
 		{ "top", required_argument, NULL, 't' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "with", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *out = NULL;
+	const char *out = NULL, *trace = NULL;
+	struct report *rp = NULL;
+	int trc = LMT_OK;
 	int force = 0;
 	struct hview view = { .top = 10 };
 	const char *variant = NULL;
@@ -187,14 +222,26 @@ int heap_main(int argc, char **argv)
 		case 'f':
 			force = 1;
 			break;
+		case 'w':
+			trace = optarg;
+			break;
 		default:
 			return usage("unknown option");
 		}
 	}
-	if (!pid && optind == argc - 1 && !out)
-		return from_file(argv[optind], &view);
+	if (!pid && optind == argc - 1 && !out) {
+		if (trace && (trc = with_trace(trace, &rp)) != LMT_OK && trc != LMT_LOSSY) {
+			report_free(rp);
+			return trc;
+		}
+		rc = from_file(argv[optind], &view, rp, trace);
+		report_free(rp);
+		return rc == LMT_OK ? trc : rc;
+	}
 	if (!pid || optind != argc)
 		return usage("one process: -p PID, or a snapshot FILE");
+	if (trace && trace_of(trace, pid))
+		return LMT_USAGE;
 	if (out) {
 		char bad[256];
 
@@ -225,8 +272,15 @@ int heap_main(int argc, char **argv)
 	close(pidfd);
 	if (hs && rc == LMT_OK && out)
 		rc = save(out, force, hs, sc.n);
+	/* the trace read after the copy: what it has of the instant copied */
+	if (hs && rc == LMT_OK && trace && (trc = with_trace(trace, &rp)) != LMT_OK &&
+	    trc != LMT_LOSSY)
+		rc = trc;
 	if (hs && rc == LMT_OK)
-		rc = report(hs, sc.n, &view, expired);
+		rc = report(hs, sc.n, &view, expired, rp, trace);
+	if (rc == LMT_OK)
+		rc = trc;
+	report_free(rp);
 	for (size_t i = 0; hs && i < sc.n; i++)
 		heap_free(&hs[i]);
 	free(hs);

@@ -137,6 +137,8 @@ struct heap {
 	uint64_t *retained;   /* per object: bytes freed if it were */
 	uint64_t edges;       /* edges of the reachable graph */
 	int dom_over;         /* 1: over LMT_HEAP_EDGES_MAX, no tree */
+	/* Joined with a trace (join.c), or NULL */
+	struct hjoin *join;
 };
 
 enum {
@@ -297,6 +299,20 @@ struct hview {
 	int top; /* rows of each list */
 };
 void heap_view_text(struct heap *h, const struct hview *v, FILE *f);
+
+/* -- Joined with a trace (join.c) ------------------------------------------ */
+
+struct report;
+/* Matches each object's blocks (lj_gc.c's: a table's header, separate
+ * array and hash parts; a thread's lua_State and stack; else one) by
+ * address and size with the blocks live at the end of trace rp (read to
+ * its end), into h->join; after heap_dom. trace names it in the report
+ * (kept, not copied). 0 or -ENOMEM. */
+int heap_join(struct heap *h, struct report *rp, const char *trace);
+void heap_join_free(struct hjoin *j);
+/* The report's part: objects and bytes allocated while traced or before,
+ * the top retainers' retained bytes split so, the sites and stacks. */
+void heap_view_join(const struct heap *h, const struct hview *v, FILE *f);
 
 /* -- Snapshot files (snapfile.c) ---------------------------------------------- */
 
