@@ -128,3 +128,47 @@ exact() {
 	grep -q "^luamemtrace report: warning: .*reporting the [0-9]* events read$" "$T/j.err"
 	grep -q "^joined with the trace $T/cut.bin: " "$T/j.out"
 }
+
+# at_end JIT OUT: heap_join.lua traced as traced() does, with
+# --heap-at-end -o OUT, ended once it has built; no snapshot of our own.
+at_end() {
+	cd "$LUA_DIR"
+	rm -rf "$T/in" "$T/p.bin"* "$T/d"
+	mkfifo "$T/in"
+	luajit heap_join.lua 1000 300 "$1" < "$T/in" > "$T/out" 3>&- &
+	PID=$!
+	exec 8> "$T/in"
+	wait_for "$T/out" ready
+	"$LMT" -p "$PID" --heap-at-end -o "$2" 2> "$T/err" 3>&- &
+	local tpid=$!
+	wait_for "$T/err" "tracing PID $PID"
+	echo go >&8
+	wait_for "$T/out" built
+	kill -INT "$tpid"
+	wait "$tpid"
+	no_lost "$T/err"
+	TARGET_STATE=$(awk '{print $3}' "/proc/$PID/stat")
+}
+
+@test "--heap-at-end -o FILE: FILE.lmh (0600) taken as tracing ends, joined exactly, the target running on" {
+	local jit
+	for jit in off on; do
+		at_end "$jit" "$T/p.bin"
+		cat "$T/err"
+		[ "$TARGET_STATE" = S ]
+		grep -q "^luamemtrace: heap of PID $PID: $T/p.bin.lmh (target stopped [0-9.]* ms)\$" "$T/err"
+		[ "$(stat -c %a "$T/p.bin.lmh")" = 600 ]
+		"$LMT" heap --top 40 --with "$T/p.bin" "$T/p.bin.lmh" > "$T/j.out"
+		ends
+		exact
+	done
+}
+
+@test "--heap-at-end -o DIR/: DIR/COMM.PID.lmh beside the process's streams" {
+	at_end off "$T/d/"
+	ends
+	[ -f "$T/d/luajit.$PID.vm0.bin" ]
+	[ -f "$T/d/luajit.$PID.lmh" ]
+	"$LMT" heap --top 40 --with "$T/d/luajit.$PID.vm0.bin" "$T/d/luajit.$PID.lmh" > "$T/j.out"
+	exact
+}

@@ -64,6 +64,9 @@ static const char usage[] =
 	"      --stack-depth N    frames per stack at most (1-" STR(LMT_STK_MAX) ", default "
 	STR(LMT_STK_DEFAULT) ");\n"
 	"                         implies --stacks\n"
+	"      --heap-at-end      as tracing ends, each process's heap copied into\n"
+	"                         FILE.lmh (-o DIR/: DIR/COMM.PID.lmh), for\n"
+	"                         luamemtrace heap --with FILE\n"
 	"      --variant NAME     use only this layout variant (see --list-variants)\n"
 	"      --list-variants    print the LuaJIT layouts luamemtrace knows\n"
 	"      --check            what this kernel offers, the path each feature\n"
@@ -240,13 +243,14 @@ int main(int argc, char **argv)
 {
 	enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB,
 	       OPT_STRICT, OPT_ALL, OPT_EXE, OPT_JIT, OPT_STACKS, OPT_DEPTH, OPT_NOLOSS,
-	       OPT_DUTY, OPT_AB_WITHOUT, OPT_CHECK };
+	       OPT_DUTY, OPT_AB_WITHOUT, OPT_CHECK, OPT_HEAPEND };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "all", no_argument, NULL, OPT_ALL },
 		{ "exe", required_argument, NULL, OPT_EXE },
 		{ "jit", required_argument, NULL, OPT_JIT },
 		{ "stacks", no_argument, NULL, OPT_STACKS },
+		{ "heap-at-end", no_argument, NULL, OPT_HEAPEND },
 		{ "no-loss", no_argument, NULL, OPT_NOLOSS },
 		{ "duty", required_argument, NULL, OPT_DUTY },
 		{ "stack-depth", required_argument, NULL, OPT_DEPTH },
@@ -315,6 +319,9 @@ int main(int argc, char **argv)
 		case OPT_DUTY:
 			if (parse_num(optarg, 1, 99, &o.duty))
 				return bad_usage("bad --duty '%s' (a percent, 1 to 99)", optarg);
+			break;
+		case OPT_HEAPEND:
+			o.at_end = heap_at_end;
 			break;
 		case OPT_STACKS:
 			if (!o.stacks)

@@ -34,8 +34,7 @@ static int fail(const char *what, int err)
 	return LMT_ERR;
 }
 
-/* Copies the VMs of v while pid is stopped; *pause the stop's ns. */
-static int copy_all(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
+int heap_copy_all(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
 		    const char *variant, struct heap *hs, int *expired)
 {
 	struct hstop s;
@@ -148,8 +147,7 @@ static int from_file(const char *path, const struct hview *view, struct report *
 	return rc;
 }
 
-/* -o FILE: the copies written; 0 or an exit status. */
-static int save(const char *path, int force, struct heap *hs, size_t n)
+int heap_save_path(const char *path, int force, struct heap *hs, size_t n)
 {
 	char err[256];
 	int regular, fd = outfile_create(path, force, 1, &regular, err, sizeof(err)), e;
@@ -267,11 +265,11 @@ int heap_main(int argc, char **argv)
 	if (!(hs = calloc(sc.n, sizeof(*hs))))
 		rc = fail("memory", ENOMEM);
 	else
-		rc = copy_all(pid, pidfd, &m, &sc, variant, hs, &expired);
+		rc = heap_copy_all(pid, pidfd, &m, &sc, variant, hs, &expired);
 	proc_unbind(pid, pidfd);
 	close(pidfd);
 	if (hs && rc == LMT_OK && out)
-		rc = save(out, force, hs, sc.n);
+		rc = heap_save_path(out, force, hs, sc.n);
 	/* the trace read after the copy: what it has of the instant copied */
 	if (hs && rc == LMT_OK && trace && (trc = with_trace(trace, &rp)) != LMT_OK &&
 	    trc != LMT_LOSSY)

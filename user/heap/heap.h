@@ -324,6 +324,24 @@ int heap_load(FILE *f, struct heap **out, size_t *n, char *why, size_t whylen);
 
 /* -- Entry ------------------------------------------------------------------ */
 
+struct tr;
+/* --heap-at-end (topts.at_end): as tracing ends, each traced process's
+ * VMs copied (stopped under the guardian, then continued) into a snapshot
+ * beside its streams: -o FILE: FILE.lmh; -o DIR/: DIR/COMM.PID.lmh. What
+ * fails is said; tracing ends anyway. (atend.c) */
+void heap_at_end(struct tr *t);
+
+struct pmaps;
+struct vmscan;
+/* Copies the VMs of sc into hs[0..sc->n) while pid is stopped under the
+ * guardian, then continues it (*expired: the guardian did first). An exit
+ * status, said on stderr. (heap.c) */
+int heap_copy_all(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
+		  const char *variant, struct heap *hs, int *expired);
+/* Writes the copies to a new file path (streams/outfile.h; force: replace
+ * one): 0 or an exit status, said. (heap.c) */
+int heap_save_path(const char *path, int force, struct heap *hs, size_t n);
+
 /* luamemtrace heap ...: argv[0] is "heap". An exit status (exitcode.h). */
 int heap_main(int argc, char **argv);
 
