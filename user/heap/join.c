@@ -60,6 +60,7 @@ struct hjoin {
 
 struct jblk {
 	uint64_t addr, size;
+	int own; /* the object's own block (its header): where it was born */
 };
 
 /* The blocks lj_gc.c frees for object o (their sizes add up to o->size,
@@ -76,30 +77,30 @@ static unsigned blocks(const struct heap *h, const struct hobj *o, struct jblk *
 		unsigned n = 0;
 
 		b[n++] = (struct jblk){ o->addr,
-					hl->tab_sizeof + ((uint64_t)(uint8_t)colo & 0x7f) * 8 };
+					hl->tab_sizeof + ((uint64_t)(uint8_t)colo & 0x7f) * 8, 1 };
 		if (asize && colo <= 0)
-			b[n++] = (struct jblk){ heap_u64(h, o, hl->tab_array), asize * 8 };
+			b[n++] = (struct jblk){ heap_u64(h, o, hl->tab_array), asize * 8, 0 };
 		if (hmask)
 			b[n++] = (struct jblk){ heap_u64(h, o, v->u.tab_node),
-						(hmask + 1) * v->u.node_size };
+						(hmask + 1) * v->u.node_size, 0 };
 		return n;
 	}
 	if (g == v->lay.tthread) {
 		unsigned n = 0;
 
 		if (!(o->flags & HOBJ_MAIN)) /* else in GG_State */
-			b[n++] = (struct jblk){ o->addr, v->sizeof_L };
+			b[n++] = (struct jblk){ o->addr, v->sizeof_L, 1 };
 		b[n++] = (struct jblk){ heap_u64(h, o, v->lay.L_stack),
-					(uint64_t)heap_u32(h, o, hl->L_stacksize) * 8 };
+					(uint64_t)heap_u32(h, o, hl->L_stacksize) * 8, 0 };
 		return n;
 	}
 	if (g == hl->tcdata && (heap_u8(h, o, v->lay.L_gct - 1) & 0x80)) {
 		/* memcdatav: GCcdataVar's offset (its first field, copied after
 		 * the header) back from the object */
-		b[0] = (struct jblk){ o->addr - heap_u16(h, o, hl->cd_sizeof), o->size };
+		b[0] = (struct jblk){ o->addr - heap_u16(h, o, hl->cd_sizeof), o->size, 1 };
 		return 1;
 	}
-	b[0] = (struct jblk){ o->addr, o->size };
+	b[0] = (struct jblk){ o->addr, o->size, 1 };
 	return 1;
 }
 
@@ -217,8 +218,8 @@ int heap_join(struct heap *h, struct report *rp, const char *trace)
 			}
 			j->matched++;
 			j->kself[i] += b[k].size;
-			own |= k == 0 && b[k].addr == o->addr;
-			if (reached && count(j, &rb, o->gct, k == 0))
+			own |= b[k].own;
+			if (reached && count(j, &rb, o->gct, b[k].own))
 				return -ENOMEM;
 			if (rb.stack)
 				j->stacks = 1;
