@@ -13,24 +13,10 @@
 #include "report/report.h"
 
 #include "check.h"
+#include "heap_forge.h"
 
 static const struct lj_variant *V;
 static struct heap H;
-
-static uint64_t tv(uint64_t addr, unsigned gct)
-{
-	return ((uint64_t)~(uint64_t)gct << 47) | addr;
-}
-
-static void put64(uint8_t *b, unsigned off, uint64_t v)
-{
-	memcpy(b + off, &v, 8);
-}
-
-static void put32(uint8_t *b, unsigned off, uint32_t v)
-{
-	memcpy(b + off, &v, 4);
-}
 
 /* A table at a, array slots arr[0..asize) (at array if not colocated),
  * nn empty hash nodes at node. */
