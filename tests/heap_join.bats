@@ -172,3 +172,13 @@ at_end() {
 	"$LMT" heap --top 40 --with "$T/d/luajit.$PID.vm0.bin" "$T/d/luajit.$PID.lmh" > "$T/j.out"
 	exact
 }
+
+@test "--heap-at-end -- COMMAND that has exited: said, no snapshot, its status" {
+	cd "$LUA_DIR"
+	run "$LMT" -q --heap-at-end -o "$T/c.bin" -- luajit -e 'local t = {} for i = 1, 100 do t[i] = {} end'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"luamemtrace: --heap-at-end: PID "*" ended before tracing did: no heap"* ]]
+	[ -f "$T/c.bin" ]
+	[ ! -e "$T/c.bin.lmh" ]
+}

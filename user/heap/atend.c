@@ -4,6 +4,7 @@
  * (join.c). The trace goes on for the milliseconds until its probes go:
  * what the target does after its copy is in the trace too (docs/heap.md). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,12 @@ static int snap_one(struct tr *t, struct tproc *p, const char *path)
 	int err, rc, expired = 0;
 
 	if ((err = pmaps_load(p->pid, &m))) {
-		err1("--heap-at-end: PID %d: reading its maps: %s", (int)p->pid, strerror(-err));
+		if (err == -ESRCH || err == -ENOENT)
+			err1("--heap-at-end: PID %d ended before tracing did: no heap",
+			     (int)p->pid);
+		else
+			err1("--heap-at-end: PID %d: reading its maps: %s", (int)p->pid,
+			     strerror(-err));
 		return LMT_ERR;
 	}
 	if ((err = vm_scan(p->pid, &m, t->o->variant, &sc)) || !sc.n) {
@@ -77,8 +83,14 @@ void heap_at_end(struct tr *t)
 	for (struct tproc *p = t->procs; p; p = p->next) {
 		char path[PATH_MAX];
 
-		if (!p->attached || p->ended || p->ignored)
+		if (!p->attached || p->ignored)
 			continue;
+		if (p->ended) {
+			if (!t->o->quiet)
+				err1("--heap-at-end: PID %d ended before tracing did: no heap",
+				     (int)p->pid);
+			continue;
+		}
 		if (!t->o->out || outfile_is_device(t->o->out) ||
 		    snap_path(t, p, path, sizeof(path))) {
 			err1("--heap-at-end: PID %d: no file beside its stream for its heap",
