@@ -86,9 +86,8 @@ void heap_at_end(struct tr *t)
 		if (!p->attached || p->ignored)
 			continue;
 		if (p->ended) {
-			if (!t->o->quiet)
-				err1("--heap-at-end: PID %d ended before tracing did: no heap",
-				     (int)p->pid);
+			err1("--heap-at-end: PID %d ended before tracing did: no heap",
+			     (int)p->pid);
 			continue;
 		}
 		if (!t->o->out || outfile_is_device(t->o->out) ||
