@@ -97,9 +97,10 @@ $(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) $(FG_OBJ) user/probe
 
 # The heap copy's model and analysis, fed forged objects (no target).
 HEAP_MODEL := user/heap/model.c user/heap/sizes.c user/heap/edges.c user/heap/mark.c \
-	user/heap/dom.c user/heap/paths.c user/heap/snapfile.c user/heap/view_text.c user/util/u64set.c
-$(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap: UNIT_EXTRA := $(HEAP_MODEL)
-$(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap: $(HEAP_MODEL)
+	user/heap/dom.c user/heap/paths.c user/heap/snapfile.c user/heap/view_text.c user/heap/join.c \
+	user/util/u64set.c
+$(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap $(OUT)/unit/test_heap_join: UNIT_EXTRA := $(HEAP_MODEL)
+$(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap $(OUT)/unit/test_heap_join: $(HEAP_MODEL) tests/unit/heap_forge.h
 
 # The readers of a target's memory, fed forged structures: the test reads
 # its own memory (it defines proc_read).

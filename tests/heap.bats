@@ -9,7 +9,7 @@ setup() {
 	T="$BATS_TEST_TMPDIR"
 }
 
-# snap JITFLAG N M U K C Y G: runs heap_known.lua with those counts,
+# snap JITFLAG N M U K C Y G [P]: runs heap_known.lua with those counts,
 # snapshots it into $T/heap.out (status in HEAP_RC), lets it end;
 # its output in $T/target.out.
 snap() {
@@ -17,7 +17,8 @@ snap() {
 	shift
 	rm -f "$T/in"
 	mkfifo "$T/in"
-	luajit "$jit" "$LUA_DIR/heap_known.lua" "$@" < "$T/in" > "$T/target.out" 3>&- &
+	LUA_CPATH="$BATS_TEST_DIRNAME/../build/?.so" \
+		luajit "$jit" "$LUA_DIR/heap_known.lua" "$@" < "$T/in" > "$T/target.out" 3>&- &
 	TARGET=$!
 	exec 5> "$T/in"
 	wait_for "$T/target.out" ready
@@ -64,17 +65,58 @@ delta() { # delta TYPE COL: full minus base
 	echo $(( ${b:-0} - ${a:-0} ))
 }
 
-@test "heap, JIT off: reachable tables, functions, threads and userdata are the in-VM oracle's" {
-	snap -joff 100 50 3 4 2 5 7
-	cat "$T/heap.out"
-	[ "$HEAP_RC" -eq 0 ]
-	[ "$TARGET_STATE" = S ]
-	grep -q '^done$' "$T/target.out"
-	[ "$(col table 4)" = "$(oracle table)" ]
-	[ "$(col function 4)" = "$(oracle function)" ]
-	[ "$(col thread 4)" = "$(oracle thread)" ]
-	[ "$(col userdata 4)" = "$(oracle userdata)" ]
-	[ "$(oracle thread)" = 3 ]  # the main thread and C=2 coroutines
+# The in-VM oracle (heap_known.lua's oracle()) walks from Lua what
+# lj_gc.c marks: the registry (luaL_ref slots too), the globals, the main
+# thread's frames, the strings' metatable, every table's metatable and
+# entries (__mode honoured), functions' env and upvalues (open ones too),
+# coroutines' frames and locals, userdata's metatable and env, and the
+# traces' GC constants (jit.util.tracek). It cannot see, so counts no
+# strings (prototypes' constants, gcroot's metamethod names), prototypes,
+# upvalue objects, traces, cdata; nor a table only a prototype holds (a
+# constructor's template: heap_known.lua has none) or only C holds.
+@test "heap: reachable tables, functions, threads and userdata are the in-VM oracle's, JIT off and on, more shapes" {
+	[ -f "$BATS_TEST_DIRNAME/../build/lmtmod.so" ] # make build/lmtmod.so (make test does)
+	local jit p
+	for jit in -joff -jon; do
+		for p in "" 4; do
+			snap "$jit" 100 50 3 4 2 5 7 $p
+			cat "$T/heap.out"
+			[ "$HEAP_RC" -eq 0 ]
+			[ "$TARGET_STATE" = S ]
+			grep -q '^done$' "$T/target.out"
+			[ "$(col table 4)" = "$(oracle table)" ]
+			[ "$(col function 4)" = "$(oracle function)" ]
+			[ "$(col thread 4)" = "$(oracle thread)" ]
+			[ "$(col userdata 4)" = "$(oracle userdata)" ]
+			# the main thread, C=2 coroutines, P more
+			[ "$(oracle thread)" = $((3 + ${p:-0})) ]
+		done
+	done
+}
+
+# The more shapes (P=4) against none, JIT off and on: reachable tables
+# 5P + 13 (P udata envs, their shared metatable and one table in it, UDS;
+# WEAKV, its metatable, STRONG and its P tables; OPEN, P pairs, P
+# coroutine locals; VIAMT, its metatable, the __index table and a table in
+# it; REFS and P tables held by luaL_ref; the lmtmod module), functions
+# 2P + 2 (coroutine bodies, closures with an open upvalue, lmtmod.make and
+# .ref), threads P, userdata P + 1 (the C module's handle); garbage tables
+# P (only WEAKV's values) + 16 (the oracle's debug.getinfo results: 2 per
+# frame, 2 frames of each of P coroutines).
+@test "heap: the more shapes' exact counts (udata with env and metatable, weak values, open upvalues, __index, luaL_ref), JIT off and on" {
+	[ -f "$BATS_TEST_DIRNAME/../build/lmtmod.so" ]
+	local jit
+	for jit in -joff -jon; do
+		snap "$jit" 100 50 3 4 2 5 7
+		record base
+		snap "$jit" 100 50 3 4 2 5 7 4
+		record full
+		[ "$(delta table 4)" = 33 ]
+		[ "$(delta function 4)" = 10 ]
+		[ "$(delta thread 4)" = 4 ]
+		[ "$(delta userdata 4)" = 5 ]
+		[ "$(delta table 6)" = 20 ]
+	done
 }
 
 @test "heap: every byte of gc.total accounted for (remainder 0), JIT off and on" {

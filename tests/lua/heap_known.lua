@@ -1,5 +1,5 @@
--- A heap of known shape for tests/heap.bats. Arguments: N M U K C Y G
--- (counts; all 0 is the baseline). GC stopped first: nothing is swept, so
+-- A heap of known shape for tests/heap.bats. Arguments: N M U K C Y G [P]
+-- (counts; all 0 is the baseline; P: more()'s). GC stopped first: nothing is swept, so
 -- garbage stays, counted apart. Prints the in-VM oracle's reachable
 -- counts (a Lua walker over the GC's roots), then "ready", then waits for
 -- a line on stdin while it is snapshotted. No table constructor has
@@ -7,8 +7,8 @@
 -- constant, that the GC reaches and Lua cannot see.
 collectgarbage("collect")
 collectgarbage("stop")
-local N, M, U, K, C, Y, G = tonumber(arg[1]), tonumber(arg[2]), tonumber(arg[3]),
-  tonumber(arg[4]), tonumber(arg[5]), tonumber(arg[6]), tonumber(arg[7])
+local N, M, U, K, C, Y, G, P = tonumber(arg[1]), tonumber(arg[2]), tonumber(arg[3]),
+  tonumber(arg[4]), tonumber(arg[5]), tonumber(arg[6]), tonumber(arg[7]), tonumber(arg[8])
 
 local function build()
   -- N tables under package.loaded.x.cache["uI"]
@@ -60,6 +60,54 @@ local function build()
   for i = 1, G do local t = {} end
 end
 
+-- P of each more shape: userdata (newproxy) sharing a metatable, each
+-- with an env table of its own; a weak-valued table holding P tables
+-- only it holds (garbage) and P also held strongly; P coroutines, each
+-- suspended with a closure over its local table (an open upvalue); a
+-- table reached only through a metatable's __index; P tables held by the
+-- registry through luaL_ref (lmtmod.ref, if LUA_CPATH finds lmtmod.so).
+local function more()
+  UDS = {}
+  for i = 1, P do
+    local u = newproxy(UDS[1] or true)
+    debug.setfenv(u, {})
+    UDS[i] = u
+  end
+  if P > 0 then getmetatable(UDS[1]).hidden = {} end
+  local vmt = {}
+  vmt.__mode = "v"
+  WEAKV = setmetatable({}, vmt)
+  STRONG = {}
+  for i = 1, P do
+    WEAKV[i] = {}
+    local t = {}
+    STRONG[i] = t
+    WEAKV[P + i] = t
+  end
+  OPEN = {}
+  for i = 1, P do
+    local co = coroutine.create(function()
+      local mine = {}
+      local function see() return mine end
+      coroutine.yield(see)
+    end)
+    local _, see = coroutine.resume(co)
+    OPEN[i] = { co, see }
+  end
+  local base = {}
+  base.deep = {}
+  local imt = {}
+  imt.__index = base
+  VIAMT = setmetatable({}, imt)
+  local ok, mod = pcall(require, "lmtmod")
+  if ok then
+    REFS = {}
+    for i = 1, P do REFS[i] = mod.ref({}) end
+  end
+end
+
+local util = require("jit.util") -- the oracle reads the traces' constants
+
 -- The oracle: tables, functions, threads and userdata reachable from the
 -- registry, the main thread (its env, and the stack frames above this
 -- one), the base metatable of strings, honouring __mode. Light userdata
@@ -79,6 +127,14 @@ local function oracle()
   push(debug.getregistry())
   push(debug.getfenv(print) and _G)
   push(debug.getmetatable(""))
+  -- what compiled traces hold (lj_gc.c's gc_traverse_trace): their GC
+  -- constants; every trace here is of a prototype still reachable
+  for tr = 1, 65535 do
+    local info = util.traceinfo(tr)
+    if info then
+      for idx = -1, -info.nk, -1 do push((util.tracek(tr, idx))) end
+    end
+  end
   -- the main thread's frames below this one (levels 2 and up)
   local level = 2
   while debug.getinfo(level, "f") do
@@ -142,6 +198,7 @@ end
 -- its visited set (strong keys: every object), alive as a constant.
 jit.off(oracle, true)
 build()
+if P then more() end
 local tables, functions, threads, userdata = oracle()
 io.stdout:write(string.format("oracle table %d function %d thread %d userdata %d\n",
   tables, functions, threads, userdata))

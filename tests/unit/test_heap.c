@@ -9,6 +9,7 @@
 #include "heap/heap.h"
 
 #include "check.h"
+#include "heap_forge.h"
 
 /* hstop_now is stop.c's (not linked: no target here). */
 uint64_t hstop_now(void)
@@ -18,21 +19,6 @@ uint64_t hstop_now(void)
 
 static const struct lj_variant *V;
 static struct heap H;
-
-static uint64_t tv(uint64_t addr, unsigned gct)
-{
-	return ((uint64_t)~(uint64_t)gct << 47) | addr;
-}
-
-static void put64(uint8_t *b, unsigned off, uint64_t v)
-{
-	memcpy(b + off, &v, 8);
-}
-
-static void put32(uint8_t *b, unsigned off, uint32_t v)
-{
-	memcpy(b + off, &v, 4);
-}
 
 /* A table at a: array slots arr[0..asize), then nodes (key, value) pairs
  * (nn of them: hmask nn - 1), its metatable mt. */

@@ -64,6 +64,9 @@ static const char usage[] =
 	"      --stack-depth N    frames per stack at most (1-" STR(LMT_STK_MAX) ", default "
 	STR(LMT_STK_DEFAULT) ");\n"
 	"                         implies --stacks\n"
+	"      --heap-at-end      as tracing ends, each process's heap copied into\n"
+	"                         FILE.lmh (-o DIR/: DIR/COMM.PID.lmh), for\n"
+	"                         luamemtrace heap --with FILE\n"
 	"      --variant NAME     use only this layout variant (see --list-variants)\n"
 	"      --list-variants    print the LuaJIT layouts luamemtrace knows\n"
 	"      --check            what this kernel offers, the path each feature\n"
@@ -240,7 +243,7 @@ static int ab_parts(const char *arg, struct topts *o)
 
 enum { OPT_VARIANT = 256, OPT_LIST, OPT_PROBES, OPT_FLOOR, OPT_AB,
        OPT_STRICT, OPT_ALL, OPT_EXE, OPT_JIT, OPT_STACKS, OPT_DEPTH, OPT_NOLOSS,
-       OPT_DUTY, OPT_AB_WITHOUT, OPT_CHECK };
+       OPT_DUTY, OPT_AB_WITHOUT, OPT_CHECK, OPT_HEAPEND };
 
 static const struct option opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -248,6 +251,7 @@ static const struct option opts[] = {
 	{ "exe", required_argument, NULL, OPT_EXE },
 	{ "jit", required_argument, NULL, OPT_JIT },
 	{ "stacks", no_argument, NULL, OPT_STACKS },
+	{ "heap-at-end", no_argument, NULL, OPT_HEAPEND },
 	{ "no-loss", no_argument, NULL, OPT_NOLOSS },
 	{ "duty", required_argument, NULL, OPT_DUTY },
 	{ "stack-depth", required_argument, NULL, OPT_DEPTH },
@@ -343,6 +347,9 @@ static int take_opt(int c, const char *arg, struct topts *o)
 		break;
 	case OPT_NOLOSS:
 		o->no_loss = 1;
+		break;
+	case OPT_HEAPEND:
+		o->at_end = heap_at_end;
 		break;
 	case OPT_DUTY:
 		if (parse_num(arg, 1, 99, &o->duty))

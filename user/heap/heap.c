@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include "format/exitcode.h"
+#include "format/info.h"
+#include "report/report.h"
 #include "util/clock.h"
+#include "util/esc.h"
 #include "heap/heap.h"
 #include "streams/outfile.h"
 #include "target/proc.h"
@@ -21,7 +24,8 @@ static int usage(const char *msg)
 	fprintf(stderr, "luamemtrace heap: %s\n"
 			"usage: luamemtrace heap -p PID [-o FILE [-f]] [--stopped] [--variant NAME] [--top N]\n"
 			"       luamemtrace heap --all [--exe NAME]... [-o DIR [-f]] [--stopped] [--top N]\n"
-			"       luamemtrace heap [--top N] FILE\n", msg);
+			"                        [--with TRACE]\n"
+			"       luamemtrace heap [--top N] [--with TRACE] FILE\n", msg);
 	return LMT_USAGE;
 }
 
@@ -38,8 +42,34 @@ static int fail(const char *what, int err)
 	return LMT_ERR;
 }
 
-/* Analyses and reports each copy: an exit status. */
-static int report(struct heap *hs, size_t n, const struct hview *view, int expired)
+/* --with TRACE of process pid: 0, or -1 if its sidecar names another
+ * (said). Checked before the target is stopped. */
+static int trace_of(const char *path, pid_t pid)
+{
+	struct info in;
+	char ep[ESC_MAX(1024)];
+
+	if (info_load(path, &in) > 0 && in.pid && in.pid != pid) {
+		fprintf(stderr, "luamemtrace heap: %s is a trace of process %d, not %d\n",
+			esc_cstr(ep, sizeof(ep), path), in.pid, (int)pid);
+		return -1;
+	}
+	return 0;
+}
+
+/* --with TRACE: the trace read to its end (report.h: report_read) into
+ * *rp. An exit status (LMT_LOSSY: the trace is incomplete, said). */
+static int with_trace(const char *path, struct report **rp)
+{
+	if (!(*rp = report_new()))
+		return fail("memory", ENOMEM);
+	return report_read(*rp, path);
+}
+
+/* Analyses and reports each copy (joined with the trace rp if not NULL):
+ * an exit status. */
+static int report(struct heap *hs, size_t n, const struct hview *view, int expired,
+		  struct report *rp, const char *trace)
 {
 	int rc = LMT_OK;
 
@@ -49,7 +79,8 @@ static int report(struct heap *hs, size_t n, const struct hview *view, int expir
 	for (size_t i = 0; i < n; i++) {
 		if (!hs[i].var)
 			continue;
-		if (heap_mark(&hs[i]) || heap_dom(&hs[i]) == -ENOMEM)
+		if (heap_mark(&hs[i]) || heap_dom(&hs[i]) == -ENOMEM ||
+		    (rp && heap_join(&hs[i], rp, trace)))
 			return fail("analysing the copy", ENOMEM);
 		if (i)
 			printf("\n");
@@ -61,7 +92,8 @@ static int report(struct heap *hs, size_t n, const struct hview *view, int expir
 }
 
 /* luamemtrace heap FILE */
-static int from_file(const char *path, const struct hview *view)
+static int from_file(const char *path, const struct hview *view, struct report *rp,
+		     const char *trace)
 {
 	char why[256];
 	struct heap *hs;
@@ -77,15 +109,14 @@ static int from_file(const char *path, const struct hview *view)
 		return LMT_ERR;
 	}
 	fclose(f);
-	rc = report(hs, n, view, 0);
+	rc = report(hs, n, view, 0, rp, trace);
 	for (size_t i = 0; i < n; i++)
 		heap_free(&hs[i]);
 	free(hs);
 	return rc;
 }
 
-/* -o FILE: the copies written; 0 or an exit status. */
-static int save(const char *path, int force, struct heap *hs, size_t n)
+int heap_save_path(const char *path, int force, struct heap *hs, size_t n)
 {
 	char err[256];
 	int regular, fd = outfile_create(path, force, 1, &regular, err, sizeof(err)), e;
@@ -110,10 +141,13 @@ int heap_snap(pid_t pid, const struct hopts *o, const char *out, const char *tit
 	struct hcapture cap = { 0 };
 	struct vmscan sc;
 	struct pmaps m;
+	struct report *rp = NULL;
 	struct heap *hs;
-	int pidfd, err, rc;
+	int pidfd, err, rc, trc = LMT_OK;
 
 	saying = title ? pid : 0;
+	if (o->trace && trace_of(o->trace, pid))
+		return LMT_USAGE;
 	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
 		return fail("no such process", errno);
 	if ((err = proc_bind(pid, pidfd)) || (err = pmaps_load(pid, &m))) {
@@ -138,12 +172,19 @@ int heap_snap(pid_t pid, const struct hopts *o, const char *out, const char *tit
 	proc_unbind(pid, pidfd);
 	close(pidfd);
 	if (hs && rc == LMT_OK && out)
-		rc = save(out, o->force, hs, sc.n);
+		rc = heap_save_path(out, o->force, hs, sc.n);
+	/* the trace read after the copy: what it has of the instant copied */
+	if (hs && rc == LMT_OK && o->trace && (trc = with_trace(o->trace, &rp)) != LMT_OK &&
+	    trc != LMT_LOSSY)
+		rc = trc;
 	if (hs && rc == LMT_OK) {
 		if (title)
 			printf("%s\n", title);
-		rc = report(hs, sc.n, &o->view, cap.expired);
+		rc = report(hs, sc.n, &o->view, cap.expired, rp, o->trace);
 	}
+	if (rc == LMT_OK)
+		rc = trc;
+	report_free(rp);
 	for (size_t i = 0; hs && i < sc.n; i++)
 		heap_free(&hs[i]);
 	free(hs);
@@ -163,6 +204,7 @@ int heap_main(int argc, char **argv)
 		{ "stopped", no_argument, NULL, 'S' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "exe", required_argument, NULL, 'e' },
+		{ "with", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct hopts o = { .view = { .top = 10 } };
@@ -213,6 +255,9 @@ int heap_main(int argc, char **argv)
 				o.exes[o.nexes++] = t;
 			}
 			break;
+		case 'w':
+			o.trace = optarg;
+			break;
 		default:
 			return usage("unknown option");
 		}
@@ -220,12 +265,22 @@ int heap_main(int argc, char **argv)
 	if (o.nexes && !o.all)
 		return usage("--exe narrows --all");
 	if (o.all) {
-		if (pid || optind != argc)
-			return usage("--all takes no -p and no FILE");
+		if (pid || optind != argc || o.trace)
+			return usage("--all takes no -p, no FILE and no --with");
 		return heap_all(&o, out);
 	}
-	if (!pid && optind == argc - 1 && !out)
-		return from_file(argv[optind], &o.view);
+	if (!pid && optind == argc - 1 && !out) {
+		struct report *rp = NULL;
+		int rc, trc = LMT_OK;
+
+		if (o.trace && (trc = with_trace(o.trace, &rp)) != LMT_OK && trc != LMT_LOSSY) {
+			report_free(rp);
+			return trc;
+		}
+		rc = from_file(argv[optind], &o.view, rp, o.trace);
+		report_free(rp);
+		return rc == LMT_OK ? trc : rc;
+	}
 	if (!pid || optind != argc)
 		return usage("one process: -p PID, or a snapshot FILE");
 	if (out) {

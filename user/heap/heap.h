@@ -153,6 +153,8 @@ struct heap {
 	uint64_t *retained;   /* per object: bytes freed if it were */
 	uint64_t edges;       /* edges of the reachable graph */
 	int dom_over;         /* 1: over LMT_HEAP_EDGES_MAX, no tree */
+	/* Joined with a trace (join.c), or NULL */
+	struct hjoin *join;
 };
 
 enum {
@@ -398,6 +400,20 @@ struct hview {
 };
 void heap_view_text(struct heap *h, const struct hview *v, FILE *f);
 
+/* -- Joined with a trace (join.c) ------------------------------------------ */
+
+struct report;
+/* Matches each object's blocks (lj_gc.c's: a table's header, separate
+ * array and hash parts; a thread's lua_State and stack; else one) by
+ * address and size with the blocks live at the end of trace rp (read to
+ * its end), into h->join; after heap_dom. trace names it in the report
+ * (kept, not copied). 0 or -ENOMEM. */
+int heap_join(struct heap *h, struct report *rp, const char *trace);
+void heap_join_free(struct hjoin *j);
+/* The report's part: objects and bytes allocated while traced or before,
+ * the top retainers' retained bytes split so, the sites and stacks. */
+void heap_view_join(const struct heap *h, const struct hview *v, FILE *f);
+
 /* -- Snapshot files (snapfile.c) ---------------------------------------------- */
 
 /* Writes the copies hs[0..n) (those with a variant) to f: 0 or -errno. */
@@ -420,6 +436,7 @@ struct hopts {
 	int force, stopped, all;
 	const char *exes[HEAP_EXES_MAX];
 	unsigned nexes;
+	const char *trace; /* --with TRACE, or NULL */
 };
 
 /* One process: its VMs found, copied (heap_capture), written to out if
@@ -430,6 +447,16 @@ int heap_snap(pid_t pid, const struct hopts *o, const char *out, const char *tit
  * scan), one at a time, each to DIR/PID.lmh with -o DIR. LMT_OK, LMT_LOSSY
  * (a copy incomplete), or LMT_ERR if one failed (each said, counted). */
 int heap_all(const struct hopts *o, const char *dir);
+
+struct tr;
+/* --heap-at-end (topts.at_end): as tracing ends, each traced process's
+ * VMs copied (heap_capture, under the guardian, then continued) into a
+ * snapshot beside its streams: -o FILE: FILE.lmh; -o DIR/: DIR/COMM.PID.lmh.
+ * What fails is said; tracing ends anyway. (atend.c) */
+void heap_at_end(struct tr *t);
+/* Writes the copies to a new file path (streams/outfile.h; force: replace
+ * one): 0 or an exit status, said. (heap.c) */
+int heap_save_path(const char *path, int force, struct heap *hs, size_t n);
 
 /* luamemtrace heap ...: argv[0] is "heap". An exit status (exitcode.h). */
 int heap_main(int argc, char **argv);

@@ -225,4 +225,6 @@ void heap_view_text(struct heap *h, const struct hview *v, FILE *f)
 	tops(h, v, f);
 	groups(h, v, 0, f);
 	groups(h, v, 1, f);
+	if (h->join)
+		heap_view_join(h, v, f);
 }

@@ -315,6 +315,11 @@ out:
 	return status;
 }
 
+int report_read(struct report *rp, const char *path)
+{
+	return read_stream(path, 0, 0, rp);
+}
+
 /* The streams FILE... name: each file, and in a directory its streams
  * (*.bin, in name order: COMM.PID.vmN.bin). 0, or -1 having said why. */
 static int cmp_str(const void *a, const void *b)

@@ -379,3 +379,32 @@ void pipe_stop(struct report *rp)
 	free(hp);
 	rp->pipe = NULL;
 }
+
+/* -- Blocks live at the end (report.h: report_block_at) ------------------ */
+
+int report_block_at(struct report *rp, uint64_t addr, struct report_block *b)
+{
+	const struct block *s;
+
+	report_sync(rp);
+	if (!(s = blk_find(rp, addr)))
+		return 0;
+	*b = (struct report_block){ .addr = s->addr, .size = s->size, .site_id = s->name,
+				    .stack_id = NONE, .site = "?", .site_len = 1 };
+	if (s->name != NONE) {
+		b->site = str_ptr(&rp->sp, s->name);
+		b->site_len = rp->sp.s[s->name].len;
+	}
+	if (rp->has_stacks && s->key != NONE) {
+		b->stack_id = s->key;
+		b->stack = str_ptr(&rp->sp, s->key);
+		b->stack_len = rp->sp.s[s->key].len;
+	}
+	return 1;
+}
+
+uint64_t report_nblocks(struct report *rp)
+{
+	report_sync(rp);
+	return rp->nblk;
+}

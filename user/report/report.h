@@ -97,6 +97,24 @@ struct report_site {
 };
 struct report_site *report_sites(struct report *rp, int stacks, size_t *n);
 int report_temporal(struct report *rp, uint32_t nb, uint64_t n, uint32_t peak);
+/* A block live at the end of the stream (luamemtrace heap --with): its
+ * address and size, the location that allocated it (or reallocated it
+ * last) and, with stacks, its folded stack (NULL otherwise). site_id and
+ * stack_id are stable while rp gets no new record; the names too. */
+struct report_block {
+	uint64_t addr, size;
+	uint32_t site_id, stack_id;
+	const char *site, *stack;
+	size_t site_len, stack_len;
+};
+/* The block live at addr (after the stream): 1 with *b, or 0. */
+int report_block_at(struct report *rp, uint64_t addr, struct report_block *b);
+/* Blocks live at the end of the stream. */
+uint64_t report_nblocks(struct report *rp);
+/* Reads stream path and, if there, its FILE.stacks into rp, saying on
+ * stderr what made it incomplete: LMT_OK, LMT_LOSSY (truncated, or its
+ * sidecar says so), or LMT_ERR (said). */
+int report_read(struct report *rp, const char *path);
 void report_free(struct report *rp);
 
 /* `luamemtrace report ...`; argv[0] is "report". Exit status:

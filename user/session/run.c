@@ -457,6 +457,8 @@ static int finish(struct tr *t)
 
 	forward_signal(t);
 	duty_end(t);
+	if (t->o->at_end)
+		t->o->at_end(t); /* still traced: the trace goes up to the copy */
 	__atomic_store_n(&t->skel->bss->stop, 1, __ATOMIC_SEQ_CST);
 	t->stopping = 1; /* a new VM's record still queued: not attached */
 	for (struct tproc *p = t->procs; p; p = p->next)

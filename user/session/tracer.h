@@ -58,6 +58,9 @@ struct topts {
 	/* luamemtrace top: called every turn of the tracer's loop, once
 	 * attached (its live view; it may set stop_req) */
 	void (*live)(struct tr *t);
+	/* --heap-at-end: called as tracing ends, its probes still there
+	 * (heap/atend.c: each process's heap copied beside its streams) */
+	void (*at_end)(struct tr *t);
 };
 
 int trace_run(const struct topts *o);
