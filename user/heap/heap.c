@@ -20,7 +20,10 @@ static int usage(const char *msg)
 {
 	fprintf(stderr, "luamemtrace heap: %s\n"
 			"usage: luamemtrace heap -p PID [-o FILE [-f]] [--variant NAME] [--top N]\n"
-			"       luamemtrace heap [--top N] FILE\n", msg);
+			"       luamemtrace heap [--top N] FILE|DIR...\n"
+			"       luamemtrace heap --flamegraph FILE|DIR... > heap.html\n"
+			"       luamemtrace heap [--top N] --diff A B\n"
+			"       luamemtrace heap --chrome FILE > heap.heapsnapshot\n", msg);
 	return LMT_USAGE;
 }
 
@@ -66,6 +69,7 @@ static int copy_all(pid_t pid, int pidfd, const struct pmaps *m, const struct vm
 	for (size_t i = 0; i < sc->n; i++) {
 		hs[i].pause_ns = ns;
 		hs[i].stopped_before = s.was_stopped;
+		hs[i].pid = (uint32_t)pid;
 	}
 	return err ? fail("copying the heap", -err) : 0;
 }
@@ -89,30 +93,6 @@ static int report(struct heap *hs, size_t n, const struct hview *view, int expir
 		if (memcmp(&hs[i].c, &(struct hcounts){ 0 }, sizeof(hs[i].c)))
 			rc = LMT_LOSSY; /* said under "incomplete:" */
 	}
-	return rc;
-}
-
-/* luamemtrace heap FILE */
-static int from_file(const char *path, const struct hview *view)
-{
-	char why[256];
-	struct heap *hs;
-	size_t n;
-	int rc;
-	FILE *f = fopen(path, "rbe");
-
-	if (!f)
-		return fail(path, errno);
-	if (heap_load(f, &hs, &n, why, sizeof(why))) {
-		fclose(f);
-		fprintf(stderr, "luamemtrace heap: %s: %s\n", path, why);
-		return LMT_ERR;
-	}
-	fclose(f);
-	rc = report(hs, n, view, 0);
-	for (size_t i = 0; i < n; i++)
-		heap_free(&hs[i]);
-	free(hs);
 	return rc;
 }
 
@@ -145,6 +125,9 @@ int heap_main(int argc, char **argv)
 		{ "top", required_argument, NULL, 't' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "flamegraph", no_argument, NULL, 'F' },
+		{ "diff", no_argument, NULL, 'D' },
+		{ "chrome", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *out = NULL;
@@ -155,7 +138,7 @@ int heap_main(int argc, char **argv)
 	struct pmaps m;
 	struct heap *hs;
 	pid_t pid = 0;
-	int c, pidfd, err, rc = LMT_OK, expired = 0;
+	int c, pidfd, err, rc = LMT_OK, expired = 0, mode = HEAP_TEXT;
 	char *end;
 
 	optind = 1;
@@ -187,12 +170,21 @@ int heap_main(int argc, char **argv)
 		case 'f':
 			force = 1;
 			break;
+		case 'F':
+		case 'D':
+		case 'C':
+			if (mode != HEAP_TEXT)
+				return usage("one of --flamegraph, --diff, --chrome");
+			mode = c == 'F' ? HEAP_FLAME : c == 'D' ? HEAP_DIFF : HEAP_CHROME;
+			break;
 		default:
 			return usage("unknown option");
 		}
 	}
-	if (!pid && optind == argc - 1 && !out)
-		return from_file(argv[optind], &view);
+	if (!pid && optind < argc && !out)
+		return heap_files_main(mode, argv + optind, argc - optind, &view);
+	if (mode != HEAP_TEXT)
+		return usage("--flamegraph, --diff and --chrome read snapshot files (-o FILE)");
 	if (!pid || optind != argc)
 		return usage("one process: -p PID, or a snapshot FILE");
 	if (out) {
