@@ -109,8 +109,8 @@ $(HEAP_DEVTOOLS): tests/heap/devtools/package.json tests/heap/devtools/package-l
 HEAP_MODEL := user/heap/model.c user/heap/sizes.c user/heap/edges.c user/heap/mark.c \
 	user/heap/dom.c user/heap/paths.c user/heap/snapfile.c user/heap/view_text.c user/util/u64set.c \
 	user/heap/groups.c user/heap/suspects.c user/heap/view_diff.c
-$(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap: UNIT_EXTRA := $(HEAP_MODEL)
-$(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap: $(HEAP_MODEL)
+$(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap $(OUT)/unit/test_heap_views: UNIT_EXTRA := $(HEAP_MODEL)
+$(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap $(OUT)/unit/test_heap_views: $(HEAP_MODEL)
 
 # The readers of a target's memory, fed forged structures: the test reads
 # its own memory (it defines proc_read).
