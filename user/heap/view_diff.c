@@ -346,8 +346,11 @@ int heap_view_diff(struct heap *a, size_t na, struct heap *b, size_t nb, const s
 			return LMT_ERR;
 		still_live(&a[i], &b[j], f);
 		if (memcmp(&a[i].c, &(struct hcounts){ 0 }, sizeof(a[i].c)) ||
-		    memcmp(&b[j].c, &(struct hcounts){ 0 }, sizeof(b[j].c)))
+		    memcmp(&b[j].c, &(struct hcounts){ 0 }, sizeof(b[j].c))) {
+			fprintf(f, "\nincomplete: a copy skipped objects or parts (each file's "
+				   "report says which)\n");
 			rc = LMT_LOSSY;
+		}
 	}
 	for (size_t i = 0; i < na; i++) {
 		size_t j;
