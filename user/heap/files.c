@@ -181,9 +181,11 @@ static int text(struct snap *s, size_t n, const struct hview *v)
 
 	if (!t)
 		return LMT_ERR;
-	for (size_t k = 0; k < n && rc != LMT_ERR; k++) {
-		if ((rc = load(&s[k]) == LMT_OK ? rc : LMT_ERR) == LMT_ERR)
+	for (size_t k = 0; k < n; k++) {
+		if (load(&s[k]) != LMT_OK) {
+			rc = LMT_ERR;
 			break;
+		}
 		if (n > 1)
 			printf("%s== process %u (%s)\n\n", k ? "\n" : "", s[k].pid,
 			       esc_cstr(e, sizeof(e), s[k].path));
