@@ -95,12 +95,24 @@ $(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) $(FG_OBJ) user/probe
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
 		-o $@ $< $(UNIT_EXTRA) $(LIB_SRC) $(FG_OBJ) user/probes/placement.c user/target/layout.c -lcapstone -lprotobuf-c -lz -lm -lpthread
 
+# tests/heap_views.bats reads heap --chrome's output with Chrome DevTools'
+# own heap snapshot model, from the npm registry at the version
+# tests/heap/devtools/package-lock.json pins.
+HEAP_DEVTOOLS := $(OUT)/npm-devtools/node_modules/heap-snapshot-toolkit/index.js
+$(HEAP_DEVTOOLS): tests/heap/devtools/package.json tests/heap/devtools/package-lock.json | $(OUT)
+	mkdir -p $(OUT)/npm-devtools
+	cp $^ $(OUT)/npm-devtools/
+	cd $(OUT)/npm-devtools && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
 # The heap copy's model and analysis, fed forged objects (no target).
 HEAP_MODEL := user/heap/model.c user/heap/sizes.c user/heap/edges.c user/heap/mark.c \
 	user/heap/dom.c user/heap/paths.c user/heap/snapfile.c user/heap/view_text.c user/heap/join.c \
-	user/util/u64set.c
-$(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap $(OUT)/unit/test_heap_join: UNIT_EXTRA := $(HEAP_MODEL)
-$(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap $(OUT)/unit/test_heap_join: $(HEAP_MODEL) tests/unit/heap_forge.h
+	user/heap/groups.c user/heap/suspects.c user/heap/view_diff.c user/util/u64set.c
+HEAP_UNITS := $(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap $(OUT)/unit/test_heap_join \
+	$(OUT)/unit/test_heap_views
+$(HEAP_UNITS): UNIT_EXTRA := $(HEAP_MODEL)
+$(HEAP_UNITS): $(HEAP_MODEL) tests/unit/heap_forge.h
 
 # The readers of a target's memory, fed forged structures: the test reads
 # its own memory (it defines proc_read).
@@ -122,7 +134,7 @@ bats: luamemtrace
 	bats tests/*.bats
 
 # The README's test command.
-test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host $(OUT)/lmtmod.so $(OUT)/collapse
+test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host $(OUT)/lmtmod.so $(OUT)/collapse $(HEAP_DEVTOOLS)
 	@bash tests/run-all.sh $(UNIT_BIN)
 
 asan:

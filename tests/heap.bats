@@ -297,10 +297,10 @@ has_row() {
 	run "$LMT" heap "$T/cut.lmh"
 	[ "$status" -eq 1 ]
 	[ "$output" = "luamemtrace heap: $T/cut.lmh: truncated" ]
-	printf 'LMHEAP\0\0\2\0\0\0' > "$T/v2.lmh"
-	run "$LMT" heap "$T/v2.lmh"
+	printf 'LMHEAP\0\0\3\0\0\0' > "$T/v3.lmh"
+	run "$LMT" heap "$T/v3.lmh"
 	[ "$status" -eq 1 ]
-	[ "$output" = "luamemtrace heap: $T/v2.lmh: snapshot version 2 (this luamemtrace reads 1)" ]
+	[ "$output" = "luamemtrace heap: $T/v3.lmh: snapshot version 3 (this luamemtrace reads 1 to 2)" ]
 }
 
 @test "heap: a heap that lies (a table's array part, a looping gc.root): counted, said, exit 3, the target unharmed" {

@@ -204,6 +204,7 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 	for (size_t i = 0; i < sc->n; i++) {
 		hs[i].pause_ns = cap->pause_max;
 		hs[i].stopped_before = s.was_stopped;
+		hs[i].pid = (uint32_t)pid;
 	}
 	return err ? fail("copying the heap", -err) : 0;
 }

@@ -25,7 +25,11 @@ static int usage(const char *msg)
 			"usage: luamemtrace heap -p PID [-o FILE [-f]] [--stopped] [--variant NAME] [--top N]\n"
 			"       luamemtrace heap --all [--exe NAME]... [-o DIR [-f]] [--stopped] [--top N]\n"
 			"                        [--with TRACE]\n"
-			"       luamemtrace heap [--top N] [--with TRACE] FILE\n", msg);
+			"       luamemtrace heap [--top N] [--with TRACE] FILE\n"
+			"       luamemtrace heap [--top N] FILE|DIR...\n"
+			"       luamemtrace heap --flamegraph FILE|DIR... > heap.html\n"
+			"       luamemtrace heap [--top N] --diff A B\n"
+			"       luamemtrace heap --chrome FILE > heap.heapsnapshot\n", msg);
 	return LMT_USAGE;
 }
 
@@ -205,12 +209,15 @@ int heap_main(int argc, char **argv)
 		{ "all", no_argument, NULL, 'a' },
 		{ "exe", required_argument, NULL, 'e' },
 		{ "with", required_argument, NULL, 'w' },
+		{ "flamegraph", no_argument, NULL, 'F' },
+		{ "diff", no_argument, NULL, 'D' },
+		{ "chrome", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct hopts o = { .view = { .top = 10 } };
 	const char *out = NULL;
 	pid_t pid = 0;
-	int c;
+	int c, mode = HEAP_TEXT;
 	char *end;
 
 	optind = 1;
@@ -258,6 +265,13 @@ int heap_main(int argc, char **argv)
 		case 'w':
 			o.trace = optarg;
 			break;
+		case 'F':
+		case 'D':
+		case 'C':
+			if (mode != HEAP_TEXT)
+				return usage("one of --flamegraph, --diff, --chrome");
+			mode = c == 'F' ? HEAP_FLAME : c == 'D' ? HEAP_DIFF : HEAP_CHROME;
+			break;
 		default:
 			return usage("unknown option");
 		}
@@ -265,11 +279,11 @@ int heap_main(int argc, char **argv)
 	if (o.nexes && !o.all)
 		return usage("--exe narrows --all");
 	if (o.all) {
-		if (pid || optind != argc || o.trace)
+		if (pid || optind != argc || o.trace || mode != HEAP_TEXT)
 			return usage("--all takes no -p, no FILE and no --with");
 		return heap_all(&o, out);
 	}
-	if (!pid && optind == argc - 1 && !out) {
+	if (!pid && optind == argc - 1 && !out && o.trace && mode == HEAP_TEXT) {
 		struct report *rp = NULL;
 		int rc, trc = LMT_OK;
 
@@ -281,6 +295,10 @@ int heap_main(int argc, char **argv)
 		report_free(rp);
 		return rc == LMT_OK ? trc : rc;
 	}
+	if (!pid && optind < argc && !out && !o.trace)
+		return heap_files_main(mode, argv + optind, argc - optind, &o.view);
+	if (mode != HEAP_TEXT)
+		return usage("--flamegraph, --diff and --chrome read snapshot files (-o FILE)");
 	if (!pid || optind != argc)
 		return usage("one process: -p PID, or a snapshot FILE");
 	if (out) {

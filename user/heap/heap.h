@@ -53,6 +53,28 @@
 #define LMT_HEAP_STRTAB_MAX (1u << 26)
 /* C types of the FFI's table (CTID_MAX is 65535). */
 #define LMT_HEAP_CTYPES_MAX 65536
+/* Steps through a C type's attributes, pointers and arrays when it is
+ * named (a table that loops is named "ctype #N" at the cap). */
+#define LMT_HEAP_CTYPE_DEPTH 8
+/* Leak suspects (suspects.c): an object, not a root, retaining at least
+ * this percentage of the reachable bytes, with no child in the dominator
+ * tree that does (the point where the bytes accumulate): Eclipse MAT's
+ * rule, at MAT's own default share being 10%, 20% here so that a small
+ * heap's few big modules are not all flagged. */
+#define LMT_HEAP_SUSPECT_PCT 20
+/* Frames of a heap's flame graph (view_flame.c): the objects with the
+ * largest retained sizes get a frame of their own, each at most this deep
+ * in the dominator tree; the rest of the bytes go to their nearest
+ * ancestor that has one (the page stays a few MB). */
+#define LMT_HEAP_FLAME_FRAMES 10000
+#define LMT_HEAP_FLAME_DEPTH 32
+/* Bytes of one frame's name (a path step, or a path): longer ones cut. */
+#define LMT_HEAP_FLAME_LABEL 160
+/* --diff: B's largest retainers compared with A's (and A's kept by path
+ * to match them), and groups of the two (by name): bounded work and
+ * memory; past the groups' cap objects are counted, said. */
+#define LMT_HEAP_DIFF_PATHS 10000
+#define LMT_HEAP_DIFF_GROUPS 65536
 /* How long the target may stay stopped while it is copied, in ms: the
  * guardian's deadline (session/guard.h LMT_HOLD_MAX_MS) ends any stop anyway;
  * past this the copy ends, said incomplete. */
@@ -138,6 +160,7 @@ struct heap {
 	uint64_t other[8];    /* HOTHER_*: accounted memory besides objects */
 	uint64_t pause_ns;    /* the target stopped, ns (0: not stopped by us) */
 	int stopped_before;   /* the target was stopped already: left so */
+	uint32_t pid;         /* the process copied (0: unknown, a version 1 file) */
 	struct hcounts c;
 	/* Reachability (mark.c) */
 	uint64_t reached, reached_bytes;
@@ -399,6 +422,37 @@ struct hview {
 	int top; /* rows of each list */
 };
 void heap_view_text(struct heap *h, const struct hview *v, FILE *f);
+/* cdata by C type, largest tables (groups.c). */
+void heap_view_groups(struct heap *h, const struct hview *v, FILE *f);
+/* C type id's name as lj_ctype_repr writes it, from the copy's C type
+ * table ("ctype #N" when the table or the name is not in the copy). */
+void heap_ctype_name(const struct heap *h, uint32_t id, char *buf, size_t len);
+/* Leak suspects (suspects.c, LMT_HEAP_SUSPECT_PCT), after heap_dom. */
+void heap_view_suspects(struct heap *h, FILE *f);
+/* The flame graph page of the copies hs[0..n) (marked, dominators built),
+ * labels[i] the root frame of each when n > 1 (view_flame.c): 0, or -1
+ * (out of memory, or a copy without a dominator tree: said on stderr). */
+int heap_view_flame(struct heap *hs, size_t n, const char *const *labels, const char *title,
+		    FILE *out);
+
+/* What two snapshots differ by (view_diff.c): VMs paired by their
+ * lua_State; by type, by retention path, by group, and the objects of a
+ * still live in b (same address and type). An exit status. */
+int heap_view_diff(struct heap *a, size_t na, struct heap *b, size_t nb, const struct hview *v,
+		   FILE *f);
+
+/* The reachable graph of hs[0] as Chrome DevTools' .heapsnapshot JSON
+ * (view_chrome.c); several VMs: the first, said. An exit status. */
+int heap_view_chrome(struct heap *hs, size_t n, FILE *f);
+
+/* -- Snapshot files given (files.c) ------------------------------------------ */
+
+enum { HEAP_TEXT, HEAP_FLAME, HEAP_DIFF, HEAP_CHROME };
+/* Snapshot files at most in one view (a directory's *.lmh included). */
+#define LMT_HEAP_FILES_MAX 4096
+/* luamemtrace heap [--flamegraph|--diff|--chrome] FILE|DIR...: mode
+ * HEAP_*. An exit status. */
+int heap_files_main(int mode, char **args, int nargs, const struct hview *v);
 
 /* -- Joined with a trace (join.c) ------------------------------------------ */
 

@@ -4,7 +4,8 @@
  * copy.c read); everything else is computed again from it.
  *
  * Layout (little-endian, as the host that wrote it: x86-64):
- *   "LMHEAP\0\0", u32 version (1), u32 VMs
+ *   "LMHEAP\0\0", u32 version (2), u32 VMs, u32 the process's ID (version 1
+ *     has none: read as 0, unknown)
  *   per VM: u8 namelen, the layout variant's name (target/layout.c, chosen by name
  *     on read: the offsets that give the bytes their meaning),
  *     u64 L, g, gc_total, pause_ns, finalizer, u32 stopped_before,
@@ -26,7 +27,7 @@
 #include "target/caps.h"
 
 #define LMH_MAGIC "LMHEAP\0\0"
-#define LMH_VERSION 1
+#define LMH_VERSION 2
 #define NCOUNTS 9
 
 /* -- Writing ---------------------------------------------------------------- */
@@ -57,6 +58,7 @@ int heap_save(FILE *f, struct heap *hs, size_t n)
 	w(f, LMH_MAGIC, 8, &err);
 	w32(f, ver, &err);
 	w32(f, nv, &err);
+	w32(f, n ? hs[0].pid : 0, &err);
 	for (size_t i = 0; i < n; i++) {
 		const struct heap *h = &hs[i];
 		const uint64_t *c = &h->c.over_objs;
@@ -251,7 +253,7 @@ int heap_load(FILE *f, struct heap **out, size_t *nout, char *why, size_t whylen
 {
 	struct rd d = { .f = f };
 	char magic[8];
-	uint32_t ver, nv;
+	uint32_t ver, nv, pid = 0;
 	struct heap *hs;
 
 	*out = NULL;
@@ -261,14 +263,16 @@ int heap_load(FILE *f, struct heap **out, size_t *nout, char *why, size_t whylen
 		return -1;
 	}
 	ver = r32(&d, "truncated");
-	if (!d.bad && ver != LMH_VERSION) {
-		snprintf(why, whylen, "snapshot version %u (this luamemtrace reads %u)", ver,
+	if (!d.bad && ver != LMH_VERSION && ver != 1) {
+		snprintf(why, whylen, "snapshot version %u (this luamemtrace reads 1 to %u)", ver,
 			 LMH_VERSION);
 		return -1;
 	}
 	nv = r32(&d, "truncated");
 	if (!d.bad && (nv == 0 || nv > LMT_VMS_MAX))
 		d.bad = "a count of VMs out of range";
+	if (ver >= 2)
+		pid = r32(&d, "truncated");
 	if (d.bad || !(hs = calloc(nv, sizeof(*hs)))) {
 		snprintf(why, whylen, "%s", d.bad ? d.bad : "out of memory");
 		return -1;
@@ -289,6 +293,8 @@ int heap_load(FILE *f, struct heap **out, size_t *nout, char *why, size_t whylen
 		free(hs);
 		return -1;
 	}
+	for (uint32_t k = 0; k < nv; k++)
+		hs[k].pid = pid;
 	*out = hs;
 	*nout = nv;
 	return 0;

@@ -223,8 +223,10 @@ void heap_view_text(struct heap *h, const struct hview *v, FILE *f)
 	summary(h, f);
 	caps(h, f);
 	tops(h, v, f);
+	heap_view_suspects(h, f);
 	groups(h, v, 0, f);
 	groups(h, v, 1, f);
 	if (h->join)
 		heap_view_join(h, v, f);
+	heap_view_groups(h, v, f);
 }

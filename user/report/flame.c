@@ -72,22 +72,17 @@ struct fl {
 	uint32_t nb, nstreams, peak_seq;
 	uint64_t nev, peak;
 	int oom;
+	char *heap; /* flame_heap: the page is a heap's, this its summary */
 };
 
-/* The index of key (rp's pool) under label, or NONE; memo: rp's key ->
- * index + 1, for the report being added. */
-static uint32_t key_of(struct fl *f, const struct report *rp, uint32_t key, const char *label,
-		       struct kvmap *memo)
+/* The index of key (klen bytes at k) under label, or NONE. */
+static uint32_t key_index(struct fl *f, const char *k, uint32_t klen, const char *label)
 {
-	const char *k = str_ptr(&rp->sp, key);
-	const uint32_t klen = rp->sp.s[key].len;
 	struct sbuf b = { 0 };
 	uint32_t id;
 	uint64_t *i;
 	int isnew;
 
-	if ((i = kvmap_get(memo, key)))
-		return (uint32_t)*i - 1;
 	if (label) {
 		sb_escaped(&b, label, strlen(label), 0);
 		sb_put(&b, ";", 1);
@@ -106,8 +101,22 @@ static uint32_t key_of(struct fl *f, const struct report *rp, uint32_t key, cons
 		memset(f->v[f->n], 0, sizeof(f->v[0]));
 		f->n++;
 	}
-	id = (uint32_t)*i;
-	if (!kvmap_put(memo, key, (uint64_t)id + 1, &isnew))
+	return (uint32_t)*i;
+}
+
+/* The index of key (rp's pool) under label, or NONE; memo: rp's key ->
+ * index + 1, for the report being added. */
+static uint32_t key_of(struct fl *f, const struct report *rp, uint32_t key, const char *label,
+		       struct kvmap *memo)
+{
+	uint32_t id;
+	uint64_t *i;
+	int isnew;
+
+	if ((i = kvmap_get(memo, key)))
+		return (uint32_t)*i - 1;
+	id = key_index(f, str_ptr(&rp->sp, key), rp->sp.s[key].len, label);
+	if (id != NONE && !kvmap_put(memo, key, (uint64_t)id + 1, &isnew))
 		f->oom = 1;
 	return id;
 }
@@ -141,7 +150,27 @@ void flame_free(struct fl *f)
 	free(f->sp.arena);
 	free(f->sp.s);
 	free(f->sp.tab);
+	free(f->heap);
 	free(f);
+}
+
+int flame_key(struct fl *f, const char *key, size_t len, const uint64_t v[6])
+{
+	uint32_t k = len < UINT32_MAX ? key_index(f, key, (uint32_t)len, NULL) : NONE;
+
+	if (k == NONE)
+		return -1;
+	for (int c = 0; c < NV; c++)
+		f->v[k][c] += v[c];
+	return 0;
+}
+
+int flame_heap(struct fl *f, const char *summary)
+{
+	free(f->heap);
+	if (!(f->heap = strdup(summary)))
+		f->oom = 1;
+	return f->heap ? 0 : -1;
 }
 
 int flame_add(struct fl *f, struct report *rp, const char *label)
@@ -229,6 +258,10 @@ int flame_write(struct fl *f, FILE *out, const char *title)
 	/* The data (user/report/flame/page.js). */
 	fputs("<script id=\"lmt-data\" type=\"application/json\">{\"title\":", out);
 	json_str(out, title, strlen(title));
+	if (f->heap) {
+		fputs(",\"heap\":", out);
+		json_str(out, f->heap, strlen(f->heap));
+	}
 	fprintf(out, ",\"streams\":%u,\"n\":%" PRIu64 ",\"nb\":%u", f->nstreams, f->nev, f->nb);
 	fprintf(out, ",\"peak\":{\"seq\":%u,\"bytes\":%" PRIu64 "}", f->peak_seq, f->peak);
 	fputs(",\"totals\":[", out);

@@ -73,7 +73,7 @@
 	.ud_sizeof = 48, .cd_ctypeid = 10, .cd_sizeof = 16, .cdv_sizeof = 8, \
 	.cdv_extra = 2, .cdv_len = 4, .cts_tab = 0, .cts_sizetab = 12,       \
 	.ct_sizeof = 24, .ct_info = 0, .ct_size = 4, .ct_shift = 28,         \
-	.ct_hassize = 5, .ct_attrib = 8, .ct_cidmask = 65535,                \
+	.ct_hassize = 5, .ct_attrib = 8, .ct_cidmask = 65535, .ct_name = 16, \
 	.T_link = 106, .T_nextroot = 110, .T_nextside = 112,                 \
 	.T_traceno = 104, .ir_sizeof = 8, .ref_true = 32765, .ir_knull = 27, \
 	.irt_is64 = 6315993, .tstr = 4, .tupval = 5, .tproto = 7,            \

@@ -52,6 +52,7 @@ struct lj_hlayout {
 	unsigned cd_ctypeid, cd_sizeof, cdv_sizeof, cdv_extra, cdv_len;
 	unsigned cts_tab, cts_sizetab, cts_finalizer, cts_sizeof, cts_cbid, cts_cb_sizeid;
 	unsigned ct_sizeof, ct_info, ct_size, ct_shift, ct_hassize, ct_attrib, ct_cidmask;
+	unsigned ct_name; /* CType.name: a GCstr, the type's own name (struct, typedef) */
 	unsigned T_link, T_nextroot, T_nextside, T_traceno, ir_sizeof, ref_true, ir_knull;
 	unsigned irt_is64; /* IRT_IS64: a bit per IR type with a 64-bit constant */
 	/* type tags (~itype) */

@@ -84,7 +84,7 @@
 	const name = d => String(d.data.name);
 	let searchText = ''; /* what a search found, shown when no frame is hovered */
 	const what = d => fmtBytes(d.data.bytes) + ' in ' + d.data.count +
-		(weightSel.value === 'allocs' ? ' allocations' : ' blocks');
+		(D.heap ? ' objects' : weightSel.value === 'allocs' ? ' allocations' : ' blocks');
 	// The tooltip (d3-flame-graph calls tip(svg) at each draw, then
 	// tip.show(d, element) and tip.hide()): one div, its text two lines.
 	function textTip() {
@@ -193,8 +193,15 @@
 			}));
 	}
 
+	// A heap's page (luamemtrace heap --flamegraph): keys are retention
+	// paths, v = [retained bytes, objects] (repeated); D.heap its summary.
+	if (D.heap) {
+		weightSel.options[0].textContent = 'retained bytes';
+		weightSel.options[1].textContent = 'objects';
+		weightSel.querySelectorAll('option[value=live], option[value=peak]').forEach(o => o.remove());
+	}
 	document.getElementById('title').textContent = D.title;
-	document.getElementById('summary').textContent = D.streams > 1 ?
+	document.getElementById('summary').textContent = D.heap ? D.heap : D.streams > 1 ?
 		D.streams + ' streams, ' + D.n + ' events; ' + fmtBytes(D.totals[0]) + ' allocated in ' +
 		D.totals[1] + ' allocations; held at the end: ' + fmtBytes(D.totals[2]) +
 		'; at each stream\'s own peak: ' + fmtBytes(D.peak.bytes) +
@@ -221,7 +228,7 @@
 	});
 	// ?weight=bytes|allocs|live|peak, ?range=A-B (buckets): a view to share
 	const q = new URLSearchParams(location.search), w0 = q.get('weight'), r0 = q.get('range');
-	if (w0 && WEIGHTS[w0])
+	if (w0 && WEIGHTS[w0] && [...weightSel.options].some(o => o.value === w0))
 		weightSel.value = w0;
 	if (r0 && /^\d+-\d+$/.test(r0)) {
 		const nb = D.series.max.length, [a, b] = r0.split('-').map(Number);
