@@ -35,6 +35,15 @@
 #include "probes/hooks.h"
 #include "probes/object.h"
 
+/* New VMs no layout variant matched (select_newvm): -- COMMAND's last
+ * line tells them from a command that made no VM (session/run.c). */
+static unsigned vms_unmatched;
+
+unsigned select_unmatched(void)
+{
+	return vms_unmatched;
+}
+
 /* -- A process ------------------------------------------------------------- */
 
 static const char *base_of(const char *path)
@@ -316,6 +325,7 @@ void select_newvm(struct tr *t, const struct lmt_newvm *n)
 			err1("warning: new lua_State 0x%" PRIx64 " in PID %u not "
 			     "traced: %s", (uint64_t)n->L, n->tgid, why);
 			t->lost_vm++;
+			vms_unmatched++;
 		}
 		pmaps_free(&m);
 	}

@@ -18,5 +18,7 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
  * seen before (stopped meanwhile), which --exe may leave out
  * (capture_ops.newvm). */
 void select_newvm(struct tr *t, const struct lmt_newvm *n);
+/* New VMs select_newvm found no layout variant for (each said). */
+unsigned select_unmatched(void);
 
 #endif
