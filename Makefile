@@ -51,7 +51,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))
 DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcapstone-dev luajit libluajit-5.1-dev bats util-linux libclang-rt-14-dev \
 	protobuf-c-compiler libprotobuf-c-dev golang-go chromium libncurses-dev tmux \
-	nginx-core curl procps wrk sysbench knot-resolver dnsperf iproute2 \
+	nginx-core curl procps wrk sysbench knot-resolver dnsperf iproute2 tarantool \
 	qemu-system-x86 busybox-static cpio
 
 .PHONY: all clean test unit bats bench fuzz fuzz-build asan demo deps
@@ -106,6 +106,9 @@ $(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap: $(HEAP_MODEL)
 READERS := user/convert/jit.c user/convert/luanames.c user/target/vmscan.c user/convert/lines.c user/util/u64set.c
 $(OUT)/unit/test_forged: UNIT_EXTRA := $(READERS)
 $(OUT)/unit/test_forged: $(READERS) $(BPF_SKEL)
+
+$(OUT)/unit/test_seen: UNIT_EXTRA := user/target/seen.c
+$(OUT)/unit/test_seen: user/target/seen.c
 
 # bpf/lja.h against the real allocator: Debian's libluajit.
 $(OUT)/unit/test_lja: tests/unit/test_lja.c tests/unit/check.h bpf/lja.h | $(OUT)

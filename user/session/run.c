@@ -560,7 +560,7 @@ static const char *nothing_traced(const struct tr *t)
 		return "no VM matched a known LuaJIT layout";
 	if (t->lost_vm)
 		return "no VM could be traced";
-	return "no LuaJIT VM appeared";
+	return "no LuaJIT VM appeared (lua_newstate returned none)";
 }
 
 /* -- COMMAND, like strace and time: its status, once it is over, unless
@@ -636,7 +636,7 @@ int trace_run(const struct topts *o)
 	struct tr t = { .o = o, .stops_fd = -1, .gate = -1, .cap = &ops };
 	struct vmscan *scans = calloc(o->npids + 1, sizeof(*scans));
 	const char *none = NULL;
-	char end[128];
+	char end[160];
 	int rc = LMT_ERR;
 
 	t.sel = calloc(o->npids + 1, sizeof(*t.sel));

@@ -30,6 +30,7 @@
 #include "target/caps.h"
 
 #include "target/elfsym.h"
+#include "target/seen.h"
 #include "session/guard.h"
 #include "target/tfile.h"
 #include "probes/hooks.h"
@@ -78,6 +79,25 @@ int is_luajit(int fd)
 	       !elfsym_offset(fd, "luaJIT_setmode", &off);
 }
 
+/* Does pid map a LuaJIT file (m: its maps)? Then its version string
+ * (seen_version) in ver, or "no version string". */
+static int luajit_version(pid_t pid, const struct pmaps *m, char *ver, size_t len)
+{
+	int lj = 0;
+
+	snprintf(ver, len, "no version string");
+	for (size_t i = 0; i < m->n && !lj; i++) {
+		struct tfile f;
+		if (m->v[i].perms[2] != 'x' || !pmap_is_file(&m->v[i]) ||
+		    tfile_open(&f, pid, &m->v[i]))
+			continue;
+		if ((lj = is_luajit(f.fd)) && seen_version(f.fd, ver, len))
+			snprintf(ver, len, "no version string");
+		tfile_close(&f);
+	}
+	return lj;
+}
+
 int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 {
 	const struct topts *o = t->o;
@@ -111,15 +131,9 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 		return -1;
 	}
 	if (!scan->n && !quiet) {
-		int lj = 0;
-		for (size_t i = 0; i < m.n && !lj; i++) {
-			struct tfile f;
-			if (m.v[i].perms[2] != 'x' || !pmap_is_file(&m.v[i]) ||
-			    tfile_open(&f, p->pid, &m.v[i]))
-				continue;
-			lj = is_luajit(f.fd);
-			tfile_close(&f);
-		}
+		char ver[LMT_SEEN_VERSION_MAX + 1];
+		int lj = luajit_version(p->pid, &m, ver, sizeof(ver));
+
 		/* Self-pointers like L->glref also occur by chance
 		 * (allocator free lists): only LuaJIT's own symbols
 		 * tell an unknown layout from no LuaJIT at all. */
@@ -130,8 +144,9 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 			if (scan->first_reject[0])
 				snprintf(why, sizeof(why), " (%s)", scan->first_reject);
 			err1("unrecognised LuaJIT layout in PID %d: LuaJIT is loaded "
-			     "but no VM matched %s%s", (int)p->pid,
-			     o->variant ? o->variant : "any known variant", why);
+			     "but no VM matched %s%s; seen: %s, %s", (int)p->pid,
+			     o->variant ? o->variant : "any known variant", why, ver,
+			     vm_refs_seen(scan->shape64, scan->shape32));
 		}
 	}
 	pmaps_free(&m);
@@ -322,8 +337,14 @@ void select_newvm(struct tr *t, const struct lmt_newvm *n)
 			else if (!p->nvm || (p->nvm == 1 && !t->o->quiet && t->o->all))
 				err1("tracing PID %d (%s)", (int)p->pid, p->comm);
 		} else {
+			char ver[LMT_SEEN_VERSION_MAX + 1];
+			size_t n64 = 0, n32 = 0;
+
+			luajit_version((pid_t)n->tgid, &m, ver, sizeof(ver));
+			vm_shape_at((pid_t)n->tgid, n->L, &n64, &n32);
 			err1("warning: new lua_State 0x%" PRIx64 " in PID %u not "
-			     "traced: %s", (uint64_t)n->L, n->tgid, why);
+			     "traced: %s; seen: %s, %s", (uint64_t)n->L, n->tgid, why,
+			     ver, vm_refs_seen(n64, n32));
 			t->lost_vm++;
 			vms_unmatched++;
 		}
