@@ -232,6 +232,8 @@ static void run_loop(struct tr *t)
 			for (struct tproc *p = t->procs; p; p = p->next)
 				if (p->attached && !p->ended)
 					syms_scan(&p->syms);
+			if (t->o->all)
+				select_rescan(t);
 			next_scan = now() + 1;
 		}
 		if (t->o->cmd) {
@@ -537,6 +539,7 @@ static void cleanup(struct tr *t)
 	u64set_free(&t->foreign);
 	u64set_free(&t->st.names);
 	u64set_free(&t->rescan);
+	select_free();
 }
 
 /* VMs traced (those of processes left out by --exe not counted). */

@@ -69,6 +69,19 @@ static int proc_wanted(const struct tr *t, const struct tproc *p)
 	return 0;
 }
 
+/* "tracing PID N (comm)", and its PID in its own PID namespace if that
+ * is not ours (a container). */
+static void said_tracing(const struct tproc *p)
+{
+	const pid_t ns = proc_nspid(p->pid);
+
+	if (ns)
+		err1("tracing PID %d (%s), PID %d in its namespace", (int)p->pid, p->comm,
+		     (int)ns);
+	else
+		err1("tracing PID %d (%s)", (int)p->pid, p->comm);
+}
+
 /* -- Its VMs --------------------------------------------------------------- */
 
 int is_luajit(int fd)
@@ -244,6 +257,86 @@ static void consider(struct tr *t, struct u64map *seen, pid_t pid)
 	vm_scan_free(&scan);
 }
 
+/* --all's rescan: the processes of the last listing, and the files found
+ * not to be LuaJIT (for good), kept between rescans. Over
+ * LMT_RESCAN_FILES_MAX such files they are dropped and taken again (a
+ * target making file after file costs only reads). */
+#define LMT_RESCAN_FILES_MAX 65536
+static struct u64set rescan_pids, rescan_not_lj;
+
+/* Does pid map a LuaJIT file that no probe watches for every process? */
+static int maps_unwatched(struct tr *t, pid_t pid)
+{
+	struct pmaps m;
+	int r = 0;
+
+	if (pmaps_load(pid, &m))
+		return 0;
+	for (size_t i = 0; i < m.n && !r; i++) {
+		const struct pmap *mp = &m.v[i];
+		const uint64_t key = ((uint64_t)mp->dev_major << 52 ^
+				      (uint64_t)mp->dev_minor << 40 ^ mp->inode) | 1;
+		struct tfile f;
+
+		if (mp->perms[2] != 'x' || !pmap_is_file(mp) ||
+		    u64set_has(&rescan_not_lj, key) || tfile_open(&f, pid, mp))
+			continue;
+		if (!is_luajit(f.fd)) {
+			if (rescan_not_lj.n >= LMT_RESCAN_FILES_MAX)
+				u64set_free(&rescan_not_lj);
+			u64set_add(&rescan_not_lj, key);
+		} else {
+			/* watched for every process: BPF reports its VMs */
+			r = !u64set_has(&t->watched, tfile_key(&f));
+		}
+		tfile_close(&f);
+	}
+	pmaps_free(&m);
+	return r;
+}
+
+void select_rescan(struct tr *t)
+{
+	struct u64set now = { 0 };
+	struct u64map seen = { 0 };
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	const pid_t self = getpid();
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *e;
+		long pid = strtol(de->d_name, &e, 10);
+
+		if (*e || pid <= 0 || pid == self || pid == t->guardian ||
+		    u64set_add(&now, (uint64_t)pid) != 1)
+			continue;
+		/* New since the last listing, not known, and mapping a
+		 * LuaJIT file no probe of ours watches (a container's own
+		 * copy): watched from now on, attached if its VM runs. */
+		if (!u64set_has(&rescan_pids, (uint64_t)pid) && !proc_of(t, (uint32_t)pid) &&
+		    maps_unwatched(t, (pid_t)pid)) {
+			const struct tproc *p;
+
+			consider(t, &seen, (pid_t)pid);
+			if ((p = proc_of(t, (uint32_t)pid)) && p->attached && !p->ignored &&
+			    !t->o->quiet)
+				said_tracing(p);
+		}
+	}
+	closedir(d);
+	u64map_free(&seen, NULL);
+	u64set_free(&rescan_pids);
+	rescan_pids = now;
+}
+
+void select_free(void)
+{
+	u64set_free(&rescan_pids);
+	u64set_free(&rescan_not_lj);
+}
+
 int select_all(struct tr *t)
 {
 	struct u64map seen = { 0 };
@@ -261,6 +354,7 @@ int select_all(struct tr *t)
 
 		if (*e || pid <= 0 || pid == self || pid == t->guardian)
 			continue;
+		u64set_add(&rescan_pids, (uint64_t)pid);
 		consider(t, &seen, (pid_t)pid);
 	}
 	closedir(d);
@@ -335,7 +429,7 @@ void select_newvm(struct tr *t, const struct lmt_newvm *n)
 			if (r)
 				t->lost_vm++;
 			else if (!p->nvm || (p->nvm == 1 && !t->o->quiet && t->o->all))
-				err1("tracing PID %d (%s)", (int)p->pid, p->comm);
+				said_tracing(p);
 		} else {
 			char ver[LMT_SEEN_VERSION_MAX + 1];
 			size_t n64 = 0, n32 = 0;

@@ -11,6 +11,14 @@ int is_luajit(int fd);
 /* --all: every process running now that maps LuaJIT, attached; the
  * LuaJIT files found are watched for new VMs. 0, or -1 having said why. */
 int select_all(struct tr *t);
+/* --all, once a second: processes new since the last listing that map a
+ * LuaJIT file no probe watches for every process (a container's private
+ * copy, a file not root's) are considered as select_all does: the file
+ * watched, the process attached if its VM runs (its allocations before
+ * that are not seen). A PID reused between two listings is missed. */
+void select_rescan(struct tr *t);
+/* What the rescans keep, freed. */
+void select_free(void);
 /* Its running VMs: 0, or -1 having said why not (quiet: for --all). */
 int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet);
 /* lua_newstate returned where user space must register the new VM: in
