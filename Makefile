@@ -52,7 +52,7 @@ DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcapstone-dev luajit libluajit-5.1-dev bats util-linux libclang-rt-14-dev \
 	protobuf-c-compiler libprotobuf-c-dev golang-go chromium libncurses-dev tmux \
 	nginx-core curl procps wrk sysbench knot-resolver dnsperf iproute2 tarantool \
-	qemu-system-x86 busybox-static cpio
+	qemu-system-x86 busybox-static cpio dpkg-dev
 
 .PHONY: all clean test unit bats bench fuzz fuzz-build asan demo deps
 all: luamemtrace
