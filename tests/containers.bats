@@ -17,12 +17,8 @@ setup() {
 # The container's process too (PID 1 of its namespace: the namespace ends
 # with it, and its mounts), whatever a failed test left.
 teardown() {
-	local p
 	end_listed
-	for p in $(jobs -p); do
-		kill -9 "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
+	kill_jobs
 }
 
 # ct_root D: D/lower, a minimal root: /usr/bin/ctluajit (Debian's luajit,
@@ -78,6 +74,18 @@ ct_exact() {
 	count_is ALLOCATIONS @/app/wait.lua:8 "$T/r.txt" 700
 }
 
+# ct_all_end TRACER: the workload run under --all's TRACER (-o $T/d/),
+# stopped by Ctrl-C: one stream, the container's, exact.
+ct_all_end() {
+	ct_run "$T/ct"
+	kill -INT "$1"
+	wait "$1"
+	[ "$(ls "$T/d")" = "ctluajit.$CT_PID.vm0.bin
+ctluajit.$CT_PID.vm0.bin.info" ]
+	ct_exact "$T/d/ctluajit.$CT_PID.vm0.bin"
+	no_probes_of "$T"
+}
+
 @test "container: -p with its host PID: exact, chunk names as it sees them, its namespace PID in the sidecar" {
 	ct_start "$T/ct"
 	[ "$(awk '/^NSpid:/ { print $NF }' "/proc/$CT_PID/status")" = 1 ]
@@ -97,13 +105,7 @@ ct_exact() {
 	"$LMT" --all --exe ctluajit -o "$T/d/" 2> "$T/err" 3>&- &
 	local tp=$!
 	wait_for "$T/err" "Ctrl-C to stop"
-	ct_run "$T/ct"
-	kill -INT "$tp"
-	wait "$tp"
-	[ "$(ls "$T/d")" = "ctluajit.$CT_PID.vm0.bin
-ctluajit.$CT_PID.vm0.bin.info" ]
-	ct_exact "$T/d/ctluajit.$CT_PID.vm0.bin"
-	no_probes_of "$T"
+	ct_all_end "$tp"
 }
 
 # Its ctluajit is a file no probe of the tracer's watches (not a known
@@ -115,11 +117,5 @@ ctluajit.$CT_PID.vm0.bin.info" ]
 	wait_for "$T/err" "Ctrl-C to stop"
 	ct_start "$T/ct"
 	wait_for "$T/err" "tracing PID $CT_PID (ctluajit), PID 1 in its namespace"
-	ct_run "$T/ct"
-	kill -INT "$tp"
-	wait "$tp"
-	[ "$(ls "$T/d")" = "ctluajit.$CT_PID.vm0.bin
-ctluajit.$CT_PID.vm0.bin.info" ]
-	ct_exact "$T/d/ctluajit.$CT_PID.vm0.bin"
-	no_probes_of "$T"
+	ct_all_end "$tp"
 }
