@@ -51,8 +51,8 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRC))
 DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcapstone-dev luajit libluajit-5.1-dev bats util-linux libclang-rt-14-dev \
 	protobuf-c-compiler libprotobuf-c-dev golang-go chromium libncurses-dev tmux \
-	nginx-core curl procps wrk sysbench knot-resolver dnsperf iproute2 \
-	qemu-system-x86 busybox-static cpio
+	nginx-core curl procps wrk sysbench knot-resolver dnsperf iproute2 tarantool \
+	qemu-system-x86 busybox-static cpio dpkg-dev
 
 .PHONY: all clean test unit bats bench fuzz fuzz-build asan demo deps
 all: luamemtrace
@@ -120,6 +120,9 @@ READERS := user/convert/jit.c user/convert/jit_read.c user/convert/jit_walk.c us
 	user/convert/luanames.c user/target/vmscan.c user/convert/lines.c user/util/u64set.c
 $(OUT)/unit/test_forged: UNIT_EXTRA := $(READERS)
 $(OUT)/unit/test_forged: $(READERS) $(BPF_SKEL)
+
+$(OUT)/unit/test_seen: UNIT_EXTRA := user/target/seen.c
+$(OUT)/unit/test_seen: user/target/seen.c
 
 # bpf/lja.h against the real allocator: Debian's libluajit.
 $(OUT)/unit/test_lja: tests/unit/test_lja.c tests/unit/check.h bpf/lja.h | $(OUT)

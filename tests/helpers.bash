@@ -52,12 +52,16 @@ spin() {
 # Background jobs close bats' fd 3 (3>&-): one left running by a failed
 # test would otherwise hold the suite open forever. Every suite's teardown
 # kills what a test left running.
-teardown() {
+kill_jobs() {
 	local p
 	for p in $(jobs -p); do
 		kill -9 "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
+}
+
+teardown() {
+	kill_jobs
 }
 
 # end_listed: the processes a test listed in $T/pids (orphans a broken

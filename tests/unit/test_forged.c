@@ -674,6 +674,23 @@ static void test_vms(void)
 	      !r && s.n == LMT_VMS_MAX && s.over == n - LMT_VMS_MAX);
 	CHECK("vms: ... each once", s.n > 1 && s.v[0].L != s.v[1].L &&
 	      s.v[s.n - 1].L == (uintptr_t)heap + (uint64_t)(LMT_VMS_MAX - 1) * stride);
+	/* an unknown build's line: each is shaped as a GC64 main lua_State */
+	CHECK("vms: each seen with 64-bit references, none with 32-bit ones",
+	      s.shape64 == n && s.shape32 == 0 &&
+	      !strcmp(vm_refs_seen(s.shape64, s.shape32), "64-bit references (GC64)"));
+	{
+		size_t n64 = 0, n32 = 0;
+
+		vm_shape_at(getpid(), (uintptr_t)heap, &n64, &n32);
+		CHECK("vms: vm_shape_at the first: GC64's shape", n64 == 1 && n32 == 0);
+		heap[LAY->L_gct] = 0;
+		vm_shape_at(getpid(), (uintptr_t)heap, &n64, &n32);
+		CHECK("vms: ... without a thread's type tag: no shape", n64 == 1 && n32 == 0);
+		CHECK("vms: neither or both shapes tell nothing",
+		      !strcmp(vm_refs_seen(0, 0), "reference width not told") &&
+		      !strcmp(vm_refs_seen(2, 1), "reference width not told") &&
+		      !strcmp(vm_refs_seen(0, 3), "32-bit references (GC64 off)"));
+	}
 	vm_scan_free(&s);
 }
 

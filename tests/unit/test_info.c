@@ -35,9 +35,17 @@ int main(void)
 	      !strcmp(out.exe, "/usr/bin/luajit\\nstate: complete"));
 	CHECK("parse: times", out.duration == 1.25 && out.start == 1795480300.5);
 	CHECK("lossy", info_lossy(&out));
+	CHECK("nspid: no line for a process in our PID namespace",
+	      !strstr(buf, "nspid") && out.nspid == 0);
 	in.lost = in.lost_sym = in.lost_vm = 0;
 	n = info_format(&in, buf, sizeof(buf));
 	CHECK("not lossy", !info_parse(buf, n, &out) && !info_lossy(&out));
+	in.nspid = 7;
+	n = info_format(&in, buf, sizeof(buf));
+	CHECK("nspid: a container's, round trip", strstr(buf, "\nnspid: 7\n") &&
+	      !info_parse(buf, n, &out) && out.nspid == 7 && out.pid == 4242);
+	in.nspid = 0;
+	CHECK("refused: a bad nspid", P(INFO_MAGIC "\nnspid: -1\nstate: x\n", &out));
 	CHECK("unknown keys ignored",
 	      !P(INFO_MAGIC "\nfuture: 1\nstate: running\n", &out) &&
 	      !strcmp(out.state, "running"));

@@ -119,10 +119,10 @@ static int info_field(struct info *out, const char *line, const char *v)
 		else
 			out->parent = (int)x;
 	}
-	else if (!strcmp(line, "pid")) {
+	else if (!strcmp(line, "pid") || !strcmp(line, "nspid")) {
 		if (u64_of(v, &x) || x > INT_MAX)
 			return -1;
-		out->pid = (int)x;
+		*(line[0] == 'p' ? &out->pid : &out->nspid) = (int)x;
 	} else if (!strcmp(line, "vms")) {
 		if (u64_of(v, &x) || x > UINT32_MAX)
 			return -1;

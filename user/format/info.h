@@ -22,6 +22,8 @@ struct info {
 	char version[16];
 	int pid;
 	int parent;        /* the traced process it forked from, 0 if none */
+	int nspid;         /* its PID in its own PID namespace (a container),
+			    * 0 if in the tracer's: then no nspid line */
 	char comm[64];     /* the process's name (escaped: util/esc.h) */
 	char exe[1024];    /* the target's executable (escaped) */
 	unsigned vms;      /* VMs traced */

@@ -104,6 +104,7 @@ static void proc_who(const struct tproc *p, struct out_who *w)
 {
 	w->pid = p->pid;
 	w->parent = p->parent;
+	w->nspid = proc_nspid(p->pid);
 	snprintf(w->comm, sizeof(w->comm), "%s", p->comm);
 	snprintf(w->exe, sizeof(w->exe), "%s", p->exe);
 }

@@ -232,6 +232,8 @@ static void run_loop(struct tr *t)
 			for (struct tproc *p = t->procs; p; p = p->next)
 				if (p->attached && !p->ended)
 					syms_scan(&p->cv.syms);
+			if (t->o->all)
+				select_rescan(t);
 			next_scan = now() + 1;
 		}
 		if (t->o->cmd) {
@@ -539,11 +541,38 @@ static void cleanup(struct tr *t)
 	u64set_free(&t->foreign);
 	u64set_free(&t->st.names);
 	u64set_free(&t->rescan);
+	select_free();
+}
+
+/* VMs traced (those of processes left out by --exe not counted). */
+static unsigned vms_traced(const struct tr *t)
+{
+	unsigned n = 0;
+
+	for (const struct tproc *p = t->procs; p; p = p->next)
+		if (p->attached && !p->ignored)
+			n += p->nvm;
+	return n;
+}
+
+/* -- COMMAND that traced no VM: why (each VM refused was said when it
+ * came); NULL if it traced one. */
+static const char *nothing_traced(const struct tr *t)
+{
+	if (!t->o->cmd || !t->child_started || vms_traced(t))
+		return NULL;
+	if (select_unmatched())
+		return "no VM matched a known LuaJIT layout";
+	if (t->lost_vm)
+		return "no VM could be traced";
+	return "no LuaJIT VM appeared (lua_newstate returned none)";
 }
 
 /* -- COMMAND, like strace and time: its status, once it is over, unless
- * --strict makes the tracer's own (an error, or loss) the answer. */
-static int command_status(struct tr *t, int rc)
+ * --strict makes the tracer's own (an error, or loss) the answer; or 1
+ * when nothing was traced (none says why, last): the stream is empty,
+ * whatever the command's status (said above it). */
+static int command_status(struct tr *t, int rc, const char *none)
 {
 	const struct topts *o = t->o;
 
@@ -560,6 +589,13 @@ static int command_status(struct tr *t, int rc)
 		else if (WIFSIGNALED(t->child_status))
 			fprintf(stderr, "  command killed by signal %d\n",
 				WTERMSIG(t->child_status));
+	}
+	if (none) {
+		err1("nothing traced: %s (PID %d): %s%s", o->cmd[0], (int)t->cmd_pid, none,
+		     select_unmatched() ? " (said above; luamemtrace --list-variants)" :
+		     t->lost_vm	       ? " (said above)" :
+					 "");
+		return LMT_ERR;
 	}
 	if (o->strict && rc != LMT_OK)
 		return rc;
@@ -604,6 +640,8 @@ int trace_run(const struct topts *o)
 {
 	struct tr t = { .o = o, .stops_fd = -1, .gate = -1, .cap = &ops };
 	struct vmscan *scans = calloc(o->npids + 1, sizeof(*scans));
+	const char *none = NULL;
+	char end[160];
 	int rc = LMT_ERR;
 
 	t.sel = calloc(o->npids + 1, sizeof(*t.sel));
@@ -620,11 +658,17 @@ int trace_run(const struct topts *o)
 	if (!select_target(&t, scans) && !open_bpf(&t) && !open_output(&t) &&
 	    !attach_target(&t, scans)) {
 		run_loop(&t);
+		/* The sidecar says it too; a VM refused makes it incomplete. */
+		if ((none = nothing_traced(&t))) {
+			snprintf(end, sizeof(end), "%s; %s", t.end, none);
+			t.end = end;
+			t.failed |= t.lost_vm > 0;
+		}
 		rc = finish(&t);
 	}
 	cleanup(&t);
 	for (unsigned i = 0; i < o->npids; i++)
 		vm_scan_free(&scans[i]);
 	free(scans);
-	return command_status(&t, rc);
+	return command_status(&t, rc, none);
 }

@@ -30,10 +30,20 @@
 #include "target/caps.h"
 
 #include "target/elfsym.h"
+#include "target/seen.h"
 #include "session/guard.h"
 #include "target/tfile.h"
 #include "probes/hooks.h"
 #include "probes/object.h"
+
+/* New VMs no layout variant matched (select_newvm): -- COMMAND's last
+ * line tells them from a command that made no VM (session/run.c). */
+static unsigned vms_unmatched;
+
+unsigned select_unmatched(void)
+{
+	return vms_unmatched;
+}
 
 /* -- A process ------------------------------------------------------------- */
 
@@ -63,6 +73,19 @@ static int proc_wanted(const struct tr *t, const struct tproc *p)
 	return !o->nexes || select_named(p->exe, p->comm, (const char *const *)o->exes, o->nexes);
 }
 
+/* "tracing PID N (comm)", and its PID in its own PID namespace if that
+ * is not ours (a container). */
+static void said_tracing(const struct tproc *p)
+{
+	const pid_t ns = proc_nspid(p->pid);
+
+	if (ns)
+		err1("tracing PID %d (%s), PID %d in its namespace", (int)p->pid, p->comm,
+		     (int)ns);
+	else
+		err1("tracing PID %d (%s)", (int)p->pid, p->comm);
+}
+
 /* -- Its VMs --------------------------------------------------------------- */
 
 int is_luajit(int fd)
@@ -71,6 +94,25 @@ int is_luajit(int fd)
 
 	return !elfsym_offset(fd, "lua_newstate", &off) &&
 	       !elfsym_offset(fd, "luaJIT_setmode", &off);
+}
+
+/* Does pid map a LuaJIT file (m: its maps)? Then its version string
+ * (seen_version) in ver, or "no version string". */
+static int luajit_version(pid_t pid, const struct pmaps *m, char *ver, size_t len)
+{
+	int lj = 0;
+
+	snprintf(ver, len, "no version string");
+	for (size_t i = 0; i < m->n && !lj; i++) {
+		struct tfile f;
+		if (m->v[i].perms[2] != 'x' || !pmap_is_file(&m->v[i]) ||
+		    tfile_open(&f, pid, &m->v[i]))
+			continue;
+		if ((lj = is_luajit(f.fd)) && seen_version(f.fd, ver, len))
+			snprintf(ver, len, "no version string");
+		tfile_close(&f);
+	}
+	return lj;
 }
 
 int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
@@ -106,15 +148,9 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 		return -1;
 	}
 	if (!scan->n && !quiet) {
-		int lj = 0;
-		for (size_t i = 0; i < m.n && !lj; i++) {
-			struct tfile f;
-			if (m.v[i].perms[2] != 'x' || !pmap_is_file(&m.v[i]) ||
-			    tfile_open(&f, p->pid, &m.v[i]))
-				continue;
-			lj = is_luajit(f.fd);
-			tfile_close(&f);
-		}
+		char ver[LMT_SEEN_VERSION_MAX + 1];
+		int lj = luajit_version(p->pid, &m, ver, sizeof(ver));
+
 		/* Self-pointers like L->glref also occur by chance
 		 * (allocator free lists): only LuaJIT's own symbols
 		 * tell an unknown layout from no LuaJIT at all. */
@@ -125,8 +161,9 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 			if (scan->first_reject[0])
 				snprintf(why, sizeof(why), " (%s)", scan->first_reject);
 			err1("unrecognised LuaJIT layout in PID %d: LuaJIT is loaded "
-			     "but no VM matched %s%s", (int)p->pid,
-			     o->variant ? o->variant : "any known variant", why);
+			     "but no VM matched %s%s; seen: %s, %s", (int)p->pid,
+			     o->variant ? o->variant : "any known variant", why, ver,
+			     vm_refs_seen(scan->shape64, scan->shape32));
 		}
 	}
 	pmaps_free(&m);
@@ -224,6 +261,86 @@ static void consider(struct tr *t, struct u64map *seen, pid_t pid)
 	vm_scan_free(&scan);
 }
 
+/* --all's rescan: the processes of the last listing, and the files found
+ * not to be LuaJIT (for good), kept between rescans. Over
+ * LMT_RESCAN_FILES_MAX such files they are dropped and taken again (a
+ * target making file after file costs only reads). */
+#define LMT_RESCAN_FILES_MAX 65536
+static struct u64set rescan_pids, rescan_not_lj;
+
+/* Does pid map a LuaJIT file that no probe watches for every process? */
+static int maps_unwatched(struct tr *t, pid_t pid)
+{
+	struct pmaps m;
+	int r = 0;
+
+	if (pmaps_load(pid, &m))
+		return 0;
+	for (size_t i = 0; i < m.n && !r; i++) {
+		const struct pmap *mp = &m.v[i];
+		const uint64_t key = ((uint64_t)mp->dev_major << 52 ^
+				      (uint64_t)mp->dev_minor << 40 ^ mp->inode) | 1;
+		struct tfile f;
+
+		if (mp->perms[2] != 'x' || !pmap_is_file(mp) ||
+		    u64set_has(&rescan_not_lj, key) || tfile_open(&f, pid, mp))
+			continue;
+		if (!is_luajit(f.fd)) {
+			if (rescan_not_lj.n >= LMT_RESCAN_FILES_MAX)
+				u64set_free(&rescan_not_lj);
+			u64set_add(&rescan_not_lj, key);
+		} else {
+			/* watched for every process: BPF reports its VMs */
+			r = !u64set_has(&t->watched, tfile_key(&f));
+		}
+		tfile_close(&f);
+	}
+	pmaps_free(&m);
+	return r;
+}
+
+void select_rescan(struct tr *t)
+{
+	struct u64set now = { 0 };
+	struct u64map seen = { 0 };
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	const pid_t self = getpid();
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *e;
+		long pid = strtol(de->d_name, &e, 10);
+
+		if (*e || pid <= 0 || pid == self || pid == t->guardian ||
+		    u64set_add(&now, (uint64_t)pid) != 1)
+			continue;
+		/* New since the last listing, not known, and mapping a
+		 * LuaJIT file no probe of ours watches (a container's own
+		 * copy): watched from now on, attached if its VM runs. */
+		if (!u64set_has(&rescan_pids, (uint64_t)pid) && !proc_of(t, (uint32_t)pid) &&
+		    maps_unwatched(t, (pid_t)pid)) {
+			const struct tproc *p;
+
+			consider(t, &seen, (pid_t)pid);
+			if ((p = proc_of(t, (uint32_t)pid)) && p->attached && !p->ignored &&
+			    !t->o->quiet)
+				said_tracing(p);
+		}
+	}
+	closedir(d);
+	u64map_free(&seen, NULL);
+	u64set_free(&rescan_pids);
+	rescan_pids = now;
+}
+
+void select_free(void)
+{
+	u64set_free(&rescan_pids);
+	u64set_free(&rescan_not_lj);
+}
+
 int select_each(pid_t skip, void (*fn)(void *ctx, pid_t pid), void *ctx)
 {
 	DIR *d = opendir("/proc");
@@ -255,6 +372,7 @@ static void consider_one(void *ctx, pid_t pid)
 {
 	struct all_ctx *c = ctx;
 
+	u64set_add(&rescan_pids, (uint64_t)pid);
 	consider(c->t, &c->seen, pid);
 }
 
@@ -335,11 +453,18 @@ void select_newvm(struct tr *t, const struct lmt_newvm *n)
 			if (r)
 				t->lost_vm++;
 			else if (!p->nvm || (p->nvm == 1 && !t->o->quiet && t->o->all))
-				err1("tracing PID %d (%s)", (int)p->pid, p->comm);
+				said_tracing(p);
 		} else {
+			char ver[LMT_SEEN_VERSION_MAX + 1];
+			size_t n64 = 0, n32 = 0;
+
+			luajit_version((pid_t)n->tgid, &m, ver, sizeof(ver));
+			vm_shape_at((pid_t)n->tgid, n->L, &n64, &n32);
 			err1("warning: new lua_State 0x%" PRIx64 " in PID %u not "
-			     "traced: %s", (uint64_t)n->L, n->tgid, why);
+			     "traced: %s; seen: %s, %s", (uint64_t)n->L, n->tgid, why,
+			     ver, vm_refs_seen(n64, n32));
 			t->lost_vm++;
+			vms_unmatched++;
 		}
 		pmaps_free(&m);
 	}

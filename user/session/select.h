@@ -17,6 +17,14 @@ int select_each(pid_t skip, void (*fn)(void *ctx, pid_t pid), void *ctx);
 /* --exe: is a process of executable exe (as its maps or /proc/PID/exe
  * name it) or comm one of names? */
 int select_named(const char *exe, const char *comm, const char *const *names, unsigned n);
+/* --all, once a second: processes new since the last listing that map a
+ * LuaJIT file no probe watches for every process (a container's private
+ * copy, a file not root's) are considered as select_all does: the file
+ * watched, the process attached if its VM runs (its allocations before
+ * that are not seen). A PID reused between two listings is missed. */
+void select_rescan(struct tr *t);
+/* What the rescans keep, freed. */
+void select_free(void);
 /* Its running VMs: 0, or -1 having said why not (quiet: for --all). */
 int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet);
 /* lua_newstate returned where user space must register the new VM: in
@@ -24,5 +32,7 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
  * seen before (stopped meanwhile), which --exe may leave out
  * (capture_ops.newvm). */
 void select_newvm(struct tr *t, const struct lmt_newvm *n);
+/* New VMs select_newvm found no layout variant for (each said). */
+unsigned select_unmatched(void);
 
 #endif

@@ -411,6 +411,7 @@ void out_info(struct tr *t, struct tout *o, const struct lmt_stats *st, int done
 	struct info in = { .pid = o->owner ? o->who.pid : 0, .vms = o->nvms,
 			   .start = o->wall0, .vm = o->vm,
 			   .parent = o->owner ? o->who.parent : 0,
+			   .nspid = o->owner ? o->who.nspid : 0,
 			   .duration = done ? o->secs : 0 };
 	char buf[INFO_FILE_MAX];
 

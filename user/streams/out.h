@@ -32,6 +32,7 @@ struct out_opts {
 #define LMT_SNAME 48
 struct out_who {
 	pid_t pid, parent;
+	pid_t nspid; /* its PID in its own PID namespace; 0: ours */
 	char comm[16];
 	char exe[PATH_MAX];
 };

@@ -323,3 +323,28 @@ int proc_stopped(pid_t pid)
 	closedir(d);
 	return !running;
 }
+
+pid_t proc_nspid(pid_t pid)
+{
+	char buf[4096], *l, *e;
+	int fd = proc_openat(pid, "status", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	long last = 0, v;
+	int k = 0;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	if (!(l = strstr(buf, "\nNSpid:")))
+		return 0;
+	/* one PID a namespace, ours first, the innermost last */
+	for (l += 7; *l != '\n' && *l; l = e, k++) {
+		v = strtol(l, &e, 10);
+		if (e == l || v <= 0 || v > INT32_MAX)
+			break;
+		last = v;
+	}
+	return k > 1 ? (pid_t)last : 0;
+}

@@ -69,6 +69,10 @@ int proc_bound_alive(pid_t pid);
  * started, in clock ticks since boot; 0 if unknown or gone. */
 uint64_t proc_start(pid_t pid, int pidfd);
 
+/* pid's PID in its own (innermost) PID namespace, from the NSpid line of
+ * its status (Linux 4.1+); 0 if it is in ours, or unknown. */
+pid_t proc_nspid(pid_t pid);
+
 /* A small file of /proc (stat, fdinfo) into buf, NUL-terminated: its
  * bytes (at most size - 1), or -1 if it cannot be read or is empty. */
 ssize_t proc_small(const char *path, char *buf, size_t size);

@@ -91,6 +91,73 @@ static int validate(pid_t pid, const struct pmaps *m,
 	return 0;
 }
 
+/* -- Shapes, for an unknown build's line ----------------------------------- */
+
+/* A main lua_State of any size in [SHAPE_LMIN, SHAPE_LMAX) as either
+ * reference width lays it out (lj_obj.h): a thread's type tag (gct,
+ * ~LJ_TTHREAD) and glref pointing just past it, at its global_State,
+ * which points back at it (mainthref) in its first SHAPE_GWIN bytes.
+ * GC64: gct at 9, glref 64 bits at 16; else gct at 5, glref 32 bits at 8,
+ * every GC object below 4 GiB. A chance match is rare: only one width
+ * seen and not the other tells it. b holds len bytes from L. */
+#define SHAPE_LMIN 48
+#define SHAPE_LMAX 256
+#define SHAPE_GWIN 256
+#define SHAPE_GCT 6
+
+static int shape64(const uint8_t *b, size_t len, uint64_t L)
+{
+	uint64_t d = len >= 24 ? rd64(b, 16) - L : 0;
+
+	if (b[9] != SHAPE_GCT || d - SHAPE_LMIN >= SHAPE_LMAX - SHAPE_LMIN ||
+	    d + SHAPE_GWIN > len)
+		return 0;
+	for (unsigned o = 0; o < SHAPE_GWIN; o += 8)
+		if (rd64(b, (unsigned)d + o) == L)
+			return 1;
+	return 0;
+}
+
+static int shape32(const uint8_t *b, size_t len, uint64_t L)
+{
+	uint32_t gl = 0, w;
+	uint64_t d;
+
+	if (len >= 12)
+		memcpy(&gl, b + 8, 4);
+	d = (uint32_t)(gl - (uint32_t)L);
+	if (L >= (1ULL << 32) || b[5] != SHAPE_GCT ||
+	    d - SHAPE_LMIN >= SHAPE_LMAX - SHAPE_LMIN || d + SHAPE_GWIN > len)
+		return 0;
+	for (unsigned o = 0; o < SHAPE_GWIN; o += 4) {
+		memcpy(&w, b + d + o, 4);
+		if (w == (uint32_t)L)
+			return 1;
+	}
+	return 0;
+}
+
+void vm_shape_at(pid_t pid, uint64_t L, size_t *n64, size_t *n32)
+{
+	uint8_t b[SHAPE_LMAX + SHAPE_GWIN];
+
+	if (proc_read(pid, L, b, sizeof(b)))
+		return;
+	*n64 += shape64(b, sizeof(b), L);
+	*n32 += shape32(b, sizeof(b), L);
+}
+
+const char *vm_refs_seen(size_t n64, size_t n32)
+{
+	if (n32 && !n64)
+		return "32-bit references (GC64 off)";
+	if (n64 && !n32)
+		return "64-bit references (GC64)";
+	return "reference width not told";
+}
+
+/* -- Variants -------------------------------------------------------------- */
+
 static int want(const struct lj_variant *v, const char *variant)
 {
 	return !variant || !strcmp(v->name, variant);
@@ -187,6 +254,13 @@ int vm_scan(pid_t pid, const struct pmaps *m, const char *variant,
 				/* Most words are no self-reference at all. */
 				if (d - dmin <= dspan)
 					err = consider(pid, m, variant, s, a + o, d + a + o);
+				/* The word as glref: L 16 bytes down (GC64), or 8. */
+				if (o >= 16)
+					s->shape64 += shape64(buf + o - 16, (size_t)got - o + 16,
+							      a + o - 16);
+				if (o >= 8)
+					s->shape32 += shape32(buf + o - 8, (size_t)got - o + 8,
+							      a + o - 8);
 			}
 		}
 	}

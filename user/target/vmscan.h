@@ -26,6 +26,9 @@ struct vmscan {
 	size_t candidates; /* glref self-references found */
 	size_t over;       /* ones past LMT_VMS_MAX VMs: not checked */
 	struct u64set seen; /* VMs found (L) */
+	/* Words shaped like a main lua_State's glref, of any known or
+	 * unknown size (vm_refs_seen): with 64-bit references, 32-bit ones */
+	size_t shape64, shape32;
 	char first_reject[256];
 };
 
@@ -38,5 +41,10 @@ void vm_scan_free(struct vmscan *s);
  * is a coroutine, the VM of its main thread is returned. 0 or -EINVAL. */
 int vm_at(pid_t pid, const struct pmaps *m, const char *variant, uint64_t L,
 	  struct vminfo *out, char *why, size_t whylen);
+
+/* The shapes of the lua_State at L, as vm_scan counts them. */
+void vm_shape_at(pid_t pid, uint64_t L, size_t *shape64, size_t *shape32);
+/* What the shapes tell of an unknown build's references: a phrase. */
+const char *vm_refs_seen(size_t shape64, size_t shape32);
 
 #endif
