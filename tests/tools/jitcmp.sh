@@ -8,7 +8,11 @@
 #
 # Prints one summary line
 #   lines W/N within 1%; stacks E/T equal
-# (W of the N Lua lines with the JIT on within 1% of the JIT-off count;
+# (W of the N Lua lines with the JIT on within 1% of the JIT-off count,
+# or 2 events: the Lua stack's resizes legitimately move between lines,
+# lj_snap_restore growing it at a trace exit where the interpreter grows
+# it at the call that needs it, and lj_state_shrinkstack never shrinking
+# a running trace's;
 # E of the T JIT-off events whose stack the JIT-on run has as often),
 # then each line outside 1% and the stacks that differ most. Exit 0 when
 # every line is within 1% and E >= 99% of T, 1 otherwise, 2 when a run
@@ -53,7 +57,7 @@ awk -v dir="$dir" '
 	END {
 		for (l in k) {
 			n++; d = on[l] - off[l]; if (d < 0) d = -d
-			if (100 * d <= off[l]) ok++
+			if (100 * d <= off[l] || d <= 2) ok++
 			else bad = bad sprintf("line %s: on %d off %d\n", l, on[l], off[l])
 		}
 		for (s in sk) {
