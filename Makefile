@@ -103,7 +103,8 @@ $(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap: $(HEAP_MODEL)
 
 # The readers of a target's memory, fed forged structures: the test reads
 # its own memory (it defines proc_read).
-READERS := user/convert/jit.c user/convert/luanames.c user/target/vmscan.c user/convert/lines.c user/util/u64set.c
+READERS := user/convert/jit.c user/convert/jit_read.c user/convert/jit_walk.c user/convert/jit_frames.c \
+	user/convert/luanames.c user/target/vmscan.c user/convert/lines.c user/util/u64set.c
 $(OUT)/unit/test_forged: UNIT_EXTRA := $(READERS)
 $(OUT)/unit/test_forged: $(READERS) $(BPF_SKEL)
 

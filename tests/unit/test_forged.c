@@ -11,7 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "session/session.h"
+#include "convert/conv.h"
+#include "streams/out.h"
 #include "convert/jit.h"
 
 #include "convert/lines.h"
@@ -93,7 +94,7 @@ void out_sym(struct tout *o, const struct mp_sym *s)
 		memcpy(last_name, s->name, s->name_len);
 }
 
-const char *lua_name(struct tvm *v, uint64_t key)
+const char *lua_name(struct conv_vm *v, uint64_t key)
 {
 	return NULL;
 }
@@ -199,32 +200,34 @@ static void fsnap(struct ftrace *f, unsigned i, uint32_t mapofs, uint16_t ref,
 	e[U->snap_nent] = nent;
 }
 
-static struct tproc proc;
+static struct conv_proc proc;
 static struct tout out;
 
-static struct tvm *fvm(void)
+static struct conv_vm *fvm(void)
 {
-	struct tvm *v = calloc(1, sizeof(*v));
+	struct conv_vm *v = calloc(1, sizeof(*v));
 
-	v->p = &proc;
 	v->var = var;
 	v->out = &out;
-	if (!proc.vms) {
-		proc.vms = calloc(4, sizeof(*proc.vms));
-		proc.nvm_cap = 4;
-	}
-	proc.vms[proc.nvm++] = v;
+	conv_vm_link(&proc, v);
 	return v;
 }
 
-static void vm_gone(struct tvm *v)
+static void vm_gone(struct conv_vm *v)
 {
+	struct conv_vm **pp = &proc.vms;
+
 	traces_free(v);
-	proc.nvm--;
+	while (*pp != v)
+		pp = &(*pp)->next;
+	*pp = v->next;
+	if (proc.last == v)
+		for (proc.last = proc.vms; proc.last && proc.last->next; proc.last = proc.last->next)
+			;
 	free(v);
 }
 
-static void add(struct tvm *v, uint64_t traceno, const struct ftrace *f, uint64_t pt)
+static void add(struct conv_vm *v, uint64_t traceno, const struct ftrace *f, uint64_t pt)
 {
 	struct lmt_trace r = { .traceno = traceno, .T = (uintptr_t)f->T, .proto = pt };
 
@@ -233,7 +236,7 @@ static void add(struct tvm *v, uint64_t traceno, const struct ftrace *f, uint64_
 
 /* An event at machine code offset ofs of trace traceno: its line and
  * stack. The count of frames. */
-static unsigned event(struct tvm *v, uint64_t traceno, uint32_t ofs, struct mp_event *m,
+static unsigned event(struct conv_vm *v, uint64_t traceno, uint32_t ofs, struct mp_event *m,
 		      struct sk_frame *fr, unsigned max, int *whole)
 {
 	struct tloc at;
@@ -276,7 +279,7 @@ static void test_frames(void)
 	const uint64_t pt = fproto(4, fstr("@f.lua", 6, 6)), cfn = fcfunc(0x1234);
 	struct sk_frame fr[16];
 	struct mp_event m;
-	struct tvm *v = fvm();
+	struct conv_vm *v = fvm();
 	int whole;
 	unsigned n;
 
@@ -327,7 +330,7 @@ static void test_ir(void)
 	const uint32_t nk = 100, nins = 102;
 	struct ftrace f = ftrace(1, 3, nk, nins);
 	const uint64_t pcbase = pc_of(pt, 1) << 8;
-	struct tvm *v = fvm();
+	struct conv_vm *v = fvm();
 	uint8_t *ins = (uint8_t *)&f.ir[0], *kg = (uint8_t *)&f.ir[1];
 	const uint16_t c = nk + 1;
 
@@ -370,7 +373,7 @@ static void test_ir(void)
 static void test_caps(void)
 {
 	const uint64_t pt = fproto(4, fstr("@f.lua", 6, 6));
-	struct tvm *v = fvm();
+	struct conv_vm *v = fvm();
 	uint64_t r0;
 
 	proc.tr_cut = 0;
@@ -417,7 +420,7 @@ static void test_budget(void)
 {
 	const uint64_t pt = fproto(4, fstr("@f.lua", 6, 6));
 	const uint64_t pt2 = fproto(4096, fstr("@g.lua", 6, 6));
-	struct tvm *v = fvm(), *w = fvm();
+	struct conv_vm *v = fvm(), *w = fvm();
 	uint64_t r0 = reads, most = 0;
 	struct mp_event m;
 	struct sk_frame fr[4];
@@ -463,7 +466,7 @@ static void test_proc_budget(void)
 	const uint64_t pt = fproto(4, fstr("@f.lua", 6, 6));
 	const uint64_t pt2 = fproto(4096, fstr("@g.lua", 6, 6));
 	struct ftrace f = many_snaps(200, pt2);
-	struct tvm *v = fvm();
+	struct conv_vm *v = fvm();
 	struct mp_event m;
 	struct sk_frame fr[4];
 	uint64_t r0;
@@ -505,7 +508,7 @@ static void test_proc_budget(void)
 static void test_names(void)
 {
 	static char src[LMT_CHUNKNAME_MAX + 100];
-	struct tvm *v = fvm();
+	struct conv_vm *v = fvm();
 	uint64_t pt;
 
 	memset(src, 'x', sizeof(src));
@@ -685,7 +688,6 @@ int main(void)
 	test_names();
 	test_luanames();
 	test_vms();
-	free(proc.vms);
 	free(arena);
 	return fails != 0;
 }

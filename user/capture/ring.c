@@ -47,7 +47,7 @@ static void on_proto(struct tr *t, const struct lmt_proto *p, size_t sz)
 	struct tvm *v = vm_of(t, p->tgid, p->vm);
 
 	if (v)
-		ev_proto(v, p, sz);
+		ev_proto(&v->cv, p, sz);
 	else
 		t->bad_recs++;
 }
@@ -57,7 +57,7 @@ static void on_trace(struct tr *t, const struct lmt_trace *r)
 	struct tvm *v = vm_of(t, r->tgid, r->vm);
 
 	if (v)
-		ev_trace(v, r);
+		ev_trace(&v->cv, r);
 	else
 		t->bad_recs++;
 }
@@ -149,7 +149,7 @@ static void await_ret(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
 	u64map_del(&t->awaits, r->loc);
 	await_complete(&a->ev, r);
 	if ((v = vm_get(t, a->tgid, a->vm)))
-		ev_out(v, &a->ev);
+		ev_out(&v->cv, &a->ev);
 	else
 		t->aw_missed++;
 	free(a);
@@ -195,7 +195,7 @@ static void batch_ev(struct tr *t, uint32_t tgid, struct tvm *v, const struct lm
 	else if (ev_awaits(r->kind, r->naddr))
 		await_hold(t, v, r);
 	else
-		ev_out(v, r);
+		ev_out(&v->cv, r);
 }
 
 /* Batch b's events (packed: struct lmt_ev's words on the wire), in
@@ -283,8 +283,8 @@ static void lone_batch(struct tr *t, uint32_t tgid, struct tvm *v, struct evs *i
 		m.nsize = ns;
 		it->w += n;
 		it->left -= n;
-		ev_where(v, &m, src, fl & ~LMT_EV_WIRE, &at);
-		out_lone_event(v->out, &m);
+		ev_where(&v->cv, &m, src, fl & ~LMT_EV_WIRE, &at);
+		out_lone_event(v->cv.out, &m);
 	}
 }
 
@@ -307,13 +307,13 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
 			evs_lost(t, &it);
 		return;
 	}
-	if (v && out_lone(v->out))
+	if (v && out_lone(v->cv.out))
 		lone_batch(t, hd.tgid, v, &it);
 	else
 		while (ev_next(t, &it, &r))
 			batch_ev(t, hd.tgid, v, &r);
 	if (v)
-		out_at(v->out, NULL, 0);
+		out_at(v->cv.out, NULL, 0);
 }
 
 /* -- Takes --------------------------------------------------------------- */
@@ -372,7 +372,7 @@ static void takes_below(struct tr *t, struct tvm *v, uint64_t seq)
 	for (; k < v->ntakes && v->takes[k].max < seq; k++) {
 		for (unsigned i = 0; i < v->takes[k].n; i++)
 			batch_ev(t, (uint32_t)v->p->pid, v, &v->takes[k].ev[i]);
-		out_at(v->out, NULL, 0);
+		out_at(v->cv.out, NULL, 0);
 		free(v->takes[k].ev);
 	}
 	if (!k)
@@ -491,8 +491,8 @@ int on_rec(void *ctx, void *data, size_t sz)
 			const struct lmt_forget *f = data;
 			struct tvm *v = vm_get(t, f->tgid, f->vm);
 			if (v) {
-				free(u64map_del(&v->lines, f->addr));
-				free(u64map_del(&v->pnames, f->addr));
+				free(u64map_del(&v->cv.lines, f->addr));
+				free(u64map_del(&v->cv.pnames, f->addr));
 			}
 		}
 		break;
@@ -502,9 +502,9 @@ int on_rec(void *ctx, void *data, size_t sz)
 			struct tvm *v = vm_of(t, k->tgid, k->vm);
 
 			if (v) {
-				out_at(v->out, v, 0); /* its symbols: behind v's events */
-				stk_def_rec(v, k, sz);
-				out_at(v->out, NULL, 0);
+				out_at(v->cv.out, v, 0); /* its symbols: behind v's events */
+				stk_def_rec(&v->cv, k, sz);
+				out_at(v->cv.out, NULL, 0);
 			}
 		}
 		break;

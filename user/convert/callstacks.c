@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session/session.h"
+#include "convert/conv.h"
+#include "streams/out.h"
 #include "convert/cnames.h"
 
 #include "convert/callstacks.h"
@@ -35,7 +36,7 @@ static void named(struct cframe *f, const char *name)
 }
 
 /* A builtin (fast function) ffid: the name Lua code gives it. */
-static void builtin(struct tvm *v, struct cframe *f, unsigned ffid)
+static void builtin(struct conv_vm *v, struct cframe *f, unsigned ffid)
 {
 	const char *n = lua_name(v, LUANAMES_FF(ffid));
 	char buf[32];
@@ -47,7 +48,7 @@ static void builtin(struct tvm *v, struct cframe *f, unsigned ffid)
 	named(f, n);
 }
 
-static void cfunc(struct tvm *v, struct cframe *f, uint64_t addr)
+static void cfunc(struct conv_vm *v, struct cframe *f, uint64_t addr)
 {
 	*f = (struct cframe){ .src = MP_SRC_CFUNC, .addr = addr };
 	syms_cfunc(&v->p->syms, addr);
@@ -55,7 +56,7 @@ static void cfunc(struct tvm *v, struct cframe *f, uint64_t addr)
 }
 
 /* A frame BPF sent (struct lmt_sframe). */
-static void resolve(struct tvm *v, const struct lmt_sframe *s, struct cframe *f)
+static void resolve(struct conv_vm *v, const struct lmt_sframe *s, struct cframe *f)
 {
 	const uint64_t val = LMT_FR_VAL(s->b);
 
@@ -94,7 +95,7 @@ static void cdef_free(void *p)
 	free(p);
 }
 
-void stk_def_rec(struct tvm *v, const struct lmt_stack *r, size_t sz)
+void stk_def_rec(struct conv_vm *v, const struct lmt_stack *r, size_t sz)
 {
 	struct cdef *d;
 	int err;
@@ -119,11 +120,11 @@ void stk_def_rec(struct tvm *v, const struct lmt_stack *r, size_t sz)
 
 /* -- Events -------------------------------------------------------------- */
 
-uint32_t stk_event(struct tvm *v, const struct lmt_ev *r, const struct mp_event *m,
+uint32_t stk_event(struct conv_vm *v, const struct lmt_ev *r, const struct mp_event *m,
 		  const struct tloc *at)
 {
 	struct tout *o = v->out;
-	const unsigned depth = v->p->t->o->stacks;
+	const unsigned depth = v->depth;
 	static struct cframe fr[LMT_STK_MAX];
 	struct sk_frame tf[LMT_STK_MAX];
 	const struct cdef *d;
@@ -170,7 +171,7 @@ uint32_t stk_event(struct tvm *v, const struct lmt_ev *r, const struct mp_event 
 	return out_stack(o, fr, n, flags);
 }
 
-void stk_forget_vm(struct tvm *v)
+void stk_forget_vm(struct conv_vm *v)
 {
 	u64map_free(&v->stacks, cdef_free);
 }

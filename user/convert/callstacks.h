@@ -9,17 +9,17 @@
 #include "luamemtrace.h"
 #include "format/memprof.h"
 
-struct tvm;
+struct conv_vm;
 struct tloc;
 
 /* A stack record of VM v: its frames resolved now (their prototypes'
  * records came before it). */
-void stk_def_rec(struct tvm *v, const struct lmt_stack *r, size_t sz);
+void stk_def_rec(struct conv_vm *v, const struct lmt_stack *r, size_t sz);
 /* The stack of event r (m: as charged; at: where in a trace, or NULL) in
  * v's stream's companion: its number there, 0 if none (a stream of
  * several VMs: a held one, streams/stknum.h). */
-uint32_t stk_event(struct tvm *v, const struct lmt_ev *r, const struct mp_event *m,
+uint32_t stk_event(struct conv_vm *v, const struct lmt_ev *r, const struct mp_event *m,
 		  const struct tloc *at);
-void stk_forget_vm(struct tvm *v);
+void stk_forget_vm(struct conv_vm *v);
 
 #endif

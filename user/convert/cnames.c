@@ -2,7 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "session/session.h"
+#include "convert/conv.h"
+#include "streams/out.h"
+#include "util/clock.h"
 #include "convert/cnames.h"
 #include "convert/luanames.h"
 #include "target/caps.h"
@@ -11,7 +13,7 @@
  * name appears: at once for one not seen before (a module just loaded),
  * up to LMT_NAMES_MISSED_MAX of them; the ones they did not name wait for
  * the next walk, at most one every LMT_NAMES_REWALK_S (target/caps.h). */
-const char *lua_name(struct tvm *v, uint64_t key)
+const char *lua_name(struct conv_vm *v, uint64_t key)
 {
 	const char *n = u64map_get(&v->cnames, key);
 
@@ -31,7 +33,7 @@ const char *lua_name(struct tvm *v, uint64_t key)
 
 /* A C function by the name Lua code gives it (convert/luanames.h), beside the
  * stream's ELF name: "cjson.encode (liblua5.1-cjson.so+0x3cc0)". */
-void cfunc_name(struct tvm *v, uint64_t f)
+void cfunc_name(struct conv_vm *v, uint64_t f)
 {
 	const char *n, *elf;
 	char buf[512];

@@ -3,14 +3,14 @@
 #ifndef LMT_CNAMES_H
 #define LMT_CNAMES_H
 
-#include "session/session.h"
+#include "convert/conv.h"
 
 /* The name Lua code gives C function or builtin key, or NULL; the target's
  * tables read again, within the caps of target/caps.h, for a function
  * they did not name. */
-const char *lua_name(struct tvm *v, uint64_t key);
+const char *lua_name(struct conv_vm *v, uint64_t key);
 /* C function f's Lua name into v's stream (beside its ELF name), once,
  * if its tables give one. */
-void cfunc_name(struct tvm *v, uint64_t f);
+void cfunc_name(struct conv_vm *v, uint64_t f);
 
 #endif

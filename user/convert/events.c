@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session/session.h"
+#include "convert/conv.h"
+#include "streams/out.h"
 #include "convert/cnames.h"
 #include "convert/events.h"
 #include "convert/callstacks.h"
@@ -20,7 +21,7 @@
 #include "target/caps.h"
 #include "target/proc.h"
 
-static void keep_lines(struct tvm *v, const struct lmt_proto *p, size_t sz)
+static void keep_lines(struct conv_vm *v, const struct lmt_proto *p, size_t sz)
 {
 	struct pline *l;
 	int err;
@@ -48,7 +49,7 @@ static void keep_lines(struct tvm *v, const struct lmt_proto *p, size_t sz)
  * the string is gone, the prefix is what we have). If BPF could read none
  * of it (a page it could not touch), the name an earlier record gave the
  * prototype. *full: to free. */
-static void proto_name(struct tvm *v, const struct lmt_proto *p, struct mp_sym *s, char **full)
+static void proto_name(struct conv_vm *v, const struct lmt_proto *p, struct mp_sym *s, char **full)
 {
 	const uint32_t n = p->copied <= LMT_NAME_MAX ? p->copied : LMT_NAME_MAX;
 	const char *known = u64map_get(&v->pnames, p->addr);
@@ -88,7 +89,7 @@ static void proto_name(struct tvm *v, const struct lmt_proto *p, struct mp_sym *
 	}
 }
 
-void ev_proto(struct tvm *v, const struct lmt_proto *p, size_t sz)
+void ev_proto(struct conv_vm *v, const struct lmt_proto *p, size_t sz)
 {
 	struct mp_sym s = { .kind = MP_SYM_LFUNC, .addr = p->addr };
 	char *full = NULL;
@@ -104,7 +105,7 @@ void ev_proto(struct tvm *v, const struct lmt_proto *p, size_t sz)
 	v->p->protos++;
 }
 
-void ev_trace(struct tvm *v, const struct lmt_trace *r)
+void ev_trace(struct conv_vm *v, const struct lmt_trace *r)
 {
 	struct mp_sym s = { .kind = MP_SYM_TRACE, .addr = r->traceno,
 			    .proto = r->proto, .line = r->line };
@@ -116,7 +117,7 @@ void ev_trace(struct tvm *v, const struct lmt_trace *r)
 	v->p->traces++;
 }
 
-void ev_out(struct tvm *v, const struct lmt_ev *r)
+void ev_out(struct conv_vm *v, const struct lmt_ev *r)
 {
 	struct mp_event m;
 	struct tloc at;

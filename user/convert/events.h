@@ -5,21 +5,21 @@
 #ifndef LMT_EVENTS_H
 #define LMT_EVENTS_H
 
-#include "session/session.h"
+#include "convert/conv.h"
 #include "convert/jit.h"
 #include "convert/lines.h"
 
 /* A prototype's record (sz bytes, its line table included): its symbol,
  * and its line table kept for the positions of its events. */
-void ev_proto(struct tvm *v, const struct lmt_proto *p, size_t sz);
+void ev_proto(struct conv_vm *v, const struct lmt_proto *p, size_t sz);
 /* A trace's record: its symbol, and its snapshots kept (convert/jit.h). */
-void ev_trace(struct tvm *v, const struct lmt_trace *r);
+void ev_trace(struct conv_vm *v, const struct lmt_trace *r);
 /* An event of VM v into its stream, with the symbols it needs first and
  * its stack's (--stacks). */
-void ev_out(struct tvm *v, const struct lmt_ev *r);
+void ev_out(struct conv_vm *v, const struct lmt_ev *r);
 
 /* A position (LMT_EV_POS) to a line through the prototype's table. */
-static inline void pos_line(struct tvm *v, struct mp_event *m)
+static inline void pos_line(struct conv_vm *v, struct mp_event *m)
 {
 	const struct pline *l = u64map_get(&v->lines, m->loc);
 	int64_t line = l ? pline_line(l, m->line) : 0;
@@ -53,7 +53,7 @@ static inline void ev_event(struct mp_event *m, const struct lmt_ev *r)
  * position to its line; compiled code to its line through the trace's
  * snapshots, where in *at (chain -2: not in a trace); an exit that cannot
  * be told is the VM's, as in-VM. */
-static inline void ev_where(struct tvm *v, struct mp_event *m, uint8_t src, uint8_t flags,
+static inline void ev_where(struct conv_vm *v, struct mp_event *m, uint8_t src, uint8_t flags,
 			    struct tloc *at)
 {
 	if (flags & LMT_EV_POS)

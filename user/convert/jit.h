@@ -11,12 +11,12 @@
 #include "format/memprof.h"
 #include "format/stacks.h"
 
-struct tvm;
+struct conv_vm;
 struct tout;
 
 /* A new trace (its record): its snapshots read now. A trace number reused
  * replaces the old one. */
-void traces_add(struct tvm *v, const struct lmt_trace *r);
+void traces_add(struct conv_vm *v, const struct lmt_trace *r);
 /* Where in a trace an event was charged (for its stack): the snapshot,
  * and which of its walks' inlined call paths led there (-1: none). */
 struct tloc {
@@ -28,15 +28,15 @@ struct tloc {
  * it belongs to, the prototype's symbol written first if the stream has
  * not had it from this trace; where, in *at (if not NULL). 0, or -1: left
  * at trace granularity. */
-int traces_line(struct tvm *v, struct mp_event *m, uint8_t flags, struct tloc *at);
+int traces_line(struct conv_vm *v, struct mp_event *m, uint8_t flags, struct tloc *at);
 /* The stack of an event charged by traces_line (m as it left it, at):
  * the event's frame, the calls the trace inlined to it (from the
  * snapshot and the walk), down to the trace's base frame, at most max,
  * innermost first; *whole if it got there. A builtin's frame comes as
  * src 0 with its ffid in addr. Told from what traces_add read while the
  * process was stopped: no read of the target here. The count. */
-unsigned traces_frames(struct tvm *v, const struct tloc *at, const struct mp_event *m,
+unsigned traces_frames(struct conv_vm *v, const struct tloc *at, const struct mp_event *m,
 		       struct sk_frame *out, unsigned max, int *whole);
-void traces_free(struct tvm *v);
+void traces_free(struct conv_vm *v);
 
 #endif

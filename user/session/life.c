@@ -125,7 +125,7 @@ static struct tout *stream_for(struct tr *t, struct tproc *p, unsigned num)
 	if (o->fd >= 0 && !o->begun)
 		out_info(t, o, NULL, 0);
 	if (fresh)
-		syms_replay(&p->syms, out_sym_now, o);
+		syms_replay(&p->cv.syms, out_sym_now, o);
 	out_begin(o);
 	return o;
 }
@@ -160,6 +160,7 @@ struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 	}
 	p->t = t;
 	p->pid = pid;
+	p->cv.pid = pid;
 	p->lockfd = -1;
 	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (p->pidfd < 0) {
@@ -187,7 +188,7 @@ struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 	}
 	if (proc_readlinkat(pid, "exe", p->exe, sizeof(p->exe)) < 0)
 		p->exe[0] = 0;
-	syms_init(&p->syms, pid, proc_sym, p);
+	syms_init(&p->cv.syms, pid, proc_sym, p);
 	return p;
 }
 
@@ -202,7 +203,7 @@ void proc_drop(struct tr *t, struct tproc *p)
 	for (unsigned i = 0; i < p->naf; i++)
 		tfile_close(&p->af[i].f);
 	u64set_free(&p->hooked);
-	syms_free(&p->syms);
+	syms_free(&p->cv.syms);
 	free(p->vms);
 	free(p);
 }
@@ -229,7 +230,7 @@ static void proc_begin(struct tr *t, struct tproc *p)
 	if (!u64map_get(&t->pmap, proc_key((uint32_t)p->pid)))
 		proc_link(t, p);
 	p->attached = 1;
-	syms_scan(&p->syms);
+	syms_scan(&p->cv.syms);
 }
 
 /* ... and once its VMs are in: the hooks of its objects. */
@@ -264,7 +265,7 @@ static int proc_attach_child(struct tr *t, struct tproc *parent, struct tproc *c
 	for (unsigned i = 0; i < parent->nvm; i++) {
 		const struct tvm *pv = parent->vms[i];
 		if (!pv->closed &&
-		    !vm_known(t, c, pv->id, pv->L, pv->g, pv->ud, pv->num))
+		    !vm_known(t, c, pv->id, pv->L, pv->cv.g, pv->ud, pv->num))
 			return -1;
 	}
 	/* Its allocators: the parent's files, at its addresses. */
@@ -295,12 +296,12 @@ static struct tvm *vm_new(struct tr *t, struct tproc *p, uint32_t id,
 		p->vms = nv;
 		p->nvm_cap = cap;
 	}
-	*v = (struct tvm){ .p = p, .id = id, .num = num, .L = L, .g = g, .ud = ud,
-			   .var = p->var };
+	*v = (struct tvm){ .p = p, .id = id, .num = num, .L = L, .cv.g = g, .ud = ud,
+			   .cv.var = p->var, .cv.depth = t->o->stacks };
 	if (num >= p->next_num)
 		p->next_num = num + 1;
-	v->out = stream_for(t, p, num);
-	if (!v->out) {
+	v->cv.out = stream_for(t, p, num);
+	if (!v->cv.out) {
 		free(v);
 		return NULL;
 	}
@@ -310,6 +311,7 @@ static struct tvm *vm_new(struct tr *t, struct tproc *p, uint32_t id,
 		return NULL;
 	}
 	p->vms[p->nvm++] = v;
+	conv_vm_link(&p->cv, &v->cv);
 	return v;
 }
 
@@ -371,20 +373,20 @@ int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v)
 	t->var = v->var;
 	/* The process is stopped or attached: what it maps now is readable
 	 * now, while the consumer may only get to its events after it exits. */
-	syms_scan(&p->syms);
+	syms_scan(&p->cv.syms);
 	return 0;
 }
 
 void vm_state_free(struct tvm *v)
 {
-	u64map_free(&v->lines, free);
-	u64map_free(&v->pnames, free);
-	traces_free(v);
-	stk_forget_vm(v);
+	u64map_free(&v->cv.lines, free);
+	u64map_free(&v->cv.pnames, free);
+	traces_free(&v->cv);
+	stk_forget_vm(&v->cv);
 	takes_free(v);
-	u64map_free(&v->cnames, free);
-	u64set_free(&v->cnamed);
-	u64set_free(&v->cmissed);
+	u64map_free(&v->cv.cnames, free);
+	u64set_free(&v->cv.cnamed);
+	u64set_free(&v->cv.cmissed);
 }
 
 /* -- What BPF tells: a new VM, a fork, an exec ------------------------------ */

@@ -231,7 +231,7 @@ static void run_loop(struct tr *t)
 		if (now() >= next_scan) {
 			for (struct tproc *p = t->procs; p; p = p->next)
 				if (p->attached && !p->ended)
-					syms_scan(&p->syms);
+					syms_scan(&p->cv.syms);
 			next_scan = now() + 1;
 		}
 		if (t->o->cmd) {
@@ -381,7 +381,7 @@ static int open_output(struct tr *t)
 		return 0;
 	}
 	if (t->o->npids) {
-		syms_scan(&t->sel[0]->syms);
+		syms_scan(&t->sel[0]->cv.syms);
 		return stream_one(t, t->sel[0]);
 	}
 	return stream_one(t, NULL);

@@ -8,9 +8,10 @@
  * VMs, and each VM writes a stream (struct tout, streams/out.h): its own
  * with -o DIR, the one -o FILE otherwise.
  *
- * The rooms below the session (capture, convert, probes) still read these
- * structs: each room's own part of them (a VM's conversion state, a
- * process's probes, capture's takes) is the next step of issue 42.
+ * Conversion's part of a process and a VM is its own (convert/conv.h,
+ * embedded as cv). Capture and probes still read these structs: their
+ * parts (capture's takes and ring, a process's probes) are the next step
+ * of issue 42 (tests/tools/layers.pending).
  */
 #ifndef LMT_SESSION_H
 #define LMT_SESSION_H
@@ -29,7 +30,7 @@
 #include "probes/links.h"
 #include "probes/placement.h"
 #include "target/proc.h"
-#include "convert/symbols.h"
+#include "convert/conv.h"
 #include "target/tfile.h"
 #include "session/tracer.h"
 #include "util/u64set.h"
@@ -50,22 +51,9 @@ struct tvm {
 	struct tproc *p;
 	uint32_t id;   /* BPF's number (struct lmt_vm), unique in the process */
 	unsigned num;  /* the user's number: vmN, in order of discovery */
-	uint64_t L, g, ud;
-	struct tout *out;
-	struct u64map lines; /* prototype -> struct pline */
-	struct u64map pnames; /* prototype -> its chunk name (malloc'd, up to
-			       * LMT_NAME_MAX), for an announcement whose
-			       * name BPF could not read */
-	struct u64map traces; /* trace number | 1 << 32 -> its snapshots
-			       * (user/convert/jit.c) */
-	struct tlmemo *tlm;   /* traces_line's answers, and their */
-	uint32_t tlgen;       /* generation (user/convert/jit.c) */
-	const struct lj_variant *var;
-	struct u64map cnames; /* C function -> the name Lua gives it */
-	struct u64set cnamed; /* C functions the stream has by that name */
-	struct u64set cmissed; /* ones cnames did not name when last read */
-	double cnames_at;     /* when cnames was read */
-	struct u64map stacks; /* --stacks: BPF's stack id -> its frames */
+	uint64_t L, ud;
+	struct conv_vm cv;   /* conversion's part (convert/conv.h): its global_State
+			      * (g), layout (var), stream (out), tables */
 	int closed;
 	/* batches merge_round took from its slot, not yet converted, in
 	 * order (capture/ring.c: take_add) */
@@ -91,7 +79,8 @@ struct tproc {
 	char comm[16];
 	char sname[48];      /* -o DIR: its streams' names, COMM.PID[-K] */
 	char exe[PATH_MAX];
-	struct syms syms;    /* its C symbols, for every stream of it */
+	struct conv_proc cv; /* conversion's part (convert/conv.h): its C
+			      * symbols, what conversion counts */
 	struct allocf af[16];
 	unsigned naf;
 	struct links links;  /* its probes */
@@ -109,17 +98,9 @@ struct tproc {
 	int ended;           /* exited, executed or left: streams ended */
 	int exited;          /* its pidfd said so this round (reap) */
 	const char *end;
-	uint64_t protos, traces, names_cut, nolines;
-	uint64_t stk_unknown; /* events whose stack could not be told */
-	/* Over a cap of target/caps.h (the target is not trusted): traces cut
-	 * or refused, traces evicted for the process's budget, their bytes
-	 * kept; package.loaded's walks, nodes read and walks cut; chunk
-	 * names cut; VMs refused over LMT_VMS_MAX (found or made), and
-	 * candidates the memory scan left unchecked past it; traces not
-	 * resolved over the process's budget of reads (LMT_PROC_READS_MAX),
-	 * and the reads made */
-	uint64_t tr_cut, tr_evicted, tr_bytes, tr_budget, tr_reads;
-	uint64_t nm_walks, nm_nodes, nm_cut, names_long, vms_over, vms_unchecked;
+	/* VMs refused over LMT_VMS_MAX (found or made), and candidates the
+	 * memory scan left unchecked past it (target/caps.h) */
+	uint64_t vms_over, vms_unchecked;
 	const struct lj_variant *var; /* its VMs' layout */
 	struct tproc *next;
 };

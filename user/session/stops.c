@@ -161,7 +161,7 @@ void settle_stops(struct tr *t, int block)
 	for (size_t i = 0; t->rescan.n && i < t->rescan.cap; i++) {
 		struct tproc *p;
 		if (t->rescan.k[i] && (p = proc_of(t, (uint32_t)t->rescan.k[i])))
-			syms_scan(&p->syms);
+			syms_scan(&p->cv.syms);
 	}
 	if (t->rescan.n) {
 		u64set_free(&t->rescan);

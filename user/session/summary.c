@@ -68,7 +68,7 @@ static uint64_t stk_unknown(const struct tr *t)
 	uint64_t n = 0;
 
 	for (const struct tproc *p = t->procs; p; p = p->next)
-		n += p->stk_unknown;
+		n += p->cv.stk_unknown;
 	return n;
 }
 
@@ -78,12 +78,12 @@ static uint64_t stk_unknown(const struct tr *t)
 static void over_caps(const struct tr *t, struct info *in)
 {
 	for (const struct tproc *p = t->procs; p; p = p->next) {
-		in->lost_sym += p->tr_cut + p->tr_evicted + p->tr_budget + p->nm_cut;
+		in->lost_sym += p->cv.tr_cut + p->cv.tr_evicted + p->cv.tr_budget + p->cv.nm_cut;
 		in->lost_vm += p->vms_over + p->vms_unchecked;
 		in->vms_refused += p->vms_over;
 		in->vms_unchecked += p->vms_unchecked;
-		in->files_skipped += p->syms.skipped;
-		in->traces_budget += p->tr_budget;
+		in->files_skipped += p->cv.syms.skipped;
+		in->traces_budget += p->cv.tr_budget;
 	}
 }
 
@@ -146,15 +146,15 @@ static void caps_said(const struct tr *t)
 	uint64_t c[9] = { 0 };
 
 	for (const struct tproc *p = t->procs; p; p = p->next) {
-		c[0] += p->tr_cut;
-		c[1] += p->tr_evicted;
-		c[2] += p->nm_cut;
+		c[0] += p->cv.tr_cut;
+		c[1] += p->cv.tr_evicted;
+		c[2] += p->cv.nm_cut;
 		c[3] += p->vms_unchecked;
-		c[4] += p->names_long;
-		c[5] += p->nm_walks;
-		c[6] += p->nm_nodes;
+		c[4] += p->cv.names_long;
+		c[5] += p->cv.nm_walks;
+		c[6] += p->cv.nm_nodes;
 		c[7] += p->vms_over;
-		c[8] += p->tr_budget;
+		c[8] += p->cv.tr_budget;
 	}
 	if (c[0] || c[1])
 		fprintf(stderr, "  over caps: %" PRIu64 " traces cut or refused (a count, "
@@ -206,12 +206,12 @@ void summary(struct tr *t, const struct lmt_stats *s, double secs)
 		np++;
 		one = p;
 		nvm += p->nvm;
-		protos += p->protos;
-		traces += p->traces;
-		names_cut += p->names_cut;
-		nolines += p->nolines;
-		csyms += p->syms.nsyms;
-		cskipped += p->syms.skipped;
+		protos += p->cv.protos;
+		traces += p->cv.traces;
+		names_cut += p->cv.names_cut;
+		nolines += p->cv.nolines;
+		csyms += p->cv.syms.nsyms;
+		cskipped += p->cv.syms.skipped;
 	}
 	uint64_t evs = n[1] + n[2] + n[3];
 

@@ -1,0 +1,265 @@
+/* Traces: what is read of the target (convert/jit_int.h): reads within a
+ * trace's budgets and its process's (target/caps.h), the bytes kept, the
+ * trace's IR constants and snapshots' frame slots, and the prototypes it
+ * runs (bytecode and line tables, found by a PC). */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert/jit_int.h"
+#include "streams/out.h"
+#include "target/proc.h"
+
+/* A read of the target for trace tr, within its read budget and its
+ * process's (the trace counted once if that one stops it). */
+int jit_rd(struct conv_vm *v, struct ttrace *tr, uint64_t addr, void *buf, size_t len)
+{
+	if (v->p->tr_reads >= LMT_PROC_READS_MAX) {
+		v->p->tr_budget += !tr->budget;
+		tr->budget = tr->over = 1;
+		return -1;
+	}
+	if (tr->reads >= LMT_TRACE_READS_MAX) {
+		tr->over = 1;
+		return -1;
+	}
+	tr->reads++;
+	v->p->tr_reads++;
+	return proc_read(v->p->pid, addr, buf, len);
+}
+
+/* n more bytes kept for trace tr: 0, or -1 over its budget. */
+int jit_keep(struct ttrace *tr, size_t n)
+{
+	if (tr->bytes + n > LMT_TRACE_BYTES_MAX) {
+		tr->over = 1;
+		return -1;
+	}
+	tr->bytes += n;
+	return 0;
+}
+
+static void tproto_free(void *p)
+{
+	struct tproto *tp = p;
+
+	if (tp) {
+		free(tp->lines);
+		free(tp->bc);
+	}
+	free(tp);
+}
+
+void jit_trace_free(void *p)
+{
+	struct ttrace *tr = p;
+
+	for (uint32_t i = 0; tr && i < tr->nsnap; i++) {
+		for (int k = 0; k <= MAX_SITES; k++)
+			free(tr->s[i].ch[k]);
+		free(tr->s[i].fr);
+		free(tr->s[i].below);
+	}
+	if (tr) {
+		u64map_free(&tr->protos, tproto_free);
+		free(tr->ir);
+		free(tr->xsunk);
+	}
+	free(tr);
+}
+
+/* The trace's IR [nk, nins): read for the functions it inlined. */
+void jit_read_ir(struct conv_vm *v, struct ttrace *tr, uint64_t T)
+{
+	const struct lj_ulayout *u = &v->var->u;
+	uint64_t ir = 0;
+	uint32_t nk = 0, nins = 0;
+
+	/* Constants below REF_BIAS, instructions above it. */
+	if (jit_rd(v, tr, T + u->T_ir, &ir, 8) || jit_rd(v, tr, T + u->T_nk, &nk, 4) ||
+	    jit_rd(v, tr, T + u->T_nins, &nins, 4) || !ir)
+		return;
+	if (nk > u->ref_bias || nins <= u->ref_bias || nins - nk > LMT_TRACE_IR_MAX) {
+		tr->over = 1;
+		return;
+	}
+	if (jit_keep(tr, (size_t)(nins - nk) * 8))
+		return;
+	tr->ir = malloc((size_t)(nins - nk) * 8);
+	if (!tr->ir || jit_rd(v, tr, ir + (uint64_t)nk * 8, tr->ir,
+			  (size_t)(nins - nk) * 8)) {
+		free(tr->ir);
+		tr->ir = NULL;
+		return;
+	}
+	tr->nk = nk;
+	tr->nins = nins;
+}
+
+/* Entry k of ent is a frame's: a link, or the function below one (FR2
+ * flags the link only). Entries are in slot order. */
+static int frame_entry(const uint32_t *ent, uint32_t nent, uint32_t k)
+{
+	return (ent[k] & (SNAP_FRAME | SNAP_CONT)) ||
+	       (k + 1 < nent && (ent[k + 1] & SNAP_FRAME) &&
+		ent[k + 1] >> 24 == (ent[k] >> 24) + 1);
+}
+
+/* The constant of snapshot sn's frame slot slot, in *v. */
+int jit_fr_get(const struct tsnap *sn, uint32_t slot, uint64_t *v)
+{
+	for (uint32_t k = 0; k < sn->nfr; k++)
+		if (sn->fr[k].slot == slot) {
+			*v = sn->fr[k].v;
+			return 0;
+		}
+	return -1;
+}
+
+/* The frame slots of snapshot sn's entries ent, for stacks. */
+void jit_frame_slots(struct ttrace *tr, struct tsnap *sn, const uint32_t *ent,
+		     uint32_t nent)
+{
+	uint32_t n = 0;
+
+	for (uint32_t k = 0; k < nent; k++)
+		n += frame_entry(ent, nent, k);
+	if (!n || !tr->ir || jit_keep(tr, n * sizeof(*sn->fr)) ||
+	    !(sn->fr = calloc(n, sizeof(*sn->fr))))
+		return;
+	for (uint32_t k = 0; k < nent; k++) {
+		const uint32_t ref = ent[k] & 0xffff;
+
+		/* 64-bit constants keep their value in the next IR slot. */
+		if (!frame_entry(ent, nent, k) || ref < tr->nk ||
+		    ref + 1 >= tr->nins || ref >= REF_BIAS)
+			continue;
+		sn->fr[sn->nfr++] = (struct sfr){ .slot = ent[k] >> 24,
+						  .v = tr->ir[ref + 1 - tr->nk] };
+	}
+}
+
+/* -- Prototypes ------------------------------------------------------------ */
+
+/* Prototype pt of trace tr: its bytecode and lines, read once; its
+ * symbol written to the stream the first time. NULL if unreadable. */
+struct tproto *jit_proto_get(struct conv_vm *v, struct ttrace *tr, uint64_t pt)
+{
+	const struct lj_layout *l = &v->var->lay;
+	struct tproto *tp = u64map_get(&tr->protos, pt);
+	uint8_t w[LMT_PTWIN];
+	uint32_t sizebc, numline, len = 0, width, n;
+	int32_t first;
+	uint64_t str, li;
+	char name[LMT_CHUNKNAME_MAX];
+	int err;
+
+	if (tp)
+		return tp;
+	if (jit_rd(v, tr, pt, w, sizeof(w)))
+		return NULL;
+	memcpy(&sizebc, w + l->pt_sizebc, 4);
+	memcpy(&numline, w + l->pt_numline, 4);
+	memcpy(&first, w + l->pt_firstline, 4);
+	memcpy(&str, w + l->pt_chunkname, 8);
+	memcpy(&li, w + l->pt_lineinfo, 8);
+	if (!sizebc || sizebc > MAX_BC)
+		return NULL;
+	width = numline < 256 ? 1 : numline < 65536 ? 2 : 4;
+	n = sizebc > 1 ? (sizebc - 1) * width : 0;
+	if (jit_keep(tr, sizeof(*tp) + sizeof(*tp->lines) + n + (size_t)sizebc * 4))
+		return NULL;
+	tp = calloc(1, sizeof(*tp));
+	if (!tp || !(tp->lines = malloc(sizeof(*tp->lines) + n)) ||
+	    !(tp->bc = malloc((size_t)sizebc * 4)) ||
+	    jit_rd(v, tr, pt + l->pt_size, tp->bc, (size_t)sizebc * 4)) {
+		tproto_free(tp);
+		return NULL;
+	}
+	tp->sizebc = sizebc;
+	*tp->lines = (struct pline){ .firstline = first, .sizebc = sizebc,
+				     .numline = numline, .width = (uint8_t)width };
+	if (li && n && !jit_rd(v, tr, li, tp->lines->li, n))
+		tp->lines->len = n;
+	/* Its chunk name, cut to LMT_CHUNKNAME_MAX (target/caps.h). */
+	if (!str || jit_rd(v, tr, str + l->str_len, &len, 4))
+		len = 0;
+	if (len > LMT_CHUNKNAME_MAX) {
+		v->p->names_long++;
+		len = jit_rd(v, tr, str + l->str_size, name, LMT_CHUNKNAME_MAX - 3) ?
+			      0 : LMT_CHUNKNAME_MAX;
+		memcpy(name + LMT_CHUNKNAME_MAX - 3, "...", 3);
+	} else if (len && jit_rd(v, tr, str + l->str_size, name, len)) {
+		len = 0;
+	}
+	out_sym(v->out, &(struct mp_sym){ .kind = MP_SYM_LFUNC, .addr = pt,
+					  .line = (uint64_t)(int64_t)first,
+					  .name = name, .name_len = len });
+	u64map_put(&tr->protos, pt, tp, &err);
+	if (err) {
+		tproto_free(tp);
+		return NULL;
+	}
+	return tp;
+}
+
+/* The prototype whose bytecode holds pc: the trace's start, else found
+ * by walking back to the header instruction. 0 if none. */
+static uint64_t proto_of(struct conv_vm *v, struct ttrace *tr, uint64_t pc)
+{
+	const struct lj_ulayout *u = &v->var->u;
+	const uint64_t ptsz = v->var->lay.pt_size;
+	uint32_t w[64], sizebc;
+	uint8_t gct;
+
+	if (tr->startpt) {
+		const struct tproto *k = u64map_get(&tr->protos, tr->startpt);
+		if (k && pc >= tr->startpt + ptsz &&
+		    pc < tr->startpt + ptsz + 4 * (uint64_t)k->sizebc)
+			return tr->startpt;
+	}
+	/* One the trace has read already: no read of the target. */
+	for (size_t i = 0; i < tr->protos.cap; i++) {
+		const struct tproto *k = tr->protos.v[i];
+		const uint64_t at = tr->protos.k[i];
+
+		if (k && pc >= at + ptsz && pc < at + ptsz + 4 * (uint64_t)k->sizebc)
+			return at;
+	}
+	for (uint64_t end = pc + 4, n = 0; n < 4 * (uint64_t)MAX_BC; n += sizeof(w)) {
+		uint64_t at = end - sizeof(w);
+		if (jit_rd(v, tr, at, w, sizeof(w)))
+			return 0;
+		for (int i = 63; i >= 0; i--) {
+			const uint8_t op = (uint8_t)w[i];
+			const uint64_t bc0 = at + 4 * (uint64_t)i, pt = bc0 - ptsz;
+
+			if (op < u->bc_func_lo || op > u->bc_func_hi)
+				continue;
+			if (jit_rd(v, tr, pt + u->pt_gct, &gct, 1) ||
+			    jit_rd(v, tr, pt + v->var->lay.pt_sizebc, &sizebc, 4) ||
+			    gct != u->tproto || (pc - bc0) / 4 >= sizebc)
+				return 0;
+			return pt;
+		}
+		end = at;
+	}
+	return 0;
+}
+
+/* The prototype holding PC pc of trace tr, read, and pc's position in it;
+ * NULL if it cannot be found or read. */
+struct tproto *jit_at_pc(struct conv_vm *v, struct ttrace *tr, uint64_t pc,
+			 uint64_t *pt, uint32_t *pos)
+{
+	struct tproto *tp;
+
+	if (tr->startpt)
+		jit_proto_get(v, tr, tr->startpt); /* proto_of looks there first */
+	if (!pc || !(*pt = proto_of(v, tr, pc)) || !(tp = jit_proto_get(v, tr, *pt)))
+		return NULL;
+	*pos = (uint32_t)((pc - *pt - v->var->lay.pt_size) / 4);
+	return tp;
+}
+

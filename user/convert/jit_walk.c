@@ -1,0 +1,489 @@
+/* Traces: a snapshot's stretch of bytecode walked to the lines its
+ * allocations are charged to (convert/jit_int.h; the mapping of an
+ * address to a snapshot is convert/jit.c's).
+ *
+ * Snapshots sit where the trace's state changes, not at every bytecode: a
+ * statement's allocation often runs in the stretch that begins at the
+ * statement before. So a stretch is walked, from its snapshot's PC, over
+ * straight-line bytecode (following JMP, into the functions the trace
+ * inlined there: the Lua functions its IR guards on, as KGC constants, in
+ * order; a tail call's callee too) up to the next snapshot's PC, a branch,
+ * a loop or a return out of the stretch's function. If the walk meets exactly one bytecode that
+ * allocates (TNEW, TDUP, CAT, FNEW, KCDATA, a call that was not inlined:
+ * a builtin, charged to its caller's line as the interpreter's are), or
+ * else exactly one table store (which may grow the table), the stretch's
+ * allocations are charged to its line. A stretch with several (up to
+ * MAX_SITES) runs their calls in order: the k-th distinct call site
+ * (machine code offset) its new blocks come from is charged to the k-th.
+ * Not exact when an earlier site allocates later than a later one (a CAT
+ * whose string is already interned makes none), or a builtin allocates
+ * from several call sites; with more sites than bytecodes, and otherwise,
+ * the snapshot's line.
+ *
+ * Sunk allocations (lj_opt_sink) are made where the object escapes: at an
+ * exit, restored by lj_snap_restore (vmstate EXIT), or at the start of a
+ * side trace, replayed from its parent's exit (lj_snap_replay), before
+ * the side trace's first snapshot. Either way the snapshot names the
+ * stack slot the object lives in; the bytecode that created it is the
+ * TNEW or TDUP into that slot found walking back from the snapshot's PC,
+ * and its line is charged when all the objects restored there agree. A
+ * side trace's replayed objects share their machine code stretch with its
+ * first snapshot's: its new blocks there are charged to them when that
+ * stretch's own bytecode allocates nothing (what it stores to grows by
+ * reallocation, charged to the store). Not exact: a store there that
+ * makes a table's hash part (a new block) counts as a replayed object. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert/jit_int.h"
+
+/* -- A stretch ------------------------------------------------------------- */
+
+/* The Lua functions trace tr inlined in IR refs [lo, hi): the GCfuncs its
+ * instructions there take as KGC constants, in order, and their
+ * prototypes. */
+/* The prototype of Lua function fn (a GCfunc), or 0. */
+static uint64_t fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn)
+{
+	const struct lj_layout *l = &v->var->lay;
+	uint64_t pc;
+	uint8_t ffid;
+
+	if (jit_rd(v, tr, fn + l->fn_ffid, &ffid, 1) || ffid != 0 /* FF_LUA */ ||
+	    jit_rd(v, tr, fn + l->fn_pc, &pc, 8))
+		return 0;
+	return pc - l->pt_size;
+}
+
+static unsigned inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
+			uint32_t hi, uint64_t *pts, uint64_t *fns, unsigned max)
+{
+	const struct lj_ulayout *u = &v->var->u;
+	unsigned n = 0;
+
+	if (!tr->ir)
+		return 0;
+	if (lo < tr->nk)
+		lo = tr->nk;
+	if (hi > tr->nins)
+		hi = tr->nins;
+	for (uint32_t ref = lo; ref < hi && n < max; ref++) {
+		const uint8_t *ins = (const uint8_t *)&tr->ir[ref - tr->nk];
+		uint16_t ops[2];
+
+		memcpy(&ops[0], ins + u->ir_op1, 2);
+		memcpy(&ops[1], ins + u->ir_op2, 2);
+		for (int k = 0; k < 2 && n < max; k++) {
+			const uint32_t c = ops[k];
+			uint64_t fn, pt;
+			const uint8_t *kg;
+			unsigned j;
+
+			/* A function constant (IRT_FUNC; the type's low bits),
+			 * its pointer in the next slot: both read. */
+			if (c < tr->nk || c + 1 >= tr->nins || c + 1 >= u->ref_bias)
+				continue;
+			kg = (const uint8_t *)&tr->ir[c - tr->nk];
+			if (kg[u->ir_o] != u->ir_kgc || (kg[u->ir_t] & 0x1f) != u->irt_func)
+				continue;
+			fn = tr->ir[c + 1 - tr->nk] & ((1ULL << 47) - 1);
+			if (!(pt = fn_proto(v, tr, fn)))
+				continue;
+			for (j = 0; j < n && pts[j] != pt; j++)
+				;
+			if (j == n) {
+				fns[n] = fn;
+				pts[n++] = pt;
+			}
+		}
+	}
+	return n;
+}
+
+struct walk {
+	struct conv_vm *v;
+	struct ttrace *tr;
+	const struct tsnap *stop; /* the next snapshot: the stretch ends there */
+	uint64_t stop_pt; /* its prototype and PC */
+	uint64_t stop_pc;
+	const uint64_t *callees; /* inlined functions, in order */
+	const uint64_t *callee_fns; /* and their GCfuncs */
+	unsigned ncallees, next;
+	unsigned steps;
+	unsigned nalloc, nstore; /* bytecodes that allocate / store */
+	uint64_t alloc_pt, store_pt;
+	uint32_t alloc_pos, store_pos;
+	unsigned builtins;       /* calls among the allocating */
+	uint64_t pts[MAX_SITES]; /* the allocating, in order */
+	uint32_t poss[MAX_SITES];
+	struct chain path;       /* the inlined calls walked into now */
+	struct chain chs[MAX_SITES + 1]; /* at each allocating (MAX_SITES:
+					  * the last) */
+	struct chain store_ch;
+};
+
+static void walk_alloc(struct walk *w, uint64_t pt, uint32_t pos)
+{
+	if (w->nalloc < MAX_SITES) {
+		w->pts[w->nalloc] = pt;
+		w->poss[w->nalloc] = pos;
+		w->chs[w->nalloc] = w->path;
+	}
+	w->nalloc++;
+	w->alloc_pt = pt;
+	w->alloc_pos = pos;
+	w->chs[MAX_SITES] = w->path;
+}
+
+/* The Lua function a CALL at pos of GCfunc fn calls, if its slot was
+ * loaded from one of fn's upvalues (UGET): a constant the trace need not
+ * guard on. Its prototype, or 0; its GCfunc in *cfn. */
+static uint64_t uget_callee(struct walk *w, const struct tproto *tp,
+			    uint32_t pos, uint64_t fn, uint64_t *cfn)
+{
+	const struct lj_ulayout *u = &w->v->var->u;
+	const uint32_t a = tp->bc[pos] >> 8 & 0xff;
+	uint64_t uv, tvp, tv;
+
+	if (!fn)
+		return 0;
+	for (uint32_t p = pos; p-- > 1 && pos - p <= 16;) {
+		const uint32_t ins = tp->bc[p];
+
+		if ((ins >> 8 & 0xff) != a)
+			continue;
+		if ((ins & 0xff) != u->bc_uget ||
+		    jit_rd(w->v, w->tr, fn + u->fn_uvptr + 8 * (ins >> 16), &uv, 8) ||
+		    jit_rd(w->v, w->tr, uv + u->uv_v, &tvp, 8) ||
+		    jit_rd(w->v, w->tr, tvp, &tv, 8) ||
+		    (int32_t)((int64_t)tv >> 47) != u->itype_func)
+			return 0;
+		*cfn = tv & ((1ULL << 47) - 1);
+		return fn_proto(w->v, w->tr, *cfn);
+	}
+	return 0;
+}
+
+/* The Lua function the stretch's next snapshot has framed at slot (a call
+ * still running where the stretch ends): its prototype, or 0; its GCfunc
+ * in *cfn when the snapshot keeps it. */
+static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
+{
+	uint64_t link;
+
+	if (!w->stop || jit_fr_get(w->stop, slot + 1, &link) || (link & 3) != 0)
+		return 0;
+	if (!jit_fr_get(w->stop, slot, cfn))
+		return fn_proto(w->v, w->tr, *cfn & ((1ULL << 47) - 1));
+	*cfn = 0;
+	return w->stop->baseslot == slot + 2 ? w->stop_pt : 0;
+}
+
+/* Walks prototype pt (of GCfunc fn, if known) from position pos (see the
+ * head of this file). depth: inside an inlined function, which returns to
+ * its caller; base: its frame's first slot, in the snapshot's numbering. */
+static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
+		 int depth, uint32_t base)
+{
+	const struct lj_ulayout *u = &w->v->var->u;
+	const uint64_t ptsz = w->v->var->lay.pt_size;
+	struct tproto *tp = jit_proto_get(w->v, w->tr, pt);
+
+	while (tp && pos < tp->sizebc && w->steps++ < WALK_MAX) {
+		const uint32_t ins = tp->bc[pos];
+		const unsigned op = ins & 0xff;
+
+		if (pt == w->stop_pt && pt + ptsz + 4 * (uint64_t)pos == w->stop_pc) {
+			w->steps = WALK_MAX; /* the stretch ends here */
+			return;
+		}
+		if (op <= u->bc_cond_hi)
+			return; /* a branch: which way the trace went is not known */
+		if (op == u->bc_tnew || op == u->bc_tdup || op == u->bc_cat ||
+		    op == u->bc_fnew || op == u->bc_kcdata) {
+			walk_alloc(w, pt, pos);
+		} else if (op == u->bc_tsetv || op == u->bc_tsets ||
+			   op == u->bc_tsetb || op == u->bc_tsetm) {
+			w->nstore++;
+			w->store_pt = pt;
+			w->store_pos = pos;
+			w->store_ch = w->path;
+		} else if (op == u->bc_call || op == u->bc_callm || op == u->bc_callt ||
+			   op == u->bc_callmt) {
+			/* An inlined Lua function: one read from an upvalue,
+			 * else the next the IR guards on (not this one) unless
+			 * the next snapshot has another framed in its slot.
+			 * A tail call's callee takes its caller's place, in the
+			 * stack too, and its return is its caller's. */
+			const int tail = op == u->bc_callt || op == u->bc_callmt;
+			const uint32_t slot = tail ? base - 2 : base + (ins >> 8 & 0xff);
+			uint64_t callee = 0, cfn = 0, sfn = 0, scallee;
+			unsigned nx = w->next;
+
+			if ((callee = uget_callee(w, tp, pos, fn, &cfn)) &&
+			    w->next < w->ncallees && w->callees[w->next] == callee)
+				w->next++;
+			while (nx < w->ncallees && w->callees[nx] == pt)
+				nx++;
+			scallee = callee ? 0 : stop_callee(w, slot, &sfn);
+			if (!callee && scallee == pt && nx > w->next) {
+				callee = pt; /* recursion */
+				cfn = sfn;
+				w->next++;
+			} else if (!callee && scallee &&
+				   (nx >= w->ncallees || w->callees[nx] == scallee)) {
+				callee = scallee;
+				cfn = sfn;
+				w->next = nx + (nx < w->ncallees);
+			} else if (!callee && nx < w->ncallees) {
+				callee = w->callees[nx];
+				cfn = w->callee_fns[nx];
+				w->next = nx + 1;
+			}
+			if (callee && tail) {
+				w->path.tailed |= !depth;
+				walk(w, callee, cfn, 1, depth, base);
+				if (!depth)
+					w->steps = WALK_MAX;
+				return;
+			} else if (callee && depth < MAX_DEPTH) {
+				w->path.pt[depth] = pt;
+				w->path.pos[depth] = pos;
+				w->path.n = (uint32_t)depth + 1;
+				walk(w, callee, cfn, 1, depth + 1, slot + 2);
+				w->path.n = (uint32_t)depth;
+				if (w->steps >= WALK_MAX)
+					return;
+			} else if (tail) {
+				return; /* a builtin's tail call: not known */
+			} else {
+				/* a builtin: charged to the call */
+				walk_alloc(w, pt, pos);
+				w->builtins++;
+			}
+		} else if (op == u->bc_ret || op == u->bc_ret0 || op == u->bc_ret1 ||
+			   op == u->bc_retm) {
+			if (!depth)
+				w->steps = WALK_MAX; /* out of the stretch's function */
+			return;
+		} else if (op == u->bc_jmp) {
+			pos = pos + 1 + (ins >> 16) - 0x8000;
+			continue;
+		} else if ((op >= u->bc_iterc && op <= u->bc_isnext) ||
+			   (op >= u->bc_fori && op <= u->bc_jloop) || op > u->bc_jmp) {
+			return; /* iterators, loops, headers */
+		}
+		pos++;
+	}
+}
+
+/* Keeps chain c for allocating bytecode k of snapshot sn, with the lines
+ * of its calls (-1 if not known). */
+static void keep_chain(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn, int k,
+		       const struct chain *c)
+{
+	struct chain *kc;
+
+	if ((!c->n && !c->tailed) || sn->ch[k] || jit_keep(tr, sizeof(*c)) ||
+	    !(kc = sn->ch[k] = malloc(sizeof(*c))))
+		return;
+	*kc = *c;
+	for (uint32_t j = 0; j < kc->n; j++) {
+		const struct tproto *tp = jit_proto_get(v, tr, kc->pt[j]);
+		kc->line[j] = tp ? pline_line(tp->lines, kc->pos[j]) : -1;
+	}
+}
+
+/* Where each snapshot's stretch ends: at the next snapshot that is not a
+ * function's entry (the frame of an inlined call: its code is not apart),
+ * unless one before it cannot be located. One pass from the last, each
+ * snapshot's PC located once: linear in the snapshots. */
+void jit_stretch_ends(struct conv_vm *v, struct ttrace *tr)
+{
+	uint32_t next = 0;
+
+	for (uint32_t j = tr->nsnap; j-- > 1;) {
+		struct tproto *sp;
+		uint32_t spos;
+
+		if (!(sp = jit_at_pc(v, tr, tr->s[j].pc, &tr->s[j].spt, &spos)))
+			next = 0;
+		else if (spos < sp->sizebc && spos > 0)
+			next = j + 1;
+		tr->s[j - 1].stop = next;
+	}
+}
+
+/* Resolves snapshot i of trace tr: the prototype and line its stretch is
+ * charged to. Once: every later event of the stretch finds it done, and
+ * the walk's state (kilobytes, zeroed) is set up only the first time. */
+static int resolve_walk(struct conv_vm *v, struct ttrace *tr, uint32_t i);
+
+int jit_resolve(struct conv_vm *v, struct ttrace *tr, uint32_t i)
+{
+	const uint32_t r = tr->s[i].resolved;
+
+	return r ? (r == 1 ? 0 : -1) : resolve_walk(v, tr, i);
+}
+
+static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttrace *tr,
+						  uint32_t i)
+{
+	struct tsnap *sn = &tr->s[i];
+	struct tproto *tp;
+	struct walk w = { .v = v, .tr = tr };
+	uint64_t callees[16], fns[16];
+	uint64_t pt = 0, fn;
+	uint32_t pos;
+	int64_t line;
+
+	sn->resolved = 2;
+	if (!jit_at_pc(v, tr, sn->pc, &sn->pt, &pos))
+		return -1;
+	if (sn->stop) {
+		w.stop = &tr->s[sn->stop - 1];
+		w.stop_pc = w.stop->pc;
+		w.stop_pt = w.stop->spt;
+	}
+	w.callees = callees;
+	w.callee_fns = fns;
+	w.ncallees = inlined(v, tr, sn->ref, i + 1 < tr->nsnap ? tr->s[i + 1].ref :
+			     tr->nins, callees, fns, 16);
+	/* the stretch's own function, when the snapshot keeps it */
+	if (jit_fr_get(sn, sn->baseslot - 2, &fn))
+		fn = 0;
+	walk(&w, sn->pt, fn & ((1ULL << 47) - 1), pos, 0, sn->baseslot);
+	sn->nalloc = w.nalloc;
+	if (w.nalloc >= 2 && w.nalloc <= MAX_SITES) {
+		for (uint32_t k = 0; k < w.nalloc; k++) {
+			struct tproto *bp = jit_proto_get(v, tr, w.pts[k]);
+			sn->b_pt[k] = w.pts[k];
+			sn->b_line[k] = bp ? pline_line(bp->lines, w.poss[k]) : -1;
+			if (sn->b_line[k] < 0)
+				break;
+			sn->nb = k + 1;
+		}
+		if (sn->nb != w.nalloc)
+			sn->nb = 0;
+	}
+	for (uint32_t k = 0; sn->nb && k < sn->nb; k++)
+		keep_chain(v, tr, sn, k, &w.chs[k]);
+	if (w.nalloc == 1) {
+		pt = w.alloc_pt;
+		pos = w.alloc_pos;
+		keep_chain(v, tr, sn, MAX_SITES, &w.chs[MAX_SITES]);
+	} else if (!w.nalloc && w.nstore == 1) {
+		pt = w.store_pt;
+		pos = w.store_pos;
+		keep_chain(v, tr, sn, MAX_SITES, &w.store_ch);
+	} else {
+		pt = sn->pt;
+	}
+	tp = jit_proto_get(v, tr, pt);
+	if (!tp)
+		return -1;
+	/* The line of the instruction at pos. */
+	line = pline_line(tp->lines, pos);
+	if (line < 0)
+		return -1;
+	sn->pt = pt;
+	sn->line = line;
+	sn->resolved = 1;
+	return 0;
+}
+
+/* An exit through snapshot i: the line it resumes at. */
+int jit_resolve_exit(struct conv_vm *v, struct ttrace *tr, uint32_t i)
+{
+	struct tsnap *sn = &tr->s[i];
+	struct tproto *tp;
+	uint32_t pos;
+	int64_t line;
+
+	if (sn->xresolved)
+		return sn->xresolved == 1 ? 0 : -1;
+	sn->xresolved = 2;
+	if (!(tp = jit_at_pc(v, tr, sn->pc, &sn->xpt, &pos)))
+		return -1;
+	line = pline_line(tp->lines, pos);
+	if (line < 0)
+		return -1;
+	sn->xline = line;
+	sn->xresolved = 1;
+	return 0;
+}
+
+/* -- Sunk allocations -------------------------------------------------- */
+
+/* The TNEW or TDUP that filled register r, walking back from PC pc within
+ * its loop body: its prototype and line. */
+static int created_at(struct conv_vm *v, struct ttrace *tr, uint64_t pc, uint32_t r,
+		      struct origin *o)
+{
+	const struct lj_ulayout *u = &v->var->u;
+	struct tproto *tp;
+	uint64_t pt;
+	uint32_t pos;
+
+	if (!(tp = jit_at_pc(v, tr, pc, &pt, &pos)))
+		return -1;
+	for (uint32_t p = pos, n = 0; p-- > 1 && n < WALK_MAX; n++) {
+		const uint32_t ins = tp->bc[p], op = ins & 0xff;
+
+		if ((op == u->bc_tnew || op == u->bc_tdup) && (ins >> 8 & 0xff) == r) {
+			o->pt = pt;
+			o->line = pline_line(tp->lines, p);
+			return o->line < 0 ? -1 : 0;
+		}
+		if (op >= u->bc_fori && op <= u->bc_jloop)
+			return -1; /* the loop's head: made in another iteration */
+	}
+	return -1;
+}
+
+/* Adds the origin of one object to o: n found (state 1) or not (0). */
+static void origin_add(struct origin *o, const struct origin *n)
+{
+	if (!n->state)
+		o->state = 2;
+	else if (!o->state)
+		*o = (struct origin){ .state = 1, .pt = n->pt, .line = n->line };
+	else if (o->pt != n->pt || o->line != n->line)
+		o->state = 2;
+}
+
+/* Snapshot i's entries ent (baseslot: the slot of its innermost frame's
+ * register 0): the objects an exit there restores, and for the first
+ * snapshot of a side trace those replayed before it. */
+void jit_sunk_origins(struct conv_vm *v, struct ttrace *tr, uint32_t i,
+		      const uint32_t *ent, uint32_t nent, uint32_t baseslot)
+{
+	const struct lj_ulayout *u = &v->var->u;
+
+	for (uint32_t k = 0; tr->ir && k < nent; k++) {
+		const uint32_t ref = ent[k] & 0xffff, slot = ent[k] >> 24;
+		const uint8_t *ins;
+		struct origin n;
+		int replayed, sunk;
+
+		if (ref < tr->nk || ref >= tr->nins)
+			continue;
+		ins = (const uint8_t *)&tr->ir[ref - tr->nk];
+		if (ins[u->ir_o] != u->ir_tnew && ins[u->ir_o] != u->ir_tdup &&
+		    ins[u->ir_o] != u->ir_cnew && ins[u->ir_o] != u->ir_cnewi)
+			continue;
+		sunk = ins[u->ir_r] == u->rid_sunk;
+		replayed = i == 0 && ref < tr->s[0].ref;
+		if (!sunk && !replayed)
+			continue;
+		n.state = slot >= baseslot &&
+			  !created_at(v, tr, tr->s[i].pc, slot - baseslot, &n);
+		if (sunk)
+			origin_add(&tr->xsunk[i], &n);
+		if (replayed)
+			origin_add(&tr->replay, &n);
+	}
+}
+
