@@ -4,7 +4,8 @@
 #   make test       C unit tests + bats suites (root needed for the tracer suites)
 #   make bench      tests/bench: overhead and decode speed (KERNELS=1: and
 #                   in the 6.1 and 6.12 guests, tests/kernels)
-#   make fuzz       bounded libFuzzer run of the stream decoder
+#   make fuzz       bounded libFuzzer run of the stream decoder, and the
+#                   JIT on/off differential run (tests/tools/jitdiff.sh)
 #   make asan       build with AddressSanitizer + UBSan (used by the tests)
 
 CC      ?= cc
@@ -158,12 +159,16 @@ $(OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(FG_OBJ) | $(OUT)
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -Iuser -Ibpf \
 		-I$(OUT) -o $@ $< $(LIB_SRC) $(FG_OBJ) -lprotobuf-c -lz -lm -lpthread
 fuzz-build: $(FUZZERS)
-fuzz: $(FUZZERS)
+fuzz: $(FUZZERS) luamemtrace
 	mkdir -p $(OUT)/fuzz-corpus $(OUT)/fuzz-corpus-report
 	$(OUT)/fuzz_memprof -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 \
 		$(OUT)/fuzz-corpus tests/fuzz/corpus
 	$(OUT)/fuzz_report -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 \
 		-close_fd_mask=1 $(OUT)/fuzz-corpus-report tests/fuzz/report
+	# the differential run of compiled code's attribution (root): random
+	# programs JIT on against JIT off (tests/tools/jitdiff.sh)
+	mkdir -p $(OUT)/jitdiff
+	tests/tools/jitdiff.sh $(OUT)/jitdiff 1 $${JITDIFF_SEEDS:-200}
 
 # Package scripts must not start services here (nginx): a policy-rc.d
 # that says no, unless the machine has one of its own.

@@ -327,7 +327,13 @@ unsigned traces_frames(struct conv_vm *v, const struct tloc *at, const struct mp
 		return 0;
 	sn = &tr->s[at->snap];
 	ch = at->chain >= 0 ? sn->ch[at->chain] : NULL;
-	/* What the event is charged to, then the inlined calls to it. */
+	/* A builtin compiled in, what the event is charged to, then the
+	 * inlined calls to it. */
+	if (ch && ch->bfn) {
+		out[n++] = ch->leaf;
+		if (n == max)
+			return n;
+	}
 	out[n++] = (struct sk_frame){ .src = MP_SRC_LFUNC, .addr = m->loc, .line = m->line };
 	for (uint32_t j = ch ? ch->n : 0; j-- > 0;) {
 		if (ch->line[j] < 0 || n == max)
@@ -344,7 +350,11 @@ unsigned traces_frames(struct conv_vm *v, const struct tloc *at, const struct mp
 			return n;
 		out[n++] = sn->top;
 	}
-	for (uint32_t i = 0; i < sn->nbelow; i++) {
+	/* returned out of the innermost frame and popped - 1 below it: the
+	 * event's frame is below[popped - 1] */
+	if (ch && ch->popped > sn->nbelow)
+		return n;
+	for (uint32_t i = ch ? ch->popped : 0; i < sn->nbelow; i++) {
 		if (n == max)
 			return n;
 		out[n++] = sn->below[i];

@@ -31,7 +31,7 @@ static int lua_frame(struct conv_vm *v, struct ttrace *tr, uint64_t pc, int d,
 
 /* A non-Lua frame's function fn (a GCfunc): a C function by its address,
  * a builtin as src 0 and its ffid. */
-static int fn_frame(struct conv_vm *v, struct ttrace *tr, uint64_t fn, struct sk_frame *f)
+int jit_fn_frame(struct conv_vm *v, struct ttrace *tr, uint64_t fn, struct sk_frame *f)
 {
 	const struct lj_layout *l = &v->var->lay;
 	uint8_t ffid;
@@ -102,7 +102,7 @@ void jit_snap_frames(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn)
 		fs -= (int64_t)d;
 		if (pc ? lua_frame(v, tr, pc, -1, &out[n]) :
 			 /* a builtin's (pcall) or a C function's frame */
-			 jit_fr_get(sn, (uint32_t)fs, &pc) || fn_frame(v, tr, pc, &out[n]))
+			 jit_fr_get(sn, (uint32_t)fs, &pc) || jit_fn_frame(v, tr, pc, &out[n]))
 			break;
 		n++;
 	}

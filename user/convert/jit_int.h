@@ -66,6 +66,11 @@ struct tsnap {
 
 struct chain {
 	uint32_t n, tailed;
+	uint32_t popped; /* returned out of the snapshot's innermost frame
+			  * into this many of the frames below it */
+	uint64_t bfn;    /* the builtin the trace compiled in, called there
+			  * (its GCfunc), 0 none */
+	struct sk_frame leaf; /* its frame, once kept */
 	uint64_t pt[MAX_DEPTH];
 	uint32_t pos[MAX_DEPTH];
 	int64_t line[MAX_DEPTH];
@@ -160,5 +165,8 @@ void jit_sunk_origins(struct conv_vm *v, struct ttrace *tr, uint32_t i,
 /* Snapshot sn's innermost frame and the frames below it, down to the
  * trace's base frame, kept in sn; read while the process is stopped. */
 void jit_snap_frames(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn);
+/* A non-Lua function's frame (fn a GCfunc): a C function by its address,
+ * a builtin as src 0 and its ffid, its name read. 0, or -1. */
+int jit_fn_frame(struct conv_vm *v, struct ttrace *tr, uint64_t fn, struct sk_frame *f);
 
 #endif

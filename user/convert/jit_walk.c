@@ -41,9 +41,6 @@
 
 /* -- A stretch ------------------------------------------------------------- */
 
-/* The Lua functions trace tr inlined in IR refs [lo, hi): the GCfuncs its
- * instructions there take as KGC constants, in order, and their
- * prototypes. */
 /* The prototype of Lua function fn (a GCfunc), or 0. */
 static uint64_t fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn)
 {
@@ -57,12 +54,18 @@ static uint64_t fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn)
 	return pc - l->pt_size;
 }
 
+/* The Lua functions trace tr inlined in IR refs [lo, hi): the GCfuncs its
+ * instructions there take as KGC constants, in order, and their
+ * prototypes (at most max); the other functions (builtins the trace
+ * compiled in) in bfns, *nb of them (at most max). */
 static unsigned inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
-			uint32_t hi, uint64_t *pts, uint64_t *fns, unsigned max)
+			uint32_t hi, uint64_t *pts, uint64_t *fns, unsigned max,
+			uint64_t *bfns, unsigned *nb)
 {
 	const struct lj_ulayout *u = &v->var->u;
 	unsigned n = 0;
 
+	*nb = 0;
 	if (!tr->ir)
 		return 0;
 	if (lo < tr->nk)
@@ -89,8 +92,14 @@ static unsigned inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
 			if (kg[u->ir_o] != u->ir_kgc || (kg[u->ir_t] & 0x1f) != u->irt_func)
 				continue;
 			fn = tr->ir[c + 1 - tr->nk] & ((1ULL << 47) - 1);
-			if (!(pt = fn_proto(v, tr, fn)))
+			if (!(pt = fn_proto(v, tr, fn))) {
+				/* a builtin or C function (bfns), once */
+				for (j = 0; j < *nb && bfns[j] != fn; j++)
+					;
+				if (j == *nb && *nb < max)
+					bfns[(*nb)++] = fn;
 				continue;
+			}
 			for (j = 0; j < n && pts[j] != pt; j++)
 				;
 			if (j == n) {
@@ -105,6 +114,7 @@ static unsigned inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
 struct walk {
 	struct conv_vm *v;
 	struct ttrace *tr;
+	const struct tsnap *sn; /* the stretch's snapshot */
 	const struct tsnap *stop; /* the next snapshot: the stretch ends there */
 	uint64_t stop_pt; /* its prototype and PC */
 	uint64_t stop_pc;
@@ -116,6 +126,12 @@ struct walk {
 	uint64_t alloc_pt, store_pt;
 	uint32_t alloc_pos, store_pos;
 	unsigned builtins;       /* calls among the allocating */
+	/* The builtins the stretch's IR guards on (not Lua functions), in
+	 * order; the next not yet taken; the loads of the calls given one
+	 * (the instruction that set the called slot, its A cleared) */
+	const uint64_t *bfns;
+	unsigned nbfns, bnext, nbkeys;
+	uint64_t bkey[MAX_SITES], bkfn[MAX_SITES];
 	uint64_t pts[MAX_SITES]; /* the allocating, in order */
 	uint32_t poss[MAX_SITES];
 	struct chain path;       /* the inlined calls walked into now */
@@ -166,6 +182,34 @@ static uint64_t uget_callee(struct walk *w, const struct tproto *tp,
 	return 0;
 }
 
+/* The builtin a CALL at pos of prototype pt (tp) calls, compiled into
+ * the trace: the next the IR guards on, unless the same load (the
+ * instruction that set the called slot) gave an earlier call its one.
+ * Its GCfunc, or 0 if not known. */
+static uint64_t builtin_at(struct walk *w, uint64_t pt, const struct tproto *tp,
+			   uint32_t pos)
+{
+	const uint32_t a = tp->bc[pos] >> 8 & 0xff;
+	uint64_t key = 0, fn;
+
+	for (uint32_t p = pos; p-- > 1 && pos - p <= 16;)
+		if ((tp->bc[p] >> 8 & 0xff) == a) {
+			key = (pt + p) << 32 ^ (tp->bc[p] & ~0xff00u);
+			break;
+		}
+	for (unsigned k = 0; key && k < w->nbkeys; k++)
+		if (w->bkey[k] == key)
+			return w->bkfn[k];
+	if (w->bnext >= w->nbfns)
+		return 0;
+	fn = w->bfns[w->bnext++];
+	if (key && w->nbkeys < MAX_SITES) {
+		w->bkey[w->nbkeys] = key;
+		w->bkfn[w->nbkeys++] = fn;
+	}
+	return fn;
+}
+
 /* The Lua function the stretch's next snapshot has framed at slot (a call
  * still running where the stretch ends): its prototype, or 0; its GCfunc
  * in *cfn when the snapshot keeps it. */
@@ -181,6 +225,75 @@ static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
 	return w->stop->baseslot == slot + 2 ? w->stop_pt : 0;
 }
 
+static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
+		 int depth, uint32_t base);
+
+/* The caller of the frame at base, when snapshot sn holds the frame's
+ * link (a frame the trace entered: an inlined call) and it is a Lua
+ * frame: its prototype, *pos its return PC's position after the CALL,
+ * *cbase its base slot. NULL if not. */
+static struct tproto *caller_of(struct walk *w, uint32_t base, uint64_t *pt,
+				uint32_t *pos, uint32_t *cbase)
+{
+	struct tproto *tp;
+	uint64_t link;
+	uint32_t d;
+
+	if (!w->sn || base < 2 || w->path.popped >= MAX_DEPTH ||
+	    jit_fr_get(w->sn, base - 1, &link) || (link & 3) != 0 ||
+	    !(tp = jit_at_pc(w->v, w->tr, link, pt, pos)) || !*pos ||
+	    *pos - 1 >= tp->sizebc)
+		return NULL;
+	d = (tp->bc[*pos - 1] >> 8 & 0xff) + 2; /* FR2: func and link slots */
+	if (d > base)
+		return NULL;
+	*cbase = base - d;
+	return tp;
+}
+
+/* A return out of the frame at base (the snapshot's innermost frame, or
+ * one below it the walk returned to): the walk goes on in its caller
+ * after the CALL (caller_of), else the stretch ends. */
+static void walk_out(struct walk *w, uint32_t base)
+{
+	uint64_t pt, cfn;
+	uint32_t pos, cbase;
+
+	if (!caller_of(w, base, &pt, &pos, &cbase)) {
+		w->steps = WALK_MAX;
+		return;
+	}
+	if (cbase < 2 || jit_fr_get(w->sn, cbase - 2, &cfn))
+		cfn = 0;
+	w->path.popped++;
+	walk(w, pt, cfn & ((1ULL << 47) - 1), pos, 0, cbase);
+}
+
+/* A builtin (GCfunc bfn, 0 if not known) tail-called from the frame at
+ * base, depth calls into the stretch: charged as the interpreter charges
+ * it, to the CALL that made that frame (the inlined call at depth - 1,
+ * else the frame's caller, caller_of), the builtin on top. */
+static void tail_builtin(struct walk *w, uint64_t bfn, int depth, uint32_t base)
+{
+	const struct chain keep = w->path;
+	uint64_t pt;
+	uint32_t pos, cbase;
+
+	if (depth > 0) {
+		w->path.n = (uint32_t)depth - 1;
+		w->path.bfn = bfn;
+		walk_alloc(w, w->path.pt[depth - 1], w->path.pos[depth - 1]);
+	} else if (caller_of(w, base, &pt, &pos, &cbase)) {
+		w->path.popped++;
+		w->path.bfn = bfn;
+		walk_alloc(w, pt, pos - 1);
+	} else {
+		return;
+	}
+	w->builtins++;
+	w->path = keep;
+}
+
 /* Walks prototype pt (of GCfunc fn, if known) from position pos (see the
  * head of this file). depth: inside an inlined function, which returns to
  * its caller; base: its frame's first slot, in the snapshot's numbering. */
@@ -191,6 +304,10 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 	const uint64_t ptsz = w->v->var->lay.pt_size;
 	struct tproto *tp = jit_proto_get(w->v, w->tr, pt);
 
+	/* a snapshot at a function's entry: its body follows the header */
+	if (tp && !pos && tp->sizebc > 1 && (tp->bc[0] & 0xff) >= u->bc_func_lo &&
+	    (tp->bc[0] & 0xff) <= u->bc_func_hi)
+		pos = 1;
 	while (tp && pos < tp->sizebc && w->steps++ < WALK_MAX) {
 		const uint32_t ins = tp->bc[pos];
 		const unsigned op = ins & 0xff;
@@ -257,16 +374,23 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 				if (w->steps >= WALK_MAX)
 					return;
 			} else if (tail) {
-				return; /* a builtin's tail call: not known */
+				/* a builtin's tail call: its caller's frame is
+				 * gone, it is charged to the call before */
+				tail_builtin(w, builtin_at(w, pt, tp, pos), depth, base);
+				w->steps = WALK_MAX;
+				return;
 			} else {
-				/* a builtin: charged to the call */
+				/* a builtin: charged to the call, its frame
+				 * on top of the stack as the interpreter's */
+				w->path.bfn = builtin_at(w, pt, tp, pos);
 				walk_alloc(w, pt, pos);
+				w->path.bfn = 0;
 				w->builtins++;
 			}
 		} else if (op == u->bc_ret || op == u->bc_ret0 || op == u->bc_ret1 ||
 			   op == u->bc_retm) {
 			if (!depth)
-				w->steps = WALK_MAX; /* out of the stretch's function */
+				walk_out(w, base);
 			return;
 		} else if (op == u->bc_jmp) {
 			pos = pos + 1 + (ins >> 16) - 0x8000;
@@ -286,10 +410,12 @@ static void keep_chain(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn, i
 {
 	struct chain *kc;
 
-	if ((!c->n && !c->tailed) || sn->ch[k] || jit_keep(tr, sizeof(*c)) ||
+	if ((!c->n && !c->tailed && !c->popped && !c->bfn) || sn->ch[k] || jit_keep(tr, sizeof(*c)) ||
 	    !(kc = sn->ch[k] = malloc(sizeof(*c))))
 		return;
 	*kc = *c;
+	if (kc->bfn && jit_fn_frame(v, tr, kc->bfn, &kc->leaf))
+		kc->bfn = 0;
 	for (uint32_t j = 0; j < kc->n; j++) {
 		const struct tproto *tp = jit_proto_get(v, tr, kc->pt[j]);
 		kc->line[j] = tp ? pline_line(tp->lines, kc->pos[j]) : -1;
@@ -333,8 +459,8 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 {
 	struct tsnap *sn = &tr->s[i];
 	struct tproto *tp;
-	struct walk w = { .v = v, .tr = tr };
-	uint64_t callees[16], fns[16];
+	struct walk w = { .v = v, .tr = tr, .sn = sn };
+	uint64_t callees[16], fns[16], bfns[16];
 	uint64_t pt = 0, fn;
 	uint32_t pos;
 	int64_t line;
@@ -350,7 +476,8 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	w.callees = callees;
 	w.callee_fns = fns;
 	w.ncallees = inlined(v, tr, sn->ref, i + 1 < tr->nsnap ? tr->s[i + 1].ref :
-			     tr->nins, callees, fns, 16);
+			     tr->nins, callees, fns, 16, bfns, &w.nbfns);
+	w.bfns = bfns;
 	/* the stretch's own function, when the snapshot keeps it */
 	if (jit_fr_get(sn, sn->baseslot - 2, &fn))
 		fn = 0;
@@ -368,8 +495,11 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 		if (sn->nb != w.nalloc)
 			sn->nb = 0;
 	}
-	for (uint32_t k = 0; sn->nb && k < sn->nb; k++)
+	/* several: which allocated first is not known, nor so their builtins */
+	for (uint32_t k = 0; sn->nb && k < sn->nb; k++) {
+		w.chs[k].bfn = 0;
 		keep_chain(v, tr, sn, k, &w.chs[k]);
+	}
 	if (w.nalloc == 1) {
 		pt = w.alloc_pt;
 		pos = w.alloc_pos;

@@ -1,0 +1,75 @@
+-- luagen.lua 2 2000
+local keep = {}
+for i = 1, 64 do keep[i] = false end
+local c = 0
+local function bump() c = c + 1 return c end
+local function f1(x)
+  do local ok, e = pcall(error, { x }) keep[(x + 1) % 64 + 1] = e end
+  keep[(x + 2) % 64 + 1] = "s2_" .. bump()
+  return "r1_" .. bump()
+end
+local m1 = setmetatable({}, { __index = function(t, k) return f1(k) end })
+local function v1(...)
+  local n = select("#", ...)
+  return { n, ... }
+end
+local function f2(x)
+  keep[(x + 3) % 64 + 1] = v1(x, 3, f1(x))
+  keep[(x + 4) % 64 + 1] = function() return x end
+  keep[(x + 5) % 64 + 1] = function() return x end
+  if x % 4 == 0 then
+    keep[(x + 6) % 64 + 1] = { 6 }
+  end
+  return f1(x + 1)
+end
+local m2 = setmetatable({}, { __index = function(t, k) return f2(k) end })
+local function v2(...)
+  local n = select("#", ...)
+  return { n, ... }
+end
+local function f3(x)
+  if x % 4 == 0 then
+    keep[(x + 7) % 64 + 1] = { 7 }
+  end
+  keep[(x + 8) % 64 + 1] = m1[x]
+  if x % 7 == 0 then
+    keep[(x + 9) % 64 + 1] = { 9 }
+  end
+  return { x }
+end
+local m3 = setmetatable({}, { __index = function(t, k) return f3(k) end })
+local function v3(...)
+  local n = select("#", ...)
+  return { n, ... }
+end
+local function f4(x)
+  keep[(x + 10) % 64 + 1] = v3(x, 10, f3(x))
+  for j = 1, 1 do keep[(x + 11) % 64 + 1] = { j, x } end
+  do local ok, v = pcall(f3, x) keep[(x + 12) % 64 + 1] = v end
+  return f2(x + 1)
+end
+local m4 = setmetatable({}, { __index = function(t, k) return f4(k) end })
+local function v4(...)
+  local n = select("#", ...)
+  return { n, ... }
+end
+local function f5(x)
+  keep[(x + 13) % 64 + 1] = v4(x, 13, f4(x))
+  for j = 1, 1 do keep[(x + 14) % 64 + 1] = { j, x } end
+  keep[(x + 15) % 64 + 1] = { x, 15 }
+  keep[(x + 16) % 64 + 1] = string.format("%d:16", bump())
+  keep[(x + 17) % 64 + 1] = string.format("%d:17", bump())
+  return "r5_" .. bump()
+end
+local m5 = setmetatable({}, { __index = function(t, k) return f5(k) end })
+local function v5(...)
+  local n = select("#", ...)
+  return { n, ... }
+end
+for x = 1, 2000 do
+  keep[(x + 18) % 64 + 1] = f3(x)
+  keep[(x + 19) % 64 + 1] = f2(x)
+  do local ok, v = pcall(f1, x) keep[(x + 20) % 64 + 1] = v end
+  keep[(x + 21) % 64 + 1] = m2[x]
+end
+print(#keep)
