@@ -104,10 +104,12 @@ static void await_complete(struct lmt_ev *e, const struct lmt_ev *r)
 
 /* Is r, a return of awaiting event e's mark, e's own? A thread's return
  * sent before e was (a free's, which gives NULL, or an earlier call's
- * whose note was gone) bears the same mark; while events are numbered it
- * is numbered below e, or not at all if sent before numbering began. A
- * take can hold e while such a return is still in the ring. (Both sent
- * before numbering began cannot be told apart: takes begin with it.) */
+ * whose note was gone, or one its VM did not record yet) bears the same
+ * mark; while events are numbered it is numbered below e, or not at all
+ * if sent before numbering began. Both sent before numbering began
+ * cannot be told apart here, nor need to be: e's batch then reaches us
+ * through the ring behind such a return, or after the ring is drained
+ * (unbatch). A take is the exception (await_in_takes). */
 static int await_own(const struct lmt_ev *e, const struct lmt_ev *r)
 {
 	return e->naddr == r->loc && (!e->seq || e->seq < r->seq);
@@ -115,11 +117,19 @@ static int await_own(const struct lmt_ev *e, const struct lmt_ev *r)
 
 /* A held batch of process tgid (merge_round's takes) whose last event
  * awaits r's mark: completed by r (a take's numbers stay its bound).
- * 1 if found. */
+ * 1 if found. Takes begin once events are numbered, but a take's batch
+ * may hold an event packed before: its thread's return sent before its
+ * entry, unnumbered, can still be in the ring, behind the take. Its own
+ * return, which did not find it in its slot, came once the take had
+ * begun, so numbered: an unnumbered return completes no take's event.
+ * (Or its return gave up on a slot another program held 64 tries while
+ * numbering was off: it stays awaiting, said in flight.) */
 static int await_in_takes(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
 {
 	struct tproc *p = proc_of(t, tgid);
 
+	if (!r->seq)
+		return 0;
 	for (unsigned i = 0; p && i < p->nvm; i++)
 		for (unsigned k = 0; k < p->vms[i]->ntakes; k++) {
 			struct take *tk = &p->vms[i]->takes[k];
@@ -571,7 +581,10 @@ static int slot_take(struct tr *t, struct lmt_slot *s, int keep)
 		struct tvm *v;
 
 		memcpy(&hd, s->buf, sizeof(hd));
-		if (keep && (v = vm_get(t, hd.tgid, hd.vm))) {
+		/* A VM not known yet (its first records still in the
+		 * ring) is made now: converted at once, its batch would
+		 * overtake them. */
+		if (keep && (v = vm_of(t, hd.tgid, hd.vm))) {
 			take_add(t, v, s->buf, s->len);
 			t->takes = 1;
 		} else {
