@@ -40,3 +40,25 @@ setup() {
 	[[ "${lines[0]}" == "luamemtrace: --stacks: this kernel's verifier refuses the stack walk's programs ("*"kernel $(uname -r): 6.12 takes them); trace without --stacks" ]]
 	[ ! -e "$T/s.bin" ]
 }
+
+# Debian's kernels keep soft-dirty bits (CONFIG_MEM_SOFT_DIRTY=y; the
+# development host's may not): the heap is copied while the target runs,
+# then only the pages it wrote meanwhile are read again, stopped
+# (user/heap/dirty.c). The snapshot is still one instant: remainder 0 and
+# the items exact, on a target that allocates and writes all along.
+@test "heap on Debian's kernel: copied while the target ran, the pages written meanwhile read again stopped; one instant" {
+	luajit "$LUA_DIR/heap_churn.lua" 300 0 "$T/c.ready" 3>&- &
+	local pid=$! i
+	wait_for "$T/c.ready" ready
+	for i in 1 2 3; do
+		"$LMT" heap -p "$pid" > "$T/c.$i" 2> "$T/c.$i.err" || echo "rc $?" >> "$T/c.$i"
+	done
+	kill "$pid"
+	for i in 1 2 3; do
+		cat "$T/c.$i.err"
+		grep -qE "^luamemtrace heap: PID $pid: copied while it ran \([0-9]+ ms\), then stopped [0-9.]+ ms.*: [0-9]+ of [0-9]+ pages written meanwhile, read again$" "$T/c.$i.err"
+		[ "$(awk '/remainder \(gc.total - sum\)/ { print $NF }' "$T/c.$i")" = 0 ]
+		! grep -q '^incomplete\|^rc ' "$T/c.$i"
+		grep -qE '^ +300 +19200  package\.loaded\["app\.cache"\]\.Item$' "$T/c.$i"
+	done
+}
