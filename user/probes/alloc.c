@@ -502,7 +502,7 @@ void proc_links_free(struct tproc *p, int later)
 			allocf_off(a);
 		}
 	}
-	(later ? links_free_later : links_free)(&p->links);
+	(later ? links_free_later : links_free)(&p->probes.links);
 }
 
 static void describe(const char *what, const struct probe_site *s, int verbose)

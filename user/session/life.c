@@ -161,6 +161,7 @@ struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 	p->t = t;
 	p->pid = pid;
 	p->cv.pid = pid;
+	p->probes.pid = pid;
 	p->lockfd = -1;
 	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (p->pidfd < 0) {
@@ -202,7 +203,7 @@ void proc_drop(struct tr *t, struct tproc *p)
 	proc_links_free(p, 0);
 	for (unsigned i = 0; i < p->naf; i++)
 		tfile_close(&p->af[i].f);
-	u64set_free(&p->hooked);
+	u64set_free(&p->probes.hooked);
 	syms_free(&p->cv.syms);
 	free(p->vms);
 	free(p);
@@ -239,7 +240,7 @@ static int proc_ready(struct tr *t, struct tproc *p)
 	struct pmaps m;
 
 	if (!pmaps_load(p->pid, &m)) {
-		proc_hooks(t, p, &m);
+		proc_hooks(&t->probes, &p->probes, &m);
 		pmaps_free(&m);
 	}
 	announce(t, p);

@@ -307,6 +307,7 @@ static int open_bpf(struct tr *t)
 	if (load_object(t))
 		return -1;
 	t->cap.skel = t->skel;
+	t->probes.skel = t->skel;
 	if (t->st.dir && t->skel->rodata->fork_stop == LMT_FORK_STOP_NONE)
 		err1("warning: this kernel cannot stop a forked child before it runs "
 		     "(needs 6.13, or schedule_tail under fexit): children of traced "
@@ -329,26 +330,27 @@ static int open_bpf(struct tr *t)
 		err1("cannot open the ring buffer: %s", strerror(errno));
 		return -1;
 	}
-	if (link_add(&t->links, bpf_program__attach(t->skel->progs.on_exec))) {
+	if (link_add(&t->probes.links, bpf_program__attach(t->skel->progs.on_exec))) {
 		err1("cannot watch exec: %s", strerror(errno));
 		return -1;
 	}
-	if (link_add(&t->links, bpf_program__attach(t->skel->progs.on_fork))) {
+	if (link_add(&t->probes.links, bpf_program__attach(t->skel->progs.on_fork))) {
 		err1("cannot watch fork: %s", strerror(errno));
 		return -1;
 	}
 	if (bpf_program__autoload(t->skel->progs.child_start) &&
-	    link_add(&t->links, bpf_program__attach(t->skel->progs.child_start))) {
+	    link_add(&t->probes.links, bpf_program__attach(t->skel->progs.child_start))) {
 		err1("cannot watch new processes' first scheduling: %s", strerror(errno));
 		return -1;
 	}
-	if (link_add(&t->links, bpf_program__attach(t->skel->progs.on_signal))) {
+	if (link_add(&t->probes.links, bpf_program__attach(t->skel->progs.on_signal))) {
 		err1("cannot watch SIGCONT: %s", strerror(errno));
 		return -1;
 	}
 	if (t->o->cmd) {
 		struct lmt_proc pr = { .spawn = 1 };
 		uint32_t tg = (uint32_t)t->cmd_pid;
+		struct tproc *c = proc_of(t, tg);
 		char bin[PATH_MAX];
 
 		if (bpf_map__update_elem(t->skel->maps.procs, &tg, sizeof(tg), &pr,
@@ -356,7 +358,7 @@ static int open_bpf(struct tr *t)
 			return -1;
 		/* The command must be traceable before its output is made. */
 		cmd_program(t->cmd_exe, bin);
-		if (cmd_probes(t, bin)) {
+		if (cmd_probes(&t->probes, c ? &c->probes : NULL, bin)) {
 			err1("%s does not export lua_newstate (nor links a libluajit "
 			     "that does): cannot trace it from the start; start it "
 			     "and use -p", t->cmd_exe);
@@ -462,7 +464,7 @@ static int finish(struct tr *t)
 	t->stopping = 1; /* a new VM's record still queued: not attached */
 	for (struct tproc *p = t->procs; p; p = p->next)
 		proc_links_free(p, 0);
-	links_free(&t->links);
+	links_free(&t->probes.links);
 	links_join();
 	settle_stops(t, 1);
 	drain(&t->cap);
@@ -490,7 +492,7 @@ static void cleanup(struct tr *t)
 	t->stopping = 1;
 	for (struct tproc *p = t->procs; p; p = p->next)
 		proc_links_free(p, 0);
-	links_free(&t->links);
+	links_free(&t->probes.links);
 	links_join();
 	/* An error after the output was made: the stream still ends with its
 	 * epilogue, and its sidecar says why it is incomplete. */
@@ -534,7 +536,7 @@ static void cleanup(struct tr *t)
 	u64map_free(&t->pmap, NULL);
 	u64map_free(&t->vmap, NULL);
 	u64map_free(&t->cap.awaits, free);
-	u64set_free(&t->watched);
+	u64set_free(&t->probes.watched);
 	u64set_free(&t->foreign);
 	u64set_free(&t->st.names);
 	u64set_free(&t->rescan);
@@ -666,7 +668,8 @@ static const struct capture_ops ops = {
 int trace_run(const struct topts *o)
 {
 	struct tr t = { .o = o, .stops_fd = -1, .gate = -1,
-			.cap = { .ops = &ops, .no_loss = o->no_loss } };
+			.cap = { .ops = &ops, .no_loss = o->no_loss },
+			.probes = { .verbose = o->verbose, .all = o->all } };
 	struct vmscan *scans = calloc(o->npids + 1, sizeof(*scans));
 	int rc = LMT_ERR;
 

@@ -151,7 +151,7 @@ static int file_is_luajit(struct tr *t, struct u64map *seen, pid_t pid,
 		u64map_put(seen, key, (void *)v, &err);
 	}
 	if (v == 1)
-		watch_file(t, &f, pid);
+		watch_file(&t->probes, &f, pid);
 	tfile_close(&f);
 	return v == 1;
 }
@@ -179,7 +179,7 @@ static void watch_known(struct tr *t, struct u64map *seen)
 			if (tfile_open_path(&f, g.gl_pathv[j]))
 				continue;
 			if (is_luajit(f.fd))
-				watch_file(t, &f, 0);
+				watch_file(&t->probes, &f, 0);
 			tfile_close(&f);
 		}
 		globfree(&g);

@@ -10,9 +10,9 @@
  *
  * Conversion's part of a process and a VM is its own (convert/conv.h,
  * embedded as cv), and so is capture's part of the trace and of a VM
- * (capture/ring.h, embedded as cap). Probes still read these structs:
- * their part (a process's probes) is the next step of issue 42
- * (tests/tools/layers.pending).
+ * (capture/ring.h, embedded as cap). Probes' part is begun (probes/probes.h,
+ * embedded as probes: what hooks.c needs); alloc.c and object.c still
+ * read these structs (issue 42, tests/tools/layers.pending).
  */
 #ifndef LMT_SESSION_H
 #define LMT_SESSION_H
@@ -30,6 +30,7 @@
 #include "probes/allocf.h"
 #include "probes/links.h"
 #include "probes/placement.h"
+#include "probes/probes.h"
 #include "target/proc.h"
 #include "convert/conv.h"
 #include "capture/ring.h"
@@ -72,8 +73,8 @@ struct tproc {
 			      * symbols, what conversion counts */
 	struct allocf af[16];
 	unsigned naf;
-	struct links links;  /* its probes */
-	struct u64set hooked; /* files whose hooks it has (dev ^ inode) */
+	struct probe_proc probes; /* probes' part (probes/probes.h): its
+				   * hooks' links, the files hooked */
 	struct tvm **vms;
 	unsigned nvm, nvm_cap;
 	unsigned next_num;   /* the next vmN */
@@ -148,8 +149,8 @@ struct tr {
 	/* attach */
 	struct luamemtrace_bpf *skel;
 	struct bpf_program *enter; /* alloc_enter or alloc_enter_compat */
-	struct links links;   /* the trace's own: exec, fork, --all's hooks */
-	struct u64set watched; /* --all: LuaJIT files watched (dev ^ inode) */
+	struct probes probes; /* probes' part (probes/probes.h): the trace's
+			       * own links, --all's files watched */
 	const struct lj_variant *var;
 	int lost_vm;          /* VMs or processes we could not attach to */
 	int ran_held;         /* processes that ran while stopped for us */
