@@ -384,7 +384,7 @@ static void takes_below(struct capture *t, struct cap_vm *v, uint64_t seq)
 
 	for (; k < v->ntakes && v->takes[k].max < seq; k++) {
 		for (unsigned i = 0; i < v->takes[k].n; i++)
-			batch_ev(t, (uint32_t)v->tgid, v, &v->takes[k].ev[i]);
+			batch_ev(t, v->tgid, v, &v->takes[k].ev[i]);
 		out_at(v->cv->out, NULL, 0);
 		free(v->takes[k].ev);
 	}
