@@ -1,5 +1,5 @@
 /* Capture: the ring's and the slots' records, in the order each VM sent
- * them (capture/ring.h). */
+ * them (capture/ring.h). t: the trace's capture (struct capture). */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -14,7 +14,6 @@
 #include <sched.h>
 #include <fcntl.h>
 
-#include "session/session.h"
 #include "capture/ring.h"
 #include "convert/events.h"
 #include "util/knobs.h"
@@ -28,36 +27,47 @@
 #include "target/caps.h"
 #include "convert/callstacks.h"
 
+/* A batch taken from a slot: its events, unpacked, and its last one's
+ * number. */
+struct take {
+	struct lmt_ev *ev;
+	unsigned n;
+	uint64_t max;
+};
+
 /* -- Routing ------------------------------------------------------------- */
+
+/* A traced VM (capture_ops.vm_get). */
+static struct cap_vm *vm_get(struct capture *t, uint32_t tgid, uint32_t id)
+{
+	return t->ops->vm_get(t->ctx, tgid, id);
+}
 
 /* The VM a record names; one BPF registered whose first record this is
  * is made by the session (capture_ops.vm_new). */
-static struct tvm *vm_of(struct tr *t, uint32_t tgid, uint32_t id)
+static struct cap_vm *vm_of(struct capture *t, uint32_t tgid, uint32_t id)
 {
-	struct tvm *v = vm_get(t, tgid, id);
-	struct tproc *p;
+	struct cap_vm *v = vm_get(t, tgid, id);
 
-	if (v || !(p = proc_of(t, tgid)) || p->ignored || vms_full(p))
-		return v;
-	return t->cap->vm_new(t, p, id);
+	return v ? v : t->ops->vm_new(t->ctx, tgid, id);
 }
 
-static void on_proto(struct tr *t, const struct lmt_proto *p, size_t sz)
+static void on_proto(struct capture *t, const struct lmt_proto *p, size_t sz)
 {
-	struct tvm *v = vm_of(t, p->tgid, p->vm);
+	struct cap_vm *v = vm_of(t, p->tgid, p->vm);
 
 	if (v)
-		ev_proto(&v->cv, p, sz);
+		ev_proto(v->cv, p, sz);
 	else
 		t->bad_recs++;
 }
 
-static void on_trace(struct tr *t, const struct lmt_trace *r)
+static void on_trace(struct capture *t, const struct lmt_trace *r)
 {
-	struct tvm *v = vm_of(t, r->tgid, r->vm);
+	struct cap_vm *v = vm_of(t, r->tgid, r->vm);
 
 	if (v)
-		ev_trace(&v->cv, r);
+		ev_trace(v->cv, r);
 	else
 		t->bad_recs++;
 }
@@ -74,7 +84,7 @@ struct await {
 	struct lmt_ev ev;
 };
 
-static void await_hold(struct tr *t, struct tvm *v, const struct lmt_ev *r)
+static void await_hold(struct capture *t, struct cap_vm *v, const struct lmt_ev *r)
 {
 	struct await *a = u64map_get(&t->awaits, r->naddr);
 	int err;
@@ -87,7 +97,7 @@ static void await_hold(struct tr *t, struct tvm *v, const struct lmt_ev *r)
 		t->bad_recs++; /* said, as a record that cannot be read */
 		return;
 	}
-	a->tgid = v->p->pid;
+	a->tgid = v->tgid;
 	a->vm = v->id;
 	a->ev = *r;
 }
@@ -115,42 +125,48 @@ static int await_own(const struct lmt_ev *e, const struct lmt_ev *r)
 	return e->naddr == r->loc && (!e->seq || e->seq < r->seq);
 }
 
-/* A held batch of process tgid (merge_round's takes) whose last event
- * awaits r's mark: completed by r (a take's numbers stay its bound).
- * 1 if found. Takes begin once events are numbered, but a take's batch
- * may hold an event packed before: its thread's return sent before its
- * entry, unnumbered, can still be in the ring, behind the take. Its own
- * return, which did not find it in its slot, came once the take had
- * begun, so numbered: an unnumbered return completes no take's event.
- * (Or its return gave up on a slot another program held 64 tries while
- * numbering was off: it stays awaiting, said in flight.) */
-static int await_in_takes(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
+/* A held batch of VM v (merge_round's takes) whose last event awaits
+ * return r's mark (arg): completed by r (a take's numbers stay its
+ * bound). 1 if found. */
+static int await_in_vm(void *arg, struct cap_vm *v)
 {
-	struct tproc *p = proc_of(t, tgid);
+	const struct lmt_ev *r = arg;
 
+	for (unsigned k = 0; k < v->ntakes; k++) {
+		struct take *tk = &v->takes[k];
+		struct lmt_ev *e = &tk->ev[tk->n - 1];
+
+		if (await_own(e, r)) {
+			await_complete(e, r);
+			tk->max = e->seq > tk->max ? e->seq : tk->max;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The same, for the VMs of live process tgid, in order. 1 if found.
+ * Takes begin once events are numbered, but a take's batch may hold an
+ * event packed before: its thread's return sent before its entry,
+ * unnumbered, can still be in the ring, behind the take. Its own return,
+ * which did not find it in its slot, came once the take had begun, so
+ * numbered: an unnumbered return completes no take's event. (Or its
+ * return gave up on a slot another program held 64 tries while numbering
+ * was off: it stays awaiting, said in flight.) */
+static int await_in_takes(struct capture *t, uint32_t tgid, const struct lmt_ev *r)
+{
 	if (!r->seq)
 		return 0;
-	for (unsigned i = 0; p && i < p->nvm; i++)
-		for (unsigned k = 0; k < p->vms[i]->ntakes; k++) {
-			struct take *tk = &p->vms[i]->takes[k];
-			struct lmt_ev *e = &tk->ev[tk->n - 1];
-
-			if (await_own(e, r)) {
-				await_complete(e, r);
-				tk->max = e->seq > tk->max ? e->seq : tk->max;
-				return 1;
-			}
-		}
-	return 0;
+	return t->ops->each_vm(t->ctx, tgid, 1, await_in_vm, (void *)r);
 }
 
 /* The return r of process tgid's allocation of its mark (await_complete).
  * The allocation came first (bpf/await.h), or waits in a take; otherwise
  * it was not recorded, or its event was lost (counted by BPF). */
-static void await_ret(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
+static void await_ret(struct capture *t, uint32_t tgid, const struct lmt_ev *r)
 {
 	struct await *a = u64map_get(&t->awaits, r->loc);
-	struct tvm *v;
+	struct cap_vm *v;
 
 	if (!a || a->tgid != tgid || !await_own(&a->ev, r)) {
 		(void)await_in_takes(t, tgid, r);
@@ -159,7 +175,7 @@ static void await_ret(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
 	u64map_del(&t->awaits, r->loc);
 	await_complete(&a->ev, r);
 	if ((v = vm_get(t, a->tgid, a->vm)))
-		ev_out(&v->cv, &a->ev);
+		ev_out(v->cv, &a->ev);
 	else
 		t->aw_missed++;
 	free(a);
@@ -168,7 +184,7 @@ static void await_ret(struct tr *t, uint32_t tgid, const struct lmt_ev *r)
 /* Process tgid (0: every one) ended, or tracing did: its allocations
  * still awaiting their return are in flight (its threads were in the
  * allocator). */
-static void awaits_end(struct tr *t, uint32_t tgid)
+static void awaits_end(struct capture *t, uint32_t tgid)
 {
 	for (size_t i = 0; i < t->awaits.cap; i++) {
 		struct await *a = t->awaits.v[i];
@@ -196,7 +212,7 @@ static inline int ev_awaits(uint8_t kind, uint64_t naddr)
 }
 
 /* An event of process tgid's VM v (NULL: a return alone). */
-static void batch_ev(struct tr *t, uint32_t tgid, struct tvm *v, const struct lmt_ev *r)
+static void batch_ev(struct capture *t, uint32_t tgid, struct cap_vm *v, const struct lmt_ev *r)
 {
 	if (r->kind == LMT_RET)
 		await_ret(t, tgid, r);
@@ -205,7 +221,7 @@ static void batch_ev(struct tr *t, uint32_t tgid, struct tvm *v, const struct lm
 	else if (ev_awaits(r->kind, r->naddr))
 		await_hold(t, v, r);
 	else
-		ev_out(&v->cv, r);
+		ev_out(v->cv, r);
 }
 
 /* Batch b's events (packed: struct lmt_ev's words on the wire), in
@@ -232,7 +248,7 @@ static int batch_open(const uint8_t *b, size_t sz, struct lmt_batch *hd, struct 
 	return 0;
 }
 
-static int ev_next(struct tr *t, struct evs *it, struct lmt_ev *r)
+static int ev_next(struct capture *t, struct evs *it, struct lmt_ev *r)
 {
 	uint32_t n;
 
@@ -249,7 +265,7 @@ static int ev_next(struct tr *t, struct evs *it, struct lmt_ev *r)
 }
 
 /* The rest of a batch's events, counted as records that cannot be read. */
-static void evs_lost(struct tr *t, struct evs *it)
+static void evs_lost(struct capture *t, struct evs *it)
 {
 	struct lmt_ev r;
 
@@ -262,7 +278,7 @@ static void evs_lost(struct tr *t, struct evs *it)
  * and ev_out's copies; one that needs more (a return, an address awaited,
  * a C function's names, a stack) or that does not check goes the general
  * way, which counts what cannot be read. */
-static void lone_batch(struct tr *t, uint32_t tgid, struct tvm *v, struct evs *it)
+static void lone_batch(struct capture *t, uint32_t tgid, struct cap_vm *v, struct evs *it)
 {
 	struct lmt_ev r;
 	struct mp_event m;
@@ -293,37 +309,35 @@ static void lone_batch(struct tr *t, uint32_t tgid, struct tvm *v, struct evs *i
 		m.nsize = ns;
 		it->w += n;
 		it->left -= n;
-		ev_where(&v->cv, &m, src, fl & ~LMT_EV_WIRE, &at);
-		out_lone_event(v->cv.out, &m);
+		ev_where(v->cv, &m, src, fl & ~LMT_EV_WIRE, &at);
+		out_lone_event(v->cv->out, &m);
 	}
 }
 
 /* A slot's batch (struct lmt_slot), or returns alone (LMT_VM_NONE). */
-static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
+static void on_batch(struct capture *t, const uint8_t *b, size_t sz)
 {
 	struct lmt_batch hd;
 	struct lmt_ev r;
-	struct tvm *v = NULL;
+	struct cap_vm *v = NULL;
 	struct evs it;
 
 	if (batch_open(b, sz, &hd, &it))
 		return;
 	if (hd.vm != LMT_VM_NONE && !(v = vm_of(t, hd.tgid, hd.vm))) {
-		const struct tproc *p = proc_of(t, hd.tgid);
-
 		/* a VM refused over its process's cap: its events go with
 		 * it (vm_refuse); a VM we cannot tell: lost, and said */
-		if (!p || !vms_full(p))
+		if (!t->ops->vms_full(t->ctx, hd.tgid))
 			evs_lost(t, &it);
 		return;
 	}
-	if (v && out_lone(v->cv.out))
+	if (v && out_lone(v->cv->out))
 		lone_batch(t, hd.tgid, v, &it);
 	else
 		while (ev_next(t, &it, &r))
 			batch_ev(t, hd.tgid, v, &r);
 	if (v)
-		out_at(v->cv.out, NULL, 0);
+		out_at(v->cv->out, NULL, 0);
 }
 
 /* -- Takes --------------------------------------------------------------- */
@@ -338,7 +352,7 @@ static void on_batch(struct tr *t, const uint8_t *b, size_t sz)
  * up to where it was when taken (the end of a round), or for its slot to
  * be read by unbatch or slots_left; a record without a number (sent
  * before numbering began) precedes it. */
-static void take_add(struct tr *t, struct tvm *v, const uint8_t *b, size_t sz)
+static void take_add(struct capture *t, struct cap_vm *v, const uint8_t *b, size_t sz)
 {
 	struct lmt_batch hd;
 	struct lmt_ev r;
@@ -375,14 +389,14 @@ oom: /* counted and said, as records that cannot be read */
 
 /* The VM's takes numbered below seq (all: UINT64_MAX), converted now, in
  * order: the records its VM sent before them are in. */
-static void takes_below(struct tr *t, struct tvm *v, uint64_t seq)
+static void takes_below(struct capture *t, struct cap_vm *v, uint64_t seq)
 {
 	unsigned k = 0;
 
 	for (; k < v->ntakes && v->takes[k].max < seq; k++) {
 		for (unsigned i = 0; i < v->takes[k].n; i++)
-			batch_ev(t, (uint32_t)v->p->pid, v, &v->takes[k].ev[i]);
-		out_at(v->cv.out, NULL, 0);
+			batch_ev(t, v->tgid, v, &v->takes[k].ev[i]);
+		out_at(v->cv->out, NULL, 0);
 		free(v->takes[k].ev);
 	}
 	if (!k)
@@ -393,7 +407,7 @@ static void takes_below(struct tr *t, struct tvm *v, uint64_t seq)
 		takes_free(v);
 }
 
-void takes_free(struct tvm *v)
+void takes_free(struct cap_vm *v)
 {
 	for (unsigned k = 0; k < v->ntakes; k++)
 		free(v->takes[k].ev);
@@ -405,21 +419,27 @@ void takes_free(struct tvm *v)
 /* A record of VM (tgid, id) numbered seq is about to be read (0: sent
  * before numbering began; UINT64_MAX: its lua_close): the takes it
  * follows go first. */
-static void take_before(struct tr *t, uint32_t tgid, uint32_t id, uint64_t seq)
+static void take_before(struct capture *t, uint32_t tgid, uint32_t id, uint64_t seq)
 {
-	struct tvm *v;
+	struct cap_vm *v;
 
 	if (seq && (v = vm_get(t, tgid, id)) && v->ntakes)
 		takes_below(t, v, seq);
 }
 
-/* Every take of process tgid (0: all), converted. */
-static void takes_done(struct tr *t, uint32_t tgid)
+/* Every take of VM v, converted (arg: the capture). */
+static int takes_all(void *arg, struct cap_vm *v)
 {
-	for (struct tproc *p = t->procs; p; p = p->next)
-		for (unsigned i = 0; (!tgid || (uint32_t)p->pid == tgid) && i < p->nvm; i++)
-			if (p->vms[i]->ntakes)
-				takes_below(t, p->vms[i], UINT64_MAX);
+	if (v->ntakes)
+		takes_below(arg, v, UINT64_MAX);
+	return 0;
+}
+
+/* Every take of process tgid (0: all), converted: the processes in the
+ * order they were seen, each one's VMs in order. */
+static void takes_done(struct capture *t, uint32_t tgid)
+{
+	(void)t->ops->each_vm(t->ctx, tgid, 0, takes_all, t);
 }
 
 /* The number of a record that has one (0: none, or not one of a VM's;
@@ -464,7 +484,7 @@ static uint64_t rec_seq(const void *data, size_t sz, uint32_t *tgid, uint32_t *v
 
 /* --no-loss: an event record of the process taken out of the ring
  * (bpf/ring.h: ring_taken, which only we write). */
-static void ring_taken_add(struct tr *t, const struct lmt_batch *b, size_t sz)
+static void ring_taken_add(struct capture *t, const struct lmt_batch *b, size_t sz)
 {
 	const int fd = bpf_map__fd(t->skel->maps.ring_taken);
 	uint64_t n = 0;
@@ -476,7 +496,7 @@ static void ring_taken_add(struct tr *t, const struct lmt_batch *b, size_t sz)
 
 int on_rec(void *ctx, void *data, size_t sz)
 {
-	struct tr *t = ctx;
+	struct capture *t = ctx;
 	const uint8_t rec = *(const uint8_t *)data;
 
 	if (t->takes) {
@@ -492,29 +512,29 @@ int on_rec(void *ctx, void *data, size_t sz)
 			on_proto(t, data, sz);
 		break;
 	case LMT_REC_BATCH:
-		if (t->o->no_loss && sz >= sizeof(struct lmt_batch))
+		if (t->no_loss && sz >= sizeof(struct lmt_batch))
 			ring_taken_add(t, data, sz);
 		on_batch(t, data, sz);
 		break;
 	case LMT_REC_FORGET:
 		if (sz >= sizeof(struct lmt_forget)) {
 			const struct lmt_forget *f = data;
-			struct tvm *v = vm_get(t, f->tgid, f->vm);
+			struct cap_vm *v = vm_get(t, f->tgid, f->vm);
 			if (v) {
-				free(u64map_del(&v->cv.lines, f->addr));
-				free(u64map_del(&v->cv.pnames, f->addr));
+				free(u64map_del(&v->cv->lines, f->addr));
+				free(u64map_del(&v->cv->pnames, f->addr));
 			}
 		}
 		break;
 	case LMT_REC_STACK:
 		if (sz >= offsetof(struct lmt_stack, f)) {
 			const struct lmt_stack *k = data;
-			struct tvm *v = vm_of(t, k->tgid, k->vm);
+			struct cap_vm *v = vm_of(t, k->tgid, k->vm);
 
 			if (v) {
-				out_at(v->cv.out, v, 0); /* its symbols: behind v's events */
-				stk_def_rec(&v->cv, k, sz);
-				out_at(v->cv.out, NULL, 0);
+				out_at(v->cv->out, v->cv, 0); /* its symbols: behind v's events */
+				stk_def_rec(v->cv, k, sz);
+				out_at(v->cv->out, NULL, 0);
 			}
 		}
 		break;
@@ -525,7 +545,7 @@ int on_rec(void *ctx, void *data, size_t sz)
 	case LMT_REC_CLOSE:
 		if (sz >= sizeof(struct lmt_close)) {
 			const struct lmt_close *c = data;
-			struct tvm *v = vm_get(t, c->tgid, c->vm);
+			struct cap_vm *v = vm_get(t, c->tgid, c->vm);
 			if (v)
 				v->closed = 1;
 			t->closed++;
@@ -533,20 +553,20 @@ int on_rec(void *ctx, void *data, size_t sz)
 		break;
 	case LMT_REC_NEWVM:
 		if (sz >= sizeof(struct lmt_newvm))
-			t->cap->newvm(t, data);
+			t->ops->newvm(t->ctx, data);
 		break;
 	case LMT_REC_FORK:
 		if (sz >= sizeof(struct lmt_fork))
-			t->cap->fork(t, data);
+			t->ops->fork(t->ctx, data);
 		break;
 	case LMT_REC_MAPPED:
 		/* Read while the process is stopped (settle_stops). */
 		if (sz >= sizeof(struct lmt_mapped))
-			u64set_add(&t->rescan, proc_key(((const struct lmt_mapped *)data)->tgid));
+			t->ops->mapped(t->ctx, ((const struct lmt_mapped *)data)->tgid);
 		break;
 	case LMT_REC_EXEC:
 		if (sz >= sizeof(struct lmt_exec))
-			t->cap->exec(t, ((const struct lmt_exec *)data)->tgid);
+			t->ops->exec(t->ctx, ((const struct lmt_exec *)data)->tgid);
 		break;
 	}
 	return 0;
@@ -554,7 +574,7 @@ int on_rec(void *ctx, void *data, size_t sz)
 
 /* -- Draining ------------------------------------------------------------ */
 
-void drain(struct tr *t)
+void drain(struct capture *t)
 {
 	while (ring_buffer__consume(t->rb) > 0)
 		;
@@ -563,7 +583,7 @@ void drain(struct tr *t)
 /* A slot's batch, taken under its lock (keep: as a take, converted
  * later); -1 if a program holds it (a sleepable one may be preempted
  * there): try again later. */
-static int slot_take(struct tr *t, struct lmt_slot *s, int keep)
+static int slot_take(struct capture *t, struct lmt_slot *s, int keep)
 {
 	uint32_t free_ = 0;
 
@@ -578,7 +598,7 @@ static int slot_take(struct tr *t, struct lmt_slot *s, int keep)
 	}
 	if (s->len > sizeof(struct lmt_batch) && s->len < LMT_SBUF) {
 		struct lmt_batch hd;
-		struct tvm *v;
+		struct cap_vm *v;
 
 		memcpy(&hd, s->buf, sizeof(hd));
 		/* A VM not known yet (its first records still in the
@@ -601,13 +621,13 @@ static int slot_take(struct tr *t, struct lmt_slot *s, int keep)
 /* Batching ends: VMs share a ud, and their events cannot be told apart
  * (struct lmt_slot). What the ring holds goes first, then each slot's
  * batch. Inside a ring buffer callback that waits for the main loop. */
-void unbatch_request(struct tr *t)
+void unbatch_request(struct capture *t)
 {
 	t->skel->bss->nobatch = 1;
 	t->unbatch_req = 1;
 }
 
-void unbatch(struct tr *t)
+void unbatch(struct capture *t)
 {
 	t->unbatch_req = 0;
 	t->skel->bss->nobatch = 1;
@@ -631,9 +651,8 @@ void unbatch(struct tr *t)
  * (the takes converted on the way, or at the end: see take_add). What is
  * held up to n goes. Tried after each poll; a slot or record still being
  * written puts it off. */
-void merge_round(struct tr *t)
+void merge_round(struct capture *t, struct tout *o)
 {
-	struct tout *o = t->st.one;
 	const size_t pg = t->rb_pos_len / 2;
 	uint64_t n, prod;
 
@@ -656,7 +675,7 @@ void merge_round(struct tr *t)
 	merge_release(o->mg, n);
 }
 
-void slots_left(struct tr *t, uint32_t tgid, int release)
+void slots_left(struct capture *t, uint32_t tgid, int release)
 {
 	takes_done(t, tgid); /* older than what the slots hold */
 	for (unsigned i = 0; t->slots && i < LMT_NSLOT; i++) {

@@ -68,6 +68,8 @@ size_t info_format(const struct info *in, char *buf, size_t len)
 		     in->duration, state, end, in->events, in->lost, in->lost_sym,
 		     in->lost_vm, in->in_flight, in->vms_refused, in->vms_unchecked,
 		     in->files_skipped, in->traces_budget);
+	if (n >= 0 && in->nspid > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, "nspid: %d\n", in->nspid);
 	if (n >= 0 && in->duty > 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, "duty: %g\nsampled: %.6f\n", in->duty,
 			      in->sampled);

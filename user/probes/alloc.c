@@ -502,7 +502,7 @@ void proc_links_free(struct tproc *p, int later)
 			allocf_off(a);
 		}
 	}
-	(later ? links_free_later : links_free)(&p->links);
+	(later ? links_free_later : links_free)(&p->probes.links);
 }
 
 static void describe(const char *what, const struct probe_site *s, int verbose)
@@ -627,16 +627,16 @@ static void slot_put(struct tr *t, const struct lmt_vm_key *k, const struct lmt_
 {
 	struct lmt_slot *s;
 
-	if (!t->slots)
+	if (!t->cap.slots)
 		return;
-	s = &t->slots[lmt_slot_of(k->ud)];
+	s = &t->cap.slots[lmt_slot_of(k->ud)];
 	if (!slot_claim(s, k, vm))
 		return;
 	if (__atomic_load_n(&s->ud, __ATOMIC_ACQUIRE) != k->ud &&
 	    __atomic_load_n(&s->live, __ATOMIC_ACQUIRE))
 		return; /* another ud's: the vms map serves this VM */
 	__atomic_store_n(&s->shared, 1, __ATOMIC_RELEASE);
-	slot_claim(&t->slots[lmt_slot2_of(k->tgid, k->ud)], k, vm);
+	slot_claim(&t->cap.slots[lmt_slot2_of(k->tgid, k->ud)], k, vm);
 }
 
 /* -- VMs in BPF's maps ----------------------------------------------------- */
@@ -699,8 +699,8 @@ static void slot_free(struct tr *t, const struct lmt_vm_key *k, uint32_t id)
 {
 	const uint32_t si[2] = { lmt_slot_of(k->ud), lmt_slot2_of(k->tgid, k->ud) };
 
-	for (int i = 0; t->slots && i < 2; i++) {
-		struct lmt_slot *s = &t->slots[si[i]];
+	for (int i = 0; t->cap.slots && i < 2; i++) {
+		struct lmt_slot *s = &t->cap.slots[si[i]];
 		uint32_t free_ = 0;
 
 		if (__atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE) != k->tgid ||

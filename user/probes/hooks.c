@@ -13,11 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "session/session.h"
+#include "luamemtrace.skel.h"
 #include "probes/hooks.h"
 #include "probes/links.h"
 #include "target/elfsym.h"
 #include "target/tfile.h"
+#include "util/log.h"
 
 /* -- Hooks --------------------------------------------------------------- */
 
@@ -33,7 +34,7 @@ static uint64_t watch_key(const struct tfile *f, pid_t pid)
 	return (tfile_key(f) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)pid << 1) | 1;
 }
 
-static void hooks_of(struct tr *t, struct tproc *p, struct tfile *f)
+static void hooks_of(struct probes *t, struct probe_proc *p, struct tfile *f)
 {
 	const unsigned before = p->links.n;
 	char name[PATH_MAX];
@@ -45,19 +46,19 @@ static void hooks_of(struct tr *t, struct tproc *p, struct tfile *f)
 	    !link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.dl_state,
 							   false, p->pid, f->path,
 							   (size_t)off)) &&
-	    t->o->verbose)
+	    t->verbose)
 		err1("PID %d: watching dlopen in %s", (int)p->pid,
 		     tfile_name(f, name, sizeof(name)));
 	/* --all watches the rest: for every process (a file of root's), or
 	 * for the process that mapped it when found (watch_file) */
-	if ((t->o->all && (u64set_has(&t->watched, tfile_key(f)) ||
+	if ((t->all && (u64set_has(&t->watched, tfile_key(f)) ||
 			   u64set_has(&t->watched, watch_key(f, p->pid)))) ||
 	    elfsym_offset(f->fd, "lua_newstate", &off))
 		goto out;
 	if (link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
 							   true, p->pid, f->path,
 							   (size_t)off)) == 0 &&
-	    t->o->verbose)
+	    t->verbose)
 		err1("PID %d: watching lua_newstate in %s", (int)p->pid,
 		     tfile_name(f, name, sizeof(name)));
 	if (!elfsym_offset(f->fd, "lua_close", &off))
@@ -69,7 +70,7 @@ out:
 		links_hold(&p->links, f);
 }
 
-void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m)
+void proc_hooks(struct probes *t, struct probe_proc *p, const struct pmaps *m)
 {
 	struct u64set seen = { 0 };
 
@@ -86,7 +87,7 @@ void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m)
 	u64set_free(&seen);
 }
 
-int watch_file(struct tr *t, struct tfile *f, pid_t pid)
+int watch_file(struct probes *t, struct tfile *f, pid_t pid)
 {
 	const int all = tfile_trusted(f);
 	const unsigned before = t->links.n;
@@ -95,7 +96,7 @@ int watch_file(struct tr *t, struct tfile *f, pid_t pid)
 	int r;
 
 	if (!all && pid <= 0) {
-		if (t->o->verbose)
+		if (t->verbose)
 			err1("not watching %s for new VMs: not root's, or writable by others",
 			     tfile_name(f, name, sizeof(name)));
 		return 0;
@@ -116,42 +117,47 @@ int watch_file(struct tr *t, struct tfile *f, pid_t pid)
 	if (r)
 		err1("warning: cannot watch %s for new VMs: %s",
 		     tfile_name(f, name, sizeof(name)), strerror(-r));
-	else if (t->o->verbose && all)
+	else if (t->verbose && all)
 		err1("watching lua_newstate in %s (every process)",
 		     tfile_name(f, name, sizeof(name)));
-	else if (t->o->verbose)
+	else if (t->verbose)
 		err1("watching lua_newstate in %s (PID %d only: the file is not root's, "
 		     "or is writable by others)", tfile_name(f, name, sizeof(name)), (int)pid);
 	return r;
 }
+
+/* -- COMMAND's process (cmd_probes), for on_needed. */
+struct cmd_hooks {
+	struct probes *t;
+	struct probe_proc *c;
+};
 
 static void on_needed(void *ctx, uint64_t unused, const char *soname)
 {
 	static const char *dirs[] = { "/lib/x86_64-linux-gnu",
 				      "/usr/lib/x86_64-linux-gnu",
 				      "/usr/local/lib", "/lib", "/usr/lib" };
-	struct tr *t = ctx;
-	struct tproc *c = proc_of(t, (uint32_t)t->cmd_pid);
+	const struct cmd_hooks *h = ctx;
 	char p[PATH_MAX];
 
-	if (!strstr(soname, "luajit") || !c)
+	if (!strstr(soname, "luajit"))
 		return;
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		struct tfile f;
 
 		snprintf(p, sizeof(p), "%s/%s", dirs[i], soname);
 		if (!tfile_open_path(&f, p)) {
-			hooks_of(t, c, &f);
+			hooks_of(h->t, h->c, &f);
 			tfile_close(&f);
 			return;
 		}
 	}
 }
 
-int cmd_probes(struct tr *t, const char *bin)
+int cmd_probes(struct probes *t, struct probe_proc *c, const char *bin)
 {
 	char line[PATH_MAX];
-	struct tproc *c = proc_of(t, (uint32_t)t->cmd_pid);
+	struct cmd_hooks h = { t, c };
 	struct tfile bf, lf;
 	unsigned before;
 
@@ -164,7 +170,7 @@ int cmd_probes(struct tr *t, const char *bin)
 	}
 	before = c->links.n;
 	hooks_of(t, c, &bf);
-	elfsym_needed(bf.fd, on_needed, t);
+	elfsym_needed(bf.fd, on_needed, &h);
 	tfile_close(&bf);
 	return c->links.n > before ? 0 : -1;
 }

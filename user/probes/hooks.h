@@ -7,23 +7,22 @@
 
 #include <sys/types.h>
 
+#include "probes/probes.h"
 #include "target/proc.h"
 #include "target/tfile.h"
 
-struct tr;
-struct tproc;
-
 /* The hooks of a process's objects (lua_newstate, lua_close, dlopen); with
  * --all only dlopen: the rest is watched for every process at once. */
-void proc_hooks(struct tr *t, struct tproc *p, const struct pmaps *m);
+void proc_hooks(struct probes *t, struct probe_proc *p, const struct pmaps *m);
 /* --all: lua_newstate and lua_close of LuaJIT file f, for every process
  * if f is root's and writable by no one else (tfile_trusted), else for
  * process pid only (none if pid <= 0). 0, or -errno said. f's descriptor
  * stays with the probes (links_hold). */
-int watch_file(struct tr *t, struct tfile *f, pid_t pid);
+int watch_file(struct probes *t, struct tfile *f, pid_t pid);
 /* -- COMMAND's hooks, before it runs: lua_newstate in its program bin (the
  * interpreter of a #! script: session/spawn.c) and in a libluajit it
- * links against, dlopen in its dynamic linker. 0, or -1 if none. */
-int cmd_probes(struct tr *t, const char *bin);
+ * links against, dlopen in its dynamic linker, as process c's (NULL: none).
+ * 0, or -1 if none. */
+int cmd_probes(struct probes *t, struct probe_proc *c, const char *bin);
 
 #endif

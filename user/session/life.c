@@ -162,6 +162,7 @@ struct tproc *proc_new(struct tr *t, pid_t pid, int quiet)
 	p->t = t;
 	p->pid = pid;
 	p->cv.pid = pid;
+	p->probes.pid = pid;
 	p->lockfd = -1;
 	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (p->pidfd < 0) {
@@ -203,7 +204,7 @@ void proc_drop(struct tr *t, struct tproc *p)
 	proc_links_free(p, 0);
 	for (unsigned i = 0; i < p->naf; i++)
 		tfile_close(&p->af[i].f);
-	u64set_free(&p->hooked);
+	u64set_free(&p->probes.hooked);
 	syms_free(&p->cv.syms);
 	free(p->vms);
 	free(p);
@@ -240,7 +241,7 @@ static int proc_ready(struct tr *t, struct tproc *p)
 	struct pmaps m;
 
 	if (!pmaps_load(p->pid, &m)) {
-		proc_hooks(t, p, &m);
+		proc_hooks(&t->probes, &p->probes, &m);
 		pmaps_free(&m);
 	}
 	announce(t, p);
@@ -265,7 +266,7 @@ static int proc_attach_child(struct tr *t, struct tproc *parent, struct tproc *c
 	/* The parent's VMs, as BPF copied them: same ids and numbers. */
 	for (unsigned i = 0; i < parent->nvm; i++) {
 		const struct tvm *pv = parent->vms[i];
-		if (!pv->closed &&
+		if (!pv->cap.closed &&
 		    !vm_known(t, c, pv->id, pv->L, pv->cv.g, pv->ud, pv->num))
 			return -1;
 	}
@@ -298,7 +299,9 @@ static struct tvm *vm_new(struct tr *t, struct tproc *p, uint32_t id,
 		p->nvm_cap = cap;
 	}
 	*v = (struct tvm){ .p = p, .id = id, .num = num, .L = L, .cv.g = g, .ud = ud,
-			   .cv.var = p->var, .cv.depth = t->o->stacks };
+			   .cv.var = p->var, .cv.depth = t->o->stacks,
+			   .cap.tgid = (uint32_t)p->pid, .cap.id = id };
+	v->cap.cv = &v->cv;
 	if (num >= p->next_num)
 		p->next_num = num + 1;
 	v->cv.out = stream_for(t, p, num);
@@ -350,7 +353,7 @@ int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v)
 		 * batched. */
 		if (g != v->g) {
 			if (!t->skel->bss->nobatch)
-				unbatch_request(t);
+				unbatch_request(&t->cap);
 			if (!t->o->quiet)
 				err1("warning: PID %d: VMs 0x%" PRIx64 " and 0x%" PRIx64
 				     " share an allocator's ud: their events share "
@@ -384,7 +387,7 @@ void vm_state_free(struct tvm *v)
 	u64map_free(&v->cv.pnames, free);
 	traces_free(&v->cv);
 	stk_forget_vm(&v->cv);
-	takes_free(v);
+	takes_free(&v->cap);
 	u64map_free(&v->cv.cnames, free);
 	u64set_free(&v->cv.cnamed);
 	u64set_free(&v->cv.cmissed);
@@ -459,7 +462,7 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 		return;
 	p->ended = 1;
 	p->end = end;
-	slots_left(t, (uint32_t)p->pid, 1);
+	slots_left(&t->cap, (uint32_t)p->pid, 1);
 	if (t->st.dir)
 		for (unsigned i = 0; i < t->st.nouts; i++)
 			if (t->st.outs[i]->owner == p)

@@ -141,8 +141,8 @@ static int map_slots(struct tr *t)
 		err1("cannot map the VM slots: %s", strerror(errno));
 		return -1;
 	}
-	t->slots = mp;
-	t->slots_len = len;
+	t->cap.slots = mp;
+	t->cap.slots_len = len;
 	/* The ring's positions, read only: its consumer's page, then its
 	 * producer's (merge_round). */
 	mp = mmap(NULL, 2 * pg, PROT_READ, MAP_SHARED, bpf_map__fd(t->skel->maps.rb), 0);
@@ -150,8 +150,8 @@ static int map_slots(struct tr *t)
 		err1("cannot map the ring buffer's positions: %s", strerror(errno));
 		return -1;
 	}
-	t->rb_pos = mp;
-	t->rb_pos_len = 2 * pg;
+	t->cap.rb_pos = mp;
+	t->cap.rb_pos_len = 2 * pg;
 	return 0;
 }
 
@@ -172,7 +172,7 @@ static void reap(struct tr *t)
 	}
 	if (!n)
 		return;
-	drain(t);
+	drain(&t->cap);
 	for (struct tproc *p = t->procs; p; p = p->next)
 		if (p->exited) {
 			const uint32_t tg = (uint32_t)p->pid;
@@ -194,18 +194,18 @@ static void run_loop(struct tr *t)
 	duty_start(t);
 	while (!stop_req) {
 		/* Waiting for a process to stop, or a window due: back soon. */
-		r = ring_buffer__poll(t->rb, duty_wait_ms(t, t->settling ? 1 : 50));
+		r = ring_buffer__poll(t->cap.rb, duty_wait_ms(t, t->settling ? 1 : 50));
 		if (r < 0 && r != -EINTR) {
 			err1("ring buffer: %s", strerror(-r));
 			t->end = "ring buffer error";
 			t->failed = 1;
 			return;
 		}
-		ring_buffer__consume(t->rb);
-		if (t->unbatch_req)
-			unbatch(t);
+		ring_buffer__consume(t->cap.rb);
+		if (t->cap.unbatch_req)
+			unbatch(&t->cap);
 		settle_stops(t, 0);
-		merge_round(t);
+		merge_round(&t->cap, t->st.one);
 		duty_turn(t);
 		foreign_check(t);
 		if (t->o->live)
@@ -308,6 +308,8 @@ static int open_bpf(struct tr *t)
 {
 	if (load_object(t))
 		return -1;
+	t->cap.skel = t->skel;
+	t->probes.skel = t->skel;
 	if (t->st.dir && t->skel->rodata->fork_stop == LMT_FORK_STOP_NONE)
 		err1("warning: this kernel cannot stop a forked child before it runs "
 		     "(needs 6.13, or schedule_tail under fexit): children of traced "
@@ -325,31 +327,32 @@ static int open_bpf(struct tr *t)
 	}
 	if (map_slots(t))
 		return -1;
-	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.rb), on_rec, t, NULL);
-	if (!t->rb) {
+	t->cap.rb = ring_buffer__new(bpf_map__fd(t->skel->maps.rb), on_rec, &t->cap, NULL);
+	if (!t->cap.rb) {
 		err1("cannot open the ring buffer: %s", strerror(errno));
 		return -1;
 	}
-	if (link_add(&t->links, bpf_program__attach(t->skel->progs.on_exec))) {
+	if (link_add(&t->probes.links, bpf_program__attach(t->skel->progs.on_exec))) {
 		err1("cannot watch exec: %s", strerror(errno));
 		return -1;
 	}
-	if (link_add(&t->links, bpf_program__attach(t->skel->progs.on_fork))) {
+	if (link_add(&t->probes.links, bpf_program__attach(t->skel->progs.on_fork))) {
 		err1("cannot watch fork: %s", strerror(errno));
 		return -1;
 	}
 	if (bpf_program__autoload(t->skel->progs.child_start) &&
-	    link_add(&t->links, bpf_program__attach(t->skel->progs.child_start))) {
+	    link_add(&t->probes.links, bpf_program__attach(t->skel->progs.child_start))) {
 		err1("cannot watch new processes' first scheduling: %s", strerror(errno));
 		return -1;
 	}
-	if (link_add(&t->links, bpf_program__attach(t->skel->progs.on_signal))) {
+	if (link_add(&t->probes.links, bpf_program__attach(t->skel->progs.on_signal))) {
 		err1("cannot watch SIGCONT: %s", strerror(errno));
 		return -1;
 	}
 	if (t->o->cmd) {
 		struct lmt_proc pr = { .spawn = 1 };
 		uint32_t tg = (uint32_t)t->cmd_pid;
+		struct tproc *c = proc_of(t, tg);
 		char bin[PATH_MAX];
 
 		if (bpf_map__update_elem(t->skel->maps.procs, &tg, sizeof(tg), &pr,
@@ -357,7 +360,7 @@ static int open_bpf(struct tr *t)
 			return -1;
 		/* The command must be traceable before its output is made. */
 		cmd_program(t->cmd_exe, bin);
-		if (cmd_probes(t, bin)) {
+		if (cmd_probes(&t->probes, c ? &c->probes : NULL, bin)) {
 			err1("%s does not export lua_newstate (nor links a libluajit "
 			     "that does): cannot trace it from the start; start it "
 			     "and use -p", t->cmd_exe);
@@ -406,8 +409,8 @@ static int attach_target(struct tr *t, struct vmscan *scans)
 		t->sel[i] = NULL; /* linked: the trace's now */
 		if (proc_attach(t, p, scans[i].v, scans[i].n))
 			return -1;
-		if (t->unbatch_req) /* its VMs share a ud (add_vm) */
-			unbatch(t);
+		if (t->cap.unbatch_req) /* its VMs share a ud (add_vm) */
+			unbatch(&t->cap);
 		/* Gone while we attached (its PID may be another's now). */
 		if (poll(&pf, 1, 0) > 0) {
 			err1("PID %d exited while luamemtrace attached", (int)p->pid);
@@ -416,8 +419,8 @@ static int attach_target(struct tr *t, struct vmscan *scans)
 	}
 	if (o->all && select_all(t))
 		return -1;
-	if (t->unbatch_req)
-		unbatch(t);
+	if (t->cap.unbatch_req)
+		unbatch(&t->cap);
 	if (t->defer) {
 		t->defer = 0;
 		if (alloc_probes_on(t, 1))
@@ -465,11 +468,11 @@ static int finish(struct tr *t)
 	t->stopping = 1; /* a new VM's record still queued: not attached */
 	for (struct tproc *p = t->procs; p; p = p->next)
 		proc_links_free(p, 0);
-	links_free(&t->links);
+	links_free(&t->probes.links);
 	links_join();
 	settle_stops(t, 1);
-	drain(t);
-	slots_left(t, 0, 0);
+	drain(&t->cap);
+	slots_left(&t->cap, 0, 0);
 	for (unsigned i = 0; i < t->st.nouts; i++) {
 		struct tout *o = t->st.outs[i];
 		if (!o->finished)
@@ -493,7 +496,7 @@ static void cleanup(struct tr *t)
 	t->stopping = 1;
 	for (struct tproc *p = t->procs; p; p = p->next)
 		proc_links_free(p, 0);
-	links_free(&t->links);
+	links_free(&t->probes.links);
 	links_join();
 	/* An error after the output was made: the stream still ends with its
 	 * epilogue, and its sidecar says why it is incomplete. */
@@ -508,11 +511,11 @@ static void cleanup(struct tr *t)
 		close(t->gate); /* the child exits without running the command */
 		waitpid(t->cmd_pid, NULL, 0);
 	}
-	ring_buffer__free(t->rb);
-	if (t->slots)
-		munmap(t->slots, t->slots_len);
-	if (t->rb_pos)
-		munmap(t->rb_pos, t->rb_pos_len);
+	ring_buffer__free(t->cap.rb);
+	if (t->cap.slots)
+		munmap(t->cap.slots, t->cap.slots_len);
+	if (t->cap.rb_pos)
+		munmap(t->cap.rb_pos, t->cap.rb_pos_len);
 	luamemtrace_bpf__destroy(t->skel);
 	for (unsigned i = 0; t->sel && i < t->o->npids; i++)
 		if (t->sel[i])
@@ -536,8 +539,8 @@ static void cleanup(struct tr *t)
 	free(t->st.outs);
 	u64map_free(&t->pmap, NULL);
 	u64map_free(&t->vmap, NULL);
-	u64map_free(&t->awaits, free);
-	u64set_free(&t->watched);
+	u64map_free(&t->cap.awaits, free);
+	u64set_free(&t->probes.watched);
 	u64set_free(&t->foreign);
 	u64set_free(&t->st.names);
 	u64set_free(&t->rescan);
@@ -628,22 +631,89 @@ int trace_check(const struct topts *o)
 
 /* -- A trace ------------------------------------------------------------- */
 
-/* What capture reports up, and who handles it. */
+/* What capture asks of the session and reports up (struct capture_ops;
+ * ctx: the trace), and who handles it. */
+static struct cap_vm *cap_vm_get(void *ctx, uint32_t tgid, uint32_t id)
+{
+	struct tvm *v = vm_get(ctx, tgid, id);
+
+	return v ? &v->cap : NULL;
+}
+
+static struct cap_vm *cap_vm_new(void *ctx, uint32_t tgid, uint32_t id)
+{
+	struct tproc *p = proc_of(ctx, tgid);
+	struct tvm *v;
+
+	if (!p || p->ignored || vms_full(p) || !(v = life_vm_new(ctx, p, id)))
+		return NULL;
+	return &v->cap;
+}
+
+static int cap_vms_full(void *ctx, uint32_t tgid)
+{
+	const struct tproc *p = proc_of(ctx, tgid);
+
+	return p && vms_full(p);
+}
+
+static int cap_each_vm(void *ctx, uint32_t tgid, int live,
+		       int (*fn)(void *arg, struct cap_vm *v), void *arg)
+{
+	struct tr *t = ctx;
+	struct tproc *p = live ? proc_of(t, tgid) : t->procs;
+	int r;
+
+	for (; p; p = live ? NULL : p->next)
+		for (unsigned i = 0; (!tgid || (uint32_t)p->pid == tgid) && i < p->nvm; i++)
+			if ((r = fn(arg, &p->vms[i]->cap)))
+				return r;
+	return 0;
+}
+
+static void cap_newvm(void *ctx, const struct lmt_newvm *n)
+{
+	select_newvm(ctx, n);
+}
+
+static void cap_fork(void *ctx, const struct lmt_fork *f)
+{
+	life_fork(ctx, f);
+}
+
+static void cap_exec(void *ctx, uint32_t tgid)
+{
+	life_exec(ctx, tgid);
+}
+
+/* Read while the process is stopped (settle_stops). */
+static void cap_mapped(void *ctx, uint32_t tgid)
+{
+	u64set_add(&((struct tr *)ctx)->rescan, proc_key(tgid));
+}
+
 static const struct capture_ops ops = {
-	.vm_new = life_vm_new,
-	.newvm = select_newvm,
-	.fork = life_fork,
-	.exec = life_exec,
+	.vm_get = cap_vm_get,
+	.vm_new = cap_vm_new,
+	.vms_full = cap_vms_full,
+	.each_vm = cap_each_vm,
+	.newvm = cap_newvm,
+	.fork = cap_fork,
+	.exec = cap_exec,
+	.mapped = cap_mapped,
 };
 
 int trace_run(const struct topts *o)
 {
-	struct tr t = { .o = o, .stops_fd = -1, .gate = -1, .cap = &ops };
+	struct tr t = { .o = o, .stops_fd = -1, .gate = -1,
+			.cap = { .ops = &ops, .no_loss = o->no_loss },
+			.probes = { .verbose = o->verbose, .all = o->all } };
 	struct vmscan *scans = calloc(o->npids + 1, sizeof(*scans));
 	const char *none = NULL;
 	char end[160];
 	int rc = LMT_ERR;
 
+	t.cap.ctx = &t;
 	t.sel = calloc(o->npids + 1, sizeof(*t.sel));
 	t.st.o = (struct out_opts){ .out = o->out, .force = o->force, .floor = o->floor,
 				    .stacks = o->stacks, .quiet = o->quiet, .top = o->top,

@@ -192,7 +192,7 @@ static int file_is_luajit(struct tr *t, struct u64map *seen, pid_t pid,
 		u64map_put(seen, key, (void *)v, &err);
 	}
 	if (v == 1)
-		watch_file(t, &f, pid);
+		watch_file(&t->probes, &f, pid);
 	tfile_close(&f);
 	return v == 1;
 }
@@ -220,7 +220,7 @@ static void watch_known(struct tr *t, struct u64map *seen)
 			if (tfile_open_path(&f, g.gl_pathv[j]))
 				continue;
 			if (is_luajit(f.fd))
-				watch_file(t, &f, 0);
+				watch_file(&t->probes, &f, 0);
 			tfile_close(&f);
 		}
 		globfree(&g);
@@ -291,7 +291,7 @@ static int maps_unwatched(struct tr *t, pid_t pid)
 			u64set_add(&rescan_not_lj, key);
 		} else {
 			/* watched for every process: BPF reports its VMs */
-			r = !u64set_has(&t->watched, tfile_key(&f));
+			r = !u64set_has(&t->probes.watched, tfile_key(&f));
 		}
 		tfile_close(&f);
 	}

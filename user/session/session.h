@@ -9,9 +9,10 @@
  * with -o DIR, the one -o FILE otherwise.
  *
  * Conversion's part of a process and a VM is its own (convert/conv.h,
- * embedded as cv). Capture and probes still read these structs: their
- * parts (capture's takes and ring, a process's probes) are the next step
- * of issue 42 (tests/tools/layers.pending).
+ * embedded as cv), and so is capture's part of the trace and of a VM
+ * (capture/ring.h, embedded as cap). Probes' part is begun (probes/probes.h,
+ * embedded as probes: what hooks.c needs); alloc.c and object.c still
+ * read these structs (issue 42, tests/tools/layers.pending).
  */
 #ifndef LMT_SESSION_H
 #define LMT_SESSION_H
@@ -29,8 +30,10 @@
 #include "probes/allocf.h"
 #include "probes/links.h"
 #include "probes/placement.h"
+#include "probes/probes.h"
 #include "target/proc.h"
 #include "convert/conv.h"
+#include "capture/ring.h"
 #include "target/tfile.h"
 #include "session/tracer.h"
 #include "util/u64set.h"
@@ -44,8 +47,6 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-struct capture_ops;
-
 /* A VM of a traced process. */
 struct tvm {
 	struct tproc *p;
@@ -54,19 +55,8 @@ struct tvm {
 	uint64_t L, ud;
 	struct conv_vm cv;   /* conversion's part (convert/conv.h): its global_State
 			      * (g), layout (var), stream (out), tables */
-	int closed;
-	/* batches merge_round took from its slot, not yet converted, in
-	 * order (capture/ring.c: take_add) */
-	struct take *takes;
-	unsigned ntakes, takes_cap;
-};
-
-/* A batch taken from a slot: its events, unpacked, and its last one's
- * number. */
-struct take {
-	struct lmt_ev *ev;
-	unsigned n;
-	uint64_t max;
+	struct cap_vm cap;   /* capture's part (capture/ring.h): whether it
+			      * closed, its takes */
 };
 
 /* A traced process. */
@@ -83,8 +73,8 @@ struct tproc {
 			      * symbols, what conversion counts */
 	struct allocf af[16];
 	unsigned naf;
-	struct links links;  /* its probes */
-	struct u64set hooked; /* files whose hooks it has (dev ^ inode) */
+	struct probe_proc probes; /* probes' part (probes/probes.h): its
+				   * hooks' links, the files hooked */
 	struct tvm **vms;
 	unsigned nvm, nvm_cap;
 	unsigned next_num;   /* the next vmN */
@@ -159,33 +149,20 @@ struct tr {
 	/* attach */
 	struct luamemtrace_bpf *skel;
 	struct bpf_program *enter; /* alloc_enter or alloc_enter_compat */
-	struct links links;   /* the trace's own: exec, fork, --all's hooks */
-	struct u64set watched; /* --all: LuaJIT files watched (dev ^ inode) */
+	struct probes probes; /* probes' part (probes/probes.h): the trace's
+			       * own links, --all's files watched */
 	const struct lj_variant *var;
 	int lost_vm;          /* VMs or processes we could not attach to */
 	int ran_held;         /* processes that ran while stopped for us */
 	unsigned expired;     /* processes the guardian continued: we stalled */
 	int peers_warned;     /* other tracers' stops could not be seen */
 	int warned;           /* the probe plan's warning, said once */
-	struct lmt_slot *slots; /* the slots map, mmapped */
-	size_t slots_len;
-	void *rb_pos;           /* the ring's position pages, mmapped */
-	size_t rb_pos_len;
 	int stops_fd;         /* the stops map (bpf/stop.h) */
-	/* consume */
-	struct ring_buffer *rb;
-	uint64_t bad_recs;    /* batched records that cannot be: not written */
-	/* allocations awaiting their return, by their thread's mark
-	 * (capture/ring.c: awaits); those whose return never came, and those
-	 * in flight when their process or the trace ended */
-	struct u64map awaits;
-	uint64_t aw_missed, aw_left;
-	unsigned closed;      /* VMs that ran lua_close while traced */
+	/* consume: capture's part (capture/ring.h): the ring, the slots,
+	 * the awaits and takes, what it counts; its callbacks (run.c) */
+	struct capture cap;
 	unsigned forks_skipped; /* -o FILE: children not followed */
-	int takes;            /* a VM has a take (capture/ring.c) */
 	double settling;      /* waiting since then for stopped processes */
-	int unbatch_req;      /* unbatch() once out of the ring's callback */
-	const struct capture_ops *cap; /* what capture reports up (life.c) */
 	struct u64set rescan; /* tgids whose objects changed: syms_scan() */
 	/* spawn */
 	int gate;             /* -- COMMAND waits for a byte here */

@@ -154,10 +154,10 @@ void settle_stops(struct tr *t, int block)
 		n = stops_of(v, n, w, nw);
 		free(w);
 		test_hold();
-		drain(t);
+		drain(&t->cap);
 	}
-	if (t->unbatch_req)
-		unbatch(t);
+	if (t->cap.unbatch_req)
+		unbatch(&t->cap);
 	for (size_t i = 0; t->rescan.n && i < t->rescan.cap; i++) {
 		struct tproc *p;
 		if (t->rescan.k[i] && (p = proc_of(t, (uint32_t)t->rescan.k[i])))

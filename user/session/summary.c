@@ -59,8 +59,8 @@ void sum_stats(struct tr *t, struct lmt_stats *s)
 	}
 	free(v);
 	/* Allocations awaiting their return: user space's (capture/ring.c). */
-	s->missed = t->aw_missed;
-	s->parked = t->aw_left + t->awaits.n;
+	s->missed = t->cap.aw_missed;
+	s->parked = t->cap.aw_left + t->cap.awaits.n;
 }
 
 /* Events whose stack user space could not tell (convert/callstacks.c). */
@@ -92,7 +92,7 @@ static void over_caps(const struct tr *t, struct info *in)
  * Counted for the whole trace: every stream of a lossy trace says so. */
 static void losses(const struct tr *t, const struct lmt_stats *st, struct info *in)
 {
-	in->lost = st->lost + st->missed + t->bad_recs;
+	in->lost = st->lost + st->missed + t->cap.bad_recs;
 	in->lost_sym = st->lost_sym;
 	in->lost_vm = st->lost_vm + (uint64_t)t->lost_vm + (uint64_t)t->ran_held;
 	/* An address told at entry that its return contradicted: those
@@ -261,9 +261,9 @@ static void said_traced(const struct tr *t, const struct totals *c, double secs)
 static void said_missed(const struct tr *t, const struct lmt_stats *s,
 			const struct totals *c)
 {
-	if (t->closed)
+	if (t->cap.closed)
 		fprintf(stderr, "  closed:  %u VM%s ran lua_close (its teardown frees "
-			"are not recorded)\n", t->closed, t->closed == 1 ? "" : "s");
+			"are not recorded)\n", t->cap.closed, t->cap.closed == 1 ? "" : "s");
 	if (t->lost_vm)
 		fprintf(stderr, "  missed:  %d VM%s or process%s not traced (said "
 			"above)\n", t->lost_vm, t->lost_vm == 1 ? "" : "s",
@@ -306,9 +306,9 @@ static void said_lost(const struct tr *t, const struct lmt_stats *s,
 		fprintf(stderr, "  lost:    %" PRIu64 " allocations whose address "
 			"was lost: the stream is INCOMPLETE\n",
 			(uint64_t)s->missed);
-	if (t->bad_recs)
+	if (t->cap.bad_recs)
 		fprintf(stderr, "  lost:    %" PRIu64 " batched records that cannot "
-			"be: the stream is INCOMPLETE\n", t->bad_recs);
+			"be: the stream is INCOMPLETE\n", t->cap.bad_recs);
 	/* Allocations whose return had not come (bpf/await.h). */
 	if (s->parked)
 		fprintf(stderr, "  %" PRIu64 " allocation%s in flight when tracing "
