@@ -176,8 +176,10 @@ struct heap {
 	uint64_t *retained;   /* per object: bytes freed if it were */
 	uint64_t edges;       /* edges of the reachable graph */
 	int dom_over;         /* 1: over LMT_HEAP_EDGES_MAX, no tree */
-	/* Joined with a trace (join.c), or NULL */
+	/* Joined with a trace (join.c), or NULL; freed by join_free, which
+	 * join.c sets (heap_free calls it: model.c is below join.c) */
 	struct hjoin *join;
+	void (*join_free)(struct hjoin *j);
 };
 
 enum {
@@ -463,7 +465,6 @@ struct report;
  * its end), into h->join; after heap_dom. trace names it in the report
  * (kept, not copied). 0 or -ENOMEM. */
 int heap_join(struct heap *h, struct report *rp, const char *trace);
-void heap_join_free(struct hjoin *j);
 /* The report's part: objects and bytes allocated while traced or before,
  * the top retainers' retained bytes split so, the sites and stacks. */
 void heap_view_join(const struct heap *h, const struct hview *v, FILE *f);
@@ -495,7 +496,7 @@ struct hopts {
 
 /* One process: its VMs found, copied (heap_capture), written to out if
  * given, reported on stdout after title if given. An exit status, having
- * said why on stderr if not LMT_OK. */
+ * said why on stderr if not LMT_OK. (snap.c) */
 int heap_snap(pid_t pid, const struct hopts *o, const char *out, const char *title);
 /* --all [--exe NAME]: every process running LuaJIT (session/select.c's
  * scan), one at a time, each to DIR/PID.lmh with -o DIR. LMT_OK, LMT_LOSSY
@@ -509,8 +510,11 @@ struct tr;
  * What fails is said; tracing ends anyway. (atend.c) */
 void heap_at_end(struct tr *t);
 /* Writes the copies to a new file path (streams/outfile.h; force: replace
- * one): 0 or an exit status, said. (heap.c) */
+ * one): 0 or an exit status, said. (snap.c) */
 int heap_save_path(const char *path, int force, struct heap *hs, size_t n);
+/* luamemtrace heap --with TRACE FILE: the snapshot FILE joined with the
+ * trace o->trace, reported. An exit status. (snap.c) */
+int heap_file_with(const char *path, const struct hopts *o);
 
 /* luamemtrace heap ...: argv[0] is "heap". An exit status (exitcode.h). */
 int heap_main(int argc, char **argv);

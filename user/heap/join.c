@@ -188,6 +188,8 @@ static int retained(const struct heap *h, struct hjoin *j)
 
 /* -- Joining ---------------------------------------------------------------- */
 
+static void join_free(struct hjoin *j);
+
 int heap_join(struct heap *h, struct report *rp, const char *trace)
 {
 	struct hjoin *j = calloc(1, sizeof(*j));
@@ -195,6 +197,7 @@ int heap_join(struct heap *h, struct report *rp, const char *trace)
 	if (!j)
 		return -ENOMEM;
 	h->join = j;
+	h->join_free = join_free;
 	j->trace = trace;
 	j->nblocks = report_nblocks(rp);
 	if (!(j->kself = calloc(h->n ? h->n : 1, sizeof(*j->kself))) ||
@@ -231,7 +234,7 @@ int heap_join(struct heap *h, struct report *rp, const char *trace)
 	return h->idom && h->retained ? retained(h, j) : 0;
 }
 
-void heap_join_free(struct hjoin *j)
+static void join_free(struct hjoin *j)
 {
 	if (!j)
 		return;

@@ -195,7 +195,8 @@ void heap_free(struct heap *h)
 	free(h->thr);
 	free(h->idom);
 	free(h->retained);
-	heap_join_free(h->join);
+	if (h->join_free)
+		h->join_free(h->join);
 	u64map_free(&h->at, NULL);
 	memset(h, 0, sizeof(*h));
 }
