@@ -55,7 +55,7 @@ DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 	nginx-core curl procps wrk sysbench knot-resolver dnsperf iproute2 tarantool \
 	qemu-system-x86 busybox-static cpio dpkg-dev
 
-.PHONY: all clean test unit bats bench fuzz fuzz-build asan demo deps
+.PHONY: all clean test unit bats bench fuzz fuzz-build fuzz-decoders fuzz-jit asan demo deps
 all: luamemtrace
 
 luamemtrace: $(USER_OBJ)
@@ -159,14 +159,17 @@ $(OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(FG_OBJ) | $(OUT)
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -Iuser -Ibpf \
 		-I$(OUT) -o $@ $< $(LIB_SRC) $(FG_OBJ) -lprotobuf-c -lz -lm -lpthread
 fuzz-build: $(FUZZERS)
-fuzz: $(FUZZERS) luamemtrace
+fuzz: fuzz-decoders fuzz-jit
+# the decoders' fuzzers (tests/faults.bats runs them for 20 s each)
+fuzz-decoders: $(FUZZERS) luamemtrace
 	mkdir -p $(OUT)/fuzz-corpus $(OUT)/fuzz-corpus-report
 	$(OUT)/fuzz_memprof -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 \
 		$(OUT)/fuzz-corpus tests/fuzz/corpus
 	$(OUT)/fuzz_report -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 \
 		-close_fd_mask=1 $(OUT)/fuzz-corpus-report tests/fuzz/report
-	# the differential run of compiled code's attribution (root): random
-	# programs JIT on against JIT off (tests/tools/jitdiff.sh)
+# the differential run of compiled code's attribution (root): random
+# programs JIT on against JIT off (tests/tools/jitdiff.sh)
+fuzz-jit: luamemtrace
 	mkdir -p $(OUT)/jitdiff
 	tests/tools/jitdiff.sh $(OUT)/jitdiff 1 $${JITDIFF_SEEDS:-200}
 
