@@ -57,7 +57,13 @@ OpenResty LuaJIT 2.1 GC64" ]
 	kill "$pid"
 	[ "$status" -eq 1 ]
 	one_line
-	[[ "$output" == "luamemtrace: unrecognised LuaJIT layout in PID $pid: LuaJIT is loaded but no VM matched any known variant ("*"); seen: LuaJIT 2.1.0-beta3, 32-bit references (GC64 off)" ]]
+	echo "$output"
+	# the width is told from words shaped like a main lua_State; where a
+	# 64-bit shape is seen too, it is said not told, never guessed (a
+	# known weakness, issue 45: the GC64-off entry will tell it exactly)
+	local head="luamemtrace: unrecognised LuaJIT layout in PID $pid: LuaJIT is loaded but no VM matched any known variant ("
+	[[ "$output" == "$head"*"); seen: LuaJIT 2.1.0-beta3, 32-bit references (GC64 off)" ]] ||
+		[[ "$output" == "$head"*"); seen: LuaJIT 2.1.0-beta3, reference width not told" ]]
 	[ ! -e "$T/x.bin" ]
 	no_probes_of "$T"
 }

@@ -54,7 +54,7 @@ entries() {
 @test "report: outputs are leaves: no file but the dispatcher (cli.c) calls an output" {
 	local outputs="flame folded pprof sites text" o f names hits
 	# the entry points, as they are today: a rename must be seen here
-	[ "$(entries flame | tr '\n' ' ')" = "flame_add flame_free flame_new flame_print flame_write " ]
+	[ "$(entries flame | tr '\n' ' ')" = "flame_add flame_free flame_heap flame_key flame_new flame_print flame_write " ]
 	[ "$(entries folded | tr '\n' ' ')" = "folded_print " ]
 	[ "$(entries pprof | tr '\n' ' ')" = "pprof_add pprof_free pprof_new pprof_print pprof_write " ]
 	[ "$(entries sites | tr '\n' ' ')" = "report_sites " ]

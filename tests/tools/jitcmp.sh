@@ -21,6 +21,7 @@
 set -u
 dir=$1
 shift
+mkdir -p "$dir" || exit 2
 here=$(cd "$(dirname "$0")/../.." && pwd)
 LMT=${LMT:-$here/luamemtrace}
 LUAJIT=${LUAJIT:-luajit}
