@@ -25,6 +25,7 @@
 
 #include "session/session.h"
 #include "session/life.h"
+#include "session/select.h"
 #include "session/stops.h"
 #include "capture/ring.h"
 #include "target/caps.h"
@@ -299,40 +300,40 @@ static int maps_unwatched(struct tr *t, pid_t pid)
 	return r;
 }
 
+struct rescan_ctx {
+	struct tr *t;
+	struct u64set now;
+	struct u64map seen;
+};
+
+/* One PID of the listing: new since the last, not known, and mapping a
+ * LuaJIT file no probe of ours watches (a container's own copy): watched
+ * from now on, attached if its VM runs. */
+static void rescan_one(void *ctx, pid_t pid)
+{
+	struct rescan_ctx *c = ctx;
+	struct tr *t = c->t;
+	const struct tproc *p;
+
+	if (u64set_add(&c->now, (uint64_t)pid) != 1 || u64set_has(&rescan_pids, (uint64_t)pid) ||
+	    proc_of(t, (uint32_t)pid) || !maps_unwatched(t, pid))
+		return;
+	consider(t, &c->seen, pid);
+	if ((p = proc_of(t, (uint32_t)pid)) && p->attached && !p->ignored && !t->o->quiet)
+		said_tracing(p);
+}
+
 void select_rescan(struct tr *t)
 {
-	struct u64set now = { 0 };
-	struct u64map seen = { 0 };
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-	const pid_t self = getpid();
+	struct rescan_ctx c = { .t = t };
 
-	if (!d)
+	if (select_each(t->guardian, rescan_one, &c)) {
+		u64set_free(&c.now);
 		return;
-	while ((de = readdir(d))) {
-		char *e;
-		long pid = strtol(de->d_name, &e, 10);
-
-		if (*e || pid <= 0 || pid == self || pid == t->guardian ||
-		    u64set_add(&now, (uint64_t)pid) != 1)
-			continue;
-		/* New since the last listing, not known, and mapping a
-		 * LuaJIT file no probe of ours watches (a container's own
-		 * copy): watched from now on, attached if its VM runs. */
-		if (!u64set_has(&rescan_pids, (uint64_t)pid) && !proc_of(t, (uint32_t)pid) &&
-		    maps_unwatched(t, (pid_t)pid)) {
-			const struct tproc *p;
-
-			consider(t, &seen, (pid_t)pid);
-			if ((p = proc_of(t, (uint32_t)pid)) && p->attached && !p->ignored &&
-			    !t->o->quiet)
-				said_tracing(p);
-		}
 	}
-	closedir(d);
-	u64map_free(&seen, NULL);
+	u64map_free(&c.seen, NULL);
 	u64set_free(&rescan_pids);
-	rescan_pids = now;
+	rescan_pids = c.now;
 }
 
 void select_free(void)
