@@ -26,6 +26,7 @@
 #include "session/session.h"
 #include "session/life.h"
 #include "session/select.h"
+#include "util/hash.h"
 #include "session/stops.h"
 #include "capture/ring.h"
 #include "target/caps.h"
@@ -300,6 +301,23 @@ static int maps_unwatched(struct tr *t, pid_t pid)
 	return r;
 }
 
+/* A PID of a listing as the rescan remembers it: with its comm, so that
+ * a process first listed before it exec'd LuaJIT (a container's shell
+ * or unshare, then its luajit) is new again once it has. */
+static uint64_t rescan_key(pid_t pid)
+{
+	char comm[17];
+	ssize_t n = 0;
+	int fd = proc_openat(pid, "comm", O_RDONLY);
+
+	if (fd >= 0) {
+		n = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+	}
+	return (uint64_t)(uint32_t)pid |
+	       (hash_bytes64(comm, n > 0 ? (size_t)n : 0) & 0xffffffff00000000ULL);
+}
+
 struct rescan_ctx {
 	struct tr *t;
 	struct u64set now;
@@ -314,8 +332,9 @@ static void rescan_one(void *ctx, pid_t pid)
 	struct rescan_ctx *c = ctx;
 	struct tr *t = c->t;
 	const struct tproc *p;
+	const uint64_t key = rescan_key(pid);
 
-	if (u64set_add(&c->now, (uint64_t)pid) != 1 || u64set_has(&rescan_pids, (uint64_t)pid) ||
+	if (u64set_add(&c->now, key) != 1 || u64set_has(&rescan_pids, key) ||
 	    proc_of(t, (uint32_t)pid) || !maps_unwatched(t, pid))
 		return;
 	consider(t, &c->seen, pid);
@@ -373,7 +392,7 @@ static void consider_one(void *ctx, pid_t pid)
 {
 	struct all_ctx *c = ctx;
 
-	u64set_add(&rescan_pids, (uint64_t)pid);
+	u64set_add(&rescan_pids, rescan_key(pid));
 	consider(c->t, &c->seen, pid);
 }
 
