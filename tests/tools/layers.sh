@@ -5,15 +5,9 @@
 # uses that another file defines) only the same. Within a room, no circle
 # of files calling each other. Prints every breach and exits 1; 0 if none.
 #
-#   tests/tools/layers.sh [--pending FILE] [BUILD_DIR]   (default: build)
-#
-# --pending FILE: the breaches still to mend, one a line as printed ('#'
-# starts a comment): those are allowed, and each must still be there (a
-# mended one is struck from the list), so the list only shrinks.
+#   tests/tools/layers.sh [BUILD_DIR]   (default: build)
 set -u
 cd "$(dirname "$0")/../.." || exit 2
-pending=
-if [ "${1:-}" = --pending ]; then pending=$2; shift 2; fi
 build=${1:-build}
 
 declare -A rank=(
@@ -68,13 +62,6 @@ if [ -s "$edges.err" ]; then
 fi
 rm -f "$edges.err"
 sort -u "$found" -o "$found"
-if [ -z "$pending" ]; then
-	cat "$found"
-	[ -s "$found" ] && exit 1
-	exit $bad
-fi
-want=$(grep -v '^#' "$pending" | sed '/^$/d' | sort -u)
-comm -23 "$found" <(printf '%s\n' "$want" | sed '/^$/d') | sed 's/^/new breach: /'
-comm -13 "$found" <(printf '%s\n' "$want" | sed '/^$/d') | sed 's/^/mended (strike it from the list): /'
-[ "$(comm -3 "$found" <(printf '%s\n' "$want" | sed '/^$/d') | wc -l)" -eq 0 ] || exit 1
+cat "$found"
+[ -s "$found" ] && exit 1
 exit $bad

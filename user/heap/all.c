@@ -37,8 +37,7 @@ static int maps_luajit(struct cand *c, pid_t pid)
 		return 0;
 	for (size_t i = 0; i < m.n && !lj; i++) {
 		const struct pmap *mp = &m.v[i];
-		uint64_t key = ((uint64_t)mp->dev_major << 52 ^ (uint64_t)mp->dev_minor << 40 ^
-				mp->inode) | 1;
+		const uint64_t key = pmap_key(mp);
 		intptr_t v;
 		struct tfile f;
 

@@ -20,14 +20,20 @@
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <linux/magic.h>
+#include <signal.h>
 
-#include "session/session.h"
+#include "luamemtrace.h"
+#include "luamemtrace.skel.h"
+#include "probes/probes.h"
 #include "probes/alloc.h"
 #include "probes/links.h"
 #include "target/elfsym.h"
 #include "target/proc.h"
 #include "target/tfile.h"
+#include "target/vmscan.h"
+#include "util/clock.h"
 #include "util/knobs.h"
+#include "util/log.h"
 
 /* -- uprobe_multi links (--duty) ---------------------------------------- */
 
@@ -66,16 +72,16 @@ static void mfd_close(int *mfd)
 
 /* -- Allocators and VMs -------------------------------------------------- */
 
-static int attach_at(struct tr *t, struct allocf *a, struct tproc *p, uint64_t off, int ret)
+static int attach_at(struct probes *t, struct allocf *a, struct probe_proc *p, uint64_t off, int ret)
 {
-	struct bpf_program *pe = t->o->floor ? t->skel->progs.floor_enter :
+	struct bpf_program *pe = t->o.floor ? t->skel->progs.floor_enter :
 					       t->enter;
-	struct bpf_program *pr = t->o->floor ? t->skel->progs.floor_return :
+	struct bpf_program *pr = t->o.floor ? t->skel->progs.floor_return :
 					       t->skel->progs.alloc_return;
 	/* The return probe first, and gone last (a->rets): no allocation
 	 * is seen entering without its return being caught, or it would
 	 * count as missed. */
-	int r = ret && !t->o->floor_entry ? link_add(&a->rets, bpf_program__attach_uprobe(pr, true,
+	int r = ret && !t->o.floor_entry ? link_add(&a->rets, bpf_program__attach_uprobe(pr, true,
 				p->pid, a->f.path, (size_t)off)) : 0;
 
 	if (r)
@@ -85,9 +91,9 @@ static int attach_at(struct tr *t, struct allocf *a, struct tproc *p, uint64_t o
 }
 
 /* Allocator a probed on its two paths (probes/placement.c's split plan). */
-static int split_of(const struct tr *t, const struct allocf *a)
+static int split_of(const struct probes *t, const struct allocf *a)
 {
-	return a->plan.split && t->o->probes == PROBES_AUTO;
+	return a->plan.split && t->o.mode == PROBES_AUTO;
 }
 
 /* Allocator a's probes as uprobe_multi links: one session, the entry
@@ -96,12 +102,12 @@ static int split_of(const struct tr *t, const struct allocf *a)
  * attach_at's. 0 or -errno. */
 /* The allocator's entry program on uprobe_multi links: the session's
  * floor under --floor. */
-static struct bpf_program *um_enter(const struct tr *t)
+static struct bpf_program *um_enter(const struct probes *t)
 {
-	return t->sess && t->o->floor ? t->skel->progs.floor_session : t->enter;
+	return t->sess && t->o.floor ? t->skel->progs.floor_session : t->enter;
 }
 
-static int allocf_on_um(struct tr *t, struct tproc *p, struct allocf *a)
+static int allocf_on_um(struct probes *t, struct probe_proc *p, struct allocf *a)
 {
 	const int split = split_of(t, a);
 	const uint64_t ent[2] = { split ? a->plan.alloc_site.off : a->plan.all.off,
@@ -138,7 +144,7 @@ static int allocf_on_um(struct tr *t, struct tproc *p, struct allocf *a)
 
 /* Allocator a's file (as maps name it: the scan below compares maps with
  * maps) and the offsets of its session link: 0, or -1. */
-static int shl_key(const struct tr *t, const struct allocf *a, struct shl *k)
+static int shl_key(const struct probes *t, const struct allocf *a, struct shl *k)
 {
 	if (!a->ino)
 		return -1;
@@ -158,7 +164,7 @@ static int shl_same(const struct shl *x, const struct shl *y)
 }
 
 /* The open shared link for key k, if any. */
-static struct shl *shl_open_for(struct tr *t, const struct shl *k)
+static struct shl *shl_open_for(struct probes *t, const struct shl *k)
 {
 	for (unsigned i = 0; i < LMT_SHL_MAX; i++)
 		if (t->shl[i].mfd && shl_same(&t->shl[i], k))
@@ -176,12 +182,25 @@ static void shl_put(struct allocf *a)
 	a->sh = NULL;
 }
 
+/* -- The session's processes (struct probes_ops) ------------------------- */
+
+static int pid_is(void *arg, struct probe_proc *p)
+{
+	return p->pid == *(const pid_t *)arg;
+}
+
+/* Is process pid one the session traces (which: struct probes_ops)? */
+static int traced(const struct probes *t, enum probes_which which, pid_t pid)
+{
+	return t->ops->each_proc(t->ctx, which, pid_is, &pid);
+}
+
 /* Is every process that maps file (dev, ino) one traced and live, and
  * are they at least the members (nmem: else maps name the file otherwise
  * than we took it)? A process whose maps cannot be read even by root
  * (PID 1 of some VMs, a non-dumpable process under an LSM) is taken as
  * not mapping it: if it does, its first hits are said (foreign_check). */
-static int mappers_traced(struct tr *t, uint64_t dev, uint64_t ino, unsigned nmem,
+static int mappers_traced(struct probes *t, uint64_t dev, uint64_t ino, unsigned nmem,
 			  long *other)
 {
 	DIR *d = opendir("/proc");
@@ -194,7 +213,6 @@ static int mappers_traced(struct tr *t, uint64_t dev, uint64_t ino, unsigned nme
 	while (ok && (e = readdir(d))) {
 		char *end;
 		long pid = strtol(e->d_name, &end, 10);
-		const struct tproc *p;
 		FILE *f;
 		int maps = 0;
 
@@ -215,8 +233,7 @@ static int mappers_traced(struct tr *t, uint64_t dev, uint64_t ino, unsigned nme
 		if (ferror(f))
 			maps = 1;
 		fclose(f);
-		p = maps ? proc_of(t, (uint32_t)pid) : NULL;
-		if (maps && (!p || !p->attached || p->ended)) {
+		if (maps && !traced(t, PROBES_LIVE, (pid_t)pid)) {
 			ok = 0;
 			*other = pid;
 		}
@@ -230,7 +247,7 @@ static int mappers_traced(struct tr *t, uint64_t dev, uint64_t ino, unsigned nme
 
 /* Allocator a's probes, by its plan; on the shared link of its file if
  * one is open (the kernel put its probes in a's process with the rest). */
-static int allocf_on(struct tr *t, struct tproc *p, struct allocf *a)
+static int allocf_on(struct probes *t, struct probe_proc *p, struct allocf *a)
 {
 	struct shl k, *sh;
 	int r;
@@ -267,35 +284,48 @@ static int allocf_bare(const struct allocf *a)
 	return !a->links.n && !a->rets.n && !a->mfd[0] && !a->mfd[1] && !a->sh;
 }
 
+struct members {
+	const struct probes *t;
+	const struct shl *k;
+	struct shl *sh;
+	int n;
+};
+
+static int members_of(void *arg, struct probe_proc *q)
+{
+	struct members *m = arg;
+
+	for (unsigned i = 0; i < q->naf; i++) {
+		struct allocf *b = &q->af[i];
+		struct shl kb;
+
+		if (shl_key(m->t, b, &kb) || !shl_same(m->k, &kb))
+			continue;
+		if (!allocf_bare(b))
+			return -1;
+		if (m->sh) {
+			b->sh = m->sh;
+			m->sh->refs++;
+		}
+		m->n++;
+	}
+	return 0;
+}
+
 /* The live allocators of key k: how many, or -1 if one has probes of its
  * own (a shared link would probe it twice: each event twice); with sh,
  * each put on it. */
-static int shl_members(struct tr *t, const struct shl *k, struct shl *sh)
+static int shl_members(struct probes *t, const struct shl *k, struct shl *sh)
 {
-	int n = 0;
+	struct members m = { t, k, sh, 0 };
 
-	for (struct tproc *q = t->procs; q; q = q->next)
-		for (unsigned i = 0; q->attached && !q->ended && i < q->naf; i++) {
-			struct allocf *b = &q->af[i];
-			struct shl kb;
-
-			if (shl_key(t, b, &kb) || !shl_same(k, &kb))
-				continue;
-			if (!allocf_bare(b))
-				return -1;
-			if (sh) {
-				b->sh = sh;
-				sh->refs++;
-			}
-			n++;
-		}
-	return n;
+	return t->ops->each_proc(t->ctx, PROBES_LIVE, members_of, &m) ? -1 : m.n;
 }
 
 /* The shared link for allocator a and the others of its file, where two
  * or more processes have it, none has probes yet, and every process that
  * maps it is traced: 1 made, 0 not (probes by PID), -errno. */
-static int shl_make(struct tr *t, struct allocf *a)
+static int shl_make(struct probes *t, struct allocf *a)
 {
 	struct shl k, *sh = NULL;
 	struct statfs sf = { 0 };
@@ -316,10 +346,10 @@ static int shl_make(struct tr *t, struct allocf *a)
 	    !mappers_traced(t, k.dev, k.ino, (unsigned)n, &other)) {
 		char f[PATH_MAX];
 
-		if (t->o->verbose && other)
+		if (t->o.verbose && other)
 			err1("%d processes share the allocator in %s: a link each (PID %ld, "
 			     "not traced, maps it)", n, tfile_name(&a->f, f, sizeof(f)), other);
-		else if (t->o->verbose)
+		else if (t->o.verbose)
 			err1("%d processes share the allocator in %s: a link each (%s)", n,
 			     tfile_name(&a->f, f, sizeof(f)), !sh ? "too many shared links" :
 			     !tfile_trusted(&a->f) ? "a file not root's, or writable by others" :
@@ -335,7 +365,7 @@ static int shl_make(struct tr *t, struct allocf *a)
 	sh->mfd = fd + 1;
 	__atomic_store_n(&t->skel->bss->shl_on, 1, __ATOMIC_RELEASE);
 	shl_members(t, &k, sh);
-	if (t->o->verbose) {
+	if (t->o.verbose) {
 		char f[PATH_MAX];
 
 		err1("%u processes' allocator in %s: one session link for them "
@@ -349,7 +379,7 @@ static int shl_make(struct tr *t, struct allocf *a)
  * foreign_note): said once, with what it costs it. Not before a second
  * has passed: a process being attached (--all: its first VM's own
  * allocations come before lua_newstate returns) hits it unknown too. */
-void foreign_check(struct tr *t)
+void foreign_check(struct probes *t)
 {
 	const struct bpf_map *m = t->skel->maps.foreign;
 	const double tn = now();
@@ -359,16 +389,13 @@ void foreign_check(struct tr *t)
 	if (!t->skel->bss->shl_on)
 		return;
 	for (more = !bpf_map__get_next_key(m, NULL, &k, sizeof(k)); more; k = next) {
-		const struct tproc *p;
 		struct lmt_comm v;
 		unsigned i, free_ = LMT_FOREIGN_MAX;
 
 		/* traced, or traced once (a VM being closed, a process that
 		 * ended since, hits it unknown too) */
-		for (p = t->procs; p && !(p->pid == (pid_t)k && p->attached); p = p->next)
-			;
 		more = !bpf_map__get_next_key(m, &k, &next, sizeof(next));
-		if (p) {
+		if (traced(t, PROBES_ATTACHED, (pid_t)k)) {
 			bpf_map__delete_elem(m, &k, sizeof(k), 0);
 			for (i = 0; i < LMT_FOREIGN_MAX; i++)
 				if (t->fseen[i].tgid == k)
@@ -407,40 +434,53 @@ void foreign_check(struct tr *t)
 /* Every live process's allocators without probes get them: shared
  * links first, where they can be. strict: a failure is said, and -1
  * (else the process is taken as gone meanwhile). */
-int alloc_probes_on(struct tr *t, int strict)
-{
+/* One pass of alloc_probes_on. */
+struct pass {
+	struct probes *t;
 	struct shl no[LMT_SHL_MAX]; /* keys found not to share, this pass */
-	unsigned nno = 0;
-	int r, bad = 0;
+	unsigned nno;
+	int strict, bad;
+};
 
-	for (struct tproc *p = t->procs; p; p = p->next)
-		for (unsigned i = 0; i < p->naf; i++) {
-			struct allocf *a = &p->af[i];
-			struct shl k;
-			int asked = 0;
+static int probes_on(void *arg, struct probe_proc *p)
+{
+	struct pass *ps = arg;
+	struct probes *t = ps->t;
 
-			if (!p->attached || p->ended || !allocf_bare(a))
-				continue;
-			r = 0;
-			if (!shl_key(t, a, &k)) {
-				for (unsigned j = 0; j < nno; j++)
-					asked |= shl_same(&no[j], &k);
-				if (!asked && (r = shl_make(t, a)) <= 0 && nno < LMT_SHL_MAX)
-					no[nno++] = k; /* each its own: the scan once */
-			}
-			if (r <= 0) /* a shared link that failed: each its own */
-				r = allocf_on(t, p, a);
-			if (r < 0 && strict && !t->o->all && !kill(p->pid, 0)) {
-				char f[PATH_MAX];
+	for (unsigned i = 0; i < p->naf; i++) {
+		struct allocf *a = &p->af[i];
+		struct shl k;
+		int asked = 0, r = 0;
 
-				err1("cannot attach uprobes to %s: %s",
-				     tfile_name(&a->f, f, sizeof(f)), strerror(-r));
-				bad = -1;
-			}
-			if (r < 0)
-				allocf_off(a); /* gone meanwhile */
+		if (!allocf_bare(a))
+			continue;
+		if (!shl_key(t, a, &k)) {
+			for (unsigned j = 0; j < ps->nno; j++)
+				asked |= shl_same(&ps->no[j], &k);
+			if (!asked && (r = shl_make(t, a)) <= 0 && ps->nno < LMT_SHL_MAX)
+				ps->no[ps->nno++] = k; /* each its own: the scan once */
 		}
-	return bad;
+		if (r <= 0) /* a shared link that failed: each its own */
+			r = allocf_on(t, p, a);
+		if (r < 0 && ps->strict && !t->o.all && !kill(p->pid, 0)) {
+			char f[PATH_MAX];
+
+			err1("cannot attach uprobes to %s: %s",
+			     tfile_name(&a->f, f, sizeof(f)), strerror(-r));
+			ps->bad = -1;
+		}
+		if (r < 0)
+			allocf_off(a); /* gone meanwhile */
+	}
+	return 0;
+}
+
+int alloc_probes_on(struct probes *t, int strict)
+{
+	struct pass ps = { .t = t, .strict = strict };
+
+	t->ops->each_proc(t->ctx, PROBES_LIVE, probes_on, &ps);
+	return ps.bad;
 }
 
 static void links_move(struct links *from, struct links *to)
@@ -450,44 +490,58 @@ static void links_move(struct links *from, struct links *to)
 	links_free(from); /* what could not be moved */
 }
 
-/* fd + 1 of a uprobe_multi link to the closing window's (closed here if
- * there is no room). */
-static void mfd_move(struct duty *d, int *mfd)
+/* fd + 1 of a uprobe_multi link to fds (closed here if there is no
+ * room). */
+static void mfd_move(struct fdv *fds, int *mfd)
 {
 	int *v;
 
 	if (!*mfd)
 		return;
-	if (d->ndfd == d->capfd) {
-		v = realloc(d->dfd, (d->capfd ? 2 * d->capfd : 16) * sizeof(*v));
+	if (fds->n == fds->cap) {
+		v = realloc(fds->v, (fds->cap ? 2 * fds->cap : 16) * sizeof(*v));
 		if (!v) {
 			mfd_close(mfd);
 			return;
 		}
-		d->dfd = v;
-		d->capfd = d->capfd ? 2 * d->capfd : 16;
+		fds->v = v;
+		fds->cap = fds->cap ? 2 * fds->cap : 16;
 	}
-	d->dfd[d->ndfd++] = *mfd - 1;
+	fds->v[fds->n++] = *mfd - 1;
 	*mfd = 0;
 }
 
-void alloc_probes_take(struct tr *t, struct links *out)
+struct taken {
+	struct links *out;
+	struct fdv *fds;
+};
+
+static int probes_take(void *arg, struct probe_proc *p)
 {
-	for (struct tproc *p = t->procs; p; p = p->next)
-		for (unsigned i = 0; i < p->naf; i++) {
-			links_move(&p->af[i].links, out);
-			links_move(&p->af[i].rets, out);
-			mfd_move(&t->duty, &p->af[i].mfd[0]);
-			mfd_move(&t->duty, &p->af[i].mfd[1]);
-			if (p->af[i].sh) {
-				mfd_move(&t->duty, &p->af[i].sh->mfd);
-				p->af[i].sh->refs = 0;
-				p->af[i].sh = NULL;
-			}
+	struct taken *tk = arg;
+
+	for (unsigned i = 0; i < p->naf; i++) {
+		links_move(&p->af[i].links, tk->out);
+		links_move(&p->af[i].rets, tk->out);
+		mfd_move(tk->fds, &p->af[i].mfd[0]);
+		mfd_move(tk->fds, &p->af[i].mfd[1]);
+		if (p->af[i].sh) {
+			mfd_move(tk->fds, &p->af[i].sh->mfd);
+			p->af[i].sh->refs = 0;
+			p->af[i].sh = NULL;
 		}
+	}
+	return 0;
 }
 
-void proc_links_free(struct tproc *p, int later)
+void alloc_probes_take(struct probes *t, struct links *out, struct fdv *fds)
+{
+	struct taken tk = { out, fds };
+
+	t->ops->each_proc(t->ctx, PROBES_ALL, probes_take, &tk);
+}
+
+void proc_links_free(struct probe_proc *p, int later)
 {
 	for (unsigned i = 0; i < p->naf; i++) {
 		struct allocf *a = &p->af[i];
@@ -502,7 +556,7 @@ void proc_links_free(struct tproc *p, int later)
 			allocf_off(a);
 		}
 	}
-	(later ? links_free_later : links_free)(&p->probes.links);
+	(later ? links_free_later : links_free)(&p->links);
 }
 
 static void describe(const char *what, const struct probe_site *s, int verbose)
@@ -514,7 +568,7 @@ static void describe(const char *what, const struct probe_site *s, int verbose)
 
 /* Probes the allocator at runtime address addr of process p, once. Its
  * probes are by PID: a process we do not trace pays nothing for them. */
-int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
+int attach_allocf(struct probes *t, struct probe_proc *p, uint64_t addr)
 {
 	struct allocf *a;
 	const struct pmap *mp;
@@ -563,10 +617,10 @@ int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 		pmaps_free(&m);
 		return -1;
 	}
-	if (t->o->verbose)
+	if (t->o.verbose)
 		err1("PID %d: allocator 0x%" PRIx64 " in %s", (int)p->pid, addr,
 		     mp->path);
-	if (t->o->probes == PROBES_ENTRY) {
+	if (t->o.mode == PROBES_ENTRY) {
 		a->plan.split = 0;
 		a->plan.all.addr = addr;
 		a->plan.all.off = addr - mp->lo + mp->off;
@@ -575,17 +629,17 @@ int attach_allocf(struct tr *t, struct tproc *p, uint64_t addr)
 		a->plan.warning[0] = 0;
 	}
 	if (split_of(t, a)) {
-		describe("free path", &a->plan.free_site, t->o->verbose);
-		describe("allocation path", &a->plan.alloc_site, t->o->verbose);
+		describe("free path", &a->plan.free_site, t->o.verbose);
+		describe("allocation path", &a->plan.alloc_site, t->o.verbose);
 	} else {
 		/* Said once, not for every process that has it. */
-		if (a->plan.warning[0] && !t->o->quiet && !t->warned++)
+		if (a->plan.warning[0] && !t->o.quiet && !t->warned++)
 			err1("warning: %s", a->plan.warning);
-		describe("allocator", &a->plan.all, t->o->verbose);
+		describe("allocator", &a->plan.all, t->o.verbose);
 	}
 	/* --duty: on in windows only (session/duty.c); the first processes' once
 	 * all are attached (alloc_probes_on) */
-	r = (!t->o->duty || t->duty.on) && !t->defer ? allocf_on(t, p, a) : 0;
+	r = !t->duty_off && !t->defer ? allocf_on(t, p, a) : 0;
 	if (r) {
 		err1("cannot attach uprobes to %s: %s", mp->path, strerror(-r));
 		allocf_off(a); /* what did attach (a is not counted) */
@@ -623,25 +677,25 @@ static int slot_claim(struct lmt_slot *s, const struct lmt_vm_key *k,
 /* Claim the VM's slot (see struct lmt_slot), if it is free: its ud's, or
  * where another process has that ud, its process's. Before its probes:
  * the ud's slot must say it is shared before the VM's first event. */
-static void slot_put(struct tr *t, const struct lmt_vm_key *k, const struct lmt_vm *vm)
+static void slot_put(struct probes *t, const struct lmt_vm_key *k, const struct lmt_vm *vm)
 {
 	struct lmt_slot *s;
 
-	if (!t->cap.slots)
+	if (!t->slots)
 		return;
-	s = &t->cap.slots[lmt_slot_of(k->ud)];
+	s = &t->slots[lmt_slot_of(k->ud)];
 	if (!slot_claim(s, k, vm))
 		return;
 	if (__atomic_load_n(&s->ud, __ATOMIC_ACQUIRE) != k->ud &&
 	    __atomic_load_n(&s->live, __ATOMIC_ACQUIRE))
 		return; /* another ud's: the vms map serves this VM */
 	__atomic_store_n(&s->shared, 1, __ATOMIC_RELEASE);
-	slot_claim(&t->cap.slots[lmt_slot2_of(k->tgid, k->ud)], k, vm);
+	slot_claim(&t->slots[lmt_slot2_of(k->tgid, k->ud)], k, vm);
 }
 
 /* -- VMs in BPF's maps ----------------------------------------------------- */
 
-int vm_registered(struct tr *t, uint32_t tgid, uint64_t ud, uint64_t *g)
+int vm_registered(struct probes *t, uint32_t tgid, uint64_t ud, uint64_t *g)
 {
 	struct lmt_vm_key k = { .tgid = tgid, .ud = ud };
 	struct lmt_vm known;
@@ -653,7 +707,8 @@ int vm_registered(struct tr *t, uint32_t tgid, uint64_t ud, uint64_t *g)
 	return 1;
 }
 
-int vm_register(struct tr *t, struct tproc *p, const struct vminfo *v, uint32_t id)
+int vm_register(struct probes *t, struct probe_proc *p, unsigned nvm,
+		const struct vminfo *v, uint32_t id)
 {
 	const uint32_t tgid = (uint32_t)p->pid;
 	struct lmt_vm_key k = { .tgid = tgid, .ud = v->allocd };
@@ -667,7 +722,7 @@ int vm_register(struct tr *t, struct tproc *p, const struct vminfo *v, uint32_t 
 
 	/* A second VM in one stream: events are numbered from now on
 	 * (struct lmt_slot), before it has any. */
-	if (!t->st.dir && p->nvm > 1)
+	if (!t->o.follow && nvm > 1)
 		t->skel->bss->multi = 1;
 	/* Registered, then probed: its first event finds it. */
 	if (bpf_map__update_elem(t->skel->maps.vms, &k, sizeof(k), &val,
@@ -695,12 +750,12 @@ int vm_register(struct tr *t, struct tproc *p, const struct vminfo *v, uint32_t 
 /* Frees VM (k, id)'s slot if it holds one: its batch dropped, as the VM. A
  * slot a program holds right now stays: its batches come, and go as the
  * VM's (capture/ring.c: on_batch). */
-static void slot_free(struct tr *t, const struct lmt_vm_key *k, uint32_t id)
+static void slot_free(struct probes *t, const struct lmt_vm_key *k, uint32_t id)
 {
 	const uint32_t si[2] = { lmt_slot_of(k->ud), lmt_slot2_of(k->tgid, k->ud) };
 
-	for (int i = 0; t->cap.slots && i < 2; i++) {
-		struct lmt_slot *s = &t->cap.slots[si[i]];
+	for (int i = 0; t->slots && i < 2; i++) {
+		struct lmt_slot *s = &t->slots[si[i]];
 		uint32_t free_ = 0;
 
 		if (__atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE) != k->tgid ||
@@ -716,7 +771,7 @@ static void slot_free(struct tr *t, const struct lmt_vm_key *k, uint32_t id)
 	}
 }
 
-void vm_unregister(struct tr *t, uint32_t tgid, uint32_t id, uint64_t L, uint64_t ud)
+void vm_unregister(struct probes *t, uint32_t tgid, uint32_t id, uint64_t L, uint64_t ud)
 {
 	struct lmt_vm_key k = { .tgid = tgid, .ud = ud }, mv;
 	struct { uint32_t tgid, pad; uint64_t L; } mk = { k.tgid, 0, L };

@@ -46,19 +46,19 @@ static void hooks_of(struct probes *t, struct probe_proc *p, struct tfile *f)
 	    !link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.dl_state,
 							   false, p->pid, f->path,
 							   (size_t)off)) &&
-	    t->verbose)
+	    t->o.verbose)
 		err1("PID %d: watching dlopen in %s", (int)p->pid,
 		     tfile_name(f, name, sizeof(name)));
 	/* --all watches the rest: for every process (a file of root's), or
 	 * for the process that mapped it when found (watch_file) */
-	if ((t->all && (u64set_has(&t->watched, tfile_key(f)) ||
+	if ((t->o.all && (u64set_has(&t->watched, tfile_key(f)) ||
 			   u64set_has(&t->watched, watch_key(f, p->pid)))) ||
 	    elfsym_offset(f->fd, "lua_newstate", &off))
 		goto out;
 	if (link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
 							   true, p->pid, f->path,
 							   (size_t)off)) == 0 &&
-	    t->verbose)
+	    t->o.verbose)
 		err1("PID %d: watching lua_newstate in %s", (int)p->pid,
 		     tfile_name(f, name, sizeof(name)));
 	if (!elfsym_offset(f->fd, "lua_close", &off))
@@ -96,7 +96,7 @@ int watch_file(struct probes *t, struct tfile *f, pid_t pid)
 	int r;
 
 	if (!all && pid <= 0) {
-		if (t->verbose)
+		if (t->o.verbose)
 			err1("not watching %s for new VMs: not root's, or writable by others",
 			     tfile_name(f, name, sizeof(name)));
 		return 0;
@@ -117,10 +117,10 @@ int watch_file(struct probes *t, struct tfile *f, pid_t pid)
 	if (r)
 		err1("warning: cannot watch %s for new VMs: %s",
 		     tfile_name(f, name, sizeof(name)), strerror(-r));
-	else if (t->verbose && all)
+	else if (t->o.verbose && all)
 		err1("watching lua_newstate in %s (every process)",
 		     tfile_name(f, name, sizeof(name)));
-	else if (t->verbose)
+	else if (t->o.verbose)
 		err1("watching lua_newstate in %s (PID %d only: the file is not root's, "
 		     "or is writable by others)", tfile_name(f, name, sizeof(name)), (int)pid);
 	return r;

@@ -20,6 +20,13 @@ struct links {
 	unsigned nfd;
 };
 
+/* Descriptors of uprobe_multi links, taken from their owners (who keep
+ * fd + 1) to be closed elsewhere (session/duty.c: on threads). */
+struct fdv {
+	int *v;
+	unsigned n, cap;
+};
+
 /* l into ls: 0, or -errno (l NULL: the attach's error; l destroyed if
  * it cannot be kept). */
 int link_add(struct links *ls, struct bpf_link *l);

@@ -20,7 +20,10 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
-#include "session/session.h"
+#include "luamemtrace.h"
+#include "luamemtrace.skel.h"
+#include "probes/probes.h"
+#include "util/log.h"
 #include "probes/object.h"
 #include "util/knobs.h"
 
@@ -76,7 +79,7 @@ static uint64_t ram_top(void)
 }
 
 /* Before load: a table entry's frame bits, and where RAM ends. */
-static void direct_config(struct tr *t)
+static void direct_config(struct probes *t)
 {
 	const unsigned bits = phys_bits();
 	const uint64_t top = ram_top();
@@ -91,7 +94,7 @@ static void direct_config(struct tr *t)
 /* After load: find_po finds the direct map and checks it by reading a
  * word of ours. Off (every read through the helper) where it cannot,
  * or with LMT_NO_DIRECT=1 (tests, benchmarks). */
-static void direct_start(struct tr *t)
+static void direct_start(struct probes *t)
 {
 	const unsigned bits = phys_bits();
 	volatile uint64_t word = 0x6c6d7464ULL << 32 | (uint64_t)getpid() << 1 | 1;
@@ -120,7 +123,7 @@ static void direct_start(struct tr *t)
 		else
 			t->direct_po = a.po;
 	}
-	if (t->o->verbose) {
+	if (t->o.verbose) {
 		if (why)
 			fprintf(stderr, "luamemtrace: reads through the helper (%s)\n", why);
 		else
@@ -133,7 +136,7 @@ static void direct_start(struct tr *t)
 
 /* Can BPF leave out the processes --exe does not name (bpf/newvm.h,
  * exe_left_out)? Only names it can hold whole. */
-static int exe_filter(const struct topts *o)
+static int exe_filter(const struct probe_opts *o)
 {
 	if (!o->all || !o->nexes || o->nexes > LMT_EXES_MAX)
 		return 0;
@@ -144,13 +147,13 @@ static int exe_filter(const struct topts *o)
 }
 
 /* The names into the exes map, after load: 0, or -1 said. */
-static int exes_fill(struct tr *t)
+static int exes_fill(struct probes *t)
 {
-	for (unsigned i = 0; t->skel->rodata->exe_filter && i < t->o->nexes; i++) {
+	for (unsigned i = 0; t->skel->rodata->exe_filter && i < t->o.nexes; i++) {
 		struct lmt_exe k = { 0 };
 		uint8_t one = 1;
 
-		memcpy(k.name, t->o->exes[i], strlen(t->o->exes[i]));
+		memcpy(k.name, t->o.exes[i], strlen(t->o.exes[i]));
 		if (bpf_map__update_elem(t->skel->maps.exes, &k, sizeof(k), &one,
 					 sizeof(one), BPF_ANY)) {
 			err1("cannot set --exe in BPF: %s", strerror(errno));
@@ -163,9 +166,9 @@ static int exes_fill(struct tr *t)
 /* The entry program of kst's kind (kernel-stack reads or not) that
  * t->sess and --stacks ask for, the only one of the eight loaded; the
  * tail call and the floor's session program where they are used. */
-static void entry_pick(struct tr *t, int kst)
+static void entry_pick(struct probes *t, int kst)
 {
-	const struct topts *o = t->o;
+	const struct probe_opts *o = &t->o;
 	/* One entry program of eight: kernel-stack reads or not;
 	 * stacks or not; a session or an entry probe. */
 	struct bpf_program *e[4][2] = {
@@ -196,16 +199,16 @@ static void entry_pick(struct tr *t, int kst)
 
 /* The object's read-only settings from the options and the kernel's
  * features, before load. */
-static void rodata_set(struct tr *t)
+static void rodata_set(struct probes *t)
 {
-	const struct topts *o = t->o;
+	const struct probe_opts *o = &t->o;
 
 	/* What the kernel lacks is switched off before load (probes/kfeat.h). */
 	t->skel->rodata->kf_rdonly_cast = (uint8_t)t->kf.rdonly_cast;
 	t->skel->rodata->fork_stop = t->kf.signal_task ? LMT_FORK_STOP_TASK :
 				     t->kf.sched_tail ? LMT_FORK_STOP_SELF : LMT_FORK_STOP_NONE;
 	bpf_program__set_autoload(t->skel->progs.child_start,
-				  t->skel->rodata->fork_stop == LMT_FORK_STOP_SELF && t->st.dir);
+				  t->skel->rodata->fork_stop == LMT_FORK_STOP_SELF && t->o.follow);
 	if (o->rb_bytes)
 		bpf_map__set_max_entries(t->skel->maps.rb, (uint32_t)o->rb_bytes);
 	{
@@ -217,8 +220,8 @@ static void rodata_set(struct tr *t)
 	}
 	t->skel->rodata->ab = o->ab_ms ? LMT_AB_TIMED : o->ab ? LMT_AB_MARKED : 0;
 	t->skel->rodata->ab_without = (uint8_t)o->ab_without;
-	t->skel->rodata->one_stream = !t->st.dir;
-	t->skel->rodata->follow = (uint8_t)t->st.dir;
+	t->skel->rodata->one_stream = !t->o.follow;
+	t->skel->rodata->follow = (uint8_t)t->o.follow;
 	t->skel->rodata->all_procs = (uint8_t)o->all;
 	t->skel->rodata->exe_filter = (uint8_t)exe_filter(o);
 	t->skel->rodata->jit_trace = (uint8_t)o->jit_trace;
@@ -239,9 +242,9 @@ static void rodata_set(struct tr *t)
 
 /* After load: the direct reads started, the stack program put where the
  * tail call finds it, --exe's names set: 0, or -1 said. */
-static int loaded(struct tr *t, int kst)
+static int loaded(struct probes *t, int kst)
 {
-	const struct topts *o = t->o;
+	const struct probe_opts *o = &t->o;
 
 	if (t->sess && o->verbose)
 		err1("allocator probes as a session (one uprobe_multi link): returns "
@@ -271,9 +274,9 @@ static int loaded(struct tr *t, int kst)
 /* Opens and loads the object once, with the kind of allocator probes
  * the kernel and the refusals so far allow: 0, -1 (said, but for a kst
  * object: the caller tries the other), or LOAD_REFUSED. */
-static int load_kind(struct tr *t, int kst)
+static int load_kind(struct probes *t, int kst)
 {
-	const struct topts *o = t->o;
+	const struct probe_opts *o = &t->o;
 
 	luamemtrace_bpf__destroy(t->skel);
 	t->skel = luamemtrace_bpf__open();
@@ -337,7 +340,7 @@ static int load_kind(struct tr *t, int kst)
  * links), so three tries at most, each refusal ending one kind. A kind
  * is refused for good only if a later one loads: else the compatible
  * reader tries it again. */
-int open_load(struct tr *t, int kst)
+int open_load(struct probes *t, int kst)
 {
 	int *refused[2];
 	unsigned n = 0;
@@ -375,7 +378,7 @@ static void purge(struct bpf_map *m, uint32_t tgid)
 	}
 }
 
-void forget_proc(struct tr *t, uint32_t tgid)
+void forget_proc(struct probes *t, uint32_t tgid)
 {
 	struct luamemtrace_bpf *s = t->skel;
 
@@ -387,7 +390,7 @@ void forget_proc(struct tr *t, uint32_t tgid)
 	purge(s->maps.traces, tgid);
 }
 
-void bpf_ignore(struct tr *t, uint32_t tgid)
+void bpf_ignore(struct probes *t, uint32_t tgid)
 {
 	struct lmt_proc pr = { .ignore = 1 };
 

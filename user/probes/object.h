@@ -6,16 +6,16 @@
 
 #include <stdint.h>
 
-struct tr;
+struct probes;
 
 /* Opens and loads the object into t->skel, with the kernel-stack reader
  * (kst: the kernel has task works, 6.18+, and alloc_enter's reads can land
  * on its stack: struct gq in bpf/read.h) or the compatible one: 0, or -1
  * (said, but for a kst object: the caller tries the other). */
-int open_load(struct tr *t, int kst);
+int open_load(struct probes *t, int kst);
 /* What BPF holds of process tgid, removed (it has ended). */
-void forget_proc(struct tr *t, uint32_t tgid);
+void forget_proc(struct probes *t, uint32_t tgid);
 /* --all: BPF leaves process tgid alone until it ends (--exe left it out). */
-void bpf_ignore(struct tr *t, uint32_t tgid);
+void bpf_ignore(struct probes *t, uint32_t tgid);
 
 #endif

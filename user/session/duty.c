@@ -43,14 +43,14 @@ static void *close_all(void *arg)
 	pthread_t th[64];
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < d->ndfd; i++)
-		if (n == 64 || pthread_create(&th[n], NULL, close_fd, (void *)(intptr_t)d->dfd[i]))
-			close(d->dfd[i]);
+	for (unsigned i = 0; i < d->dfd.n; i++)
+		if (n == 64 || pthread_create(&th[n], NULL, close_fd, (void *)(intptr_t)d->dfd.v[i]))
+			close(d->dfd.v[i]);
 		else
 			n++;
 	while (n)
 		pthread_join(th[--n], NULL);
-	d->ndfd = 0;
+	d->dfd.n = 0;
 	for (unsigned i = 0; i < d->dying.n; i++)
 		bpf_link__destroy(d->dying.v[i]);
 	d->dying.n = 0;
@@ -85,14 +85,15 @@ static void close_window(struct tr *t)
 {
 	struct duty *d = &t->duty;
 
-	__atomic_store_n(&t->skel->bss->duty_off, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->probes.skel->bss->duty_off, 1, __ATOMIC_SEQ_CST);
 	d->on = 0;
+	t->probes.duty_off = 1;
 	d->closing = now();
 	d->sampled += d->closing - d->opened;
 	d->last = d->closing;
 	/* What entered before duty_off returns in microseconds, long before
 	 * its return probe can be gone. */
-	alloc_probes_take(t, &d->dying);
+	alloc_probes_take(&t->probes, &d->dying, &d->dfd);
 	__atomic_store_n(&d->busy, 1, __ATOMIC_RELEASE);
 	d->closer = !pthread_create(&d->th, NULL, close_all, d);
 	if (!d->closer)
@@ -130,9 +131,9 @@ static int closed(struct tr *t, int wait)
  * before the programs trace again. */
 static void tracing_back(struct tr *t)
 {
-	__atomic_fetch_add(&t->skel->bss->offgen, 1, __ATOMIC_SEQ_CST);
-	__atomic_fetch_add(&t->skel->bss->pcgen, 1, __ATOMIC_SEQ_CST);
-	__atomic_fetch_add(&t->skel->bss->trgen, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&t->probes.skel->bss->offgen, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&t->probes.skel->bss->pcgen, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&t->probes.skel->bss->trgen, 1, __ATOMIC_SEQ_CST);
 }
 
 /* -- --ab=MS ---------------------------------------------------------------- */
@@ -145,7 +146,7 @@ static void tracing_back(struct tr *t)
  * than the cost measured, falls out of the pairs (tests/bench/hosts.sh). */
 static void ab_say(struct tr *t, double tn)
 {
-	err1("--ab: %s from %.3f", t->skel->bss->ab_floor ? t->o->ab_name : "traced", wall_now());
+	err1("--ab: %s from %.3f", t->probes.skel->bss->ab_floor ? t->o->ab_name : "traced", wall_now());
 	t->duty.ab_next = tn + t->o->ab_ms / 1000;
 }
 
@@ -155,9 +156,9 @@ static void ab_turn(struct tr *t)
 
 	if (!t->o->ab_ms || tn < t->duty.ab_next)
 		return;
-	if (t->skel->bss->ab_floor)
+	if (t->probes.skel->bss->ab_floor)
 		tracing_back(t);
-	__atomic_store_n(&t->skel->bss->ab_floor, !t->skel->bss->ab_floor, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->probes.skel->bss->ab_floor, !t->probes.skel->bss->ab_floor, __ATOMIC_SEQ_CST);
 	ab_say(t, tn);
 }
 
@@ -197,6 +198,7 @@ void duty_turn(struct tr *t)
 		return;
 	d->opened = tn;
 	d->on = 1;
+	t->probes.duty_off = 0;
 	d->windows++;
 	/* The probes stay on for the last detach's time after the window
 	 * closes: it is taken off the window, so that they are on for
@@ -205,8 +207,8 @@ void duty_turn(struct tr *t)
 	/* What the probes did not see while off (traces made, functions and
 	 * prototypes freed, their addresses reused) is checked again. */
 	tracing_back(t);
-	__atomic_store_n(&t->skel->bss->duty_off, 0, __ATOMIC_SEQ_CST);
-	alloc_probes_on(t, 0);
+	__atomic_store_n(&t->probes.skel->bss->duty_off, 0, __ATOMIC_SEQ_CST);
+	alloc_probes_on(&t->probes, 0);
 	if (t->o->verbose)
 		err1("--duty: window %u opened at %.2f s, probes on in %.3f s", d->windows,
 		     tn - t->t0, now() - tn);
@@ -243,12 +245,13 @@ void duty_end(struct tr *t)
 	if (d->on)
 		d->sampled += now() - d->opened;
 	d->on = 0;
+	t->probes.duty_off = 1;
 	free(d->dying.v);
 	d->dying.v = NULL;
 	d->dying.cap = 0;
-	free(d->dfd);
-	d->dfd = NULL;
-	d->capfd = 0;
+	free(d->dfd.v);
+	d->dfd.v = NULL;
+	d->dfd.cap = 0;
 }
 
 double duty_sampled(const struct tr *t)

@@ -201,9 +201,9 @@ void proc_drop(struct tr *t, struct tproc *p)
 	proc_unbind(p->pid, p->pidfd);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
-	proc_links_free(p, 0);
-	for (unsigned i = 0; i < p->naf; i++)
-		tfile_close(&p->af[i].f);
+	proc_links_free(&p->probes, 0);
+	for (unsigned i = 0; i < p->probes.naf; i++)
+		tfile_close(&p->probes.af[i].f);
 	u64set_free(&p->probes.hooked);
 	syms_free(&p->cv.syms);
 	free(p->vms);
@@ -213,7 +213,7 @@ void proc_drop(struct tr *t, struct tproc *p)
 void proc_ignore(struct tr *t, struct tproc *p)
 {
 	p->ignored = 1;
-	bpf_ignore(t, (uint32_t)p->pid);
+	bpf_ignore(&t->probes, (uint32_t)p->pid);
 	proc_link(t, p);
 }
 
@@ -271,8 +271,8 @@ static int proc_attach_child(struct tr *t, struct tproc *parent, struct tproc *c
 			return -1;
 	}
 	/* Its allocators: the parent's files, at its addresses. */
-	for (unsigned i = 0; i < parent->naf; i++)
-		if (attach_allocf(t, c, parent->af[i].addr))
+	for (unsigned i = 0; i < parent->probes.naf; i++)
+		if (attach_allocf(&t->probes, &c->probes, parent->probes.af[i].addr))
 			return -1;
 	return proc_ready(t, c);
 }
@@ -330,7 +330,7 @@ static void vm_over(struct tproc *p)
 void vm_refuse(struct tr *t, struct tproc *p, uint32_t id, uint64_t L, uint64_t ud)
 {
 	vm_over(p);
-	vm_unregister(t, (uint32_t)p->pid, id, L, ud);
+	vm_unregister(&t->probes, (uint32_t)p->pid, id, L, ud);
 }
 
 /* A VM BPF registered itself (a second VM, a forked child's). */
@@ -347,12 +347,12 @@ int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v)
 	uint64_t g;
 	struct tvm *tv;
 
-	if (vm_registered(t, (uint32_t)p->pid, v->allocd, &g)) {
+	if (vm_registered(&t->probes, (uint32_t)p->pid, v->allocd, &g)) {
 		/* Known, or another VM with the same ud: then their events
 		 * cannot be told apart, share a stream, and must not be
 		 * batched. */
 		if (g != v->g) {
-			if (!t->skel->bss->nobatch)
+			if (!t->probes.skel->bss->nobatch)
 				unbatch_request(&t->cap);
 			if (!t->o->quiet)
 				err1("warning: PID %d: VMs 0x%" PRIx64 " and 0x%" PRIx64
@@ -367,7 +367,7 @@ int add_vm(struct tr *t, struct tproc *p, const struct vminfo *v)
 	}
 	p->var = v->var;
 	tv = vm_new(t, p, p->next_num, v->L, v->g, v->allocd, p->next_num);
-	if (!tv || vm_register(t, p, v, tv->id))
+	if (!tv || vm_register(&t->probes, &p->probes, p->nvm, v, tv->id))
 		return -1;
 	if (t->o->verbose)
 		fprintf(stderr, "luamemtrace: PID %d VM %u: L 0x%" PRIx64 " g 0x%"
@@ -411,17 +411,17 @@ void life_fork(struct tr *t, const struct lmt_fork *f)
 {
 	struct tproc *parent = proc_of(t, f->ptgid), *c;
 
-	if (!t->st.dir || t->skel->rodata->fork_stop == LMT_FORK_STOP_NONE) {
+	if (!t->st.dir || t->probes.skel->rodata->fork_stop == LMT_FORK_STOP_NONE) {
 		t->forks_skipped++;
 		return;
 	}
 	if (!f->stopped || t->stopping || !parent) {
-		forget_proc(t, f->tgid);
+		forget_proc(&t->probes, f->tgid);
 		return;
 	}
 	c = proc_new(t, (pid_t)f->tgid, 1);
 	if (!c) {
-		forget_proc(t, f->tgid);
+		forget_proc(&t->probes, f->tgid);
 		return;
 	}
 	if (proc_attach_child(t, parent, c)) {
@@ -434,7 +434,7 @@ void life_fork(struct tr *t, const struct lmt_fork *f)
 	/* It has not run: nothing of it to wait for before it continues;
 	 * unless it stops itself (bpf/stop.h: stop_born), which it must have
 	 * done before its stop is released. */
-	c->nowait = t->skel->rodata->fork_stop == LMT_FORK_STOP_TASK;
+	c->nowait = t->probes.skel->rodata->fork_stop == LMT_FORK_STOP_TASK;
 	if (!t->o->quiet)
 		err1("tracing PID %d (%s), a child of PID %d", (int)c->pid, c->comm,
 		     (int)f->ptgid);
@@ -467,8 +467,8 @@ void proc_end(struct tr *t, struct tproc *p, const char *end)
 		for (unsigned i = 0; i < t->st.nouts; i++)
 			if (t->st.outs[i]->owner == p)
 				stream_end(t, t->st.outs[i], end);
-	proc_links_free(p, 1);
-	forget_proc(t, (uint32_t)p->pid);
+	proc_links_free(&p->probes, 1);
+	forget_proc(&t->probes, (uint32_t)p->pid);
 	u64map_del(&t->pmap, proc_key((uint32_t)p->pid));
 	for (unsigned i = 0; i < p->nvm; i++) {
 		u64map_del(&t->vmap, vm_key((uint32_t)p->pid, p->vms[i]->id));

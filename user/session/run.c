@@ -76,7 +76,22 @@ static int has_caps(void)
 }
 
 /* Checks what the kernel and our privileges must provide, and probes
- * what it offers (t->kf). */
+ * what it offers (t->probes.kf). */
+/* What the options ask of the probes (probes/probes.h); -o DIR's
+ * following is set once the output is checked (out_check). */
+static struct probe_opts probe_opts_of(const struct topts *o)
+{
+	return (struct probe_opts){
+		.verbose = o->verbose, .quiet = o->quiet, .all = o->all,
+		.exes = o->exes, .nexes = o->nexes, .mode = o->probes,
+		.floor = o->floor, .floor_entry = o->floor_entry,
+		.floor_events = o->floor_events, .ab = o->ab,
+		.ab_without = o->ab_without, .ab_ms = o->ab_ms,
+		.jit_trace = o->jit_trace, .stacks = o->stacks, .no_loss = o->no_loss,
+		.rb_bytes = o->rb_bytes, .duty = o->duty != 0,
+	};
+}
+
 static int preflight(struct tr *t)
 {
 	const char *sys = knobs.sysfs, *proc = knobs.procfs;
@@ -108,13 +123,13 @@ static int preflight(struct tr *t)
 	{
 		char why[256];
 
-		if (kfeat_probe(&t->kf, why, sizeof(why))) {
+		if (kfeat_probe(&t->probes.kf, why, sizeof(why))) {
 			err1("%s", why);
 			return -1;
 		}
-		kfeat_restrict(&t->kf);
+		kfeat_restrict(&t->probes.kf);
 		if (t->o->verbose)
-			kfeat_print(&t->kf, stderr);
+			kfeat_print(&t->probes.kf, stderr);
 	}
 	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL) != 1 ||
 	    libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1 ||
@@ -135,17 +150,18 @@ static int map_slots(struct tr *t)
 	const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	size_t len = (sizeof(struct lmt_slot) * LMT_NSLOT + pg - 1) & ~(pg - 1);
 	void *mp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
-			bpf_map__fd(t->skel->maps.slots), 0);
+			bpf_map__fd(t->probes.skel->maps.slots), 0);
 
 	if (mp == MAP_FAILED) {
 		err1("cannot map the VM slots: %s", strerror(errno));
 		return -1;
 	}
 	t->cap.slots = mp;
+	t->probes.slots = mp;
 	t->cap.slots_len = len;
 	/* The ring's positions, read only: its consumer's page, then its
 	 * producer's (merge_round). */
-	mp = mmap(NULL, 2 * pg, PROT_READ, MAP_SHARED, bpf_map__fd(t->skel->maps.rb), 0);
+	mp = mmap(NULL, 2 * pg, PROT_READ, MAP_SHARED, bpf_map__fd(t->probes.skel->maps.rb), 0);
 	if (mp == MAP_FAILED) {
 		err1("cannot map the ring buffer's positions: %s", strerror(errno));
 		return -1;
@@ -179,8 +195,8 @@ static void reap(struct tr *t)
 
 			proc_end(t, p, "exited");
 			if (t->o->no_loss) { /* bpf/ring.h: its ring share */
-				bpf_map__delete_elem(t->skel->maps.ring_sent, &tg, sizeof(tg), 0);
-				bpf_map__delete_elem(t->skel->maps.ring_taken, &tg, sizeof(tg), 0);
+				bpf_map__delete_elem(t->probes.skel->maps.ring_sent, &tg, sizeof(tg), 0);
+				bpf_map__delete_elem(t->probes.skel->maps.ring_taken, &tg, sizeof(tg), 0);
 			}
 		}
 }
@@ -207,7 +223,7 @@ static void run_loop(struct tr *t)
 		settle_stops(t, 0);
 		merge_round(&t->cap, t->st.one);
 		duty_turn(t);
-		foreign_check(t);
+		foreign_check(&t->probes);
 		if (t->o->live)
 			t->o->live(t);
 		for (unsigned i = 0; i < t->st.nouts; i++)
@@ -272,6 +288,7 @@ static int select_target(struct tr *t, struct vmscan *scans)
 			return -1;
 		}
 		t->cmd_pid = start_child(o, &t->gate);
+		t->probes.cmd_pid = t->cmd_pid;
 		if (t->cmd_pid < 0) {
 			err1("cannot start %s: %s", o->cmd[0], strerror(errno));
 			return -1;
@@ -298,7 +315,7 @@ static int select_target(struct tr *t, struct vmscan *scans)
  * it, else (or if it does not load) the compatible one: 0 or -1, said. */
 static int load_object(struct tr *t)
 {
-	return open_load(t, t->kf.kst) && (!t->kf.kst || open_load(t, 0)) ? -1 : 0;
+	return open_load(&t->probes, t->probes.kf.kst) && (!t->probes.kf.kst || open_load(&t->probes, 0)) ? -1 : 0;
 }
 
 /* Open, configure and load the BPF object; then, before any probe, the
@@ -308,13 +325,12 @@ static int open_bpf(struct tr *t)
 {
 	if (load_object(t))
 		return -1;
-	t->cap.skel = t->skel;
-	t->probes.skel = t->skel;
-	if (t->st.dir && t->skel->rodata->fork_stop == LMT_FORK_STOP_NONE)
+	t->cap.skel = t->probes.skel;
+	if (t->st.dir && t->probes.skel->rodata->fork_stop == LMT_FORK_STOP_NONE)
 		err1("warning: this kernel cannot stop a forked child before it runs "
 		     "(needs 6.13, or schedule_tail under fexit): children of traced "
 		     "processes are not followed, only counted");
-	t->stops_fd = bpf_map__fd(t->skel->maps.lmt_stops);
+	t->stops_fd = bpf_map__fd(t->probes.skel->maps.lmt_stops);
 	t->guardian = guard_start(t->stops_fd);
 	if (t->guardian < 0) {
 		err1("cannot start the guardian process: %s", strerror(errno));
@@ -327,25 +343,25 @@ static int open_bpf(struct tr *t)
 	}
 	if (map_slots(t))
 		return -1;
-	t->cap.rb = ring_buffer__new(bpf_map__fd(t->skel->maps.rb), on_rec, &t->cap, NULL);
+	t->cap.rb = ring_buffer__new(bpf_map__fd(t->probes.skel->maps.rb), on_rec, &t->cap, NULL);
 	if (!t->cap.rb) {
 		err1("cannot open the ring buffer: %s", strerror(errno));
 		return -1;
 	}
-	if (link_add(&t->probes.links, bpf_program__attach(t->skel->progs.on_exec))) {
+	if (link_add(&t->probes.links, bpf_program__attach(t->probes.skel->progs.on_exec))) {
 		err1("cannot watch exec: %s", strerror(errno));
 		return -1;
 	}
-	if (link_add(&t->probes.links, bpf_program__attach(t->skel->progs.on_fork))) {
+	if (link_add(&t->probes.links, bpf_program__attach(t->probes.skel->progs.on_fork))) {
 		err1("cannot watch fork: %s", strerror(errno));
 		return -1;
 	}
-	if (bpf_program__autoload(t->skel->progs.child_start) &&
-	    link_add(&t->probes.links, bpf_program__attach(t->skel->progs.child_start))) {
+	if (bpf_program__autoload(t->probes.skel->progs.child_start) &&
+	    link_add(&t->probes.links, bpf_program__attach(t->probes.skel->progs.child_start))) {
 		err1("cannot watch new processes' first scheduling: %s", strerror(errno));
 		return -1;
 	}
-	if (link_add(&t->probes.links, bpf_program__attach(t->skel->progs.on_signal))) {
+	if (link_add(&t->probes.links, bpf_program__attach(t->probes.skel->progs.on_signal))) {
 		err1("cannot watch SIGCONT: %s", strerror(errno));
 		return -1;
 	}
@@ -355,7 +371,7 @@ static int open_bpf(struct tr *t)
 		struct tproc *c = proc_of(t, tg);
 		char bin[PATH_MAX];
 
-		if (bpf_map__update_elem(t->skel->maps.procs, &tg, sizeof(tg), &pr,
+		if (bpf_map__update_elem(t->probes.skel->maps.procs, &tg, sizeof(tg), &pr,
 					 sizeof(pr), BPF_ANY))
 			return -1;
 		/* The command must be traceable before its output is made. */
@@ -401,7 +417,7 @@ static int attach_target(struct tr *t, struct vmscan *scans)
 	signals_catch();
 	/* The allocators' probes once all are attached: processes that
 	 * share a file may share a link (alloc_probes_on). */
-	t->defer = t->sess && !o->duty;
+	t->probes.defer = t->probes.sess && !o->duty;
 	for (unsigned i = 0; i < o->npids; i++) {
 		struct tproc *p = t->sel[i];
 		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
@@ -421,9 +437,9 @@ static int attach_target(struct tr *t, struct vmscan *scans)
 		return -1;
 	if (t->cap.unbatch_req)
 		unbatch(&t->cap);
-	if (t->defer) {
-		t->defer = 0;
-		if (alloc_probes_on(t, 1))
+	if (t->probes.defer) {
+		t->probes.defer = 0;
+		if (alloc_probes_on(&t->probes, 1))
 			return -1;
 	}
 	t->t0 = now();
@@ -464,10 +480,10 @@ static int finish(struct tr *t)
 	duty_end(t);
 	if (t->o->at_end)
 		t->o->at_end(t); /* still traced: the trace goes up to the copy */
-	__atomic_store_n(&t->skel->bss->stop, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->probes.skel->bss->stop, 1, __ATOMIC_SEQ_CST);
 	t->stopping = 1; /* a new VM's record still queued: not attached */
 	for (struct tproc *p = t->procs; p; p = p->next)
-		proc_links_free(p, 0);
+		proc_links_free(&p->probes, 0);
 	links_free(&t->probes.links);
 	links_join();
 	settle_stops(t, 1);
@@ -495,7 +511,7 @@ static void cleanup(struct tr *t)
 	duty_end(t);
 	t->stopping = 1;
 	for (struct tproc *p = t->procs; p; p = p->next)
-		proc_links_free(p, 0);
+		proc_links_free(&p->probes, 0);
 	links_free(&t->probes.links);
 	links_join();
 	/* An error after the output was made: the stream still ends with its
@@ -516,7 +532,7 @@ static void cleanup(struct tr *t)
 		munmap(t->cap.slots, t->cap.slots_len);
 	if (t->cap.rb_pos)
 		munmap(t->cap.rb_pos, t->cap.rb_pos_len);
-	luamemtrace_bpf__destroy(t->skel);
+	luamemtrace_bpf__destroy(t->probes.skel);
 	for (unsigned i = 0; t->sel && i < t->o->npids; i++)
 		if (t->sel[i])
 			proc_drop(t, t->sel[i]);
@@ -541,7 +557,7 @@ static void cleanup(struct tr *t)
 	u64map_free(&t->vmap, NULL);
 	u64map_free(&t->cap.awaits, free);
 	u64set_free(&t->probes.watched);
-	u64set_free(&t->foreign);
+	u64set_free(&t->probes.foreign);
 	u64set_free(&t->st.names);
 	u64set_free(&t->rescan);
 	select_free();
@@ -616,16 +632,17 @@ int trace_check(const struct topts *o)
 	libbpf_set_print(libbpf_quiet);
 	v.verbose = 0;
 	t.o = &v;
+	t.probes.o = probe_opts_of(&v);
 	if (preflight(&t))
 		return LMT_ERR;
-	kfeat_print(&t.kf, stdout);
+	kfeat_print(&t.probes.kf, stdout);
 	fflush(stdout);
 	/* What the probes say is only true if the object loads. */
 	if (!load_object(&t)) {
-		printf("  the BPF object:       loads (%s)\n", bpf_program__name(t.enter));
+		printf("  the BPF object:       loads (%s)\n", bpf_program__name(t.probes.enter));
 		rc = 0;
 	}
-	luamemtrace_bpf__destroy(t.skel);
+	luamemtrace_bpf__destroy(t.probes.skel);
 	return rc;
 }
 
@@ -703,17 +720,37 @@ static const struct capture_ops ops = {
 	.mapped = cap_mapped,
 };
 
+/* What probes ask of the session (struct probes_ops; ctx: the trace). */
+static int pr_each_proc(void *ctx, enum probes_which which,
+			int (*fn)(void *arg, struct probe_proc *p), void *arg)
+{
+	const struct tr *t = ctx;
+	int r;
+
+	for (struct tproc *p = t->procs; p; p = p->next) {
+		if (which != PROBES_ALL && (!p->attached || (which == PROBES_LIVE && p->ended)))
+			continue;
+		if ((r = fn(arg, &p->probes)))
+			return r;
+	}
+	return 0;
+}
+
+static const struct probes_ops pr_ops = { .each_proc = pr_each_proc };
+
 int trace_run(const struct topts *o)
 {
 	struct tr t = { .o = o, .stops_fd = -1, .gate = -1,
 			.cap = { .ops = &ops, .no_loss = o->no_loss },
-			.probes = { .verbose = o->verbose, .all = o->all } };
+			.probes = { .o = probe_opts_of(o), .ops = &pr_ops,
+				    .duty_off = o->duty != 0 } };
 	struct vmscan *scans = calloc(o->npids + 1, sizeof(*scans));
 	const char *none = NULL;
 	char end[160];
 	int rc = LMT_ERR;
 
 	t.cap.ctx = &t;
+	t.probes.ctx = &t;
 	t.sel = calloc(o->npids + 1, sizeof(*t.sel));
 	t.st.o = (struct out_opts){ .out = o->out, .force = o->force, .floor = o->floor,
 				    .stacks = o->stacks, .quiet = o->quiet, .top = o->top,
@@ -725,6 +762,7 @@ int trace_run(const struct topts *o)
 		free(t.sel);
 		return LMT_ERR;
 	}
+	t.probes.o.follow = t.st.dir;
 	if (!select_target(&t, scans) && !open_bpf(&t) && !open_output(&t) &&
 	    !attach_target(&t, scans)) {
 		run_loop(&t);

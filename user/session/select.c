@@ -181,8 +181,7 @@ int proc_find_vms(struct tr *t, struct tproc *p, struct vmscan *scan, int quiet)
 static int file_is_luajit(struct tr *t, struct u64map *seen, pid_t pid,
 			  const struct pmap *m)
 {
-	uint64_t key = ((uint64_t)m->dev_major << 52 ^ (uint64_t)m->dev_minor << 40 ^
-			m->inode) | 1;
+	const uint64_t key = pmap_key(m);
 	intptr_t v = (intptr_t)u64map_get(seen, key);
 	struct tfile f;
 	int err;
@@ -280,8 +279,7 @@ static int maps_unwatched(struct tr *t, pid_t pid)
 		return 0;
 	for (size_t i = 0; i < m.n && !r; i++) {
 		const struct pmap *mp = &m.v[i];
-		const uint64_t key = ((uint64_t)mp->dev_major << 52 ^
-				      (uint64_t)mp->dev_minor << 40 ^ mp->inode) | 1;
+		const uint64_t key = pmap_key(mp);
 		struct tfile f;
 
 		if (mp->perms[2] != 'x' || !pmap_is_file(mp) ||
@@ -440,7 +438,7 @@ void select_newvm(struct tr *t, const struct lmt_newvm *n)
 		p = proc_new(t, (pid_t)n->tgid, 1);
 		if (!p) { /* gone already */
 			if (n->left_out)
-				forget_proc(t, n->tgid);
+				forget_proc(&t->probes, n->tgid);
 			return;
 		}
 		fresh = 1;

@@ -10,9 +10,8 @@
  *
  * Conversion's part of a process and a VM is its own (convert/conv.h,
  * embedded as cv), and so is capture's part of the trace and of a VM
- * (capture/ring.h, embedded as cap). Probes' part is begun (probes/probes.h,
- * embedded as probes: what hooks.c needs); alloc.c and object.c still
- * read these structs (issue 42, tests/tools/layers.pending).
+ * (capture/ring.h, embedded as cap), and probes' (probes/probes.h,
+ * embedded as probes).
  */
 #ifndef LMT_SESSION_H
 #define LMT_SESSION_H
@@ -71,10 +70,9 @@ struct tproc {
 	char exe[PATH_MAX];
 	struct conv_proc cv; /* conversion's part (convert/conv.h): its C
 			      * symbols, what conversion counts */
-	struct allocf af[16];
-	unsigned naf;
 	struct probe_proc probes; /* probes' part (probes/probes.h): its
-				   * hooks' links, the files hooked */
+				   * allocators, its probes' links, the files
+				   * hooked */
 	struct tvm **vms;
 	unsigned nvm, nvm_cap;
 	unsigned next_num;   /* the next vmN */
@@ -110,8 +108,7 @@ struct duty {
 	/* A closing window's links, destroyed on a thread of its own (and
 	 * its uprobe_multi links' fds, closed) */
 	struct links dying;
-	int *dfd;
-	unsigned ndfd, capfd;
+	struct fdv dfd;
 	pthread_t th;
 	int closer;     /* th runs */
 	int busy;       /* until the last link is gone (atomic) */
@@ -120,23 +117,7 @@ struct duty {
 
 struct tr {
 	const struct topts *o;
-	struct kfeat kf;  /* what the kernel offers (probes/kfeat.c) */
 	struct duty duty; /* --duty (session/duty.c) */
-	int multi;        /* --duty: allocator probes as uprobe_multi links */
-	int multi_refused; /* the programs did not load for them */
-	int sess;         /* allocator probes as one session link each
-			   * (kernel 6.13+): a return is probed only where
-			   * its entry asks (bpf/lja.h) */
-	int sess_refused; /* the programs did not load for it */
-	/* session links shared by processes (struct shl); while the first
-	 * processes attach, their allocators wait (defer) to be grouped */
-	struct shl shl[LMT_SHL_MAX];
-	int defer, no_shared;
-	struct u64set foreign; /* untraced processes said to hit a shared link */
-#define LMT_FOREIGN_MAX 64
-	struct { uint32_t tgid; double at; char comm[20]; } fseen[LMT_FOREIGN_MAX]; /* first seen */
-	uint64_t direct_po; /* reads through the page tables: the direct
-			     * map's base (bpf/direct.h); 0: off */
 	/* what is traced */
 	struct tproc *procs;  /* every process seen, ended ones included */
 	struct u64map pmap;   /* tgid -> live struct tproc */
@@ -147,16 +128,13 @@ struct tr {
 	pid_t guardian;
 	char cmd_exe[PATH_MAX];
 	/* attach */
-	struct luamemtrace_bpf *skel;
-	struct bpf_program *enter; /* alloc_enter or alloc_enter_compat */
-	struct probes probes; /* probes' part (probes/probes.h): the trace's
-			       * own links, --all's files watched */
+	struct probes probes; /* probes' part (probes/probes.h): the BPF
+			       * object, the kernel's features, the links */
 	const struct lj_variant *var;
 	int lost_vm;          /* VMs or processes we could not attach to */
 	int ran_held;         /* processes that ran while stopped for us */
 	unsigned expired;     /* processes the guardian continued: we stalled */
 	int peers_warned;     /* other tracers' stops could not be seen */
-	int warned;           /* the probe plan's warning, said once */
 	int stops_fd;         /* the stops map (bpf/stop.h) */
 	/* consume: capture's part (capture/ring.h): the ring, the slots,
 	 * the awaits and takes, what it counts; its callbacks (run.c) */

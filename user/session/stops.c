@@ -101,7 +101,7 @@ static void said_expired(struct tr *t, const struct held *v, size_t n)
 			t->ran_held++;
 		}
 		if (t->o->no_loss) /* it may pause again */
-			bpf_map__delete_elem(t->skel->maps.paused, &v[i].k.tgid,
+			bpf_map__delete_elem(t->probes.skel->maps.paused, &v[i].k.tgid,
 					     sizeof(v[i].k.tgid), 0);
 	}
 }
@@ -175,6 +175,6 @@ void settle_stops(struct tr *t, int block)
 	said_expired(t, v, n); /* ended by the guardian as we released them */
 	/* --no-loss: drained, they may pause again */
 	for (size_t i = 0; t->o->no_loss && i < n; i++)
-		bpf_map__delete_elem(t->skel->maps.paused, &v[i].k.tgid, sizeof(v[i].k.tgid), 0);
+		bpf_map__delete_elem(t->probes.skel->maps.paused, &v[i].k.tgid, sizeof(v[i].k.tgid), 0);
 	free(v);
 }

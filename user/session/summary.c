@@ -33,7 +33,7 @@ void sum_stats(struct tr *t, struct lmt_stats *s)
 	memset(s, 0, sizeof(*s));
 	if (ncpu <= 0 || !(v = calloc((size_t)ncpu, sizeof(*v))))
 		return;
-	if (!bpf_map__lookup_elem(t->skel->maps.stats, &zero, sizeof(zero), v,
+	if (!bpf_map__lookup_elem(t->probes.skel->maps.stats, &zero, sizeof(zero), v,
 				  sizeof(*v) * (size_t)ncpu, 0)) {
 		for (int i = 0; i < ncpu; i++) {
 			const struct lmt_stats *a = &v[i].st;
@@ -360,7 +360,7 @@ static void said_costs(const struct tr *t, const struct lmt_stats *s, uint64_t e
 			(double)s->reads / (double)(evs ? evs : 1),
 			100.0 * (double)s->direct / (double)(s->reads ? s->reads : 1),
 			(double)s->events / (double)(s->ev_recs ? s->ev_recs : 1));
-	if (t->sess && evs)
+	if (t->probes.sess && evs)
 		fprintf(stderr, "  returns: %" PRIu64 " allocation addresses told at entry "
 			"(their return not probed), %" PRIu64 " checked at it%s\n",
 			(uint64_t)s->pred, (uint64_t)s->pchk,

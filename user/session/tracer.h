@@ -5,14 +5,9 @@
 #include <sys/types.h>
 
 #include "format/exitcode.h"
+#include "probes/probes.h" /* enum probe_mode */
 
 #define LMT_VERSION "0.2.0"
-
-enum probe_mode {
-	PROBES_AUTO,   /* split free/alloc paths when the allocator allows */
-	PROBES_SINGLE, /* one entry+return probe at the first emulated insn */
-	PROBES_ENTRY,  /* entry+return at the allocator's first instruction */
-};
 
 
 struct tr;

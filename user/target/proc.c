@@ -13,6 +13,7 @@
 
 #include "target/caps.h"
 #include "target/proc.h"
+#include "util/hash.h"
 #include "util/u64set.h"
 
 int pmaps_load(pid_t pid, struct pmaps *m)
@@ -98,6 +99,14 @@ int pmap_file_open(pid_t pid, const struct pmap *m, int flags)
 int pmap_is_file(const struct pmap *m)
 {
 	return m->inode != 0 && m->path[0] == '/';
+}
+
+uint64_t pmap_key(const struct pmap *m)
+{
+	const uint64_t k = hash_u64(m->inode ^ hash_u64((uint64_t)m->dev_major << 32 |
+							m->dev_minor));
+
+	return k ? k : 1;
 }
 
 /* -- Identity ------------------------------------------------------------- */

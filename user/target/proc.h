@@ -33,6 +33,9 @@ const struct pmap *pmaps_find(const struct pmaps *m, uint64_t addr);
 int pmap_file_open(pid_t pid, const struct pmap *m, int flags);
 /* Is this mapping backed by a regular file? */
 int pmap_is_file(const struct pmap *m);
+/* A key of the file m names, as maps name it (device and inode: an
+ * overlay's, where tfile_key has the file opened), for sets; never 0. */
+uint64_t pmap_key(const struct pmap *m);
 
 /* Binds pid's memory to the process pidfd names: /proc/PID/mem opened,
  * then pidfd checked alive (so the open reached that process). Reads of
