@@ -568,12 +568,50 @@ static void describe(const char *what, const struct probe_site *s, int verbose)
 
 /* Probes the allocator at runtime address addr of process p, once. Its
  * probes are by PID: a process we do not trace pays nothing for them. */
+/* Allocator a of p at addr, in the file mapped at mp: its file opened
+ * and its probes planned (probes/placement.h), as --probes asks: 0, or -1
+ * said (a's file closed). */
+static int allocf_plan(const struct probes *t, const struct probe_proc *p,
+		       struct allocf *a, uint64_t addr, const struct pmap *mp)
+{
+	char err[256];
+	int r;
+
+	memset(a, 0, sizeof(*a));
+	a->addr = addr;
+	/* the file, once: what is read and probed is what maps named */
+	r = tfile_open(&a->f, p->pid, mp);
+	if (r) {
+		err1("PID %d: cannot open the allocator's file %s: %s", (int)p->pid,
+		     mp->path, r == -ESTALE ? "another file is mapped there now" :
+		     strerror(-r));
+		return -1;
+	}
+	a->dev = makedev(mp->dev_major, mp->dev_minor); /* as maps name it */
+	a->ino = a->f.ino;
+	if (probe_plan(a->f.fd, addr, addr - mp->lo + mp->off, &a->plan, err, sizeof(err))) {
+		err1("%s", err);
+		tfile_close(&a->f);
+		return -1;
+	}
+	if (t->o.verbose)
+		err1("PID %d: allocator 0x%" PRIx64 " in %s", (int)p->pid, addr, mp->path);
+	if (t->o.mode == PROBES_ENTRY) {
+		a->plan.split = 0;
+		a->plan.all.addr = addr;
+		a->plan.all.off = addr - mp->lo + mp->off;
+		a->plan.all.emulated = 0;
+		snprintf(a->plan.all.text, sizeof(a->plan.all.text), "entry");
+		a->plan.warning[0] = 0;
+	}
+	return 0;
+}
+
 int attach_allocf(struct probes *t, struct probe_proc *p, uint64_t addr)
 {
 	struct allocf *a;
 	const struct pmap *mp;
 	struct pmaps m;
-	char err[256];
 	int r;
 
 	for (unsigned i = 0; i < p->naf; i++)
@@ -596,37 +634,9 @@ int attach_allocf(struct probes *t, struct probe_proc *p, uint64_t addr)
 		return -1;
 	}
 	a = &p->af[p->naf];
-	memset(a, 0, sizeof(*a));
-	a->addr = addr;
-	/* the file, once: what is read and probed is what maps named */
-	r = tfile_open(&a->f, p->pid, mp);
-	if (r) {
-		err1("PID %d: cannot open the allocator's file %s: %s", (int)p->pid,
-		     mp->path, r == -ESTALE ? "another file is mapped there now" :
-		     strerror(-r));
+	if (allocf_plan(t, p, a, addr, mp)) {
 		pmaps_free(&m);
 		return -1;
-	}
-	a->dev = makedev(mp->dev_major, mp->dev_minor); /* as maps name it */
-	a->ino = a->f.ino;
-	r = probe_plan(a->f.fd, addr, addr - mp->lo + mp->off, &a->plan, err,
-		       sizeof(err));
-	if (r) {
-		err1("%s", err);
-		tfile_close(&a->f);
-		pmaps_free(&m);
-		return -1;
-	}
-	if (t->o.verbose)
-		err1("PID %d: allocator 0x%" PRIx64 " in %s", (int)p->pid, addr,
-		     mp->path);
-	if (t->o.mode == PROBES_ENTRY) {
-		a->plan.split = 0;
-		a->plan.all.addr = addr;
-		a->plan.all.off = addr - mp->lo + mp->off;
-		a->plan.all.emulated = 0;
-		snprintf(a->plan.all.text, sizeof(a->plan.all.text), "entry");
-		a->plan.warning[0] = 0;
 	}
 	if (split_of(t, a)) {
 		describe("free path", &a->plan.free_site, t->o.verbose);
