@@ -8,6 +8,8 @@
 
 load helpers
 
+bats_require_minimum_version 1.5.0
+
 setup() {
 	T="$BATS_TEST_TMPDIR"
 	export HOME="$T" # go tool pprof keeps its settings there
@@ -117,4 +119,37 @@ has() {
 	run "$LMT" report --folded "$T/f1.bin"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"malformed stacks file: bad frame kind"* ]]
+}
+
+# companion2 FILE LUA: a version 2 companion FILE, the bytes LUA's chunk
+# returns after the magic (tests/hostile_report.bats's companion).
+companion2() {
+	luajit -e "
+		local function uleb(n) local t = {} repeat local b = n % 128 n = (n - b) / 128
+			t[#t + 1] = string.char(b + (n > 0 and 128 or 0)) until n == 0 return table.concat(t) end
+		local body = (function() $2 end)()
+		local f = assert(io.open('$1', 'wb')) f:write('lmtstk\2', body) f:close()"
+}
+
+@test "the companion, hostile: a Lua frame's name over 64 KiB or empty is refused in one line; a control byte or ';' in one is escaped" {
+	cd "$BATS_TEST_DIRNAME"
+	"$LMT" -q -o "$T/s.bin" -- luajit lua/alloc.lua > /dev/null
+	cp "$T/s.bin" "$T/big.bin"
+	companion2 "$T/big.bin.stacks" "return '\1\6' .. uleb(0) .. uleb(3) .. uleb(65537) .. string.rep('A', 65537) .. '\4'"
+	run --separate-stderr "$LMT" report --folded "$T/big.bin"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"malformed stacks file: bad a frame's name at byte "* ]]
+	cp "$T/s.bin" "$T/empty.bin"
+	companion2 "$T/empty.bin.stacks" "return '\1\6' .. uleb(0) .. uleb(3) .. uleb(0) .. '\4'"
+	run --separate-stderr "$LMT" report --folded "$T/empty.bin"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"malformed stacks file: bad a frame's name at byte "* ]]
+	# frame 1: a Lua frame named "local 'a<ESC>;b'"; stack 1 of it; the
+	# first event has it
+	cp "$T/s.bin" "$T/esc.bin"
+	companion2 "$T/esc.bin.stacks" "local n = \"local 'a\27;b'\"
+		return '\1\6' .. uleb(0) .. uleb(3) .. uleb(#n) .. n .. '\2\0\1\1\3\1\1\4'"
+	run --separate-stderr "$LMT" report --folded --weight=events "$T/esc.bin"
+	[ "$status" -eq 0 ]
+	grep -qxF "INTERNAL local 'a\\x1b,b' 1" <<< "$output"
 }

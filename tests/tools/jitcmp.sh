@@ -32,12 +32,8 @@ for m in on off; do
 		echo "jitcmp: the JIT-$m run failed:"; cat "$dir/$m.err"; exit 2
 	fi
 	"$LMT" report "$dir/$m.bin" > "$dir/$m.txt" || exit 2
-	# function names left out: a frame the trace inlined is named by its
-	# caller's line only (docs/stacks-format.md), so a line of two calls
-	# leaves it unnamed where the interpreter's is named
 	"$LMT" report --folded --weight=events "$dir/$m.bin" |
-		sed -E "s/0x[0-9a-f]+/0x/g; s/ (function|method|field|upvalue|local|metamethod) '[^']*'//g" \
-		> "$dir/$m.f" || exit 2
+		sed -E 's/0x[0-9a-f]+/0x/g' > "$dir/$m.f" || exit 2
 	# "CHUNK:LINE COUNT", Lua lines only (chunks start with @ or =)
 	awk '
 		/^(ALLOCATIONS|REALLOCATIONS|DEALLOCATIONS)$/ { s = $0; next }

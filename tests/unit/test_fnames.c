@@ -16,6 +16,7 @@
 
 #include "convert/conv.h"
 #include "convert/fnames.h"
+#include "convert/lines.h"
 #include "convert/luanames.h"
 #include "target/caps.h"
 #include "target/proc.h"
@@ -227,6 +228,61 @@ static void names(void)
 	free(v);
 }
 
+/* -- By line (a frame a trace inlined) ---------------------------------------- */
+
+/* pt's line table: every instruction at line 7 but the header (line 5). */
+static void lines_of(struct conv_vm *v, uint64_t pt, uint32_t nbc)
+{
+	struct pline *l = calloc(1, sizeof(*l) + nbc);
+	int err;
+
+	*l = (struct pline){ .firstline = 5, .sizebc = nbc, .numline = 3, .width = 1,
+			     .len = nbc - 1 };
+	for (uint32_t i = 0; i + 1 < nbc; i++)
+		l->li[i] = 2;
+	u64map_put(&v->lines, pt, l, &err);
+}
+
+static void by_line(void)
+{
+	static const char *const k[] = { "render", "add" };
+	struct conv_vm *v = fvm();
+	uint64_t pt;
+
+	/* render(add(x)) at line 7: GGET 0 "render"; GGET 2 "add"; CALL 2;
+	 * CALL 0 */
+	{
+		const uint32_t bc[] = { FUNCF, AD(GGET, 0, 0), AD(GGET, 2, 1), ABC(CALL, 2, 2, 1),
+					ABC(CALL, 0, 1, 2) };
+		pt = proto(&(struct fproto){ .bc = bc, .nbc = 5, .kgc = k, .nkgc = 2 });
+		lines_of(v, pt, 5);
+		CHECK("two calls at the line, two names: none by line alone",
+		      !fname_at_line(v, pt, 7, 0x1000));
+		fname_learn(v, pt, 7, 0x1000, "function 'add'");
+		fname_learn(v, pt, 7, 0x2000, "function 'render'");
+		CHECK("the interpreter showed the call to each callee: its name",
+		      is(fname_at_line(v, pt, 7, 0x1000), "function 'add'") &&
+		      is(fname_at_line(v, pt, 7, 0x2000), "function 'render'"));
+		fname_learn(v, pt, 7, 0x2000, "function 'add'");
+		CHECK("a callee shown under two names at the line: none",
+		      !fname_at_line(v, pt, 7, 0x2000));
+		fname_learn(v, pt, 7, 0x3000, NULL);
+		CHECK("a callee shown without a name: none", !fname_at_line(v, pt, 7, 0x3000));
+	}
+	/* one call at the line */
+	{
+		const uint32_t bc[] = { FUNCF, AD(GGET, 0, 0), ABC(CALL, 0, 1, 2) };
+		pt = proto(&(struct fproto){ .bc = bc, .nbc = 3, .kgc = k, .nkgc = 1 });
+		lines_of(v, pt, 3);
+		CHECK("one call at the line: its name", is(fname_at_line(v, pt, 7, 0x1000),
+							   "function 'render'"));
+		CHECK("a line without a call: none", !fname_at_line(v, pt, 9, 0x1000));
+	}
+	u64map_free(&v->lines, free);
+	fnames_free(v);
+	free(v);
+}
+
 /* -- A lying prototype ------------------------------------------------------ */
 
 static void lies(void)
@@ -359,6 +415,7 @@ static void builtins(void)
 int main(void)
 {
 	names();
+	by_line();
 	lies();
 	builtins();
 	free(arena);

@@ -134,8 +134,14 @@ void stk_def_rec(struct conv_vm *v, const struct lmt_stack *r, size_t sz)
 		resolve(v, &r->f[i], &d->f[i]);
 	/* A Lua frame's name: its caller's, a Lua frame at a PC below it. */
 	for (uint32_t i = 0; i + 1 < r->n; i++)
-		if (d->f[i].src == MP_SRC_LFUNC && LMT_FR_KIND(r->f[i + 1].b) == LMT_FR_LUA)
-			lua_named(&d->f[i], fname_at(v, LMT_FR_VAL(r->f[i + 1].b), r->f[i + 1].a));
+		if (d->f[i].src == MP_SRC_LFUNC && LMT_FR_KIND(r->f[i + 1].b) == LMT_FR_LUA) {
+			const uint64_t pt = LMT_FR_VAL(r->f[i + 1].b);
+			const char *n = fname_at(v, pt, r->f[i + 1].a);
+
+			lua_named(&d->f[i], n);
+			/* for the frames a trace inlines, known by line */
+			fname_learn(v, pt, d->f[i + 1].line, d->f[i].addr, n);
+		}
 	d->cpt = d->cpc = 0;
 	if (r->n && LMT_FR_KIND(r->f[0].b) == LMT_FR_LUA) {
 		d->cpt = LMT_FR_VAL(r->f[0].b);
@@ -185,12 +191,12 @@ uint32_t stk_event(struct conv_vm *v, const struct lmt_ev *r, const struct mp_ev
 				fr[n] = (struct cframe){ .src = tf[i].src, .addr = tf[i].addr,
 							 .line = tf[i].line };
 			/* its name: a frame the trace inlined by its caller's
-			 * line (the snapshot keeps no PC here), the base
-			 * frame by BPF's caller below */
+			 * line and itself (the snapshot keeps no PC here), the
+			 * base frame by BPF's caller below */
 			if (fr[n].src == MP_SRC_LFUNC) {
 				if (i + 1 < k && tf[i + 1].src == MP_SRC_LFUNC)
 					lua_named(&fr[n], fname_at_line(v, tf[i + 1].addr,
-									tf[i + 1].line));
+									tf[i + 1].line, tf[i].addr));
 				else if (i + 1 == k && whole && d->cpt)
 					lua_named(&fr[n], fname_at(v, d->cpt, d->cpc));
 			}

@@ -15,6 +15,7 @@
 #include "convert/conv.h"
 #include "convert/fnames.h"
 #include "convert/lines.h"
+#include "util/hash.h"
 #include "streams/stknum.h"
 #include "target/caps.h"
 #include "target/proc.h"
@@ -29,11 +30,27 @@ static const char *const varname_special[] = {
 };
 #define VARNAME__MAX 7
 
-/* A prototype's names by call site (pos + 1, or LINEKEY | line). */
+/* A prototype's names by call site (pos + 1, or LINEKEY | line), and
+ * the names its calls gave where the interpreter showed them, by line and
+ * callee (fname_learn). */
 struct pfn {
 	struct u64map at;
+	struct u64map learnt;
 };
 #define LINEKEY (1ULL << 62)
+
+/* A name a call at a line gave a callee; conflict: two calls there gave
+ * that callee different names. */
+struct learnt {
+	uint64_t line, callee;
+	int conflict;
+	char name[LMT_FRAME_NAME]; /* "": none */
+};
+
+static uint64_t learnt_key(uint64_t line, uint64_t callee)
+{
+	return hash_mix(hash_mix(0x6c6561726e74ULL, line), callee) | 1;
+}
 
 /* "No name", cached. */
 static char none[1];
@@ -338,8 +355,10 @@ static void pfn_free(void *p)
 	for (size_t i = 0; f && i < f->at.cap; i++)
 		if (f->at.v && f->at.v[i] != none)
 			free(f->at.v[i]);
-	if (f)
+	if (f) {
 		u64map_free(&f->at, NULL);
+		u64map_free(&f->learnt, free);
+	}
 	free(f);
 }
 
@@ -353,24 +372,33 @@ static const char *cached(struct conv_vm *v, uint64_t pt, uint64_t key, int *hit
 	return n == none ? NULL : n;
 }
 
+/* pt's entry, made if need be; NULL out of memory. */
+static struct pfn *pfn_of(struct conv_vm *v, uint64_t pt)
+{
+	struct pfn *f = u64map_get(&v->fnames, pt);
+	int err = 0;
+
+	if (f)
+		return f;
+	if (!(f = calloc(1, sizeof(*f))))
+		return NULL;
+	u64map_put(&v->fnames, pt, f, &err);
+	if (err) {
+		free(f);
+		return NULL;
+	}
+	return f;
+}
+
 /* Keeps name (NULL: none) for key of pt; returns the kept copy. */
 static const char *keep(struct conv_vm *v, uint64_t pt, uint64_t key, const char *name)
 {
-	struct pfn *f = u64map_get(&v->fnames, pt);
+	struct pfn *f;
 	char *c = name ? strdup(name) : none;
 	int err = 0;
 
-	if (!c || v->fnames_n >= LMT_FNAMES_MAX)
+	if (!c || v->fnames_n >= LMT_FNAMES_MAX || !(f = pfn_of(v, pt)))
 		goto out;
-	if (!f) {
-		if (!(f = calloc(1, sizeof(*f))))
-			goto out;
-		u64map_put(&v->fnames, pt, f, &err);
-		if (err) {
-			free(f);
-			goto out;
-		}
-	}
 	u64map_put(&f->at, key, c, &err);
 	if (!err) {
 		v->fnames_n++;
@@ -422,14 +450,46 @@ const char *fname_at(struct conv_vm *v, uint64_t pt, uint64_t pc)
 	return keep(v, pt, pos + 1, ok ? NULL : out);
 }
 
-const char *fname_at_line(struct conv_vm *v, uint64_t pt, uint64_t line)
+void fname_learn(struct conv_vm *v, uint64_t pt, uint64_t line, uint64_t callee,
+		 const char *name)
+{
+	struct pfn *f;
+	struct learnt *e;
+	const uint64_t key = learnt_key(line, callee);
+	int err = 0;
+
+	if (!name)
+		name = "";
+	if (!(f = u64map_get(&v->fnames, pt)) || !(e = u64map_get(&f->learnt, key))) {
+		if (v->fnames_n >= LMT_FNAMES_MAX || !(f = pfn_of(v, pt)) ||
+		    !(e = calloc(1, sizeof(*e))))
+			return;
+		*e = (struct learnt){ .line = line, .callee = callee };
+		snprintf(e->name, sizeof(e->name), "%s", name);
+		u64map_put(&f->learnt, key, e, &err);
+		if (err)
+			free(e);
+		else
+			v->fnames_n++;
+		return;
+	}
+	if (e->line != line || e->callee != callee || strcmp(e->name, name))
+		e->conflict = 1;
+}
+
+const char *fname_at_line(struct conv_vm *v, uint64_t pt, uint64_t line, uint64_t callee)
 {
 	const struct pline *l = u64map_get(&v->lines, pt);
 	char out[LMT_FRAME_NAME], one[LMT_FRAME_NAME] = "";
+	const struct pfn *f = u64map_get(&v->fnames, pt);
+	const struct learnt *e = f ? u64map_get(&f->learnt, learnt_key(line, callee)) : NULL;
 	const char *n;
 	struct rd r;
 	int hit, calls = 0, found = 0, same = 1;
 
+	/* What the interpreter showed of that call, if it was one call */
+	if (e && e->line == line && e->callee == callee)
+		return e->conflict || !*e->name ? NULL : e->name;
 	if (!v->var || !v->var->vmdef || !l || line >= LINEKEY)
 		return NULL;
 	n = cached(v, pt, LINEKEY | line, &hit);
@@ -471,9 +531,9 @@ const char *fname_at_line(struct conv_vm *v, uint64_t pt, uint64_t line)
 void fnames_forget(struct conv_vm *v, uint64_t pt)
 {
 	struct pfn *f = u64map_del(&v->fnames, pt);
+	const size_t n = f ? f->at.n + f->learnt.n : 0;
 
-	if (f)
-		v->fnames_n -= f->at.n < v->fnames_n ? f->at.n : v->fnames_n;
+	v->fnames_n -= n < v->fnames_n ? n : v->fnames_n;
 	pfn_free(f);
 }
 

@@ -19,10 +19,15 @@ struct conv_vm;
  * call; a continuation's PC, the instruction after the one that called a
  * metamethod). NULL if LuaJIT gives none or it cannot be read. */
 const char *fname_at(struct conv_vm *v, uint64_t pt, uint64_t pc);
+/* A call from pt at line to prototype callee gave it name (NULL: none),
+ * as the interpreter's stack showed it (fname_at). */
+void fname_learn(struct conv_vm *v, uint64_t pt, uint64_t line, uint64_t callee,
+		 const char *name);
 /* The same where only the caller's line is known (a frame a trace
- * inlined): the name the calls of pt at that line all give; NULL if they
- * give different ones, or none. */
-const char *fname_at_line(struct conv_vm *v, uint64_t pt, uint64_t line);
+ * inlined, prototype callee): the name the interpreter showed for that
+ * call (fname_learn), if one name; else the name the calls of pt at that
+ * line all give; NULL if they give different ones, or none. */
+const char *fname_at_line(struct conv_vm *v, uint64_t pt, uint64_t line, uint64_t callee);
 /* Prototype pt is (again) a new one: its names go. */
 void fnames_forget(struct conv_vm *v, uint64_t pt);
 void fnames_free(struct conv_vm *v);
