@@ -375,6 +375,29 @@ static void lies(void)
 		CHECK("MOV of a slot to itself, back to the start: no name, it ends",
 		      !fname_at(v, pt, ret_pc(pt, 4)));
 	}
+	/* the loading GGET LMT_FNAME_WALK_MAX + 1 instructions before the
+	 * call: the walk stops at its cap, counted; one less: found */
+	{
+		const uint32_t n = LMT_FNAME_WALK_MAX + 4;
+		uint32_t *bc = calloc(n, 4);
+
+		bc[0] = FUNCF;
+		bc[1] = AD(GGET, 0, 0);
+		for (uint32_t i = 2; i < n - 1; i++)
+			bc[i] = AD(KSHORT, 1, 1);
+		bc[n - 1] = ABC(CALL, 0, 1, 2);
+		pt = proto(&(struct fproto){ .bc = bc, .nbc = n, .kgc = k1, .nkgc = 1 });
+		before = proc.fn_unread;
+		CHECK("the loading instruction past LMT_FNAME_WALK_MAX: no name, counted",
+		      !fname_at(v, pt, ret_pc(pt, n - 1)) && proc.fn_unread == before + 1);
+		/* the call LMT_FNAME_WALK_MAX instructions after the GGET */
+		bc[LMT_FNAME_WALK_MAX + 1] = ABC(CALL, 0, 1, 2);
+		pt = proto(&(struct fproto){ .bc = bc, .nbc = LMT_FNAME_WALK_MAX + 2, .kgc = k1,
+					     .nkgc = 1 });
+		CHECK("the loading instruction just inside the cap: found",
+		      is(fname_at(v, pt, ret_pc(pt, LMT_FNAME_WALK_MAX + 1)), "function 'render'"));
+		free(bc);
+	}
 	CHECK("unreadable prototypes counted", proc.fn_unread >= 2);
 	fnames_free(v);
 	free(v);

@@ -4,7 +4,8 @@
  * must be inside the prototype's sizebc (at most LMT_PROTO_BC_MAX), a
  * constant's index inside its sizekgc and an upvalue's inside its sizeuv;
  * the names of upvalues and locals are read from inside the prototype
- * (GCproto.sizept), at most LMT_FNAME_INFO_MAX bytes; a name is cut to
+ * (GCproto.sizept), at most LMT_FNAME_INFO_MAX bytes; a walk back from a
+ * call reads at most LMT_FNAME_WALK_MAX instructions; a name is cut to
  * LMT_FNAME_ID_MAX bytes (target/caps.h). What cannot be read is no
  * name, counted (conv_proc's fn_unread, fn_cut). */
 #define _GNU_SOURCE
@@ -66,6 +67,7 @@ struct rd {
 	size_t vilen;
 	int vi_state;    /* 0 not read, 1 read, -1 none */
 	int cut;         /* a name was cut */
+	uint32_t walked; /* instructions walked back (LMT_FNAME_WALK_MAX) */
 };
 
 static int rd_mem(const struct rd *r, uint64_t at, void *buf, size_t len)
@@ -287,6 +289,10 @@ restart:
 	while (--ip > 0) {
 		uint32_t op, ra;
 
+		if (++r->walked > LMT_FNAME_WALK_MAX) {
+			r->v->p->fn_unread++;
+			return NULL;
+		}
 		if (rd_ins(r, ip, &ins))
 			return NULL;
 		op = OP(ins);
