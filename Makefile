@@ -91,10 +91,10 @@ $(FG_OBJ): user/report/flame_assets.S user/report/flame/page.html user/report/fl
 $(OUT)/profile.pb-c.o: $(PB_C) $(PB_H)
 	$(CC) $(CFLAGS) $(SAN) -I$(OUT) -c $< -o $@
 
-$(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) $(FG_OBJ) user/probes/placement.c user/target/layout.c $(USER_H) bpf/*.h | $(OUT)
+$(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) $(FG_OBJ) user/probes/placement.c user/target/layout.c user/target/vmdef.c $(USER_H) bpf/*.h | $(OUT)
 	@mkdir -p $(OUT)/unit
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
-		-o $@ $< $(UNIT_EXTRA) $(LIB_SRC) $(FG_OBJ) user/probes/placement.c user/target/layout.c -lcapstone -lprotobuf-c -lz -lm -lpthread
+		-o $@ $< $(UNIT_EXTRA) $(LIB_SRC) $(FG_OBJ) user/probes/placement.c user/target/layout.c user/target/vmdef.c -lcapstone -lprotobuf-c -lz -lm -lpthread
 
 # tests/heap_views.bats reads heap --chrome's output with Chrome DevTools'
 # own heap snapshot model, from the npm registry at the version
@@ -121,6 +121,11 @@ READERS := user/convert/jit.c user/convert/jit_read.c user/convert/jit_walk.c us
 	user/convert/luanames.c user/target/vmscan.c user/convert/lines.c user/util/u64set.c
 $(OUT)/unit/test_forged: UNIT_EXTRA := $(READERS)
 $(OUT)/unit/test_forged: $(READERS) $(BPF_SKEL)
+
+# Function names from forged prototypes (it defines proc_read too).
+FNAMES := user/convert/fnames.c user/convert/lines.c user/convert/luanames.c user/util/u64set.c
+$(OUT)/unit/test_fnames: UNIT_EXTRA := $(FNAMES)
+$(OUT)/unit/test_fnames: $(FNAMES)
 
 $(OUT)/unit/test_seen: UNIT_EXTRA := user/target/seen.c
 $(OUT)/unit/test_seen: user/target/seen.c

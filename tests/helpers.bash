@@ -189,3 +189,13 @@ lossy_command() {
 	ST=0
 	wait "$tpid" || ST=$?
 }
+
+# unnamed: folded lines without the function names beside Lua frames
+# ("@x.lua:7 local 'f'" is "@x.lua:7"), lines that then read the same
+# summed, in order: for the suites about stacks' shape (a frame a trace
+# inlined may be named by its line, tests/fnames.bats).
+unnamed() {
+	sed -E "s/ (function|method|field|upvalue|local|metamethod) '[^']*'//g" | awk '
+		{ w = $NF; k = $0; sub(/ [0-9]+$/, "", k); if (!(k in s)) o[n++] = k; s[k] += w }
+		END { for (i = 0; i < n; i++) print o[i], s[o[i]] }'
+}

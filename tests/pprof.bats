@@ -25,12 +25,14 @@ traces() {
 		!on { next }
 		{
 			l = $0; sub(/^ +/, "", l)
+			# the function name beside a Lua frame (tests/fnames.bats has them)
+			gsub(/ (function|method|field|upvalue|local|metamethod) \047[^\047]*\047/, "", l)
 			if (!n) { v = l; sub(/ .*/, "", v); sub(/B$/, "", v); sub(/^[^ ]+ +/, "", l) }
 			if (l ~ /^[^ ]+:[0-9]+ [^ ]+:[0-9]+$/) sub(/^[^ ]+ /, "", l)
 			fr[n++] = l
 		}
 		END { if (n) emit() }' |
-		sed -E 's#lua/stacks\.lua:#L#g; s#^luajit\+0x[0-9a-f]+:0x[0-9a-f]+;#HOST;#'
+		sed -E 's#lua/stacks\.lua:#L#g; s#^\[C\] luajit\+0x[0-9a-f]+;#HOST;#'
 }
 
 # has FILE LINE: LINE is one of FILE's lines, exactly.

@@ -11,10 +11,11 @@ setup() {
 
 # folded FILE [WEIGHT]: report --folded of FILE, the workload's chunk
 # written L, the luajit binary's C frame (its pmain: the root of every
-# main-chunk stack) written HOST.
+# main-chunk stack) written HOST, the frames' function names left out
+# (tests/fnames.bats has them).
 folded() {
-	"$LMT" report --folded --weight="${2:-events}" "$1" |
-		sed -E 's#@lua/stacks\.lua:#L#g; s#^luajit\+0x[0-9a-f]+:0x[0-9a-f]+;#HOST;#'
+	"$LMT" report --folded --weight="${2:-events}" "$1" | unnamed |
+		sed -E 's#@lua/stacks\.lua:#L#g; s#^\[C\] luajit\+0x[0-9a-f]+;#HOST;#'
 }
 
 # rec_line J: the stack of the table made at recursion level J of rec(70).
@@ -108,7 +109,7 @@ all_chains() {
 	[ "$status" -eq 0 ]
 	[[ "$output" =~ symbols:\ +[0-9]+\ prototypes,\ ([1-9][0-9]*)\ traces ]]
 	"$LMT" report --folded --weight=events "$T/t.bin" |
-		sed -E 's#@lua/stacks_tail\.lua:#L#g; s#^luajit\+0x[0-9a-f]+:0x[0-9a-f]+;#HOST;#' > "$T/t.f"
+		unnamed | sed -E 's#@lua/stacks_tail\.lua:#L#g; s#^\[C\] luajit\+0x[0-9a-f]+;#HOST;#' > "$T/t.f"
 	# the main chunk's call at 12, caller's at 9, make's table at 4;
 	# tail's frame is gone, as in debug.traceback
 	has "$T/t.f" "HOST;L12;L9;L4 1000"
@@ -119,7 +120,7 @@ all_chains() {
 	run "$LMT" -q -o "$T/f.bin" --stacks -- luajit -joff lua/stacks_ffi.lua
 	[ "$status" -eq 0 ]
 	"$LMT" report --folded --weight=events "$T/f.bin" |
-		sed -E 's#@lua/stacks_ffi\.lua:#L#g; s#^luajit\+0x[0-9a-f]+:0x[0-9a-f]+;#HOST;#' > "$T/f.f"
+		unnamed | sed -E 's#@lua/stacks_ffi\.lua:#L#g; s#^\[C\] luajit\+0x[0-9a-f]+;#HOST;#' > "$T/f.f"
 	has "$T/f.f" "HOST;L6;ffi.meta.__index 100"
 }
 
@@ -144,10 +145,10 @@ all_chains() {
 				else f = "?"
 				fr[n++] = f }
 			END { for (i = n - 1; i >= 0; i--) printf "%s;", fr[i]; print "@lua/stacks.lua:41" }')
-		# our C frame is NAME:0xA (the stream's name) and the
-		# host's address is absolute: the same process
-		re=$(printf '%s' "$want" | sed -E 's/[.]/\\./g; s/@lua\/stacks\\.lua:/L/g; s/C0x([0-9a-f]+)/[^;]*:0x\1/g')
-		"$LMT" report --folded --weight=events "$T/t.bin" |
+		# our C frame is "[C] OBJECT+0xVADDR" (the stream's name), the
+		# traceback's its run-time address: the same page offset
+		re=$(printf '%s' "$want" | sed -E 's/[.]/\\./g; s/@lua\/stacks\\.lua:/L/g; s/C0x[0-9a-f]*([0-9a-f]{3})/\\[C\\] [^;]*\\+0x[0-9a-f]*\1/g')
+		"$LMT" report --folded --weight=events "$T/t.bin" | unnamed |
 			sed -E 's#@lua/stacks\.lua:#L#g' | grep -Eq "^$re [0-9]+$" || {
 			echo "traceback: $tb"; echo "want: $re"; grep 'L41' "$T/t.f"; false; }
 		n=$((n + 1))
@@ -164,8 +165,8 @@ all_chains() {
 	head -n "$(wc -l < "$T/l0.txt")" "$T/l.txt" | diff - "$T/l0.txt"
 	# caller_a's 100 tables, 96 bytes each, all kept
 	awk '/^HEAP SUMMARY BY STACK:/ { s = 1; next } s && /^9600B in 100 blocks/ { b = $0; getline a; getline c; getline d; print b; print a; print c; print d; exit }' "$T/l.txt" > "$T/b.txt"
-	grep -qx $'\t@lua/stacks.lua:4' "$T/l.txt"
-	awk '/^HEAP SUMMARY BY STACK:/ { s = 1 } s' "$T/l.txt" | grep -A3 -x '9600B in 100 blocks, allocated at:' | grep -q $'^\t@lua/stacks.lua:7$'
+	grep -qx $'\t@lua/stacks.lua:4 upvalue \'make\'' "$T/l.txt"
+	awk '/^HEAP SUMMARY BY STACK:/ { s = 1 } s' "$T/l.txt" | grep -A3 -x '9600B in 100 blocks, allocated at:' | grep -q $'^\t@lua/stacks.lua:7 local \'caller_a\'$'
 	# largest first: the 900 truncated recursion levels' tables lead
 	awk '/^HEAP SUMMARY BY STACK:/ { getline; print; exit }' "$T/l.txt" | grep -qx '86400B in 900 blocks, allocated at:'
 	"$LMT" report --leak-only --by-stack --human-readable "$T/s.bin" | grep -qx '84.38KiB in 900 blocks, allocated at:'
@@ -192,7 +193,7 @@ all_chains() {
 		for i = 1, 1e9 do keep[i % 1000] = make() if i == 20000 then os.execute("kill -9 " .. io.open("/proc/self/stat"):read("*n")) end end' || true
 	run "$LMT" report --folded --weight=events "$T/k.bin"
 	[ "$status" -eq 0 ]
-	grep -Eq ';=\(command line\):4;=\(command line\):3 [0-9]+$' <<< "$output"
+	unnamed <<< "$output" | grep -Eq ';=\(command line\):4;=\(command line\):3 [0-9]+$'
 	# cut the companion in half: a warning, exit 3, stacks as far as it goes
 	head -c "$(( $(stat -c %s "$T/k.bin.stacks") / 2 ))" "$T/k.bin.stacks" > "$T/c.bin.stacks"
 	cp "$T/k.bin" "$T/c.bin"

@@ -43,7 +43,7 @@ chrome() {
 		const eq = (a, b, what) => { if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(what + ": " + JSON.stringify(a) + " != " + JSON.stringify(b)); };
 		// the 1000 tables of line 6 (88 bytes each, through burst called at 8):
 		// allocated, all gone at the end, all held at the peak
-		const b = key(/;@lua\/flame\.lua:8;@lua\/flame\.lua:6$/);
+		const b = key(/;@lua\/flame\.lua:8;@lua\/flame\.lua:6 local \x27burst\x27$/);
 		eq(D.v[b], [88000, 1000, 0, 0, 88000, 1000], "line 6");
 		// line 12: 10 tables and tail array (14 allocating events: its
 		// part grows 4 times), held at the end as 11 blocks, none at the peak
@@ -154,8 +154,8 @@ HOSTILE_CHUNK='@<img src=x onerror="document.title=1,window.lmtPwned=1"></script
 		"$LMT" report --folded --weight=events "$T/d/$s.bin" | sed "s/^/$s;/" > "$T/$s.f"
 	done
 	cat "$T/a.f" "$T/b.f" | diff - "$T/m.f"
-	grep -Eq '^a;[^ ]*;@lua/flame\.lua:8;@lua/flame\.lua:6 1000$' "$T/m.f"
-	grep -Eq '^b;[^ ]*;@lua/stacks\.lua:27;@lua/stacks\.lua:7;@lua/stacks\.lua:4 100$' "$T/m.f"
+	grep -Eq "^a;[^;]*;@lua/flame\.lua:8;@lua/flame\.lua:6 local 'burst' 1000\$" "$T/m.f"
+	grep -Eq "^b;[^;]*;@lua/stacks\.lua:27;@lua/stacks\.lua:7 local 'caller_a';@lua/stacks\.lua:4 upvalue 'make' 100\$" "$T/m.f"
 	# pprof: a "process" label per stream, the values as alone
 	"$LMT" report --pprof "$T/d/a.bin" "$T/d/b.bin" > "$T/m.pb.gz"
 	HOME="$T" go tool pprof -tags -sample_index=alloc_objects "$T/m.pb.gz" > "$T/tags.txt"
@@ -174,7 +174,7 @@ HOSTILE_CHUNK='@<img src=x onerror="document.title=1,window.lmtPwned=1"></script
 		const h = require("fs").readFileSync(process.argv[1], "utf8");
 		const D = JSON.parse(h.match(/<script id="lmt-data" type="application\/json">([\s\S]*?)<\/script>/)[1]);
 		if (D.streams !== 2) throw new Error("streams " + D.streams);
-		const k = D.keys.findIndex(s => /^a;[^;]*;@lua\/flame\.lua:8;@lua\/flame\.lua:6$/.test(s));
+		const k = D.keys.findIndex(s => /^a;[^;]*;@lua\/flame\.lua:8;@lua\/flame\.lua:6 local \x27burst\x27$/.test(s));
 		if (k < 0 || JSON.stringify(D.v[k]) !== "[88000,1000,0,0,88000,1000]") throw new Error("a: " + D.v[k]);
 		if (!D.keys.every(s => /^[ab];/.test(s))) throw new Error("a key without its stream");
 	' "$T/m.html"

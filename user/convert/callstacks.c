@@ -21,11 +21,14 @@
 #include "report/report.h"
 #include "format/stacks.h"
 #include "convert/jit.h"
+#include "convert/fnames.h"
 
-/* BPF's stack record, resolved once. */
+/* BPF's stack record, resolved once; inside a trace, the PC of the
+ * trace's base frame's caller (its name, fnames.h), if a Lua frame. */
 struct cdef {
 	uint32_t n;
 	uint8_t truncated, intrace;
+	uint64_t cpt, cpc;
 	struct cframe f[];
 };
 
@@ -35,12 +38,29 @@ static void named(struct cframe *f, const char *name)
 	snprintf(f->name, sizeof(f->name), "%s", name);
 }
 
-/* A builtin (fast function) ffid: the name Lua code gives it. */
+/* A Lua frame's function name (fnames.h), if it has one. */
+static void lua_named(struct cframe *f, const char *name)
+{
+	if (name)
+		snprintf(f->name, sizeof(f->name), "%s", name);
+}
+
+/* A builtin (fast function) ffid: the name Lua code gives it, else the
+ * build's own (jit/vmdef.lua: string.gmatch_aux), unless the names Lua
+ * code gives contradict the build's (target/vmdef.h), else builtin#N. */
 static void builtin(struct conv_vm *v, struct cframe *f, unsigned ffid)
 {
 	const char *n = lua_name(v, LUANAMES_FF(ffid));
 	char buf[32];
 
+	if (!n && v->var && v->var->vmdef) {
+		if (v->ff_checked != v->cnames.n) {
+			v->ff_checked = v->cnames.n;
+			v->ff_bad = luanames_ffbad(&v->cnames, v->var->vmdef);
+		}
+		if (!v->ff_bad)
+			n = vmdef_ffname(v->var->vmdef, ffid);
+	}
 	if (!n) {
 		snprintf(buf, sizeof(buf), "builtin#%u", ffid);
 		n = buf;
@@ -112,6 +132,21 @@ void stk_def_rec(struct conv_vm *v, const struct lmt_stack *r, size_t sz)
 	d->intrace = (uint8_t)r->intrace;
 	for (uint32_t i = 0; i < r->n; i++)
 		resolve(v, &r->f[i], &d->f[i]);
+	/* A Lua frame's name: its caller's, a Lua frame at a PC below it. */
+	for (uint32_t i = 0; i + 1 < r->n; i++)
+		if (d->f[i].src == MP_SRC_LFUNC && LMT_FR_KIND(r->f[i + 1].b) == LMT_FR_LUA) {
+			const uint64_t pt = LMT_FR_VAL(r->f[i + 1].b);
+			const char *n = fname_at(v, pt, r->f[i + 1].a);
+
+			lua_named(&d->f[i], n);
+			/* for the frames a trace inlines, known by line */
+			fname_learn(v, pt, d->f[i + 1].line, d->f[i].addr, n);
+		}
+	d->cpt = d->cpc = 0;
+	if (r->n && LMT_FR_KIND(r->f[0].b) == LMT_FR_LUA) {
+		d->cpt = LMT_FR_VAL(r->f[0].b);
+		d->cpc = r->f[0].a;
+	}
 	u64map_put(&v->stacks, r->id, d, &err);
 	if (err)
 		free(d);
@@ -155,6 +190,16 @@ uint32_t stk_event(struct conv_vm *v, const struct lmt_ev *r, const struct mp_ev
 			else
 				fr[n] = (struct cframe){ .src = tf[i].src, .addr = tf[i].addr,
 							 .line = tf[i].line };
+			/* its name: a frame the trace inlined by its caller's
+			 * line and itself (the snapshot keeps no PC here), the
+			 * base frame by BPF's caller below */
+			if (fr[n].src == MP_SRC_LFUNC) {
+				if (i + 1 < k && tf[i + 1].src == MP_SRC_LFUNC)
+					lua_named(&fr[n], fname_at_line(v, tf[i + 1].addr,
+									tf[i + 1].line, tf[i].addr));
+				else if (i + 1 == k && whole && d->cpt)
+					lua_named(&fr[n], fname_at(v, d->cpt, d->cpc));
+			}
 			n++;
 		}
 		if (!whole && n < depth)
@@ -174,4 +219,5 @@ uint32_t stk_event(struct conv_vm *v, const struct lmt_ev *r, const struct mp_ev
 void stk_forget_vm(struct conv_vm *v)
 {
 	u64map_free(&v->stacks, cdef_free);
+	fnames_free(v);
 }

@@ -33,6 +33,9 @@ struct conv_proc {
 	 * (LMT_PROC_READS_MAX), and the reads made */
 	uint64_t tr_cut, tr_evicted, tr_bytes, tr_budget, tr_reads;
 	uint64_t nm_walks, nm_nodes, nm_cut, names_long;
+	/* function names (convert/fnames.c): not read (a prototype that
+	 * could not be read or lies), cut to LMT_FNAME_ID_MAX */
+	uint64_t fn_unread, fn_cut;
 };
 
 /* A VM of a traced process, for conversion. */
@@ -56,6 +59,12 @@ struct conv_vm {
 	struct u64set cmissed; /* ones cnames did not name when last read */
 	double cnames_at;     /* when cnames was read */
 	struct u64map stacks; /* --stacks: BPF's stack id -> its frames */
+	struct u64map fnames; /* --stacks: prototype -> the names its calls
+			       * give (convert/fnames.c) */
+	uint64_t fnames_n;    /* names kept */
+	char fname_tmp[64];   /* a name not kept (fnames.c) */
+	int ff_bad;           /* the variant's ffnames contradict package.loaded */
+	size_t ff_checked;    /* cnames.n when that was last looked at */
 };
 
 /* VM v, filled in, becomes p's last. */

@@ -16,6 +16,7 @@
 #include "convert/events.h"
 #include "convert/callstacks.h"
 #include "convert/jit.h"
+#include "convert/fnames.h"
 #include "convert/lines.h"
 #include "convert/luanames.h"
 #include "target/caps.h"
@@ -101,6 +102,7 @@ void ev_proto(struct conv_vm *v, const struct lmt_proto *p, size_t sz)
 	out_sym(v->out, &s);
 	out_at(v->out, NULL, 0);
 	keep_lines(v, p, sz);
+	fnames_forget(v, p->addr); /* a prototype new at that address */
 	free(full);
 	v->p->protos++;
 }

@@ -187,3 +187,21 @@ int luanames_read(pid_t pid, const struct lj_variant *var, uint64_t g,
 	*nodes += w.nodes;
 	return r < 0 ? r : w.cut;
 }
+
+int luanames_ffbad(const struct u64map *names, const struct lj_vmdef *d)
+{
+	for (size_t i = 0; d && i < names->cap; i++) {
+		const uint64_t k = names->k[i];
+		const char *n = names->v[i];
+
+		if (!k || !n || !(k >> 63))
+			continue;
+		for (unsigned ff = 2; ff < d->nff; ff++)
+			if (!strcmp(d->ffnames[ff], n)) {
+				if (ff != (k & 0xff))
+					return 1;
+				break;
+			}
+	}
+	return 0;
+}

@@ -21,4 +21,10 @@
 int luanames_read(pid_t pid, const struct lj_variant *var, uint64_t g,
 		  struct u64map *names, uint64_t *nodes);
 
+/* Whether build d's fast function names (target/vmdef.h) contradict
+ * names, package.loaded's as luanames_read keeps them: a builtin found
+ * under a name d gives another ffid (a build the variant does not
+ * describe). 1 if so, else 0. */
+int luanames_ffbad(const struct u64map *names, const struct lj_vmdef *d);
+
 #endif

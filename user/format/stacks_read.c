@@ -18,6 +18,7 @@ struct skr {
 	unsigned char buf[1 << 16];
 	size_t pos, len;
 	int eof, started, ended;
+	int version;        /* 1 or 2 (format/stacks_bytes.h) */
 	uint64_t off;       /* file offset of buf[pos] */
 	uint64_t left;      /* events left in the current EVENTS record */
 	uint32_t nframes, nstacks;
@@ -134,6 +135,13 @@ static enum skr_rc frame(struct skr *r, uint32_t *id, struct sk_frame *f)
 		if ((e = get_uleb(r, &f->addr)) || (e = get_uleb(r, &f->line)))
 			return bad(r, e, "a frame");
 		break;
+	case SK_SRC_LNAMED: /* version 2: a Lua frame, then its name */
+		if (r->version < 2)
+			return bad(r, -2, "frame kind");
+		f->src = MP_SRC_LFUNC;
+		if ((e = get_uleb(r, &f->addr)) || (e = get_uleb(r, &f->line)))
+			return bad(r, e, "a frame");
+		goto name;
 	case MP_SRC_CFUNC:
 	case MP_SRC_TRACE:
 		if ((e = get_uleb(r, &f->addr)))
@@ -142,9 +150,10 @@ static enum skr_rc frame(struct skr *r, uint32_t *id, struct sk_frame *f)
 	case MP_SRC_INTERNAL:
 		break;
 	case SK_NAMED:
+	name:
 		if ((e = get_uleb(r, &n)))
 			return bad(r, e, "a frame");
-		if (n > SK_MAX_NAME)
+		if (n > SK_MAX_NAME || (src == SK_SRC_LNAMED && !n))
 			return bad(r, -2, "a frame's name");
 		free(r->name);
 		if (!(r->name = malloc(n ? n : 1)))
@@ -201,10 +210,13 @@ enum skr_rc skr_next(struct skr *r, uint32_t *id, struct sk_frame *f, uint32_t *
 	int e;
 
 	if (!r->started) {
-		if (need(r, SK_MAGIC_LEN) || memcmp(r->buf + r->pos, SK_MAGIC, SK_MAGIC_LEN)) {
+		if (need(r, SK_MAGIC_LEN) ||
+		    (memcmp(r->buf + r->pos, SK_MAGIC, SK_MAGIC_LEN) &&
+		     memcmp(r->buf + r->pos, SK_MAGIC_V1, SK_MAGIC_LEN))) {
 			snprintf(r->diag, sizeof(r->diag), "not a luamemtrace stacks file");
 			return SKR_ERROR;
 		}
+		r->version = r->buf[r->pos + SK_MAGIC_LEN - 1];
 		r->pos += SK_MAGIC_LEN;
 		r->off += SK_MAGIC_LEN;
 		r->started = 1;

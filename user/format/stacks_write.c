@@ -79,11 +79,16 @@ uint32_t skw_frame(struct skw *w, const struct sk_frame *f)
 {
 	put_events(w);
 	put_byte(w, SK_REC_FRAME);
-	put_byte(w, f->src);
+	put_byte(w, f->src == MP_SRC_LFUNC && f->name_len ? SK_SRC_LNAMED : f->src);
 	switch (f->src) {
 	case MP_SRC_LFUNC:
 		put_uleb(w, f->addr);
 		put_uleb(w, f->line);
+		if (!f->name_len)
+			break;
+		put_uleb(w, f->name_len);
+		for (size_t i = 0; i < f->name_len; i++)
+			put_byte(w, (unsigned char)f->name[i]);
 		break;
 	case MP_SRC_CFUNC:
 	case MP_SRC_TRACE:

@@ -462,9 +462,29 @@ uint32_t name_of(struct report *rp, uint64_t addr, uint64_t line, uint64_t trace
 	return li == NONE ? NONE : loc_name(rp, &rp->loc[li]);
 }
 
+uint32_t cframe_name(struct report *rp, uint64_t addr)
+{
+	char num[32];
+	uint64_t key;
+	uint32_t id;
+
+	if (!cfunc_floor(rp, addr, &key))
+		return name_of(rp, addr, 0, 0);
+	id = (uint32_t)*kvmap_get(&rp->cfunc, key);
+	rp->sb.len = 0;
+	sb_puts(&rp->sb, "[C] ");
+	sb_put(&rp->sb, str_ptr(&rp->sp, id), rp->sp.s[id].len);
+	if (key != addr) {
+		sb_puts(&rp->sb, "+");
+		sb_put(&rp->sb, num, (size_t)lua_hex(num, addr - key));
+	}
+	return intern_sb(rp);
+}
+
 /* -- Lua frames, for pprof -- */
 
-int pframe_add(struct report *rp, uint32_t name, uint64_t addr, uint64_t line)
+int pframe_add(struct report *rp, uint32_t name, uint64_t addr, uint64_t line,
+	       const char *fname, size_t fname_len)
 {
 	const uint64_t *chunk = kvmap_get(&rp->lfunc, addr);
 	const uint64_t *first = kvmap_get(&rp->lfirst, addr);
@@ -494,6 +514,10 @@ int pframe_add(struct report *rp, uint32_t name, uint64_t addr, uint64_t line)
 	sb_put(&rp->sb, p, len);
 	num[0] = ':';
 	sb_put(&rp->sb, num, 1 + (size_t)lua_d(num + 1, f->start));
+	if (fname_len) {
+		sb_puts(&rp->sb, " ");
+		sb_escaped(&rp->sb, fname, fname_len, 0);
+	}
 	f->fn = rp->sb.oom ? NONE : intern(&rp->sp, rp->sb.p ? rp->sb.p : "", rp->sb.len);
 	f->line = line;
 	return f->file == NONE || f->fn == NONE ? -1 : 0;

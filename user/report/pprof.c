@@ -265,7 +265,7 @@ int pprof_add(struct pp *p, struct report *rp, const char *label)
 	 * without its stack) are their group's: a Lua line is a frame. */
 	for (uint32_t g = 0; g < rp->ngrp; g++) {
 		const struct loc *l = &rp->loc[rp->grp[g].loc];
-		if (!l->trace && pframe_add(rp, rp->grp[g].name, l->addr, l->line))
+		if (!l->trace && pframe_add(rp, rp->grp[g].name, l->addr, l->line, NULL, 0))
 			p->oom = 1;
 	}
 	/* What each stack or location allocated... */

@@ -26,11 +26,23 @@ static int frame_def(struct report *rp, uint32_t id, const struct sk_frame *f)
 	switch (f->src) {
 	case MP_SRC_LFUNC:
 		name = name_of(rp, f->addr, f->line, 0);
-		if (name != NONE && pframe_add(rp, name, f->addr, f->line))
+		if (name != NONE && f->name_len) {
+			/* "@chunk:line function 'render'" */
+			const uint32_t base = name;
+
+			rp->sb.len = 0;
+			sb_put(&rp->sb, str_ptr(&rp->sp, base), rp->sp.s[base].len);
+			sb_puts(&rp->sb, " ");
+			sb_escaped(&rp->sb, f->name, f->name_len, 0);
+			name = rp->sb.oom ? NONE : intern(&rp->sp, rp->sb.p ? rp->sb.p : "",
+							  rp->sb.len);
+		}
+		if (name != NONE &&
+		    pframe_add(rp, name, f->addr, f->line, f->name, f->name_len))
 			return -1;
 		break;
 	case MP_SRC_CFUNC:
-		name = name_of(rp, f->addr, 0, 0);
+		name = cframe_name(rp, f->addr);
 		break;
 	case MP_SRC_TRACE:
 		name = name_of(rp, 0, 0, f->addr);

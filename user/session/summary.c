@@ -134,9 +134,11 @@ static void streams(const struct tr *t)
 /* What was over a cap of target/caps.h; with -v, the walks for names. */
 static void caps_said(const struct tr *t)
 {
-	uint64_t c[9] = { 0 };
+	uint64_t c[11] = { 0 };
 
 	for (const struct tproc *p = t->procs; p; p = p->next) {
+		c[9] += p->cv.fn_unread;
+		c[10] += p->cv.fn_cut;
 		c[0] += p->cv.tr_cut;
 		c[1] += p->cv.tr_evicted;
 		c[2] += p->cv.nm_cut;
@@ -170,6 +172,13 @@ static void caps_said(const struct tr *t)
 	if (c[4])
 		fprintf(stderr, "  %" PRIu64 " chunk names over %d bytes cut to it "
 			"(ending in ...)\n", c[4], LMT_CHUNKNAME_MAX);
+	if (c[9])
+		fprintf(stderr, "  %" PRIu64 " call sites whose prototype could not be "
+			"read or lied (a PC, index or size no LuaJIT makes): their "
+			"frames without a function name\n", c[9]);
+	if (c[10])
+		fprintf(stderr, "  %" PRIu64 " function names over %d bytes cut to it "
+			"(ending in ...)\n", c[10], LMT_FNAME_ID_MAX);
 	if (t->o->verbose)
 		fprintf(stderr, "  names:   %" PRIu64 " walks of package.loaded, %"
 			PRIu64 " nodes read\n", c[5], c[6]);

@@ -16,12 +16,13 @@ struct hstack {
 /* -- A stream's numbering ------------------------------------------------ */
 
 
-/* A frame by what names it: kind, address, line, a builtin's name. */
+/* A frame by what names it: kind, address, line, a builtin's name or a
+ * Lua function's (the name its caller gives it). */
 static uint64_t frame_hash(const struct cframe *f)
 {
 	uint64_t h = hash_mix(hash_mix(hash_mix(0x6672616d65ULL, f->src), f->addr), f->line);
 
-	if (f->src == SK_NAMED)
+	if (f->src == SK_NAMED || f->src == MP_SRC_LFUNC)
 		for (const char *c = f->name; *c; c++)
 			h = hash_mix(h, (unsigned char)*c);
 	return h;
@@ -34,7 +35,7 @@ static uint32_t frame_id(struct stknum *o, const struct cframe *f)
 	uint32_t id;
 	int err;
 
-	if (f->src == SK_NAMED) {
+	if (f->src == SK_NAMED || (f->src == MP_SRC_LFUNC && f->name[0])) {
 		sf.name = f->name;
 		sf.name_len = strlen(f->name);
 	}

@@ -67,6 +67,22 @@
  * loaded since may name them. */
 #define LMT_NAMES_REWALK_S 1.0
 
+/* A function name's identifier in a stack frame (convert/fnames.c):
+ * "method 'NAME'" fits a frame's name (streams/stknum.h, 64 bytes); a
+ * longer one is cut, ending in "...", and counted (fn_cut). */
+#define LMT_FNAME_ID_MAX 48
+/* Bytes of a prototype's upvalue and local names read to name a call
+ * (GCproto.uvinfo, varinfo): ~10000 locals of one function. */
+#define LMT_FNAME_INFO_MAX (1u << 18)
+/* Instructions walked back from a call to the one that loaded the called
+ * slot (lj_debug_slotname walks to the function's start): a real call
+ * finds it, or an instruction that ends the walk, within a statement or
+ * two; past it, no name (counted with fn_unread). 64 reads at most. */
+#define LMT_FNAME_WALK_MAX 4096
+/* Call sites whose name a VM keeps (convert/fnames.c); past it a name is
+ * computed again each time it is needed. */
+#define LMT_FNAMES_MAX (1u << 20)
+
 /* -- Prototypes (convert/events.c, convert/jit.c) ------------------------ */
 
 /* A chunk name's bytes written to a stream: load(string) without a name

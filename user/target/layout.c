@@ -84,6 +84,7 @@ const struct lj_variant lj_variants[] = {
 		/* LuaJIT 2.1 (Debian luajit, libluajit-5.1-2) */
 		.name = "LuaJIT 2.1 GC64",
 		.sizeof_L = 96,
+		.vmdef = &lj_vmdef_lj21,
 		.lay = { LJ21_GC64_COMMON, .gg_g = 96, .gg_J = 824 },
 		.u = { LJ21_GC64_USER },
 		.h = { LJ21_GC64_HEAP, .gg_size = 6240, .cts_sizeof = 472,
@@ -94,6 +95,7 @@ const struct lj_variant lj_variants[] = {
 		 * bytes at its end. */
 		.name = "OpenResty LuaJIT 2.1 GC64",
 		.sizeof_L = 112,
+		.vmdef = &lj_vmdef_or21,
 		.lay = { LJ21_GC64_COMMON, .gg_g = 112, .gg_J = 848 },
 		.u = { LJ21_GC64_USER },
 		.h = { LJ21_GC64_HEAP, .gg_size = 6296, .cts_sizeof = 520,

@@ -3,6 +3,7 @@
 #define LMT_LAYOUT_H
 
 #include "luamemtrace.h"
+#include "target/vmdef.h"
 
 /* Offsets only user space reads. */
 struct lj_ulayout {
@@ -65,6 +66,7 @@ struct lj_variant {
 	struct lj_ulayout u;
 	struct lj_hlayout h;
 	unsigned sizeof_L; /* sizeof(lua_State): g follows it in GG_State */
+	const struct lj_vmdef *vmdef; /* its ffnames and bytecode (target/vmdef.h) */
 };
 
 extern const struct lj_variant lj_variants[];
