@@ -121,7 +121,7 @@ struct walk {
 	const uint64_t *callees; /* inlined functions, in order */
 	const uint64_t *callee_fns; /* and their GCfuncs */
 	unsigned ncallees, next;
-	unsigned steps;
+	unsigned steps; /* bytecodes walked; WALK_MAX: the stretch ended */
 	unsigned nalloc, nstore; /* bytecodes that allocate / store */
 	uint64_t alloc_pt, store_pt;
 	uint32_t alloc_pos, store_pos;
@@ -312,7 +312,11 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		const uint32_t ins = tp->bc[pos];
 		const unsigned op = ins & 0xff;
 
-		if (pt == w->stop_pt && pt + ptsz + 4 * (uint64_t)pos == w->stop_pc) {
+		/* The next snapshot's PC, unless it is where the stretch
+		 * began: two snapshots in a row at one PC (an inlined
+		 * function called again) have its whole way round between. */
+		if (w->steps > 1 && pt == w->stop_pt &&
+		    pt + ptsz + 4 * (uint64_t)pos == w->stop_pc) {
 			w->steps = WALK_MAX; /* the stretch ends here */
 			return;
 		}
