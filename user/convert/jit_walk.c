@@ -7,8 +7,12 @@
  * statement before. So a stretch is walked, from its snapshot's PC, over
  * straight-line bytecode (following JMP, into the functions the trace
  * inlined there: the Lua functions its IR guards on, as KGC constants, in
- * order; a tail call's callee too) up to the next snapshot's PC, a branch,
- * a loop or a return out of the stretch's function. If the walk meets exactly one bytecode that
+ * order; a tail call's callee too; a metamethod a table access, CAT or
+ * arithmetic called, which the IR looked up in a metatable or the next
+ * snapshot has running) up to the next snapshot's PC, a branch, a loop or
+ * a return out of the stretch's function into a frame the snapshot does
+ * not hold (out of one it holds, a Lua frame or a metamethod's
+ * continuation, the walk goes on in the caller). If the walk meets exactly one bytecode that
  * allocates (TNEW, TDUP, CAT, FNEW, KCDATA, a call that was not inlined:
  * a builtin, charged to its caller's line as the interpreter's are), or
  * else exactly one table store (which may grow the table), the stretch's
@@ -54,13 +58,81 @@ static uint64_t fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn)
 	return pc - l->pt_size;
 }
 
+/* How an inlined function was called: by a call, or as a metamethod of
+ * the kind a bytecode calls (walk_mm; MM_OTHER: a comparison's, or one
+ * not told). */
+enum { MM_NONE, MM_INDEX, MM_NEWINDEX, MM_CALL, MM_CONCAT, MM_ARITH, MM_OTHER };
+
+/* Instruction ref of trace tr, NULL if outside its IR. */
+static const uint8_t *ir_at(const struct ttrace *tr, uint32_t ref)
+{
+	return ref >= tr->nk && ref < tr->nins ? (const uint8_t *)&tr->ir[ref - tr->nk] :
+						 NULL;
+}
+
+/* Operand k (0, 1) of instruction ins. */
+static uint32_t ir_opn(const struct lj_ulayout *u, const uint8_t *ins, int k)
+{
+	uint16_t o;
+
+	memcpy(&o, ins + (k ? u->ir_op2 : u->ir_op1), 2);
+	return o;
+}
+
+/* The kind of metamethod a function constant is, when instruction ins
+ * compares it (its operand k) with a metamethod looked up in a metatable
+ * (lj_record_mm_lookup: HLOAD of HREFK or HREF of the node of FLOAD
+ * tab.meta or udata.meta, by the metamethod's name). MM_NONE if not. */
+static int mm_kind(struct conv_vm *v, struct ttrace *tr, const uint8_t *ins, int k)
+{
+	static const struct { const char *name; int kind; } mms[] = {
+		{ "__index", MM_INDEX }, { "__newindex", MM_NEWINDEX },
+		{ "__call", MM_CALL }, { "__concat", MM_CONCAT },
+		{ "__add", MM_ARITH }, { "__sub", MM_ARITH }, { "__mul", MM_ARITH },
+		{ "__div", MM_ARITH }, { "__mod", MM_ARITH }, { "__pow", MM_ARITH },
+		{ "__unm", MM_ARITH }, { "__len", MM_ARITH },
+	};
+	const struct lj_ulayout *u = &v->var->u;
+	const uint8_t *h, *r, *n, *m, *c;
+	uint32_t key, fl;
+	uint64_t str;
+	uint32_t len;
+	char name[12];
+
+	if (!(h = ir_at(tr, ir_opn(u, ins, !k))) || h[u->ir_o] != u->ir_hload ||
+	    !(r = ir_at(tr, ir_opn(u, h, 0))) ||
+	    (r[u->ir_o] != u->ir_hrefk && r[u->ir_o] != u->ir_href) ||
+	    !(n = ir_at(tr, ir_opn(u, r, 0))) || n[u->ir_o] != u->ir_fload ||
+	    ir_opn(u, n, 1) != u->irfl_tab_node || !(m = ir_at(tr, ir_opn(u, n, 0))) ||
+	    m[u->ir_o] != u->ir_fload)
+		return MM_NONE;
+	fl = ir_opn(u, m, 1);
+	if (fl != u->irfl_tab_meta && fl != u->irfl_udata_meta)
+		return MM_NONE;
+	/* Its name: a string constant, the KSLOT's under HREFK. */
+	key = ir_opn(u, r, 1);
+	if (r[u->ir_o] == u->ir_hrefk)
+		key = (c = ir_at(tr, key)) && c[u->ir_o] == u->ir_kslot ? ir_opn(u, c, 0) : 0;
+	if (!(c = ir_at(tr, key)) || c[u->ir_o] != u->ir_kgc || key + 1 >= tr->nins)
+		return MM_OTHER;
+	str = tr->ir[key + 1 - tr->nk] & ((1ULL << 47) - 1);
+	if (jit_rd(v, tr, str + v->var->lay.str_len, &len, 4) || len >= sizeof(name) ||
+	    jit_rd(v, tr, str + v->var->lay.str_size, name, len))
+		return MM_OTHER;
+	name[len] = 0;
+	for (size_t j = 0; j < sizeof(mms) / sizeof(mms[0]); j++)
+		if (!strcmp(name, mms[j].name))
+			return mms[j].kind;
+	return MM_OTHER;
+}
+
 /* The Lua functions trace tr inlined in IR refs [lo, hi): the GCfuncs its
- * instructions there take as KGC constants, in order, and their
- * prototypes (at most max); the other functions (builtins the trace
- * compiled in) in bfns, *nb of them (at most max). */
+ * instructions there take as KGC constants, in order, their prototypes
+ * and how each was called (mm_kind) (at most max); the other functions
+ * (builtins the trace compiled in) in bfns, *nb of them (at most max). */
 static unsigned inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
-			uint32_t hi, uint64_t *pts, uint64_t *fns, unsigned max,
-			uint64_t *bfns, unsigned *nb)
+			uint32_t hi, uint64_t *pts, uint64_t *fns, uint8_t *mms,
+			unsigned max, uint64_t *bfns, unsigned *nb)
 {
 	const struct lj_ulayout *u = &v->var->u;
 	unsigned n = 0;
@@ -103,6 +175,7 @@ static unsigned inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
 			for (j = 0; j < n && pts[j] != pt; j++)
 				;
 			if (j == n) {
+				mms[n] = (uint8_t)mm_kind(v, tr, ins, k);
 				fns[n] = fn;
 				pts[n++] = pt;
 			}
@@ -120,6 +193,7 @@ struct walk {
 	uint64_t stop_pc;
 	const uint64_t *callees; /* inlined functions, in order */
 	const uint64_t *callee_fns; /* and their GCfuncs */
+	const uint8_t *callee_mm; /* and how each was called (mm_kind) */
 	unsigned ncallees, next;
 	unsigned steps; /* bytecodes walked; WALK_MAX: the stretch ended */
 	unsigned nalloc, nstore; /* bytecodes that allocate / store */
@@ -228,24 +302,108 @@ static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
 static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		 int depth, uint32_t base);
 
+/* Where the stretch's next snapshot has a metamethod running that a
+ * bytecode of prototype pt (tp) called: a continuation frame, its
+ * caller's PC (after that bytecode) below it. The bytecode's position,
+ * the first after from if several; 0 if none. The metamethod's GCfunc
+ * in *cfn, 0 if not kept. */
+static uint32_t stop_mm(struct walk *w, uint64_t pt, const struct tproto *tp,
+			uint32_t from, uint64_t *cfn)
+{
+	const uint64_t bc0 = pt + w->v->var->lay.pt_size;
+	uint32_t best = 0;
+	uint64_t link;
+
+	*cfn = 0;
+	for (uint32_t k = 0; w->stop && k < w->stop->nfr; k++) {
+		const struct sfr *f = &w->stop->fr[k];
+		uint32_t at;
+
+		if (f->v <= bc0 || f->v >= bc0 + 4 * (uint64_t)tp->sizebc ||
+		    (f->v - bc0) % 4 || jit_fr_get(w->stop, f->slot + 2, &link) ||
+		    (link & 7) != 2)
+			continue;
+		at = (uint32_t)((f->v - bc0) / 4) - 1;
+		if (at >= from && (!best || at < best)) {
+			best = at;
+			if (jit_fr_get(w->stop, f->slot + 1, cfn))
+				*cfn = 0;
+		}
+	}
+	return best;
+}
+
+/* The bytecode at pos of prototype pt (tp, of a frame at base), which
+ * may call a metamethod of kind mm: if the trace inlined one there (the
+ * next snapshot has it running, or the next function the IR guards on
+ * was looked up as one of that kind, and no later bytecode has the next
+ * snapshot's), walked into, in the frame rec_mm_prep makes above the
+ * caller's (a continuation at its framesize, then the function). 1 if
+ * walked, else 0. */
+static int walk_mm(struct walk *w, uint64_t pt, const struct tproto *tp,
+		   uint32_t pos, int depth, uint32_t base, int mm)
+{
+	const uint32_t slot = base + (tp->bc[0] >> 8 & 0xff) + 2;
+	uint64_t callee = 0, cfn = 0, sfn;
+	unsigned nx = w->next;
+	uint32_t at;
+
+	if (depth >= MAX_DEPTH)
+		return 0;
+	while (nx < w->ncallees && w->callees[nx] == pt && !w->callee_mm[nx])
+		nx++;
+	at = stop_mm(w, pt, tp, pos, &sfn);
+	if (at && at != pos)
+		return 0; /* a later bytecode's */
+	if (nx < w->ncallees && w->callee_mm[nx] == mm) {
+		callee = w->callees[nx];
+		cfn = w->callee_fns[nx];
+		w->next = nx + 1;
+	} else if (at == pos && sfn && (callee = fn_proto(w->v, w->tr,
+						      sfn & ((1ULL << 47) - 1)))) {
+		cfn = sfn;
+	} else {
+		return 0;
+	}
+	w->path.pt[depth] = pt;
+	w->path.pos[depth] = pos;
+	w->path.n = (uint32_t)depth + 1;
+	walk(w, callee, cfn & ((1ULL << 47) - 1), 1, depth + 1, slot + 2);
+	w->path.n = (uint32_t)depth;
+	return 1;
+}
+
 /* The caller of the frame at base, when snapshot sn holds the frame's
- * link (a frame the trace entered: an inlined call) and it is a Lua
- * frame: its prototype, *pos its return PC's position after the CALL,
- * *cbase its base slot. NULL if not. */
+ * link (a frame the trace entered: an inlined call, or a metamethod's
+ * call from a continuation frame, its caller's PC below it): its
+ * prototype, *pos its return PC's position after the CALL (or the
+ * bytecode that called the metamethod), *cbase its base slot. NULL if
+ * not, or if the continuation decides a comparison's branch. */
 static struct tproto *caller_of(struct walk *w, uint32_t base, uint64_t *pt,
 				uint32_t *pos, uint32_t *cbase)
 {
+	const struct lj_ulayout *u = &w->v->var->u;
 	struct tproto *tp;
-	uint64_t link;
+	uint64_t link, pc;
 	uint32_t d;
 
 	if (!w->sn || base < 2 || w->path.popped >= MAX_DEPTH ||
-	    jit_fr_get(w->sn, base - 1, &link) || (link & 3) != 0 ||
-	    !(tp = jit_at_pc(w->v, w->tr, link, pt, pos)) || !*pos ||
+	    jit_fr_get(w->sn, base - 1, &link))
+		return NULL;
+	if ((link & 3) == 0)
+		pc = link; /* a Lua frame: its return PC */
+	else if ((link & 7) != 2 || base < 3 || jit_fr_get(w->sn, base - 3, &pc))
+		return NULL;
+	if (!(tp = jit_at_pc(w->v, w->tr, pc, pt, pos)) || !*pos ||
 	    *pos - 1 >= tp->sizebc)
 		return NULL;
-	d = (tp->bc[*pos - 1] >> 8 & 0xff) + 2; /* FR2: func and link slots */
-	if (d > base)
+	if ((link & 3) == 0)
+		d = (tp->bc[*pos - 1] >> 8 & 0xff) + 2; /* FR2: func and link slots */
+	else if ((tp->bc[*pos - 1] & 0xff) > u->bc_cond_hi && link >> 3 <= base)
+		d = (uint32_t)(link >> 3); /* the continuation's delta */
+	else
+		return NULL;
+	if (d > base || d < 2)
 		return NULL;
 	*cbase = base - d;
 	return tp;
@@ -322,8 +480,18 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		}
 		if (op <= u->bc_cond_hi)
 			return; /* a branch: which way the trace went is not known */
-		if (op == u->bc_tnew || op == u->bc_tdup || op == u->bc_cat ||
-		    op == u->bc_fnew || op == u->bc_kcdata) {
+		/* A metamethod the trace inlined: called as a function */
+		if ((op == u->bc_cat && walk_mm(w, pt, tp, pos, depth, base, MM_CONCAT)) ||
+		    (op >= u->bc_tgetv && op <= u->bc_tgetb &&
+		     walk_mm(w, pt, tp, pos, depth, base, MM_INDEX)) ||
+		    ((op == u->bc_tsetv || op == u->bc_tsets || op == u->bc_tsetb) &&
+		     walk_mm(w, pt, tp, pos, depth, base, MM_NEWINDEX)) ||
+		    (op >= u->bc_unm && op <= u->bc_pow &&
+		     walk_mm(w, pt, tp, pos, depth, base, MM_ARITH))) {
+			if (w->steps >= WALK_MAX)
+				return;
+		} else if (op == u->bc_tnew || op == u->bc_tdup || op == u->bc_cat ||
+			   op == u->bc_fnew || op == u->bc_kcdata) {
 			walk_alloc(w, pt, pos);
 		} else if (op == u->bc_tsetv || op == u->bc_tsets ||
 			   op == u->bc_tsetb || op == u->bc_tsetm) {
@@ -358,7 +526,9 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 				callee = scallee;
 				cfn = sfn;
 				w->next = nx + (nx < w->ncallees);
-			} else if (!callee && nx < w->ncallees) {
+			} else if (!callee && nx < w->ncallees &&
+				   (w->callee_mm[nx] == MM_NONE ||
+				    w->callee_mm[nx] == MM_CALL)) {
 				callee = w->callees[nx];
 				cfn = w->callee_fns[nx];
 				w->next = nx + 1;
@@ -465,6 +635,7 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	struct tproto *tp;
 	struct walk w = { .v = v, .tr = tr, .sn = sn };
 	uint64_t callees[16], fns[16], bfns[16];
+	uint8_t mms[16];
 	uint64_t pt = 0, fn;
 	uint32_t pos;
 	int64_t line;
@@ -479,8 +650,9 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	}
 	w.callees = callees;
 	w.callee_fns = fns;
+	w.callee_mm = mms;
 	w.ncallees = inlined(v, tr, sn->ref, i + 1 < tr->nsnap ? tr->s[i + 1].ref :
-			     tr->nins, callees, fns, 16, bfns, &w.nbfns);
+			     tr->nins, callees, fns, mms, 16, bfns, &w.nbfns);
 	w.bfns = bfns;
 	/* the stretch's own function, when the snapshot keeps it */
 	if (jit_fr_get(sn, sn->baseslot - 2, &fn))
