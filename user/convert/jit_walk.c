@@ -511,11 +511,11 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 			uint64_t callee = 0, cfn = 0, sfn = 0, scallee;
 			unsigned nx = w->next;
 
-			if ((callee = uget_callee(w, tp, pos, fn, &cfn)) &&
-			    w->next < w->ncallees && w->callees[w->next] == callee)
-				w->next++;
 			while (nx < w->ncallees && w->callees[nx] == pt)
 				nx++;
+			if ((callee = uget_callee(w, tp, pos, fn, &cfn)) &&
+			    nx < w->ncallees && w->callees[nx] == callee)
+				w->next = nx + 1;
 			scallee = callee ? 0 : stop_callee(w, slot, &sfn);
 			if (!callee && scallee == pt && nx > w->next) {
 				callee = pt; /* recursion */
