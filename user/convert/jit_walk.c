@@ -201,11 +201,9 @@ struct walk {
 	uint32_t alloc_pos, store_pos;
 	unsigned builtins;       /* calls among the allocating */
 	/* The builtins the stretch's IR guards on (not Lua functions), in
-	 * order; the next not yet taken; the loads of the calls given one
-	 * (the instruction that set the called slot, its A cleared) */
+	 * order; the next not yet taken */
 	const uint64_t *bfns;
-	unsigned nbfns, bnext, nbkeys;
-	uint64_t bkey[MAX_SITES], bkfn[MAX_SITES];
+	unsigned nbfns, bnext;
 	uint64_t pts[MAX_SITES]; /* the allocating, in order */
 	uint32_t poss[MAX_SITES];
 	struct chain path;       /* the inlined calls walked into now */
@@ -257,29 +255,34 @@ static uint64_t uget_callee(struct walk *w, const struct tproto *tp,
 }
 
 /* The builtin a CALL at pos of prototype pt (tp) calls, compiled into
- * the trace: the next the IR guards on, unless the same load (the
- * instruction that set the called slot) gave an earlier call its one.
- * Its GCfunc, or 0 if not known. */
+ * the trace: the one the same load (the instruction that filled the
+ * called slot, by its PC) gave an earlier call of the trace, else the
+ * next the stretch's IR guards on. Its GCfunc, or 0 if not known. */
 static uint64_t builtin_at(struct walk *w, uint64_t pt, const struct tproto *tp,
 			   uint32_t pos)
 {
+	struct ttrace *tr = w->tr;
 	const uint32_t a = tp->bc[pos] >> 8 & 0xff;
-	uint64_t key = 0, fn;
+	uint64_t load = 0, fn;
 
 	for (uint32_t p = pos; p-- > 1 && pos - p <= 16;)
 		if ((tp->bc[p] >> 8 & 0xff) == a) {
-			key = (pt + p) << 32 ^ (tp->bc[p] & ~0xff00u);
+			load = pt + w->v->var->lay.pt_size + 4 * (uint64_t)p;
 			break;
 		}
-	for (unsigned k = 0; key && k < w->nbkeys; k++)
-		if (w->bkey[k] == key)
-			return w->bkfn[k];
+	for (unsigned k = 0; load && k < tr->nbloads; k++)
+		if (tr->bload_pc[k] == load) {
+			/* its guard again, if the IR made one */
+			if (w->bnext < w->nbfns && w->bfns[w->bnext] == tr->bload_fn[k])
+				w->bnext++;
+			return tr->bload_fn[k];
+		}
 	if (w->bnext >= w->nbfns)
 		return 0;
 	fn = w->bfns[w->bnext++];
-	if (key && w->nbkeys < MAX_SITES) {
-		w->bkey[w->nbkeys] = key;
-		w->bkfn[w->nbkeys++] = fn;
+	if (load && tr->nbloads < MAX_BLOADS) {
+		tr->bload_pc[tr->nbloads] = load;
+		tr->bload_fn[tr->nbloads++] = fn;
 	}
 	return fn;
 }
