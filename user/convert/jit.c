@@ -345,6 +345,12 @@ unsigned traces_frames(struct conv_vm *v, const struct tloc *at, const struct mp
 	 * call from it (the chain) or in its tail call's callee. */
 	if (!sn->has_top)
 		return n;
+	/* returned below the trace's base frame into its caller: the first
+	 * of the frames below the trace (BPF's), the event's last frame */
+	if (ch && ch->popped == sn->nbelow + 1 && sn->whole) {
+		*whole = 1;
+		return n - 1;
+	}
 	if (!ch && sn->top.addr != m->loc) {
 		if (n == max)
 			return n;

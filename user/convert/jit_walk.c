@@ -194,6 +194,9 @@ struct walk {
 	const uint64_t *callees; /* inlined functions, in order */
 	const uint64_t *callee_fns; /* and their GCfuncs */
 	const uint8_t *callee_mm; /* and how each was called (mm_kind) */
+	uint32_t retf, ir_hi; /* the stretch's IR: the next RETF looked at, its end */
+	int dry, at_stop; /* a way tried at a branch (branch_to); it got to the stop */
+	unsigned branches; /* branches tried (LMT_WALK_BRANCHES) */
 	unsigned ncallees, next;
 	unsigned steps; /* bytecodes walked; WALK_MAX: the stretch ended */
 	unsigned nalloc, nstore; /* bytecodes that allocate / store */
@@ -280,7 +283,7 @@ static uint64_t builtin_at(struct walk *w, uint64_t pt, const struct tproto *tp,
 	if (w->bnext >= w->nbfns)
 		return 0;
 	fn = w->bfns[w->bnext++];
-	if (load && tr->nbloads < MAX_BLOADS) {
+	if (load && tr->nbloads < MAX_BLOADS && !w->dry) {
 		tr->bload_pc[tr->nbloads] = load;
 		tr->bload_fn[tr->nbloads++] = fn;
 	}
@@ -376,12 +379,42 @@ static int walk_mm(struct walk *w, uint64_t pt, const struct tproto *tp,
 	return 1;
 }
 
+/* The caller of the trace's base frame, where the trace returns below
+ * it: the return PC of the stretch's next RETF guard (lj_record_ret;
+ * the caller's frame takes the base slot): its prototype, *pos the PC's
+ * position after the CALL, *cbase the base slot. NULL if none. */
+static struct tproto *retf_caller(struct walk *w, uint64_t *pt, uint32_t *pos,
+				  uint32_t *cbase)
+{
+	const struct lj_ulayout *u = &w->v->var->u;
+	const struct ttrace *tr = w->tr;
+	struct tproto *tp;
+
+	for (; w->retf < w->ir_hi; w->retf++) {
+		const uint8_t *ins = ir_at(tr, w->retf), *k;
+		uint32_t c;
+
+		if (!ins || ins[u->ir_o] != u->ir_retf)
+			continue;
+		w->retf++;
+		c = ir_opn(u, ins, 1);
+		if (!(k = ir_at(tr, c)) || k[u->ir_o] != u->ir_kptr || c + 1 >= tr->nins ||
+		    !(tp = jit_at_pc(w->v, w->tr, tr->ir[c + 1 - tr->nk], pt, pos)) ||
+		    !*pos || *pos - 1 >= tp->sizebc)
+			return NULL;
+		*cbase = 2;
+		return tp;
+	}
+	return NULL;
+}
+
 /* The caller of the frame at base, when snapshot sn holds the frame's
  * link (a frame the trace entered: an inlined call, or a metamethod's
  * call from a continuation frame, its caller's PC below it): its
  * prototype, *pos its return PC's position after the CALL (or the
- * bytecode that called the metamethod), *cbase its base slot. NULL if
- * not, or if the continuation decides a comparison's branch. */
+ * bytecode that called the metamethod), *cbase its base slot; for the
+ * trace's base frame, its caller by RETF (retf_caller). NULL if not, or
+ * if the continuation decides a comparison's branch. */
 static struct tproto *caller_of(struct walk *w, uint32_t base, uint64_t *pt,
 				uint32_t *pos, uint32_t *cbase)
 {
@@ -390,9 +423,10 @@ static struct tproto *caller_of(struct walk *w, uint32_t base, uint64_t *pt,
 	uint64_t link, pc;
 	uint32_t d;
 
-	if (!w->sn || base < 2 || w->path.popped >= MAX_DEPTH ||
-	    jit_fr_get(w->sn, base - 1, &link))
+	if (!w->sn || base < 2 || w->path.popped >= MAX_DEPTH)
 		return NULL;
+	if (jit_fr_get(w->sn, base - 1, &link))
+		return base == 2 ? retf_caller(w, pt, pos, cbase) : NULL;
 	if ((link & 3) == 0)
 		pc = link; /* a Lua frame: its return PC */
 	else if ((link & 7) != 2 || base < 3 || jit_fr_get(w->sn, base - 3, &pc))
@@ -455,6 +489,42 @@ static void tail_builtin(struct walk *w, uint64_t bfn, int depth, uint32_t base)
 	w->path = keep;
 }
 
+/* A branch at pos of prototype pt (tp; fn, depth and base as walk's):
+ * the position the trace went on at, told by trying both ways (each as
+ * far as its first branch) for the one that gets to the next snapshot's
+ * PC, or either when both get there past the same allocating bytecodes;
+ * 0 if not told. ISTYPE and ISNUM go on or raise. */
+static uint32_t branch_to(struct walk *w, uint64_t pt, uint64_t fn,
+			  const struct tproto *tp, uint32_t pos, int depth,
+			  uint32_t base)
+{
+	const struct lj_ulayout *u = &w->v->var->u;
+	uint32_t to[2], got = 0;
+	struct walk t[2];
+
+	if (pos + 1 >= tp->sizebc || (tp->bc[pos + 1] & 0xff) != u->bc_jmp)
+		return (tp->bc[pos] & 0xff) >= u->bc_cond_hi - 1 ? pos + 1 : 0;
+	if (w->dry || !w->stop || w->branches++ >= LMT_WALK_BRANCHES)
+		return 0;
+	to[0] = pos + 2;
+	to[1] = pos + 2 + (tp->bc[pos + 1] >> 16) - 0x8000;
+	for (int k = 0; k < 2; k++) {
+		t[k] = *w;
+		t[k].dry = 1;
+		walk(&t[k], pt, fn, to[k], depth, base);
+		if (t[k].at_stop)
+			got = got ? 0 : to[k] + 1;
+	}
+	/* both (a branch that joins again, `a or b`): one, if they meet
+	 * the same allocating bytecodes and stores */
+	if (!got && t[0].at_stop && t[1].at_stop && t[0].nalloc == t[1].nalloc &&
+	    t[0].nstore == t[1].nstore && t[0].nalloc <= MAX_SITES &&
+	    !memcmp(t[0].pts, t[1].pts, t[0].nalloc * sizeof(t[0].pts[0])) &&
+	    !memcmp(t[0].poss, t[1].poss, t[0].nalloc * sizeof(t[0].poss[0])))
+		got = to[0] + 1;
+	return got ? got - 1 : 0;
+}
+
 /* Walks prototype pt (of GCfunc fn, if known) from position pos (see the
  * head of this file). depth: inside an inlined function, which returns to
  * its caller; base: its frame's first slot, in the snapshot's numbering. */
@@ -479,10 +549,15 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		if (w->steps > 1 && pt == w->stop_pt &&
 		    pt + ptsz + 4 * (uint64_t)pos == w->stop_pc) {
 			w->steps = WALK_MAX; /* the stretch ends here */
+			w->at_stop = 1;
 			return;
 		}
-		if (op <= u->bc_cond_hi)
-			return; /* a branch: which way the trace went is not known */
+		if (op <= u->bc_cond_hi) {
+			/* a branch: the way to the next snapshot, if one */
+			if (!(pos = branch_to(w, pt, fn, tp, pos, depth, base)))
+				return;
+			continue;
+		}
 		/* A metamethod the trace inlined: called as a function */
 		if ((op == u->bc_cat && walk_mm(w, pt, tp, pos, depth, base, MM_CONCAT)) ||
 		    (op >= u->bc_tgetv && op <= u->bc_tgetb &&
@@ -654,8 +729,10 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	w.callees = callees;
 	w.callee_fns = fns;
 	w.callee_mm = mms;
-	w.ncallees = inlined(v, tr, sn->ref, i + 1 < tr->nsnap ? tr->s[i + 1].ref :
-			     tr->nins, callees, fns, mms, 16, bfns, &w.nbfns);
+	w.retf = sn->ref;
+	w.ir_hi = i + 1 < tr->nsnap ? tr->s[i + 1].ref : tr->nins;
+	w.ncallees = inlined(v, tr, sn->ref, w.ir_hi, callees, fns, mms, 16, bfns,
+			     &w.nbfns);
 	w.bfns = bfns;
 	/* the stretch's own function, when the snapshot keeps it */
 	if (jit_fr_get(sn, sn->baseslot - 2, &fn))

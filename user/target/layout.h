@@ -34,6 +34,9 @@ struct lj_ulayout {
 	 * (UNM to POW: arithmetic and LEN; TGETV to TGETB) */
 	unsigned ir_fload, ir_hrefk, ir_href, ir_hload, ir_kslot, irfl_tab_meta,
 		irfl_tab_node, irfl_udata_meta, bc_unm, bc_pow, bc_tgetv, bc_tgetb;
+	/* A return below the trace's base frame: RETF's guard on the return
+	 * PC (a KPTR constant, its pointer in the next slot) */
+	unsigned ir_retf, ir_kptr;
 	/* Lua tables, for the names Lua gives C functions (convert/luanames.c):
 	 * global_State's registry, GCtab, Node, and the itypes (int32) */
 	unsigned g_registrytv, g_cdatamt, tab_node, tab_hmask, node_size, node_val, node_key;
