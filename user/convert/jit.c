@@ -268,6 +268,17 @@ static int line_of(struct conv_vm *v, struct mp_event *m, uint8_t flags, struct 
 			return 0;
 		}
 	}
+	/* A reallocation where the stretch's one store grows its table */
+	if (i < tr->nsnap && m->kind == MP_REALLOC && !jit_resolve(v, tr, i) &&
+	    tr->s[i].rsite && tr->s[i].nb) {
+		const uint32_t k = tr->s[i].rsite - 1;
+
+		m->src = MP_SRC_LFUNC;
+		m->loc = tr->s[i].b_pt[k];
+		m->line = (uint64_t)tr->s[i].b_line[k];
+		at->chain = (int)k;
+		return 0;
+	}
 	/* A side trace's first stretch: replayed objects come first, and
 	 * when its own bytecode allocates nothing, what it makes anew are
 	 * they (a table it stores to grows by reallocation). */

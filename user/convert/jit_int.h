@@ -38,6 +38,8 @@ struct tsnap {
 	uint64_t pt, xpt;
 	int64_t line, xline;
 	uint32_t nalloc; /* allocating bytecodes its walk met */
+	uint32_t rsite;  /* a reallocation's site (k + 1: its one store is
+			  * site k, which grows its table), 0 the line */
 	uint32_t stop;   /* where its stretch ends: a snapshot's index + 1,
 			  * 0 none (jit_stretch_ends) */
 	uint64_t spt;    /* as a stretch's end: its PC's prototype */

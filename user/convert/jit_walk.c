@@ -213,7 +213,24 @@ struct walk {
 	struct chain chs[MAX_SITES + 1]; /* at each allocating (MAX_SITES:
 					  * the last) */
 	struct chain store_ch;
+	/* The allocating bytecodes and the stores, in order (a store whose
+	 * IR grows the table, NEWREF, is a site too: resolve_walk) */
+	unsigned nsites;
+	uint64_t spts[MAX_SITES];
+	uint32_t sposs[MAX_SITES];
+	struct chain schs[MAX_SITES];
 };
+
+/* Bytecode pos of pt, one that allocates or stores, in w's sites. */
+static void walk_site(struct walk *w, uint64_t pt, uint32_t pos)
+{
+	if (w->nsites < MAX_SITES) {
+		w->spts[w->nsites] = pt;
+		w->sposs[w->nsites] = pos;
+		w->schs[w->nsites] = w->path;
+	}
+	w->nsites++;
+}
 
 static void walk_alloc(struct walk *w, uint64_t pt, uint32_t pos)
 {
@@ -226,6 +243,7 @@ static void walk_alloc(struct walk *w, uint64_t pt, uint32_t pos)
 	w->alloc_pt = pt;
 	w->alloc_pos = pos;
 	w->chs[MAX_SITES] = w->path;
+	walk_site(w, pt, pos);
 }
 
 /* The Lua function a CALL at pos of GCfunc fn calls, if its slot was
@@ -577,6 +595,7 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 			w->store_pt = pt;
 			w->store_pos = pos;
 			w->store_ch = w->path;
+			walk_site(w, pt, pos);
 		} else if (op == u->bc_call || op == u->bc_callm || op == u->bc_callt ||
 			   op == u->bc_callmt) {
 			/* An inlined Lua function: one read from an upvalue,
@@ -694,6 +713,20 @@ void jit_stretch_ends(struct conv_vm *v, struct ttrace *tr)
 	}
 }
 
+/* NEWREF instructions of trace tr's IR refs [lo, hi): stores of a new key,
+ * which may grow the table (lj_tab_newkey). */
+static unsigned newrefs(struct conv_vm *v, const struct ttrace *tr, uint32_t lo,
+			uint32_t hi)
+{
+	unsigned n = 0;
+
+	for (uint32_t ref = lo; ref < hi; ref++) {
+		const uint8_t *ins = ir_at(tr, ref);
+		n += ins && ins[v->var->u.ir_o] == v->var->u.ir_newref;
+	}
+	return n;
+}
+
 /* Resolves snapshot i of trace tr: the prototype and line its stretch is
  * charged to. Once: every later event of the stretch finds it done, and
  * the walk's state (kilobytes, zeroed) is set up only the first time. */
@@ -739,6 +772,19 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 		fn = 0;
 	walk(&w, sn->pt, fn & ((1ULL << 47) - 1), pos, 0, sn->baseslot);
 	sn->nalloc = w.nalloc;
+	/* Stores that may grow their table (as many as the IR's NEWREFs, so
+	 * each is one) are sites among the allocating bytecodes, in order. */
+	if (w.nstore && w.nalloc + w.nstore >= 2 && w.nsites <= MAX_SITES &&
+	    newrefs(v, tr, sn->ref, w.ir_hi) == w.nstore) {
+		memcpy(w.pts, w.spts, sizeof(w.pts));
+		memcpy(w.poss, w.sposs, sizeof(w.poss));
+		memcpy(w.chs, w.schs, sizeof(w.schs));
+		w.nalloc = w.nsites;
+		/* one store: a table's growth by reallocation is its */
+		for (uint32_t k = 0; w.nstore == 1 && k < w.nsites; k++)
+			if (w.spts[k] == w.store_pt && w.sposs[k] == w.store_pos)
+				sn->rsite = k + 1;
+	}
 	if (w.nalloc >= 2 && w.nalloc <= MAX_SITES) {
 		for (uint32_t k = 0; k < w.nalloc; k++) {
 			struct tproto *bp = jit_proto_get(v, tr, w.pts[k]);
@@ -749,18 +795,18 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 			sn->nb = k + 1;
 		}
 		if (sn->nb != w.nalloc)
-			sn->nb = 0;
+			sn->nb = sn->rsite = 0;
 	}
 	/* several: which allocated first is not known, nor so their builtins */
 	for (uint32_t k = 0; sn->nb && k < sn->nb; k++) {
 		w.chs[k].bfn = 0;
 		keep_chain(v, tr, sn, k, &w.chs[k]);
 	}
-	if (w.nalloc == 1) {
+	if (sn->nalloc == 1) {
 		pt = w.alloc_pt;
 		pos = w.alloc_pos;
 		keep_chain(v, tr, sn, MAX_SITES, &w.chs[MAX_SITES]);
-	} else if (!w.nalloc && w.nstore == 1) {
+	} else if (!sn->nalloc && w.nstore == 1) {
 		pt = w.store_pt;
 		pos = w.store_pos;
 		keep_chain(v, tr, sn, MAX_SITES, &w.store_ch);

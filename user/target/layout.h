@@ -37,6 +37,8 @@ struct lj_ulayout {
 	/* A return below the trace's base frame: RETF's guard on the return
 	 * PC (a KPTR constant, its pointer in the next slot) */
 	unsigned ir_retf, ir_kptr;
+	/* A store of a new key, which may grow its table */
+	unsigned ir_newref;
 	/* Lua tables, for the names Lua gives C functions (convert/luanames.c):
 	 * global_State's registry, GCtab, Node, and the itypes (int32) */
 	unsigned g_registrytv, g_cdatamt, tab_node, tab_hmask, node_size, node_val, node_key;
