@@ -63,8 +63,10 @@ compare() {
 	corpus helpers 0 990
 }
 
+# methods: 5 lines apart on most runs, 6 on 2 of 7 (line 19's strings
+# interned or not as the GC ran, JIT on and off alike): held at 7.
 @test "JIT exact, corpus: methods through metatables (__index, __call, __concat, __tostring)" {
-	corpus methods 5 330
+	corpus methods 7 330
 }
 
 @test "JIT exact, corpus: gmatch, gsub, string.format, table.concat" {

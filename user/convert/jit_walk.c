@@ -215,7 +215,7 @@ struct walk {
 	struct chain store_ch;
 	/* The allocating bytecodes and the stores, in order (a store whose
 	 * IR grows the table, NEWREF, is a site too: resolve_walk) */
-	unsigned nsites;
+	unsigned nsites, nvstore;
 	uint64_t spts[MAX_SITES];
 	uint32_t sposs[MAX_SITES];
 	struct chain schs[MAX_SITES];
@@ -595,7 +595,12 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 			w->store_pt = pt;
 			w->store_pos = pos;
 			w->store_ch = w->path;
-			walk_site(w, pt, pos);
+			/* by a key not a constant string (an array's growth,
+			 * out[#out + 1]); a field's store is left out */
+			if (op != u->bc_tsets) {
+				w->nvstore++;
+				walk_site(w, pt, pos);
+			}
 		} else if (op == u->bc_call || op == u->bc_callm || op == u->bc_callt ||
 			   op == u->bc_callmt) {
 			/* An inlined Lua function: one read from an upvalue,
@@ -772,10 +777,11 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 		fn = 0;
 	walk(&w, sn->pt, fn & ((1ULL << 47) - 1), pos, 0, sn->baseslot);
 	sn->nalloc = w.nalloc;
-	/* Stores that may grow their table (as many as the IR's NEWREFs, so
-	 * each is one) are sites among the allocating bytecodes, in order. */
-	if (w.nstore && w.nalloc + w.nstore >= 2 && w.nsites <= MAX_SITES &&
-	    newrefs(v, tr, sn->ref, w.ir_hi) == w.nstore) {
+	/* Stores that may grow their table (by a key not a constant string,
+	 * all of the stretch's stores, as many as the IR's NEWREFs: each is
+	 * one) are sites among the allocating bytecodes, in order. */
+	if (w.nstore && w.nvstore == w.nstore && w.nalloc + w.nstore >= 2 &&
+	    w.nsites <= MAX_SITES && newrefs(v, tr, sn->ref, w.ir_hi) == w.nstore) {
 		memcpy(w.pts, w.spts, sizeof(w.pts));
 		memcpy(w.poss, w.sposs, sizeof(w.poss));
 		memcpy(w.chs, w.schs, sizeof(w.schs));
