@@ -268,6 +268,17 @@ static int line_of(struct conv_vm *v, struct mp_event *m, uint8_t flags, struct 
 			return 0;
 		}
 	}
+	/* A reallocation where the stretch's one store grows its table */
+	if (i < tr->nsnap && m->kind == MP_REALLOC && !jit_resolve(v, tr, i) &&
+	    tr->s[i].rsite && tr->s[i].nb) {
+		const uint32_t k = tr->s[i].rsite - 1;
+
+		m->src = MP_SRC_LFUNC;
+		m->loc = tr->s[i].b_pt[k];
+		m->line = (uint64_t)tr->s[i].b_line[k];
+		at->chain = (int)k;
+		return 0;
+	}
 	/* A side trace's first stretch: replayed objects come first, and
 	 * when its own bytecode allocates nothing, what it makes anew are
 	 * they (a table it stores to grows by reallocation). */
@@ -345,6 +356,12 @@ unsigned traces_frames(struct conv_vm *v, const struct tloc *at, const struct mp
 	 * call from it (the chain) or in its tail call's callee. */
 	if (!sn->has_top)
 		return n;
+	/* returned below the trace's base frame into its caller: the first
+	 * of the frames below the trace (BPF's), the event's last frame */
+	if (ch && ch->popped == sn->nbelow + 1 && sn->whole) {
+		*whole = 1;
+		return n - 1;
+	}
 	if (!ch && sn->top.addr != m->loc) {
 		if (n == max)
 			return n;

@@ -24,6 +24,7 @@
 #include "target/caps.h"
 
 #define MAX_SITES 8
+#define MAX_BLOADS 16
 
 /* A snapshot: where it starts in machine code and IR, the PC it resumes
  * at, and once resolved, the prototype and line its stretch is charged
@@ -37,6 +38,8 @@ struct tsnap {
 	uint64_t pt, xpt;
 	int64_t line, xline;
 	uint32_t nalloc; /* allocating bytecodes its walk met */
+	uint32_t rsite;  /* a reallocation's site (k + 1: its one store is
+			  * site k, which grows its table), 0 the line */
 	uint32_t stop;   /* where its stretch ends: a snapshot's index + 1,
 			  * 0 none (jit_stretch_ends) */
 	uint64_t spt;    /* as a stretch's end: its PC's prototype */
@@ -109,6 +112,11 @@ struct ttrace {
 	uint32_t nk, nins; /* IR refs [nk, nins), biased */
 	uint64_t *ir;      /* IR, from nk */
 	struct u64map protos; /* prototype -> struct tproto */
+	/* Builtins told by the load that filled the called slot (its PC),
+	 * for all the trace's stretches: the IR guards on a builtin once,
+	 * in the first stretch calling it (MAX_BLOADS: a trace calls few) */
+	uint32_t nbloads;
+	uint64_t bload_pc[MAX_BLOADS], bload_fn[MAX_BLOADS];
 	struct origin replay; /* allocations before the first snapshot */
 	struct origin *xsunk; /* per snapshot: objects its exits restore */
 	struct tsnap s[];

@@ -7,8 +7,12 @@
  * statement before. So a stretch is walked, from its snapshot's PC, over
  * straight-line bytecode (following JMP, into the functions the trace
  * inlined there: the Lua functions its IR guards on, as KGC constants, in
- * order; a tail call's callee too) up to the next snapshot's PC, a branch,
- * a loop or a return out of the stretch's function. If the walk meets exactly one bytecode that
+ * order; a tail call's callee too; a metamethod a table access, CAT or
+ * arithmetic called, which the IR looked up in a metatable or the next
+ * snapshot has running) up to the next snapshot's PC, a branch, a loop or
+ * a return out of the stretch's function into a frame the snapshot does
+ * not hold (out of one it holds, a Lua frame or a metamethod's
+ * continuation, the walk goes on in the caller). If the walk meets exactly one bytecode that
  * allocates (TNEW, TDUP, CAT, FNEW, KCDATA, a call that was not inlined:
  * a builtin, charged to its caller's line as the interpreter's are), or
  * else exactly one table store (which may grow the table), the stretch's
@@ -54,13 +58,81 @@ static uint64_t fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn)
 	return pc - l->pt_size;
 }
 
+/* How an inlined function was called: by a call, or as a metamethod of
+ * the kind a bytecode calls (walk_mm; MM_OTHER: a comparison's, or one
+ * not told). */
+enum { MM_NONE, MM_INDEX, MM_NEWINDEX, MM_CALL, MM_CONCAT, MM_ARITH, MM_OTHER };
+
+/* Instruction ref of trace tr, NULL if outside its IR. */
+static const uint8_t *ir_at(const struct ttrace *tr, uint32_t ref)
+{
+	return ref >= tr->nk && ref < tr->nins ? (const uint8_t *)&tr->ir[ref - tr->nk] :
+						 NULL;
+}
+
+/* Operand k (0, 1) of instruction ins. */
+static uint32_t ir_opn(const struct lj_ulayout *u, const uint8_t *ins, int k)
+{
+	uint16_t o;
+
+	memcpy(&o, ins + (k ? u->ir_op2 : u->ir_op1), 2);
+	return o;
+}
+
+/* The kind of metamethod a function constant is, when instruction ins
+ * compares it (its operand k) with a metamethod looked up in a metatable
+ * (lj_record_mm_lookup: HLOAD of HREFK or HREF of the node of FLOAD
+ * tab.meta or udata.meta, by the metamethod's name). MM_NONE if not. */
+static int mm_kind(struct conv_vm *v, struct ttrace *tr, const uint8_t *ins, int k)
+{
+	static const struct { const char *name; int kind; } mms[] = {
+		{ "__index", MM_INDEX }, { "__newindex", MM_NEWINDEX },
+		{ "__call", MM_CALL }, { "__concat", MM_CONCAT },
+		{ "__add", MM_ARITH }, { "__sub", MM_ARITH }, { "__mul", MM_ARITH },
+		{ "__div", MM_ARITH }, { "__mod", MM_ARITH }, { "__pow", MM_ARITH },
+		{ "__unm", MM_ARITH }, { "__len", MM_ARITH },
+	};
+	const struct lj_ulayout *u = &v->var->u;
+	const uint8_t *h, *r, *n, *m, *c;
+	uint32_t key, fl;
+	uint64_t str;
+	uint32_t len;
+	char name[12];
+
+	if (!(h = ir_at(tr, ir_opn(u, ins, !k))) || h[u->ir_o] != u->ir_hload ||
+	    !(r = ir_at(tr, ir_opn(u, h, 0))) ||
+	    (r[u->ir_o] != u->ir_hrefk && r[u->ir_o] != u->ir_href) ||
+	    !(n = ir_at(tr, ir_opn(u, r, 0))) || n[u->ir_o] != u->ir_fload ||
+	    ir_opn(u, n, 1) != u->irfl_tab_node || !(m = ir_at(tr, ir_opn(u, n, 0))) ||
+	    m[u->ir_o] != u->ir_fload)
+		return MM_NONE;
+	fl = ir_opn(u, m, 1);
+	if (fl != u->irfl_tab_meta && fl != u->irfl_udata_meta)
+		return MM_NONE;
+	/* Its name: a string constant, the KSLOT's under HREFK. */
+	key = ir_opn(u, r, 1);
+	if (r[u->ir_o] == u->ir_hrefk)
+		key = (c = ir_at(tr, key)) && c[u->ir_o] == u->ir_kslot ? ir_opn(u, c, 0) : 0;
+	if (!(c = ir_at(tr, key)) || c[u->ir_o] != u->ir_kgc || key + 1 >= tr->nins)
+		return MM_OTHER;
+	str = tr->ir[key + 1 - tr->nk] & ((1ULL << 47) - 1);
+	if (jit_rd(v, tr, str + v->var->lay.str_len, &len, 4) || len >= sizeof(name) ||
+	    jit_rd(v, tr, str + v->var->lay.str_size, name, len))
+		return MM_OTHER;
+	name[len] = 0;
+	for (size_t j = 0; j < sizeof(mms) / sizeof(mms[0]); j++)
+		if (!strcmp(name, mms[j].name))
+			return mms[j].kind;
+	return MM_OTHER;
+}
+
 /* The Lua functions trace tr inlined in IR refs [lo, hi): the GCfuncs its
- * instructions there take as KGC constants, in order, and their
- * prototypes (at most max); the other functions (builtins the trace
- * compiled in) in bfns, *nb of them (at most max). */
+ * instructions there take as KGC constants, in order, their prototypes
+ * and how each was called (mm_kind) (at most max); the other functions
+ * (builtins the trace compiled in) in bfns, *nb of them (at most max). */
 static unsigned inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
-			uint32_t hi, uint64_t *pts, uint64_t *fns, unsigned max,
-			uint64_t *bfns, unsigned *nb)
+			uint32_t hi, uint64_t *pts, uint64_t *fns, uint8_t *mms,
+			unsigned max, uint64_t *bfns, unsigned *nb)
 {
 	const struct lj_ulayout *u = &v->var->u;
 	unsigned n = 0;
@@ -103,6 +175,7 @@ static unsigned inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
 			for (j = 0; j < n && pts[j] != pt; j++)
 				;
 			if (j == n) {
+				mms[n] = (uint8_t)mm_kind(v, tr, ins, k);
 				fns[n] = fn;
 				pts[n++] = pt;
 			}
@@ -120,25 +193,44 @@ struct walk {
 	uint64_t stop_pc;
 	const uint64_t *callees; /* inlined functions, in order */
 	const uint64_t *callee_fns; /* and their GCfuncs */
+	const uint8_t *callee_mm; /* and how each was called (mm_kind) */
+	uint32_t retf, ir_hi; /* the stretch's IR: the next RETF looked at, its end */
+	int dry, at_stop; /* a way tried at a branch (branch_to); it got to the stop */
+	unsigned branches; /* branches tried (LMT_WALK_BRANCHES) */
 	unsigned ncallees, next;
-	unsigned steps;
+	unsigned steps; /* bytecodes walked; WALK_MAX: the stretch ended */
 	unsigned nalloc, nstore; /* bytecodes that allocate / store */
 	uint64_t alloc_pt, store_pt;
 	uint32_t alloc_pos, store_pos;
 	unsigned builtins;       /* calls among the allocating */
 	/* The builtins the stretch's IR guards on (not Lua functions), in
-	 * order; the next not yet taken; the loads of the calls given one
-	 * (the instruction that set the called slot, its A cleared) */
+	 * order; the next not yet taken */
 	const uint64_t *bfns;
-	unsigned nbfns, bnext, nbkeys;
-	uint64_t bkey[MAX_SITES], bkfn[MAX_SITES];
+	unsigned nbfns, bnext;
 	uint64_t pts[MAX_SITES]; /* the allocating, in order */
 	uint32_t poss[MAX_SITES];
 	struct chain path;       /* the inlined calls walked into now */
 	struct chain chs[MAX_SITES + 1]; /* at each allocating (MAX_SITES:
 					  * the last) */
 	struct chain store_ch;
+	/* The allocating bytecodes and the stores, in order (a store whose
+	 * IR grows the table, NEWREF, is a site too: resolve_walk) */
+	unsigned nsites, nvstore;
+	uint64_t spts[MAX_SITES];
+	uint32_t sposs[MAX_SITES];
+	struct chain schs[MAX_SITES];
 };
+
+/* Bytecode pos of pt, one that allocates or stores, in w's sites. */
+static void walk_site(struct walk *w, uint64_t pt, uint32_t pos)
+{
+	if (w->nsites < MAX_SITES) {
+		w->spts[w->nsites] = pt;
+		w->sposs[w->nsites] = pos;
+		w->schs[w->nsites] = w->path;
+	}
+	w->nsites++;
+}
 
 static void walk_alloc(struct walk *w, uint64_t pt, uint32_t pos)
 {
@@ -151,6 +243,7 @@ static void walk_alloc(struct walk *w, uint64_t pt, uint32_t pos)
 	w->alloc_pt = pt;
 	w->alloc_pos = pos;
 	w->chs[MAX_SITES] = w->path;
+	walk_site(w, pt, pos);
 }
 
 /* The Lua function a CALL at pos of GCfunc fn calls, if its slot was
@@ -183,29 +276,34 @@ static uint64_t uget_callee(struct walk *w, const struct tproto *tp,
 }
 
 /* The builtin a CALL at pos of prototype pt (tp) calls, compiled into
- * the trace: the next the IR guards on, unless the same load (the
- * instruction that set the called slot) gave an earlier call its one.
- * Its GCfunc, or 0 if not known. */
+ * the trace: the one the same load (the instruction that filled the
+ * called slot, by its PC) gave an earlier call of the trace, else the
+ * next the stretch's IR guards on. Its GCfunc, or 0 if not known. */
 static uint64_t builtin_at(struct walk *w, uint64_t pt, const struct tproto *tp,
 			   uint32_t pos)
 {
+	struct ttrace *tr = w->tr;
 	const uint32_t a = tp->bc[pos] >> 8 & 0xff;
-	uint64_t key = 0, fn;
+	uint64_t load = 0, fn;
 
 	for (uint32_t p = pos; p-- > 1 && pos - p <= 16;)
 		if ((tp->bc[p] >> 8 & 0xff) == a) {
-			key = (pt + p) << 32 ^ (tp->bc[p] & ~0xff00u);
+			load = pt + w->v->var->lay.pt_size + 4 * (uint64_t)p;
 			break;
 		}
-	for (unsigned k = 0; key && k < w->nbkeys; k++)
-		if (w->bkey[k] == key)
-			return w->bkfn[k];
+	for (unsigned k = 0; load && k < tr->nbloads; k++)
+		if (tr->bload_pc[k] == load) {
+			/* its guard again, if the IR made one */
+			if (w->bnext < w->nbfns && w->bfns[w->bnext] == tr->bload_fn[k])
+				w->bnext++;
+			return tr->bload_fn[k];
+		}
 	if (w->bnext >= w->nbfns)
 		return 0;
 	fn = w->bfns[w->bnext++];
-	if (key && w->nbkeys < MAX_SITES) {
-		w->bkey[w->nbkeys] = key;
-		w->bkfn[w->nbkeys++] = fn;
+	if (load && tr->nbloads < MAX_BLOADS && !w->dry) {
+		tr->bload_pc[tr->nbloads] = load;
+		tr->bload_fn[tr->nbloads++] = fn;
 	}
 	return fn;
 }
@@ -228,24 +326,139 @@ static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
 static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		 int depth, uint32_t base);
 
+/* Where the stretch's next snapshot has a metamethod running that a
+ * bytecode of prototype pt (tp) called: a continuation frame, its
+ * caller's PC (after that bytecode) below it. The bytecode's position,
+ * the first after from if several; 0 if none. The metamethod's GCfunc
+ * in *cfn, 0 if not kept. */
+static uint32_t stop_mm(struct walk *w, uint64_t pt, const struct tproto *tp,
+			uint32_t from, uint64_t *cfn)
+{
+	const uint64_t bc0 = pt + w->v->var->lay.pt_size;
+	uint32_t best = 0;
+	uint64_t link;
+
+	*cfn = 0;
+	for (uint32_t k = 0; w->stop && k < w->stop->nfr; k++) {
+		const struct sfr *f = &w->stop->fr[k];
+		uint32_t at;
+
+		if (f->v <= bc0 || f->v >= bc0 + 4 * (uint64_t)tp->sizebc ||
+		    (f->v - bc0) % 4 || jit_fr_get(w->stop, f->slot + 2, &link) ||
+		    (link & 7) != 2)
+			continue;
+		at = (uint32_t)((f->v - bc0) / 4) - 1;
+		if (at >= from && (!best || at < best)) {
+			best = at;
+			if (jit_fr_get(w->stop, f->slot + 1, cfn))
+				*cfn = 0;
+		}
+	}
+	return best;
+}
+
+/* The bytecode at pos of prototype pt (tp, of a frame at base), which
+ * may call a metamethod of kind mm: if the trace inlined one there (the
+ * next snapshot has it running, or the next function the IR guards on
+ * was looked up as one of that kind, and no later bytecode has the next
+ * snapshot's), walked into, in the frame rec_mm_prep makes above the
+ * caller's (a continuation at its framesize, then the function). 1 if
+ * walked, else 0. */
+static int walk_mm(struct walk *w, uint64_t pt, const struct tproto *tp,
+		   uint32_t pos, int depth, uint32_t base, int mm)
+{
+	const uint32_t slot = base + (tp->bc[0] >> 8 & 0xff) + 2;
+	uint64_t callee = 0, cfn = 0, sfn;
+	unsigned nx = w->next;
+	uint32_t at;
+
+	if (depth >= MAX_DEPTH)
+		return 0;
+	while (nx < w->ncallees && w->callees[nx] == pt && !w->callee_mm[nx])
+		nx++;
+	at = stop_mm(w, pt, tp, pos, &sfn);
+	if (at && at != pos)
+		return 0; /* a later bytecode's */
+	if (nx < w->ncallees && w->callee_mm[nx] == mm) {
+		callee = w->callees[nx];
+		cfn = w->callee_fns[nx];
+		w->next = nx + 1;
+	} else if (at == pos && sfn && (callee = fn_proto(w->v, w->tr,
+						      sfn & ((1ULL << 47) - 1)))) {
+		cfn = sfn;
+	} else {
+		return 0;
+	}
+	w->path.pt[depth] = pt;
+	w->path.pos[depth] = pos;
+	w->path.n = (uint32_t)depth + 1;
+	walk(w, callee, cfn & ((1ULL << 47) - 1), 1, depth + 1, slot + 2);
+	w->path.n = (uint32_t)depth;
+	return 1;
+}
+
+/* The caller of the trace's base frame, where the trace returns below
+ * it: the return PC of the stretch's next RETF guard (lj_record_ret;
+ * the caller's frame takes the base slot): its prototype, *pos the PC's
+ * position after the CALL, *cbase the base slot. NULL if none. */
+static struct tproto *retf_caller(struct walk *w, uint64_t *pt, uint32_t *pos,
+				  uint32_t *cbase)
+{
+	const struct lj_ulayout *u = &w->v->var->u;
+	const struct ttrace *tr = w->tr;
+	struct tproto *tp;
+
+	for (; w->retf < w->ir_hi; w->retf++) {
+		const uint8_t *ins = ir_at(tr, w->retf), *k;
+		uint32_t c;
+
+		if (!ins || ins[u->ir_o] != u->ir_retf)
+			continue;
+		w->retf++;
+		c = ir_opn(u, ins, 1);
+		if (!(k = ir_at(tr, c)) || k[u->ir_o] != u->ir_kptr || c + 1 >= tr->nins ||
+		    !(tp = jit_at_pc(w->v, w->tr, tr->ir[c + 1 - tr->nk], pt, pos)) ||
+		    !*pos || *pos - 1 >= tp->sizebc)
+			return NULL;
+		*cbase = 2;
+		return tp;
+	}
+	return NULL;
+}
+
 /* The caller of the frame at base, when snapshot sn holds the frame's
- * link (a frame the trace entered: an inlined call) and it is a Lua
- * frame: its prototype, *pos its return PC's position after the CALL,
- * *cbase its base slot. NULL if not. */
+ * link (a frame the trace entered: an inlined call, or a metamethod's
+ * call from a continuation frame, its caller's PC below it): its
+ * prototype, *pos its return PC's position after the CALL (or the
+ * bytecode that called the metamethod), *cbase its base slot; for the
+ * trace's base frame, its caller by RETF (retf_caller). NULL if not, or
+ * if the continuation decides a comparison's branch. */
 static struct tproto *caller_of(struct walk *w, uint32_t base, uint64_t *pt,
 				uint32_t *pos, uint32_t *cbase)
 {
+	const struct lj_ulayout *u = &w->v->var->u;
 	struct tproto *tp;
-	uint64_t link;
+	uint64_t link, pc;
 	uint32_t d;
 
-	if (!w->sn || base < 2 || w->path.popped >= MAX_DEPTH ||
-	    jit_fr_get(w->sn, base - 1, &link) || (link & 3) != 0 ||
-	    !(tp = jit_at_pc(w->v, w->tr, link, pt, pos)) || !*pos ||
+	if (!w->sn || base < 2 || w->path.popped >= MAX_DEPTH)
+		return NULL;
+	if (jit_fr_get(w->sn, base - 1, &link))
+		return base == 2 ? retf_caller(w, pt, pos, cbase) : NULL;
+	if ((link & 3) == 0)
+		pc = link; /* a Lua frame: its return PC */
+	else if ((link & 7) != 2 || base < 3 || jit_fr_get(w->sn, base - 3, &pc))
+		return NULL;
+	if (!(tp = jit_at_pc(w->v, w->tr, pc, pt, pos)) || !*pos ||
 	    *pos - 1 >= tp->sizebc)
 		return NULL;
-	d = (tp->bc[*pos - 1] >> 8 & 0xff) + 2; /* FR2: func and link slots */
-	if (d > base)
+	if ((link & 3) == 0)
+		d = (tp->bc[*pos - 1] >> 8 & 0xff) + 2; /* FR2: func and link slots */
+	else if ((tp->bc[*pos - 1] & 0xff) > u->bc_cond_hi && link >> 3 <= base)
+		d = (uint32_t)(link >> 3); /* the continuation's delta */
+	else
+		return NULL;
+	if (d > base || d < 2)
 		return NULL;
 	*cbase = base - d;
 	return tp;
@@ -294,6 +507,42 @@ static void tail_builtin(struct walk *w, uint64_t bfn, int depth, uint32_t base)
 	w->path = keep;
 }
 
+/* A branch at pos of prototype pt (tp; fn, depth and base as walk's):
+ * the position the trace went on at, told by trying both ways (each as
+ * far as its first branch) for the one that gets to the next snapshot's
+ * PC, or either when both get there past the same allocating bytecodes;
+ * 0 if not told. ISTYPE and ISNUM go on or raise. */
+static uint32_t branch_to(struct walk *w, uint64_t pt, uint64_t fn,
+			  const struct tproto *tp, uint32_t pos, int depth,
+			  uint32_t base)
+{
+	const struct lj_ulayout *u = &w->v->var->u;
+	uint32_t to[2], got = 0;
+	struct walk t[2];
+
+	if (pos + 1 >= tp->sizebc || (tp->bc[pos + 1] & 0xff) != u->bc_jmp)
+		return (tp->bc[pos] & 0xff) >= u->bc_cond_hi - 1 ? pos + 1 : 0;
+	if (w->dry || !w->stop || w->branches++ >= LMT_WALK_BRANCHES)
+		return 0;
+	to[0] = pos + 2;
+	to[1] = pos + 2 + (tp->bc[pos + 1] >> 16) - 0x8000;
+	for (int k = 0; k < 2; k++) {
+		t[k] = *w;
+		t[k].dry = 1;
+		walk(&t[k], pt, fn, to[k], depth, base);
+		if (t[k].at_stop)
+			got = got ? 0 : to[k] + 1;
+	}
+	/* both (a branch that joins again, `a or b`): one, if they meet
+	 * the same allocating bytecodes and stores */
+	if (!got && t[0].at_stop && t[1].at_stop && t[0].nalloc == t[1].nalloc &&
+	    t[0].nstore == t[1].nstore && t[0].nalloc <= MAX_SITES &&
+	    !memcmp(t[0].pts, t[1].pts, t[0].nalloc * sizeof(t[0].pts[0])) &&
+	    !memcmp(t[0].poss, t[1].poss, t[0].nalloc * sizeof(t[0].poss[0])))
+		got = to[0] + 1;
+	return got ? got - 1 : 0;
+}
+
 /* Walks prototype pt (of GCfunc fn, if known) from position pos (see the
  * head of this file). depth: inside an inlined function, which returns to
  * its caller; base: its frame's first slot, in the snapshot's numbering. */
@@ -312,14 +561,33 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		const uint32_t ins = tp->bc[pos];
 		const unsigned op = ins & 0xff;
 
-		if (pt == w->stop_pt && pt + ptsz + 4 * (uint64_t)pos == w->stop_pc) {
+		/* The next snapshot's PC, unless it is where the stretch
+		 * began: two snapshots in a row at one PC (an inlined
+		 * function called again) have its whole way round between. */
+		if (w->steps > 1 && pt == w->stop_pt &&
+		    pt + ptsz + 4 * (uint64_t)pos == w->stop_pc) {
 			w->steps = WALK_MAX; /* the stretch ends here */
+			w->at_stop = 1;
 			return;
 		}
-		if (op <= u->bc_cond_hi)
-			return; /* a branch: which way the trace went is not known */
-		if (op == u->bc_tnew || op == u->bc_tdup || op == u->bc_cat ||
-		    op == u->bc_fnew || op == u->bc_kcdata) {
+		if (op <= u->bc_cond_hi) {
+			/* a branch: the way to the next snapshot, if one */
+			if (!(pos = branch_to(w, pt, fn, tp, pos, depth, base)))
+				return;
+			continue;
+		}
+		/* A metamethod the trace inlined: called as a function */
+		if ((op == u->bc_cat && walk_mm(w, pt, tp, pos, depth, base, MM_CONCAT)) ||
+		    (op >= u->bc_tgetv && op <= u->bc_tgetb &&
+		     walk_mm(w, pt, tp, pos, depth, base, MM_INDEX)) ||
+		    ((op == u->bc_tsetv || op == u->bc_tsets || op == u->bc_tsetb) &&
+		     walk_mm(w, pt, tp, pos, depth, base, MM_NEWINDEX)) ||
+		    (op >= u->bc_unm && op <= u->bc_pow &&
+		     walk_mm(w, pt, tp, pos, depth, base, MM_ARITH))) {
+			if (w->steps >= WALK_MAX)
+				return;
+		} else if (op == u->bc_tnew || op == u->bc_tdup || op == u->bc_cat ||
+			   op == u->bc_fnew || op == u->bc_kcdata) {
 			walk_alloc(w, pt, pos);
 		} else if (op == u->bc_tsetv || op == u->bc_tsets ||
 			   op == u->bc_tsetb || op == u->bc_tsetm) {
@@ -327,6 +595,12 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 			w->store_pt = pt;
 			w->store_pos = pos;
 			w->store_ch = w->path;
+			/* by a key not a constant string (an array's growth,
+			 * out[#out + 1]); a field's store is left out */
+			if (op != u->bc_tsets) {
+				w->nvstore++;
+				walk_site(w, pt, pos);
+			}
 		} else if (op == u->bc_call || op == u->bc_callm || op == u->bc_callt ||
 			   op == u->bc_callmt) {
 			/* An inlined Lua function: one read from an upvalue,
@@ -339,11 +613,11 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 			uint64_t callee = 0, cfn = 0, sfn = 0, scallee;
 			unsigned nx = w->next;
 
-			if ((callee = uget_callee(w, tp, pos, fn, &cfn)) &&
-			    w->next < w->ncallees && w->callees[w->next] == callee)
-				w->next++;
 			while (nx < w->ncallees && w->callees[nx] == pt)
 				nx++;
+			if ((callee = uget_callee(w, tp, pos, fn, &cfn)) &&
+			    nx < w->ncallees && w->callees[nx] == callee)
+				w->next = nx + 1;
 			scallee = callee ? 0 : stop_callee(w, slot, &sfn);
 			if (!callee && scallee == pt && nx > w->next) {
 				callee = pt; /* recursion */
@@ -354,7 +628,9 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 				callee = scallee;
 				cfn = sfn;
 				w->next = nx + (nx < w->ncallees);
-			} else if (!callee && nx < w->ncallees) {
+			} else if (!callee && nx < w->ncallees &&
+				   (w->callee_mm[nx] == MM_NONE ||
+				    w->callee_mm[nx] == MM_CALL)) {
 				callee = w->callees[nx];
 				cfn = w->callee_fns[nx];
 				w->next = nx + 1;
@@ -442,6 +718,20 @@ void jit_stretch_ends(struct conv_vm *v, struct ttrace *tr)
 	}
 }
 
+/* NEWREF instructions of trace tr's IR refs [lo, hi): stores of a new key,
+ * which may grow the table (lj_tab_newkey). */
+static unsigned newrefs(struct conv_vm *v, const struct ttrace *tr, uint32_t lo,
+			uint32_t hi)
+{
+	unsigned n = 0;
+
+	for (uint32_t ref = lo; ref < hi; ref++) {
+		const uint8_t *ins = ir_at(tr, ref);
+		n += ins && ins[v->var->u.ir_o] == v->var->u.ir_newref;
+	}
+	return n;
+}
+
 /* Resolves snapshot i of trace tr: the prototype and line its stretch is
  * charged to. Once: every later event of the stretch finds it done, and
  * the walk's state (kilobytes, zeroed) is set up only the first time. */
@@ -461,6 +751,7 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	struct tproto *tp;
 	struct walk w = { .v = v, .tr = tr, .sn = sn };
 	uint64_t callees[16], fns[16], bfns[16];
+	uint8_t mms[16];
 	uint64_t pt = 0, fn;
 	uint32_t pos;
 	int64_t line;
@@ -475,14 +766,31 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	}
 	w.callees = callees;
 	w.callee_fns = fns;
-	w.ncallees = inlined(v, tr, sn->ref, i + 1 < tr->nsnap ? tr->s[i + 1].ref :
-			     tr->nins, callees, fns, 16, bfns, &w.nbfns);
+	w.callee_mm = mms;
+	w.retf = sn->ref;
+	w.ir_hi = i + 1 < tr->nsnap ? tr->s[i + 1].ref : tr->nins;
+	w.ncallees = inlined(v, tr, sn->ref, w.ir_hi, callees, fns, mms, 16, bfns,
+			     &w.nbfns);
 	w.bfns = bfns;
 	/* the stretch's own function, when the snapshot keeps it */
 	if (jit_fr_get(sn, sn->baseslot - 2, &fn))
 		fn = 0;
 	walk(&w, sn->pt, fn & ((1ULL << 47) - 1), pos, 0, sn->baseslot);
 	sn->nalloc = w.nalloc;
+	/* Stores that may grow their table (by a key not a constant string,
+	 * all of the stretch's stores, as many as the IR's NEWREFs: each is
+	 * one) are sites among the allocating bytecodes, in order. */
+	if (w.nstore && w.nvstore == w.nstore && w.nalloc + w.nstore >= 2 &&
+	    w.nsites <= MAX_SITES && newrefs(v, tr, sn->ref, w.ir_hi) == w.nstore) {
+		memcpy(w.pts, w.spts, sizeof(w.pts));
+		memcpy(w.poss, w.sposs, sizeof(w.poss));
+		memcpy(w.chs, w.schs, sizeof(w.schs));
+		w.nalloc = w.nsites;
+		/* one store: a table's growth by reallocation is its */
+		for (uint32_t k = 0; w.nstore == 1 && k < w.nsites; k++)
+			if (w.spts[k] == w.store_pt && w.sposs[k] == w.store_pos)
+				sn->rsite = k + 1;
+	}
 	if (w.nalloc >= 2 && w.nalloc <= MAX_SITES) {
 		for (uint32_t k = 0; k < w.nalloc; k++) {
 			struct tproto *bp = jit_proto_get(v, tr, w.pts[k]);
@@ -493,18 +801,18 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 			sn->nb = k + 1;
 		}
 		if (sn->nb != w.nalloc)
-			sn->nb = 0;
+			sn->nb = sn->rsite = 0;
 	}
 	/* several: which allocated first is not known, nor so their builtins */
 	for (uint32_t k = 0; sn->nb && k < sn->nb; k++) {
 		w.chs[k].bfn = 0;
 		keep_chain(v, tr, sn, k, &w.chs[k]);
 	}
-	if (w.nalloc == 1) {
+	if (sn->nalloc == 1) {
 		pt = w.alloc_pt;
 		pos = w.alloc_pos;
 		keep_chain(v, tr, sn, MAX_SITES, &w.chs[MAX_SITES]);
-	} else if (!w.nalloc && w.nstore == 1) {
+	} else if (!sn->nalloc && w.nstore == 1) {
 		pt = w.store_pt;
 		pos = w.store_pos;
 		keep_chain(v, tr, sn, MAX_SITES, &w.store_ch);

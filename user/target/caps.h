@@ -28,6 +28,9 @@
 #define LMT_PROTO_BC_MAX (1u << 20)
 /* Bytecodes one stretch of a trace is walked over (convert/jit.c's walk). */
 #define LMT_WALK_STEPS 256
+/* Branches of one stretch whose way is told by trying both (each try at
+ * most LMT_WALK_STEPS): a stretch between two snapshots has few. */
+#define LMT_WALK_BRANCHES 8
 /* Memory kept for one trace: its snapshots (~400 bytes each), IR (8 bytes
  * an instruction), and the bytecode and line tables of the prototypes it
  * runs. A trace at the caps above with ten 4k-instruction prototypes

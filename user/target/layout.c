@@ -48,6 +48,10 @@
 	.bc_isnext = 72, .bc_fori = 77, .bc_jloop = 87,                      \
 	.pt_gct = 9, .tproto = 7, .bc_func_lo = 89, .bc_func_hi = 94,       \
 	.fn_uvptr = 40, .uv_v = 32, .bc_uget = 45,                           \
+	.ir_fload = 69, .ir_hrefk = 57, .ir_href = 58, .ir_hload = 67,       \
+	.ir_kslot = 30, .irfl_tab_meta = 5, .irfl_tab_node = 7,              \
+	.irfl_udata_meta = 11, .bc_unm = 20, .bc_pow = 37, .bc_tgetv = 56,   \
+	.bc_tgetb = 58, .ir_retf = 11, .ir_kptr = 25, .ir_newref = 59,      \
 	.g_registrytv = 272, .g_cdatamt = 680, .tab_node = 40, .tab_hmask = 52, .node_size = 24, \
 	.node_val = 0, .node_key = 8, .itype_str = -5, .itype_tab = -12,     \
 	.itype_func = -9

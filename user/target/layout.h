@@ -28,6 +28,18 @@ struct lj_ulayout {
 	/* A Lua function's upvalues (GCfuncL.uvptr, GCupval.v) and the
 	 * bytecode that loads one (an inlined callee read from its caller) */
 	unsigned fn_uvptr, uv_v, bc_uget;
+	/* A metamethod a trace inlined: the IR of its lookup in a metatable
+	 * (lj_record_mm_lookup: FLOAD tab.meta or udata.meta, its node,
+	 * HREFK or HREF by the name, a KSLOT of it, HLOAD), and the bytecodes
+	 * that may call one besides CAT, the calls and the table stores
+	 * (UNM to POW: arithmetic and LEN; TGETV to TGETB) */
+	unsigned ir_fload, ir_hrefk, ir_href, ir_hload, ir_kslot, irfl_tab_meta,
+		irfl_tab_node, irfl_udata_meta, bc_unm, bc_pow, bc_tgetv, bc_tgetb;
+	/* A return below the trace's base frame: RETF's guard on the return
+	 * PC (a KPTR constant, its pointer in the next slot) */
+	unsigned ir_retf, ir_kptr;
+	/* A store of a new key, which may grow its table */
+	unsigned ir_newref;
 	/* Lua tables, for the names Lua gives C functions (convert/luanames.c):
 	 * global_State's registry, GCtab, Node, and the itypes (int32) */
 	unsigned g_registrytv, g_cdatamt, tab_node, tab_hmask, node_size, node_val, node_key;
