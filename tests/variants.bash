@@ -2,7 +2,7 @@
 # source package (tests/variants.bats), kept in build/variants (a build
 # takes ~5 min on 2 busy cores; once per clone).
 
-VARIANTS="$BATS_TEST_DIRNAME/../build/variants"
+VARIANTS="${VARIANTS_DIR:-$BATS_TEST_DIRNAME/../build/variants}"
 
 # variant_gc64off: Debian's luajit source (apt-get source, through a
 # private apt configuration holding one deb-src line: the machine's own
@@ -28,4 +28,59 @@ variant_gc64off() {
 		return 1
 	}
 	[ -x "$d/src/src/luajit" ]
+}
+
+# gated_trace LJ OUT [TRACER OPTION...] -- ARG...: runs LJ ARG... here,
+# held before the script's first line (an -e chunk reading a
+# line) until the tracer is attached with -p; traced into OUT until it
+# exits. Its stdout in OUT.stdout (after a "ready" line), the tracer's
+# stderr in OUT.err; the tracer's status in GATED_STATUS.
+gated_trace() {
+	local lj=$1 out=$2 pid tpid
+	local -a opts=() gate=(-e "io.stdout:write('ready\n') io.stdout:flush() io.stdin:read('*l')")
+	shift 2
+	while [ "$1" != -- ]; do opts+=("$1"); shift; done
+	shift
+	[ -z "${GATED_SELF:-}" ] || gate=()
+	rm -f "$out.in"
+	mkfifo "$out.in"
+	"$lj" "${gate[@]}" "$@" \
+		< "$out.in" > "$out.stdout" 3>&- &
+	pid=$!
+	exec 9> "$out.in"
+	wait_for "$out.stdout" ready || return 1
+	"$LMT" -p "$pid" -o "$out" "${opts[@]}" 2> "$out.err" 3>&- &
+	tpid=$!
+	wait_for "$out.err" "tracing PID $pid" || return 1
+	echo go >&9
+	exec 9>&-
+	wait "$pid" || return 1
+	GATED_STATUS=0
+	wait "$tpid" || GATED_STATUS=$?
+	rm -f "$out.in"
+}
+
+# tracebacks_seen STREAM STDOUT: every debug.traceback lua/stacks.lua
+# printed (LMT_TRACEBACKS, one a line, '|' for newlines) is a stack of
+# STREAM's report --folded: "F:N: in ..." is @F:N, "[C]: in function 'f'"
+# the builtin (sort is table.sort), "[C]: at 0xA" a C frame at A. 7 of them.
+tracebacks_seen() {
+	local tb want re n=0
+	while IFS= read -r tb; do
+		want=$(printf '%s\n' "$tb" | tr '|' '\n' | awk '
+			/^\t/ { sub(/^\t/, "")
+				if (match($0, /^\[C\]: at 0x[0-9a-f]+/)) f = "C" substr($0, 9, RLENGTH - 8)
+				else if (match($0, /^\[C\]: in function \047[^\047]+\047/)) {
+					f = substr($0, 19, RLENGTH - 19); if (f == "sort") f = "table.sort" }
+				else if (match($0, /^[^:]+:[0-9]+:/)) f = "@" substr($0, 1, RLENGTH - 1)
+				else f = "?"
+				fr[n++] = f }
+			END { for (i = n - 1; i >= 0; i--) printf "%s;", fr[i]; print "@lua/stacks.lua:41" }')
+		# a C frame is NAME:0xA, or CFUNC 0xA unnamed
+		re=$(printf '%s' "$want" | sed -E 's/[.]/\\./g; s/C0x([0-9a-f]+)/([^;]*:|CFUNC )0x\1/g')
+		"$LMT" report --folded --weight=events "$1" | grep -Eq "^$re [0-9]+$" || {
+			echo "traceback: $tb"; echo "want: $re"; return 1; }
+		n=$((n + 1))
+	done < <(grep -F 'stack traceback' "$2")
+	[ "$n" -eq 7 ]
 }
