@@ -48,10 +48,10 @@ gated_trace() {
 		< "$out.in" > "$out.stdout" 3>&- &
 	pid=$!
 	exec 9> "$out.in"
-	wait_for "$out.stdout" ready || return 1
+	wait_for "$out.stdout" ready || { kill "$pid"; return 1; }
 	"$LMT" -p "$pid" -o "$out" "${opts[@]}" 2> "$out.err" 3>&- &
 	tpid=$!
-	wait_for "$out.err" "tracing PID $pid" || return 1
+	wait_for "$out.err" "tracing PID $pid" || { kill "$pid" "$tpid"; return 1; }
 	echo go >&9
 	exec 9>&-
 	wait "$pid" || return 1
