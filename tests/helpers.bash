@@ -189,3 +189,28 @@ lossy_command() {
 	ST=0
 	wait "$tpid" || ST=$?
 }
+
+# tracebacks_seen STREAM STDOUT: every debug.traceback tests/lua/stacks.lua
+# printed (LMT_TRACEBACKS, one a line, '|' for newlines) is a stack of
+# STREAM's report --folded: "F:N: in ..." is @F:N, "[C]: in function 'f'"
+# the builtin (sort is table.sort), "[C]: at 0xA" a C frame at A. 7 of them.
+tracebacks_seen() {
+	local tb want re n=0
+	while IFS= read -r tb; do
+		want=$(printf '%s\n' "$tb" | tr '|' '\n' | awk '
+			/^\t/ { sub(/^\t/, "")
+				if (match($0, /^\[C\]: at 0x[0-9a-f]+/)) f = "C" substr($0, 9, RLENGTH - 8)
+				else if (match($0, /^\[C\]: in function \047[^\047]+\047/)) {
+					f = substr($0, 19, RLENGTH - 19); if (f == "sort") f = "table.sort" }
+				else if (match($0, /^[^:]+:[0-9]+:/)) f = "@" substr($0, 1, RLENGTH - 1)
+				else f = "?"
+				fr[n++] = f }
+			END { for (i = n - 1; i >= 0; i--) printf "%s;", fr[i]; print "@lua/stacks.lua:41" }')
+		# a C frame is NAME:0xA, or CFUNC 0xA unnamed
+		re=$(printf '%s' "$want" | sed -E 's/[.]/\\./g; s/C0x([0-9a-f]+)/([^;]*:|CFUNC )0x\1/g')
+		"$LMT" report --folded --weight=events "$1" | grep -Eq "^$re [0-9]+$" || {
+			echo "traceback: $tb"; echo "want: $re"; return 1; }
+		n=$((n + 1))
+	done < <(grep -F 'stack traceback' "$2")
+	[ "$n" -eq 7 ]
+}
