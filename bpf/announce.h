@@ -183,7 +183,7 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 	numline = F32(win, lay->pt_numline);
 	p->sizebc = sizebc;
 	p->numline = numline;
-	str = gcref(lay, F64(win, lay->pt_chunkname));
+	str = win_ref(lay->gc64, win, lay->pt_chunkname);
 	p->str = str + lay->str_size;
 	p->copied = 0;
 	if (str && !rd(c, &len, sizeof(len), str + lay->str_len) && len) {
@@ -199,7 +199,7 @@ static __always_inline struct obj_val *see_proto(struct ctx *c,
 	p->len = len;
 	/* The line table: one entry per instruction after the header. */
 	w = numline < 256 ? 1 : numline < 65536 ? 2 : 4;
-	li = gcref(lay, F64(win, lay->pt_lineinfo));
+	li = win_ref(lay->gc64, win, lay->pt_lineinfo);
 	n = sizebc > 1 ? (sizebc - 1) * w : 0;
 	p->li_width = 0;
 	p->li_len = 0;
@@ -257,7 +257,7 @@ static __always_inline __s64 proto_line(struct ctx *c, const struct lmt_vm *vm,
 	/* LuaJIT undoes a JLOOP side exit here; we do not, and punt. */
 	if (pos > sizebc)
 		return -1;
-	lineinfo = gcref(lay, F64(win, lay->pt_lineinfo));
+	lineinfo = win_ref(lay->gc64, win, lay->pt_lineinfo);
 	if (!lineinfo)
 		return 0;
 	first = (__s32)F32(win, lay->pt_firstline);
@@ -318,7 +318,7 @@ static __always_inline int see_trace(struct ctx *c, const struct lmt_vm *vm,
 	if (rd(c, tw, LMT_TWIN, T + lay->T_startpt))
 		return -1;
 	pt = gcref(lay, tw[0]);
-	spc = gcref(lay, tw[1]);
+	spc = gcref(lay, lay->gc64 ? tw[1] : tw[0] >> 32); /* a reference on */
 	ti->T = T;
 	ti->szmcode = *(__u32 *)((__u8 *)tw + ((lay->T_szmcode - lay->T_startpt) & (LMT_TWIN - 4)));
 	ti->mcode = *(__u64 *)((__u8 *)tw + ((lay->T_mcode - lay->T_startpt) & (LMT_TWIN - 8)));

@@ -144,13 +144,14 @@ static __always_inline int fn_get(struct ctx *c, const struct lmt_vm *vm,
 		fi->sizebc = (__u32)w[3];
 		return 0;
 	}
-	if (rd(c, win, LMT_FNWIN, fn))
+	/* a GCfunc by its type tag (gct: at L_gct in every GC object) */
+	if (rd(c, win, LMT_FNWIN, fn) || F8(win, lay->L_gct) != lay->tfunc)
 		return -1;
 	fi->ffid = F8(win, lay->fn_ffid);
 	fi->flags = 0;
 	fi->sizebc = 0;
 	if (fi->ffid == FF_LUA) {
-		fi->pcf = gcref(lay, F64(win, lay->fn_pc));
+		fi->pcf = win_ref(lay->gc64, win, lay->fn_pc);
 		o = see_proto(c, vm, fi->pcf - lay->pt_size);
 		if (!o)
 			return 0; /* not cached: announce again next time */
@@ -358,16 +359,19 @@ static __always_inline __u8 charge_ffunc(struct ctx *c, const struct lmt_vm *vm,
 			return charge_lua(c, vm, &pfi, link, e);
 		if (rd(c, &call, 4, link - 4))
 			return charge_cfunc(e, fi->pcf);
-		pframe = frame_prevl(f, call);
+		pframe = frame_prevl(f, call, vm->lay.gc64);
 		ins = link;
 	} else {
 		pframe = frame_prevd(f, link);
-		if (frame_iscont(link) && rd(c, &ins, 8, frame_contpc(f)))
-			return charge_cfunc(e, fi->pcf);
+		if (frame_iscont(link)) {
+			if (rd(c, &ins, 8, frame_contpc(f, vm->lay.gc64)))
+				return charge_cfunc(e, fi->pcf);
+			ins = frame_link(ins, vm->lay.gc64);
+		}
 	}
-	if (rd(c, &pfn, 8, frame_func(pframe)))
+	if (rd(c, &pfn, 8, frame_func(pframe, vm->lay.gc64)))
 		return charge_cfunc(e, fi->pcf);
-	pfn = tv_gc(pfn, vm->lay.tfunc);
+	pfn = frame_gc(vm->lay.gc64, pfn, vm->lay.tfunc);
 	if (!pfn || fn_get(c, vm, pfn, c->pc->fw, &pfi) || pfi.ffid != FF_LUA)
 		return charge_cfunc(e, fi->pcf);
 	/* A Lua caller below a C-type link needs a walk of the C frames;
@@ -407,9 +411,11 @@ static __always_inline __u8 charge_frame(struct ctx *c, const struct lmt_vm *vm,
 			return charge_lua(c, vm, &fi, spc, e);
 	}
 	f = frame_of_base(q->base);
-	if (rdd(c, fr, 16, frame_func(f)))
+	/* the function's slot and the one above: the link's (FR2), else
+	 * the frame's first (its link in fr[0]) */
+	if (rdd(c, fr, 16, frame_func(f, vm->lay.gc64)))
 		return charge_internal(e);
-	fn = tv_gc(fr[0], vm->lay.tfunc);
+	fn = frame_gc(vm->lay.gc64, fr[0], vm->lay.tfunc);
 	if (!fn)
 		return charge_internal(e); /* bottom frame: host C code between calls */
 	if (fn_get(c, vm, fn, c->pc->w, &fi))
@@ -417,11 +423,13 @@ static __always_inline __u8 charge_frame(struct ctx *c, const struct lmt_vm *vm,
 	if (fi.ffid == FF_C)
 		return charge_cfunc(e, fi.pcf);
 	if (fi.ffid != FF_LUA)
-		return charge_ffunc(c, vm, &fi, f, fr[1], e);
+		return charge_ffunc(c, vm, &fi, f,
+				    frame_link(vm->lay.gc64 ? fr[1] : fr[0], vm->lay.gc64), e);
 	/* Lua on top: the PC saved in the innermost C frame. */
 	if (!interp) {
 		if (!q->cfa || rdd(c, &spc, 8, q->cfa + vm->lay.cf_pc))
 			return charge_internal(e);
+		spc = gcref(&vm->lay, spc); /* a 32-bit PC without GC64 */
 		if (spc == q->L)
 			spc = 0;
 		q->spc = spc; /* the stack's top frame (bpf/stack.h) */

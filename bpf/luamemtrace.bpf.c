@@ -384,8 +384,7 @@ ALLOC_SESSION(alloc_session_stk_compat, 0, 1)
  * allocator; with --all, so does a process not seen before (user space
  * decides whether it is traced), unless --exe leaves it out here. Without
  * room for the record nothing stops, and the VM is counted lost. */
-SEC("uretprobe")
-int BPF_KRETPROBE(newstate_return, __u64 L)
+static __always_inline int newstate(__u64 L)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct lmt_proc *pr;
@@ -420,6 +419,40 @@ int BPF_KRETPROBE(newstate_return, __u64 L)
 		count_lost_vm();
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
 	return 0;
+}
+
+/* A thread's last lua_newstate return, its L: luaL_newstate calls
+ * lua_newstate in a GC64 build and returns the same VM. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);   /* pid_tgid */
+	__type(value, __u64); /* L */
+} lastnew SEC(".maps");
+
+SEC("uretprobe")
+int BPF_KRETPROBE(newstate_return, __u64 L)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (L)
+		bpf_map_update_elem(&lastnew, &id, &L, BPF_ANY);
+	return newstate(L);
+}
+
+/* luaL_newstate returned: a new VM, unless lua_newstate just returned it
+ * on this thread. Without GC64 on x86-64 luaL_newstate makes its VM
+ * without lua_newstate (lj_state_newstate; lua_newstate refuses). */
+SEC("uretprobe")
+int BPF_KRETPROBE(lnewstate_return, __u64 L)
+{
+	__u64 id = bpf_get_current_pid_tgid(), *last = bpf_map_lookup_elem(&lastnew, &id);
+
+	if (last && *last == L) {
+		bpf_map_delete_elem(&lastnew, &id);
+		return 0;
+	}
+	return newstate(L);
 }
 
 /* The dynamic linker's debugger hook, _dl_debug_state, runs before and

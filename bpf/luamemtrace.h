@@ -753,20 +753,29 @@ static inline int lmt_vmstate_whole(long n)
 	return n >= 5 || n == 2 || n == 3;
 }
 
+/* Bytes of a GCRef/MRef: 8 (GC64) or 4 (bpf/lj.h). */
+static inline unsigned lmt_refsz(const struct lj_layout *l)
+{
+	return l->gc64 ? 8 : 4;
+}
+
 /* The window read first holds vmstate, cur_L and, when cur_L is the main
  * lua_State (the GG_State's first member), its base, stack and cframe:
  * one read where two would be needed. */
 static inline int lmt_gwin_fits(const struct lj_layout *l)
 {
 	/* A coroutine's fields come from a 64-byte read at L_base; the
-	 * windows' masks need aligned offsets. */
+	 * windows' masks need aligned offsets: a reference's to its width
+	 * (cur_L, stack), a pointer's to 8 (cframe). */
+	const unsigned ra = lmt_refsz(l) - 1;
+
 	return l->L_base < l->gg_g + l->g_vmstate &&
 	       l->gg_g + l->g_cur_L + 8 - l->L_base <= LMT_GWIN &&
 	       l->L_stack > l->L_base && l->L_stack + 8 - l->L_base <= 64 &&
 	       l->L_cframe > l->L_base && l->L_cframe + 8 - l->L_base <= 64 &&
 	       !((l->gg_g + l->g_vmstate - l->L_base) & 3) &&
-	       !((l->gg_g + l->g_cur_L - l->L_base) & 7) &&
-	       !((l->L_stack - l->L_base) & 7) && !((l->L_cframe - l->L_base) & 7);
+	       !((l->gg_g + l->g_cur_L - l->L_base) & ra) &&
+	       !((l->L_stack - l->L_base) & ra) && !((l->L_cframe - l->L_base) & 7);
 }
 
 /* Every fixed-size read window holds what is taken from it. */
@@ -776,7 +785,8 @@ static inline int lmt_windows_fit(const struct lj_layout *l)
 	       l->pt_firstline + 4 <= LMT_PTWIN && l->pt_numline + 4 <= LMT_PTWIN &&
 	       l->pt_lineinfo + 8 <= LMT_PTWIN && l->fn_ffid + 1 <= LMT_FNWIN &&
 	       l->fn_pc + 8 <= LMT_FNWIN && l->fn_f + 8 <= LMT_FNWIN &&
-	       l->T_startpc == l->T_startpt + 8 &&
+	       l->T_startpc == l->T_startpt + lmt_refsz(l) &&
+	       !((l->pt_chunkname | l->pt_lineinfo | l->fn_pc) & (lmt_refsz(l) - 1)) &&
 	       l->T_szmcode > l->T_startpt && l->T_szmcode + 4 - l->T_startpt <= LMT_TWIN &&
 	       l->T_mcode > l->T_startpt && l->T_mcode + 8 - l->T_startpt <= LMT_TWIN &&
 	       !((l->T_mcode - l->T_startpt) & 7) && !((l->T_szmcode - l->T_startpt) & 3) &&

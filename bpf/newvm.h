@@ -213,8 +213,10 @@ static __always_inline int register_vm(__u32 tgid, struct lmt_proc *pr,
 	__u32 zero = 0;
 
 	if (!pr->has_layout ||
-	    bpf_probe_read_user(&g, 8, (void *)(L + pr->lay.L_glref)) ||
-	    bpf_probe_read_user(gw, 16, (void *)(g + pr->lay.g_allocf)))
+	    bpf_probe_read_user(&g, 8, (void *)(L + pr->lay.L_glref)))
+		return 0;
+	g = gcref(&pr->lay, g);
+	if (bpf_probe_read_user(gw, 16, (void *)(g + pr->lay.g_allocf)))
 		return 0;
 	n->g = g;
 	n->allocf = gw[0];

@@ -14,6 +14,13 @@
 #define F32(b, o) (*(__u32 *)((char *)(b) + ((o) & (WIN - 4))))
 #define F64(b, o) (*(__u64 *)((char *)(b) + ((o) & (WIN - 8))))
 
+/* The GCRef/MRef at offset o of window b: 8 bytes (GC64) or 4, at an
+ * offset aligned to its width (bpf/lj.h). */
+static __always_inline __u64 win_ref(__u8 gc64, const void *b, __u32 o)
+{
+	return gc64 ? F64(b, o) : (__u64)F32(b, o);
+}
+
 /* Where a read lands decides what it costs. The kernel checks the
  * destination of every read from user memory (hardened usercopy), and one
  * on the kernel stack passes at once. A map value, or the JIT's private
@@ -178,6 +185,15 @@ static __always_inline __u64 gq_u64(const __u8 *b, __u64 o)
 	return *(const __u64 *)(b + o);
 }
 
+/* A reference at offset o of b (a multiple of its width; o bounded by
+ * the caller for 8 bytes): 64 or 32 bits. */
+static __always_inline __u64 gq_ref(const __u8 *b, __u64 o, __u8 gc64)
+{
+	if (gc64)
+		return *(const __u64 *)(b + (o & ~7ULL));
+	return *(const __u32 *)(b + (o & ~3ULL));
+}
+
 /* Returns -1 if the window could not be read; later reads that fail
  * leave their GQ_ bit clear. b holds LMT_GWIN bytes. */
 static __always_inline long gread_body(struct gq *q, __u8 *b)
@@ -204,11 +220,11 @@ static __always_inline long gread_body(struct gq *q, __u8 *b)
 	kind = vmst_of(q->vmstate, q->nvmst, q->vmst);
 	if (kind == LMT_VMST_INTERNAL || kind == LMT_VMST_EXIT)
 		return 0;
-	o = q->curl & ~7ULL;
+	o = q->curl & ~3ULL;
 	asm volatile("" : "+r"(o));
 	if (o > LMT_GWIN - 8)
 		return -1;
-	L = ref_gc64(q->gc64, gq_u64(b, o));
+	L = gq_ref(b, o, q->gc64);
 	if (!L)
 		return 0;
 	/* base, stack and cframe sit within 64 bytes of base: for the main
@@ -222,7 +238,7 @@ static __always_inline long gread_body(struct gq *q, __u8 *b)
 	}
 	q->L = L;
 	q->base = gq_u64(b, 0);
-	q->stack = ref_gc64(q->gc64, gq_u64(b, q->stk & 56));
+	q->stack = gq_ref(b, q->stk & 60, q->gc64);
 	cfa = gq_u64(b, q->cf & 56) & ~3ULL;
 	q->cfa = cfa;
 	q->got = GQ_L;
@@ -234,7 +250,7 @@ static __always_inline long gread_body(struct gq *q, __u8 *b)
 		q->errs++;
 		return 0;
 	}
-	q->spc = gq_u64(b, 0);
+	q->spc = ref_gc64(q->gc64, gq_u64(b, 0)); /* a 32-bit PC without GC64 */
 	q->got |= GQ_PC;
 	return 0;
 }
@@ -279,7 +295,7 @@ static __always_inline long gread_direct_body(struct ctx *c, struct gq *q)
 		dr_count(c);
 		return 0;
 	}
-	L = ref_gc64(q->gc64, kld(k + (q->curl & ~7U)));
+	L = q->gc64 ? kld(k + (q->curl & ~7U)) : kld32(k, q->curl & ~3U);
 	if (L && L != q->gg) {
 		/* a coroutine: its base, stack and cframe within 64 bytes of
 		 * its own (the main lua_State's head the window) */
@@ -292,7 +308,7 @@ static __always_inline long gread_direct_body(struct ctx *c, struct gq *q)
 	}
 	if (L) {
 		q->base = kld(k);
-		w = kld(k + (q->stk & 56));
+		w = q->gc64 ? kld(k + (q->stk & 56)) : kld32(k, q->stk & 60);
 		cfa = kld(k + (q->cf & 56));
 	}
 	if (!dr_same(t))
@@ -312,6 +328,7 @@ static __always_inline long gread_direct_body(struct ctx *c, struct gq *q)
 		q->got = 0;
 		return -1;
 	}
+	q->spc = ref_gc64(q->gc64, q->spc);
 	q->got |= GQ_PC;
 	return 0;
 }

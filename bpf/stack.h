@@ -186,14 +186,15 @@ static long stk_step(__u32 i, void *arg)
 		s->trunc = 1;
 		return 1;
 	}
-	/* The copy covers the link, the function and a continuation's PC. */
-	if (f < s->wlo + 2 * TV_SIZE || f + TV_SIZE > s->whi) {
+	/* The copy covers the link, the function and a continuation's PC:
+	 * a header down from the link (frame_contpc). */
+	if (frame_contpc(f, vm->lay.gc64) < s->wlo || f + TV_SIZE > s->whi) {
 		__u64 hi = f + TV_SIZE, lo = hi > s->lo + LMT_STKWIN ?
 					     hi - LMT_STKWIN : s->lo;
 		__u64 sz = hi - lo;
 
 		BOUND(sz, 0x1fff);
-		if (sz > LMT_STKWIN || sz < 3 * TV_SIZE ||
+		if (sz > LMT_STKWIN || lo > frame_contpc(f, vm->lay.gc64) ||
 		    rd(c, s->win, (__u32)sz, lo)) {
 			s->err = 1;
 			return 1;
@@ -201,14 +202,16 @@ static long stk_step(__u32 i, void *arg)
 		s->wlo = lo;
 		s->whi = hi;
 	}
-	link = stk_word(s, f);
-	func = stk_word(s, frame_func(f));
+	link = frame_link(stk_word(s, f), vm->lay.gc64);
+	func = stk_word(s, frame_func(f, vm->lay.gc64));
 	/* A vararg function's pseudo-frame: the function again, below. */
 	if (frame_typep(link) == FRAME_VARG) {
 		s->f = frame_prevd(f, link);
 		return 0;
 	}
-	fn = tv_gc(func, vm->lay.tfunc);
+	fn = frame_gc(vm->lay.gc64, func, vm->lay.tfunc);
+	if (fn == s->L)
+		fn = 0; /* a dummy frame: its thread, untyped without FR2 */
 	if (fn && s->skip) {
 		s->skip = 0; /* a trace's base frame: user space has it */
 	} else if (fn) {
@@ -252,9 +255,10 @@ static long stk_step(__u32 i, void *arg)
 			return 1;
 		}
 		s->cur = link;
-		s->f = frame_prevl(f, (__u32)(ca << 8));
+		s->f = frame_prevl(f, (__u32)(ca << 8), vm->lay.gc64);
 	} else {
-		s->cur = frame_iscont(link) ? stk_word(s, frame_contpc(f)) : 0;
+		s->cur = frame_iscont(link) ?
+			frame_link(stk_word(s, frame_contpc(f, vm->lay.gc64)), vm->lay.gc64) : 0;
 		s->f = frame_prevd(f, link);
 	}
 	return 0;
@@ -319,12 +323,13 @@ static __always_inline __u64 stack_of(struct ctx *c, const struct lmt_vm *vm,
 		stack = s->stack;
 	} else {
 		__u64 g2[2];
-		/* cur_L and jit_base sit together (user/target/layout.c) */
-		if (lay->g_jit_base != lay->g_cur_L + 8 ||
+		/* cur_L and jit_base sit together, a reference apart
+		 * (user/target/layout.c) */
+		if (lay->g_jit_base != lay->g_cur_L + lmt_refsz(lay) ||
 		    rd(c, g2, 16, vm->g + lay->g_cur_L))
 			return 0;
 		s->L = gcref(lay, g2[0]);
-		base = g2[1];
+		base = gcref(lay, lay->gc64 ? g2[1] : g2[0] >> 32);
 		/* An exit (sunk objects restored) has cleared jit_base and
 		 * left the trace's base in L->base until the restore ends. */
 		if (!s->L || (!base && rd(c, &base, 8, s->L + lay->L_base)) ||
@@ -335,7 +340,7 @@ static __always_inline __u64 stack_of(struct ctx *c, const struct lmt_vm *vm,
 	}
 	s->f = frame_of_base(base);
 	s->lo = stack;
-	s->bot = stack + LJ_FR2 * TV_SIZE;
+	s->bot = frame_bot(stack, lay->gc64);
 	s->wlo = s->whi = 0;
 	s->cur = s->pc && s->pc != s->L && !(s->pc & 3) ? s->pc : 0;
 	s->top = 1;

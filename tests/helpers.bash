@@ -199,3 +199,30 @@ unnamed() {
 		{ w = $NF; k = $0; sub(/ [0-9]+$/, "", k); if (!(k in s)) o[n++] = k; s[k] += w }
 		END { for (i = 0; i < n; i++) print o[i], s[o[i]] }'
 }
+
+# tracebacks_seen STREAM STDOUT: every debug.traceback tests/lua/stacks.lua
+# printed (LMT_TRACEBACKS, one a line, '|' for newlines) is a stack of
+# STREAM's report --folded, names left out (unnamed): "F:N: in ..." is
+# @F:N, "[C]: in function 'f'" the builtin (sort is table.sort), "[C]: at
+# 0xA" a C frame at A: ours is "[C] OBJECT+0xVADDR" (the stream's name),
+# the traceback's its run-time address: the same page offset. 7 of them.
+tracebacks_seen() {
+	local tb want re n=0
+	while IFS= read -r tb; do
+		want=$(printf '%s\n' "$tb" | tr '|' '\n' | awk '
+			/^\t/ { sub(/^\t/, "")
+				if (match($0, /^\[C\]: at 0x[0-9a-f]+/)) f = "C" substr($0, 9, RLENGTH - 8)
+				else if (match($0, /^\[C\]: in function \047[^\047]+\047/)) {
+					f = substr($0, 19, RLENGTH - 19); if (f == "sort") f = "table.sort" }
+				else if (match($0, /^[^:]+:[0-9]+:/)) f = "@" substr($0, 1, RLENGTH - 1)
+				else f = "?"
+				fr[n++] = f }
+			END { for (i = n - 1; i >= 0; i--) printf "%s;", fr[i]; print "@lua/stacks.lua:41" }')
+		re=$(printf '%s' "$want" | sed -E 's/[.]/\\./g; s/@lua\/stacks\\.lua:/L/g; s/C0x[0-9a-f]*([0-9a-f]{3})/\\[C\\] [^;]*\\+0x[0-9a-f]*\1/g')
+		"$LMT" report --folded --weight=events "$1" | unnamed |
+			sed -E 's#@lua/stacks\.lua:#L#g' | grep -Eq "^$re [0-9]+$" || {
+			echo "traceback: $tb"; echo "want: $re"; return 1; }
+		n=$((n + 1))
+	done < <(grep -F 'stack traceback' "$2")
+	[ "$n" -eq 7 ]
+}

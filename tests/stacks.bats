@@ -130,30 +130,7 @@ all_chains() {
 	# of its caller and makes a table at line 41; the tracer sees it.
 	LMT_TRACEBACKS=1 run "$LMT" -q -o "$T/t.bin" --stacks -- luajit -joff lua/stacks.lua 3
 	[ "$status" -eq 0 ]
-	folded "$T/t.bin" > "$T/t.f"
-	n=0
-	while IFS= read -r tb; do
-		# traceback frames, innermost first, into folded frames, root
-		# first: "F:N: in ..." is @F:N, "[C]: in function 'f'" the
-		# builtin (sort is table.sort), "[C]: at 0xA" the C frame at A.
-		want=$(printf '%s\n' "$tb" | tr '|' '\n' | awk '
-			/^\t/ { sub(/^\t/, "")
-				if (match($0, /^\[C\]: at 0x[0-9a-f]+/)) f = "C" substr($0, 9, RLENGTH - 8)
-				else if (match($0, /^\[C\]: in function \047[^\047]+\047/)) {
-					f = substr($0, 19, RLENGTH - 19); if (f == "sort") f = "table.sort" }
-				else if (match($0, /^[^:]+:[0-9]+:/)) f = "@" substr($0, 1, RLENGTH - 1)
-				else f = "?"
-				fr[n++] = f }
-			END { for (i = n - 1; i >= 0; i--) printf "%s;", fr[i]; print "@lua/stacks.lua:41" }')
-		# our C frame is "[C] OBJECT+0xVADDR" (the stream's name), the
-		# traceback's its run-time address: the same page offset
-		re=$(printf '%s' "$want" | sed -E 's/[.]/\\./g; s/@lua\/stacks\\.lua:/L/g; s/C0x[0-9a-f]*([0-9a-f]{3})/\\[C\\] [^;]*\\+0x[0-9a-f]*\1/g')
-		"$LMT" report --folded --weight=events "$T/t.bin" | unnamed |
-			sed -E 's#@lua/stacks\.lua:#L#g' | grep -Eq "^$re [0-9]+$" || {
-			echo "traceback: $tb"; echo "want: $re"; grep 'L41' "$T/t.f"; false; }
-		n=$((n + 1))
-	done < <(grep -F 'stack traceback' <<< "$output")
-	[ "$n" -eq 7 ]
+	tracebacks_seen "$T/t.bin" <(printf '%s\n' "$output")
 }
 
 @test "report --leak-only --by-stack: what is held at the end, by full stack, largest first" {

@@ -2,7 +2,7 @@
 # source package (tests/variants.bats), kept in build/variants (a build
 # takes ~5 min on 2 busy cores; once per clone).
 
-VARIANTS="$BATS_TEST_DIRNAME/../build/variants"
+VARIANTS="${VARIANTS_DIR:-$BATS_TEST_DIRNAME/../build/variants}"
 
 # variant_gc64off: Debian's luajit source (apt-get source, through a
 # private apt configuration holding one deb-src line: the machine's own
@@ -29,3 +29,34 @@ variant_gc64off() {
 	}
 	[ -x "$d/src/src/luajit" ]
 }
+
+# gated_trace LJ OUT [TRACER OPTION...] -- ARG...: runs LJ ARG... here,
+# held before the script's first line (an -e chunk reading a
+# line) until the tracer is attached with -p; traced into OUT until it
+# exits. Its stdout in OUT.stdout (after a "ready" line), the tracer's
+# stderr in OUT.err; the tracer's status in GATED_STATUS.
+gated_trace() {
+	local lj=$1 out=$2 pid tpid
+	local -a opts=() gate=(-e "io.stdout:write('ready\n') io.stdout:flush() io.stdin:read('*l')")
+	shift 2
+	while [ "$1" != -- ]; do opts+=("$1"); shift; done
+	shift
+	[ -z "${GATED_SELF:-}" ] || gate=()
+	rm -f "$out.in"
+	mkfifo "$out.in"
+	"$lj" "${gate[@]}" "$@" \
+		< "$out.in" > "$out.stdout" 3>&- &
+	pid=$!
+	exec 9> "$out.in"
+	wait_for "$out.stdout" ready || { kill "$pid"; return 1; }
+	"$LMT" -p "$pid" -o "$out" "${opts[@]}" 2> "$out.err" 3>&- &
+	tpid=$!
+	wait_for "$out.err" "tracing PID $pid" || { kill "$pid" "$tpid"; return 1; }
+	echo go >&9
+	exec 9>&-
+	wait "$pid" || return 1
+	GATED_STATUS=0
+	wait "$tpid" || GATED_STATUS=$?
+	rm -f "$out.in"
+}
+

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # Builds of other layouts, from Debian's own source (tests/variants.bash).
-# LuaJIT with GC64 off is not in the layout table yet (docs/variants.md
-# says what it needs): refused in one line that says what was seen.
+# LuaJIT with GC64 off (32-bit references, its entry of the layout table):
+# traced with -p and -- COMMAND, exactly with the JIT off. Tarantool 2.6
+# (its fork, GC64 off) the same.
 
 load helpers
 load variants
@@ -27,26 +28,95 @@ setup() {
 	[[ ! "$output" =~ ^"table: 0x"[0-9a-f]{8}$ ]]
 }
 
-@test "GC64 off, -p: refused, the line says its version and 32-bit references" {
-	"$LJ32" -e "local f = io.open('$T/ready', 'w') f:write('ready') f:close() while true do end" 3>&- &
-	local pid=$!
-	wait_for "$T/ready" ready
-	run "$LMT" -p "$pid" -o "$T/x.bin"
-	kill "$pid"
-	[ "$status" -eq 1 ]
-	[ "$(printf '%s\n' "$output" | wc -l)" -eq 1 ]
-	[[ "$output" == "luamemtrace: unrecognised LuaJIT layout in PID $pid: LuaJIT is loaded but no VM matched any known variant ("*"); seen: LuaJIT 2.1.0-beta3, 32-bit references (GC64 off)" ]]
-	[ ! -e "$T/x.bin" ]
+# alloc_counts STREAM [AT12]: alloc.lua's per-line counts (tests/tracer.bats
+# says why each is what it is; AT12 50 by default: with -p the string
+# table grew before, not at line 12).
+alloc_counts() {
+	"$LMT" report "$1" > "$1.txt"
+	count_is ALLOCATIONS @alloc.lua:4 "$1.txt" "1,1000"
+	count_is ALLOCATIONS @alloc.lua:8 "$1.txt" "600"
+	count_is ALLOCATIONS @alloc.lua:12 "$1.txt" "${2:-50}"
+	count_is REALLOCATIONS @alloc.lua:5 "$1.txt" "9"
+}
+
+@test "GC64 off, -p: traced (its entry, 32-bit references), per-line counts exact with the JIT off and equal to GC64's" {
+	cd "$LUA_DIR"
+	gated_trace "$LJ32" "$T/a32.bin" -- alloc.lua
+	[ "$GATED_STATUS" -eq 0 ]
+	grep -q "traced PID [0-9]*, 1 VM (LuaJIT 2.1 GC64 off)" "$T/a32.bin.err"
+	grep -q "lost:    0 events, 0 symbol records" "$T/a32.bin.err"
+	alloc_counts "$T/a32.bin"
+	gated_trace luajit "$T/a64.bin" -- alloc.lua
+	grep -q "traced PID [0-9]*, 1 VM (LuaJIT 2.1 GC64)" "$T/a64.bin.err"
+	alloc_counts "$T/a64.bin"
+	# every Lua line's counts the same in both builds (sizes differ)
+	for w in 32 64; do
+		grep -E '^(@alloc|=)' "$T/a$w.bin.txt" | cut -d' ' -f1,2 | sort > "$T/l$w"
+	done
+	[ "$(wc -l < "$T/l32")" -ge 9 ]
+	diff "$T/l64" "$T/l32"
+	no_probes_of "$T"
+}
+
+# The seven chains of tests/lua/stacks.lua (tests/stacks.bats), N = 3,
+# folded with the host's C frame (the GC64-off build is not stripped:
+# its pmain is named by address) written HOST.
+@test "GC64 off, --stacks (JIT off): the chains' exact stacks and counts, equal to debug.traceback's" {
+	cd "$BATS_TEST_DIRNAME"
+	LMT_TRACEBACKS=1 gated_trace "$LJ32" "$T/s.bin" --stacks -- -joff lua/stacks.lua 3
+	[ "$GATED_STATUS" -eq 0 ]
+	"$LMT" report --folded --weight=events "$T/s.bin" |
+		sed -E 's#@lua/stacks\.lua:#L#g; s#^(CFUNC 0x|luajit\+0x)[0-9a-f:x]+;#HOST;#' > "$T/s.f"
+	for l in "HOST;L27;L7;L4 3" "HOST;L28;L11;L4 3" "HOST;L29;pcall;L4 3" \
+		 "HOST;L31;L14;L4 3" "HOST;L32;L4 3" "L33;L4 3" \
+		 "HOST;L36;table.sort;L21;L4 3" "HOST;L37;L17;L4 3" \
+		 "HOST;L37;L18;L18;L17;L4 3"; do
+		grep -qFx -- "$l" "$T/s.f" || { echo "no '$l'"; cat "$T/s.f"; false; }
+	done
+	# each traceback LuaJIT printed is a stack the tracer saw
+	tracebacks_seen "$T/s.bin" "$T/s.bin.stdout"
+	no_probes_of "$T"
+}
+
+# Debian's tarantool 2.6: its LuaJIT fork (GC64 off, an older 2.1 with
+# fields of its own) linked into the stripped executable; fibers are
+# coroutines of its one VM.
+@test "Tarantool, -p: its entry, a fiber workload's per-line counts exact (JIT off), its C functions by their Lua names" {
+	cd "$LUA_DIR"
+	GATED_SELF=1 gated_trace tarantool "$T/t.bin" -- tarantool_fibers.lua
+	[ "$GATED_STATUS" -eq 0 ]
+	grep -qx "fibers done	1000" "$T/t.bin.stdout"
+	grep -q "traced PID [0-9]*, 1 VM (Tarantool 2.6 LuaJIT 2.1 GC64 off)" "$T/t.bin.err"
+	grep -q "lost:    0 events, 0 symbol records" "$T/t.bin.err"
+	"$LMT" report "$T/t.bin" > "$T/t.txt"
+	# 4 fibers x 250 tables at line 8, and mk's closure
+	count_is ALLOCATIONS @tarantool_fibers.lua:8 "$T/t.txt" "1,1000"
+	# keep's array part grows at line 10: 2^0 .. 2^10 slots
+	count_is REALLOCATIONS @tarantool_fibers.lua:10 "$T/t.txt" "9"
+	grep -q '^fiber.create (lbox_fiber_create):0x[0-9a-f]*: ' "$T/t.txt"
 	no_probes_of "$T"
 }
 
 # Without GC64 on x86-64, luaL_newstate makes its VM without lua_newstate
-# (lj_state_newstate; lua_newstate refuses): the command's VM is never
-# seen, and the trace says so.
-@test "GC64 off, -- COMMAND: nothing traced, said last, exit 1" {
-	run "$LMT" -o "$T/x.bin" -- "$LJ32" -e 'local t = {}'
-	[ "$status" -eq 1 ]
-	[[ "${lines[-1]}" == "luamemtrace: nothing traced: $LJ32 (PID "*"): no LuaJIT VM appeared (lua_newstate returned none)" ]]
-	[ "$(info_val "$T/x.bin.info" vms)" = 0 ]
+# (lj_state_newstate; lua_newstate refuses): its return is probed too.
+@test "GC64 off, -- COMMAND: its VM from luaL_newstate, per-line counts exact (JIT off)" {
+	cd "$LUA_DIR"
+	run "$LMT" -q -o "$T/c.bin" -- "$LJ32" alloc.lua
+	[ "$status" -eq 0 ]
+	[ "$output" = "alloc.lua done" ]
+	[ "$(info_val "$T/c.bin.info" vms)" = 1 ]
+	# as tests/tracer.bats's first test: the string table grows at 12
+	alloc_counts "$T/c.bin" 51
+	no_probes_of "$T"
+}
+
+@test "Tarantool, -- COMMAND: its VM from luaL_newstate, the fibers' per-line counts exact (JIT off)" {
+	cd "$LUA_DIR"
+	echo go | "$LMT" -q -o "$T/t.bin" -- tarantool tarantool_fibers.lua > "$T/out" 2> "$T/err"
+	grep -qx "fibers done	1000" "$T/out"
+	[ "$(info_val "$T/t.bin.info" vms)" = 1 ]
+	"$LMT" report "$T/t.bin" > "$T/t.txt"
+	count_is ALLOCATIONS @tarantool_fibers.lua:8 "$T/t.txt" "1,1000"
+	count_is REALLOCATIONS @tarantool_fibers.lua:10 "$T/t.txt" "9"
 	no_probes_of "$T"
 }

@@ -109,6 +109,11 @@ for b in mpdump host collapse lmtmod.so; do
 	[ -e "$top/build/$b" ] && cp "$top/build/$b" "$R/lmt/build/"
 done
 cp -r "$top/tests" "$R/lmt/"
+# The GC64-off luajit tests/variants.bats built, if it is (static but libc).
+v=build/variants/gc64off/src/src/luajit
+if [ -x "$top/$v" ]; then
+	mkdir -p "$R/lmt/${v%/*}" && cp "$top/$v" "$R/lmt/$v" && libs "${elfs[@]}" "$top/$v"
+fi
 # Their libraries, and those of everything added.
 libs "${elfs[@]}" "$top/luamemtrace" "$top"/build/host "$top"/build/lmtmod.so
 libs "${elfs[@]}"

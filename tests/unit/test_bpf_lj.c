@@ -23,18 +23,38 @@ int main(void)
 	const __u64 tvfn = ((__u64)(__s64)~(__u64)8 << 47) | 0x123456780ULL;
 
 	CHECK("frame: the link below the base", f == B - 8);
-	CHECK("frame: the function below the link", frame_func(f) == B - 16);
-	CHECK("frame_prevl: 1 + FR2 + A slots down", frame_prevl(f, call) == f - 8 * 7);
+	CHECK("frame: the function below the link", frame_func(f, 1) == B - 16);
+	CHECK("frame_prevl: 1 + FR2 + A slots down", frame_prevl(f, call, 1) == f - 8 * 7);
 	CHECK("frame_prevd: the link's size down", frame_prevd(f, 0x30 | 2ULL) == f - 0x30);
-	CHECK("frame_contpc: two slots down", frame_contpc(f) == f - 16);
+	CHECK("frame_contpc: two slots down", frame_contpc(f, 1) == f - 16);
 	CHECK("frame types", frame_islua(0x5000) && !frame_islua(0x5001) &&
 	      frame_iscont(0x32) && !frame_iscont(0x36) && frame_sized(0x37) == 0x30);
 	CHECK("bc_a", bc_a(call) == 5);
-	CHECK("tv_gc: a function", tv_gc(tvfn, 8) == 0x123456780ULL);
-	CHECK("tv_gc: not a thread", tv_gc(tvfn, 6) == 0);
+	CHECK("tv_gc: a function", tv_gc(1, tvfn, 8) == 0x123456780ULL);
+	CHECK("tv_gc: not a thread", tv_gc(1, tvfn, 6) == 0);
 	CHECK("gcref: 64-bit and 32-bit refs", ref_gc64(1, 0x1122334455ULL) == 0x1122334455ULL &&
 	      ref_gc64(0, 0x1122334455ULL) == 0x22334455ULL);
 
+	/* Without GC64 (no FR2): one slot a header, the function's 32-bit
+	 * reference in its low half, the link (a 32-bit PC or an int32
+	 * size) in its high half; TValues NaN-tagged, itype the high half. */
+	{
+		const __u64 slot = (__u64)0x5040u << 32 | 0x00a0b0c0u;
+		const __u64 tv32 = (__u64)(__u32)~8u << 32 | 0x00a0b0c0u;
+
+		CHECK("GC64 off: the function in the link's slot", frame_func(f, 0) == f);
+		CHECK("GC64 off: the link, the slot's high half",
+		      frame_link(slot, 0) == 0x5040 && frame_islua(frame_link(slot, 0)) &&
+		      frame_link(slot, 1) == slot);
+		CHECK("GC64 off: the function, the slot's low half, untyped",
+		      frame_gc(0, slot, 8) == 0xa0b0c0 && frame_gc(1, tvfn, 8) == 0x123456780ULL);
+		CHECK("GC64 off: frame_prevl 1 + A slots down", frame_prevl(f, call, 0) == f - 8 * 6);
+		CHECK("GC64 off: frame_contpc one slot down", frame_contpc(f, 0) == f - 8);
+		CHECK("GC64 off: the bottom frame is the stack's first slot",
+		      frame_bot(B, 0) == B && frame_bot(B, 1) == B + 8);
+		CHECK("GC64 off: tv_gc by the high half", tv_gc(0, tv32, 8) == 0xa0b0c0 &&
+		      tv_gc(0, tv32, 6) == 0 && itype(0, tv32) == -9 && itype(1, tvfn) == -9);
+	}
 	{
 		__u64 e[5] = { 0 }, w[4] = { 1, 2, 3, 4 }, r[4];
 		int misses = 0;

@@ -11,8 +11,8 @@
 #include "convert/luanames.h"
 #include "target/proc.h"
 #include "target/caps.h"
+#include "target/ljref.h"
 
-#define GCVMASK ((1ULL << 47) - 1)
 #define MAX_NODES LMT_NAMES_TAB_NODES_MAX
 #define MAX_NAME LMT_NAMES_KEY_MAX
 
@@ -26,19 +26,14 @@ struct walk {
 	int cut;            /* a table left out: the budget was spent */
 };
 
-static int itype(uint64_t tv)
-{
-	return (int32_t)((int64_t)tv >> 47); /* LuaJIT's itype, GC64 */
-}
-
 /* The string tv holds, into buf (NUL-terminated): 0, or -1. */
 static int str_of(const struct walk *w, uint64_t tv, char *buf, size_t len)
 {
 	const struct lj_layout *l = &w->var->lay;
-	uint64_t s = tv & GCVMASK;
+	uint64_t s = lj_tv_gc(w->var, tv);
 	uint32_t n;
 
-	if (itype(tv) != w->var->u.itype_str ||
+	if (lj_itype(w->var, tv) != w->var->u.itype_str ||
 	    proc_read(w->pid, s + l->str_len, &n, 4) || n >= len ||
 	    proc_read(w->pid, s + l->str_size, buf, n))
 		return -1;
@@ -54,7 +49,7 @@ static uint32_t nodes_of(struct walk *w, uint64_t t, uint8_t **out)
 	uint32_t hmask = 0;
 
 	*out = NULL;
-	if (proc_read(w->pid, t + u->tab_node, &node, 8) ||
+	if (lj_read_ref(w->pid, w->var, t + u->tab_node, &node) ||
 	    proc_read(w->pid, t + u->tab_hmask, &hmask, 4) ||
 	    hmask >= MAX_NODES || !node)
 		return 0;
@@ -118,10 +113,10 @@ static void walk_tab(struct walk *w, uint64_t t, const char *prefix, int depth)
 		if (str_of(w, key, k, sizeof(k)))
 			continue;
 		snprintf(name, sizeof(name), "%s%s%s", prefix, *prefix ? "." : "", k);
-		if (itype(val) == u->itype_func)
-			name_fn(w, val & GCVMASK, name);
-		else if (itype(val) == u->itype_tab && depth > 0)
-			walk_tab(w, val & GCVMASK, name, depth - 1);
+		if (lj_itype(w->var, val) == u->itype_func)
+			name_fn(w, lj_tv_gc(w->var, val), name);
+		else if (lj_itype(w->var, val) == u->itype_tab && depth > 0)
+			walk_tab(w, lj_tv_gc(w->var, val), name, depth - 1);
 	}
 	free(nodes);
 }
@@ -135,9 +130,9 @@ static int names_walk(struct walk *w, uint64_t g)
 	uint32_t n;
 
 	if (proc_read(w->pid, g + u->g_registrytv, &reg, 8) ||
-	    itype(reg) != u->itype_tab)
+	    lj_itype(w->var, reg) != u->itype_tab)
 		return -1;
-	n = nodes_of(w, reg & GCVMASK, &nodes);
+	n = nodes_of(w, lj_tv_gc(w->var, reg), &nodes);
 	for (uint32_t i = 0; i < n && !loaded; i++) {
 		uint64_t key, val;
 		char k[16];
@@ -145,8 +140,8 @@ static int names_walk(struct walk *w, uint64_t g)
 		memcpy(&key, nodes + (size_t)i * u->node_size + u->node_key, 8);
 		memcpy(&val, nodes + (size_t)i * u->node_size + u->node_val, 8);
 		if (!str_of(w, key, k, sizeof(k)) && !strcmp(k, "_LOADED") &&
-		    itype(val) == u->itype_tab)
-			loaded = val & GCVMASK;
+		    lj_itype(w->var, val) == u->itype_tab)
+			loaded = lj_tv_gc(w->var, val);
 	}
 	free(nodes);
 	if (!loaded)
@@ -163,17 +158,17 @@ static int names_walk(struct walk *w, uint64_t g)
 			memcpy(&val, nodes + (size_t)i * u->node_size + u->node_val, 8);
 			if (str_of(w, key, k, sizeof(k)))
 				continue;
-			if (!pass && itype(val) == u->itype_func)
-				name_fn(w, val & GCVMASK, k);
-			else if (pass && itype(val) == u->itype_tab)
-				walk_tab(w, val & GCVMASK, strcmp(k, "_G") ? k : "",
+			if (!pass && lj_itype(w->var, val) == u->itype_func)
+				name_fn(w, lj_tv_gc(w->var, val), k);
+			else if (pass && lj_itype(w->var, val) == u->itype_tab)
+				walk_tab(w, lj_tv_gc(w->var, val), strcmp(k, "_G") ? k : "",
 					 strcmp(k, "_G") ? 1 : 0);
 		}
 	free(nodes);
 	/* The FFI's cdata metamethods, a GC root only (basemt of cdata), as
 	 * LuaJIT's own vmdef.lua names them. */
-	if (!proc_read(w->pid, g + u->g_cdatamt, &mt, 8) && mt)
-		walk_tab(w, mt & GCVMASK, "ffi.meta", 0);
+	if (!lj_read_ref(w->pid, w->var, g + u->g_cdatamt, &mt) && mt)
+		walk_tab(w, mt, "ffi.meta", 0);
 	return 0;
 }
 

@@ -154,6 +154,17 @@ int heap_snap(pid_t pid, const struct hopts *o, const char *out, const char *tit
 		close(pidfd);
 		return err ? fail("scanning for VMs", -err) : LMT_ERR;
 	}
+	/* an entry without the heap walker's offsets (GC64 off) */
+	for (size_t i = 0; i < sc.n; i++)
+		if (!sc.v[i].var->h.gg_size) {
+			fprintf(stderr, "luamemtrace heap: PID %d: %s: no heap snapshot for this "
+				"layout yet (docs/variants.md)\n", (int)pid, sc.v[i].var->name);
+			vm_scan_free(&sc);
+			pmaps_free(&m);
+			proc_unbind(pid, pidfd);
+			close(pidfd);
+			return LMT_ERR;
+		}
 	if (!(hs = calloc(sc.n, sizeof(*hs))))
 		rc = fail("memory", ENOMEM);
 	else if ((rc = heap_capture(pid, pidfd, &m, &sc, o->variant, o->stopped, hs, &cap)) ==

@@ -22,6 +22,19 @@
 
 /* -- Hooks --------------------------------------------------------------- */
 
+/* luaL_newstate's return in file f for pid (-1: every process), beside
+ * lua_newstate's: without GC64 on x86-64 it makes its VM without
+ * lua_newstate (bpf: lnewstate_return skips a VM lua_newstate returned). */
+static void lnewstate_of(struct probes *t, struct links *l, pid_t pid,
+			 const struct tfile *f)
+{
+	uint64_t off;
+
+	if (!elfsym_offset(f->fd, "luaL_newstate", &off))
+		link_add(l, bpf_program__attach_uprobe(t->skel->progs.lnewstate_return,
+						       true, pid, f->path, (size_t)off));
+}
+
 /* Probes what tells us process p changed while we trace it, in every
  * object that has it: lua_newstate's return (VMs created while we trace,
  * or before the command's first line), lua_close, and the dynamic linker's
@@ -61,6 +74,7 @@ static void hooks_of(struct probes *t, struct probe_proc *p, struct tfile *f)
 	    t->o.verbose)
 		err1("PID %d: watching lua_newstate in %s", (int)p->pid,
 		     tfile_name(f, name, sizeof(name)));
+	lnewstate_of(t, &p->links, p->pid, f);
 	if (!elfsym_offset(f->fd, "lua_close", &off))
 		link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.close_enter,
 							       false, p->pid, f->path,
@@ -108,6 +122,8 @@ int watch_file(struct probes *t, struct tfile *f, pid_t pid)
 	r = link_add(&t->links, bpf_program__attach_uprobe(t->skel->progs.newstate_return,
 							   true, all ? -1 : pid, f->path,
 							   (size_t)off));
+	if (!r)
+		lnewstate_of(t, &t->links, all ? -1 : pid, f);
 	if (!r && !elfsym_offset(f->fd, "lua_close", &off))
 		r = link_add(&t->links, bpf_program__attach_uprobe(t->skel->progs.close_enter,
 								   false, all ? -1 : pid, f->path,

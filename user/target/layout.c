@@ -5,8 +5,10 @@
  * keeps the one whose self-references hold (L->glref == g, g->mainthref ==
  * L, type tags, vmstate range).
  *
- * Adding a variant (non-GC64, LuaJIT 2.0, a fork with more vmstates) means
- * one more entry here; BPF reads everything through struct lj_layout.
+ * Adding a variant (LuaJIT 2.0, a fork with more vmstates) means one more
+ * entry here; BPF reads everything through struct lj_layout. The width of
+ * references (gc64) is the entry's: BPF (bpf/lj.h) and user space
+ * (target/ljref.h) read references, TValues and frames by it.
  */
 #include "target/layout.h"
 
@@ -83,6 +85,40 @@
 	.irt_is64 = 6315993, .tstr = 4, .tupval = 5, .tproto = 7,            \
 	.ttrace = 9, .tcdata = 10, .ttab = 11, .tudata = 12
 
+/* LuaJIT 2.1 with LUAJIT_DISABLE_GC64 on x86-64 (Debian's source built so,
+ * tests/variants.bash): 32-bit references, NaN-tagged TValues, one-slot
+ * frames (no FR2). docs/variants.md has the table beside GC64's. */
+#define LJ21_GC32_COMMON                                                     \
+	.L_gct = 5, .L_glref = 8, .L_base = 16, .L_stack = 36, .L_cframe = 48, \
+	.fn_ffid = 6, .fn_pc = 16, .fn_f = 24, .pt_size = 64,                 \
+	.pt_sizebc = 8, .pt_chunkname = 40, .pt_firstline = 44,              \
+	.pt_numline = 48, .pt_lineinfo = 52,                                 \
+	.T_size = 96, .T_startpt = 48, .T_startpc = 52, .T_szmcode = 60,      \
+	.T_mcode = 64, .cf_pc = 28, .gc64 = 0,                                \
+	.tthread = 6, .tfunc = 8, .nvmst = 7,                                 \
+	.vmst = { LMT_VMST_INTERP, LMT_VMST_FRAME, LMT_VMST_INTERNAL,         \
+		  LMT_VMST_EXIT, LMT_VMST_RECORD, LMT_VMST_INTERNAL,          \
+		  LMT_VMST_ASM }
+
+/* User space's: the bytecode numbering is GC64's. */
+#define LJ21_GC32_USER                                                       \
+	.T_nsnap = 6, .T_nsnapmap = 28, .T_snap = 32, .T_snapmap = 40,       \
+	.T_nins = 8, .T_ir = 16, .T_nk = 24,                                 \
+	.snap_size = 12, .snap_mapofs = 0, .snap_ref = 4,                    \
+	.ir_op1 = 0, .ir_op2 = 2, .ir_t = 4, .ir_o = 5, .ir_r = 6,            \
+	.ir_kgc = 24, .irt_func = 8, .ref_bias = 32768, .rid_sunk = 0xfd,     \
+	.bc_tnew = 52, .bc_tdup = 53, .bc_cat = 38, .bc_fnew = 51,           \
+	.bc_kcdata = 40, .bc_tsetv = 60, .bc_tsets = 61, .bc_tsetb = 62,     \
+	.bc_tsetm = 63, .bc_callm = 65, .bc_call = 66, .bc_callmt = 67,      \
+	.bc_callt = 68, .bc_retm = 73, .bc_ret = 74, .bc_ret0 = 75,          \
+	.bc_ret1 = 76, .bc_jmp = 88, .bc_cond_hi = 17, .bc_iterc = 69,       \
+	.bc_isnext = 72, .bc_fori = 77, .bc_jloop = 87,                      \
+	.pt_gct = 5, .tproto = 7, .bc_func_lo = 89, .bc_func_hi = 94,       \
+	.fn_uvptr = 20, .uv_v = 16, .bc_uget = 45,                           \
+	.tab_node = 20, .tab_hmask = 28,                                      \
+	.node_size = 24, .node_val = 0, .node_key = 8, .itype_str = -5,      \
+	.itype_tab = -12, .itype_func = -9
+
 const struct lj_variant lj_variants[] = {
 	{
 		/* LuaJIT 2.1 (Debian luajit, libluajit-5.1-2) */
@@ -104,6 +140,39 @@ const struct lj_variant lj_variants[] = {
 		.u = { LJ21_GC64_USER },
 		.h = { LJ21_GC64_HEAP, .gg_size = 6296, .cts_sizeof = 520,
 		       .cts_cbid = 240, .cts_cb_sizeid = 248 },
+	},
+	{
+		/* LuaJIT 2.1 built with LUAJIT_DISABLE_GC64. No heap
+		 * walker's layout yet (h.gg_size 0: heap/ refuses it). */
+		.name = "LuaJIT 2.1 GC64 off",
+		.sizeof_L = 64,
+		.lay = { LJ21_GC32_COMMON, .gg_g = 64, .gg_J = 552,
+			 .g_allocf = 0, .g_allocd = 8, .g_vmstate = 136,
+			 .g_mainthref = 140, .g_cur_L = 288, .g_jit_base = 292,
+			 .J_trace = 360, .J_parent = 2464, .str_size = 20,
+			 .str_len = 16 },
+		.u = { LJ21_GC32_USER, .snap_mcofs = 6, .snap_nent = 10,
+		       .ir_tnew = 81, .ir_tdup = 82, .ir_cnew = 83, .ir_cnewi = 84,
+		       .g_registrytv = 216, .g_cdatamt = 464 },
+	},
+	{
+		/* Tarantool 2.6's LuaJIT fork (Debian's tarantool; its
+		 * third_party/luajit, built with LUAJIT_SMART_STRINGS as its
+		 * cmake/luajit.cmake does): an older 2.1, GC64 off. Its
+		 * global_State has the string table (and bloom filters)
+		 * first and no string ids (GCstr 16 bytes); its SnapShot has
+		 * no mcofs and its IR one opcode fewer before TNEW. No heap
+		 * walker's layout. */
+		.name = "Tarantool 2.6 LuaJIT 2.1 GC64 off",
+		.sizeof_L = 64,
+		.lay = { LJ21_GC32_COMMON, .gg_g = 64, .gg_J = 512,
+			 .g_allocf = 48, .g_allocd = 56, .g_vmstate = 120,
+			 .g_mainthref = 160, .g_cur_L = 280, .g_jit_base = 284,
+			 .J_trace = 368, .J_parent = 2480, .str_size = 16,
+			 .str_len = 12 },
+		.u = { LJ21_GC32_USER, .snap_mcofs = 0 /* none */, .snap_nent = 8,
+		       .ir_tnew = 80, .ir_tdup = 81, .ir_cnew = 82, .ir_cnewi = 83,
+		       .g_registrytv = 168, .g_cdatamt = 420 },
 	},
 };
 

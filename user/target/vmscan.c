@@ -2,7 +2,8 @@
  * global_State together (GG_State), and each points at the other:
  * L->glref == g == L + sizeof(lua_State) and g->mainthref == L. That pair
  * of self-references, plus type tags and a sane vmstate, identifies a VM
- * and its layout variant in raw memory.
+ * and its layout variant in raw memory. References are read at the
+ * variant's width (target/ljref.h): 64 bits with GC64, else 32.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "target/caps.h"
+#include "target/ljref.h"
 #include "target/vmscan.h"
 
 #define CHUNK (1u << 20)
@@ -50,13 +52,13 @@ static int validate(pid_t pid, const struct pmaps *m,
 			 gg[lay->L_gct], (unsigned long long)L);
 		return -1;
 	}
-	if (rd64(gg, lay->L_glref) != g) {
+	if (lj_ref_at(v, gg, lay->L_glref) != g) {
 		snprintf(why, whylen, "L->glref 0x%llx, expected 0x%llx",
-			 (unsigned long long)rd64(gg, lay->L_glref),
+			 (unsigned long long)lj_ref_at(v, gg, lay->L_glref),
 			 (unsigned long long)g);
 		return -1;
 	}
-	mainth = rd64(gg, lay->gg_g + lay->g_mainthref);
+	mainth = lj_ref_at(v, gg, lay->gg_g + lay->g_mainthref);
 	if (mainth != L) {
 		snprintf(why, whylen, "g->mainthref 0x%llx, expected 0x%llx",
 			 (unsigned long long)mainth, (unsigned long long)L);
@@ -76,9 +78,9 @@ static int validate(pid_t pid, const struct pmaps *m,
 			 (unsigned long long)out->allocf);
 		return -1;
 	}
-	curL = rd64(gg, lay->gg_g + lay->g_cur_L);
+	curL = lj_ref_at(v, gg, lay->gg_g + lay->g_cur_L);
 	if (proc_read(pid, curL + lay->L_gct, &gct, 1) ||
-	    proc_read(pid, curL + lay->L_glref, &curg, 8) ||
+	    lj_read_ref(pid, v, curL + lay->L_glref, &curg) ||
 	    gct != lay->tthread || curg != g) {
 		snprintf(why, whylen, "g->cur_L 0x%llx is not a thread of this VM",
 			 (unsigned long long)curL);
@@ -186,10 +188,11 @@ static int scannable(const struct pmap *p)
 	       strcmp(p->path, "[stack]") && strncmp(p->path, "[vvar", 5);
 }
 
-/* The variants' idea of a main lua_State whose L->glref is at word address
- * at and holds w: pushed if it validates. */
+/* The idea of the variants of reference width gc64 of a main lua_State
+ * whose L->glref is at word address at and holds w (read at that width):
+ * pushed if it validates. */
 static int consider(pid_t pid, const struct pmaps *m, const char *variant,
-		    struct vmscan *s, uint64_t at, uint64_t w)
+		    struct vmscan *s, uint64_t at, uint64_t w, int gc64)
 {
 	for (unsigned k = 0; k < lj_nvariants; k++) {
 		const struct lj_variant *v = &lj_variants[k];
@@ -198,7 +201,8 @@ static int consider(pid_t pid, const struct pmaps *m, const char *variant,
 		char why[160];
 
 		/* w would be L->glref == L + gg_g. */
-		if (w != at - lay->L_glref + lay->gg_g || !want(v, variant))
+		if (lay->gc64 != gc64 || w != at - lay->L_glref + lay->gg_g ||
+		    !want(v, variant))
 			continue;
 		s->candidates++;
 		/* Past the cap: counted, not read. */
@@ -223,19 +227,25 @@ int vm_scan(pid_t pid, const struct pmaps *m, const char *variant,
 	    struct vmscan *s)
 {
 	uint8_t *buf = malloc(CHUNK);
-	uint64_t dmin = UINT64_MAX, dmax = 0, dspan;
+	/* per width: [0] 32-bit references, [1] GC64 */
+	uint64_t dmin[2] = { UINT64_MAX, UINT64_MAX }, dmax[2] = { 0, 0 }, dspan[2];
 	int err = 0;
 
 	memset(s, 0, sizeof(*s));
 	if (!buf)
 		return -ENOMEM;
-	/* L->glref - &L->glref, per variant: their range. */
+	/* L->glref - &L->glref, per variant: their range, per width (a
+	 * width no variant has keeps an empty one). */
 	for (unsigned k = 0; k < lj_nvariants; k++) {
-		uint64_t d = lj_variants[k].lay.gg_g - lj_variants[k].lay.L_glref;
-		dmin = d < dmin ? d : dmin;
-		dmax = d > dmax ? d : dmax;
+		const struct lj_layout *lay = &lj_variants[k].lay;
+		uint64_t d = lay->gg_g - lay->L_glref;
+		unsigned wd = lay->gc64 ? 1 : 0;
+
+		dmin[wd] = d < dmin[wd] ? d : dmin[wd];
+		dmax[wd] = d > dmax[wd] ? d : dmax[wd];
 	}
-	dspan = dmax - dmin;
+	for (unsigned wd = 0; wd < 2; wd++)
+		dspan[wd] = dmax[wd] >= dmin[wd] ? dmax[wd] - dmin[wd] : 0;
 	for (size_t i = 0; i < m->n && !err; i++) {
 		const struct pmap *p = &m->v[i];
 		if (!scannable(p))
@@ -250,10 +260,15 @@ int vm_scan(pid_t pid, const struct pmaps *m, const char *variant,
 				continue;
 			s->scanned += (uint64_t)got;
 			for (size_t o = 0; o + 8 <= (size_t)got && !err; o += 8) {
-				uint64_t d = rd64(buf, o) - (a + o);
+				const uint64_t at = a + o, w = rd64(buf, o);
+				uint64_t d = w - at;
 				/* Most words are no self-reference at all. */
-				if (d - dmin <= dspan)
-					err = consider(pid, m, variant, s, a + o, d + a + o);
+				if (d - dmin[1] <= dspan[1])
+					err = consider(pid, m, variant, s, at, w, 1);
+				/* 32 bits: L, and so the word, below 4 GiB */
+				d = (uint32_t)w - at;
+				if (!err && at < (1ULL << 32) && d - dmin[0] <= dspan[0])
+					err = consider(pid, m, variant, s, at, (uint32_t)w, 0);
 				/* The word as glref: L 16 bytes down (GC64), or 8. */
 				if (o >= 16)
 					s->shape64 += shape64(buf + o - 16, (size_t)got - o + 16,
@@ -288,8 +303,8 @@ int vm_at(pid_t pid, const struct pmaps *m, const char *variant, uint64_t L,
 
 		if (!want(v, variant))
 			continue;
-		if (proc_read(pid, L + v->lay.L_glref, &g, 8) ||
-		    proc_read(pid, g + v->lay.g_mainthref, &mainth, 8))
+		if (lj_read_ref(pid, v, L + v->lay.L_glref, &g) ||
+		    lj_read_ref(pid, v, g + v->lay.g_mainthref, &mainth))
 			continue;
 		if (!validate(pid, m, v, mainth, out, one, sizeof(one)))
 			return 0;

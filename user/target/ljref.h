@@ -1,0 +1,67 @@
+/* A traced VM's references and tagged values, by its variant's width
+ * (lj_obj.h; bpf/lj.h is BPF's side): GC64, 64-bit GCRef/MRef and TValues
+ * with the type in bits 47-63 and the GC pointer in the low 47; else
+ * 32-bit GCRef/MRef (every GC object below 4 GiB) and NaN-tagged TValues,
+ * the type (itype) in the high 32 bits and the reference in the low 32.
+ * Every user-space reader of a reference or a TValue goes through here. */
+#ifndef LMT_LJREF_H
+#define LMT_LJREF_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "target/layout.h"
+#include "target/proc.h"
+
+/* -- References ------------------------------------------------------------ */
+
+/* Bytes of a GCRef/MRef: 8 or 4. */
+static inline unsigned lj_refsz(const struct lj_variant *v)
+{
+	return lmt_refsz(&v->lay);
+}
+
+/* The reference held by w, 8 bytes read at its offset. */
+static inline uint64_t lj_ref(const struct lj_variant *v, uint64_t w)
+{
+	return v->lay.gc64 ? w : (uint32_t)w;
+}
+
+/* The reference at b + off (a copy of the target's bytes). */
+static inline uint64_t lj_ref_at(const struct lj_variant *v, const void *b,
+				 size_t off)
+{
+	uint64_t w = 0;
+
+	memcpy(&w, (const uint8_t *)b + off, lj_refsz(v));
+	return w;
+}
+
+/* Reads the reference at addr of pid into *out: 0, or proc_read's -errno. */
+static inline int lj_read_ref(pid_t pid, const struct lj_variant *v,
+			      uint64_t addr, uint64_t *out)
+{
+	uint64_t w = 0;
+	int r = proc_read(pid, addr, &w, lj_refsz(v));
+
+	*out = r ? 0 : w;
+	return r;
+}
+
+/* -- Tagged values --------------------------------------------------------- */
+
+#define LJ_GCVMASK ((1ULL << 47) - 1) /* GC64: a TValue's GC pointer bits */
+
+/* A TValue's itype (~gct for GC objects: the int32 itype_* of the entry). */
+static inline int32_t lj_itype(const struct lj_variant *v, uint64_t tv)
+{
+	return v->lay.gc64 ? (int32_t)((int64_t)tv >> 47) : (int32_t)(tv >> 32);
+}
+
+/* The GC object of a TValue known to hold one. */
+static inline uint64_t lj_tv_gc(const struct lj_variant *v, uint64_t tv)
+{
+	return v->lay.gc64 ? tv & LJ_GCVMASK : (uint32_t)tv;
+}
+
+#endif
