@@ -475,9 +475,10 @@ int heap_view_flame(struct heap *hs, size_t n, const char *const *labels, const 
 int heap_view_diff(struct heap *a, size_t na, struct heap *b, size_t nb, const struct hview *v,
 		   FILE *f);
 
-/* The reachable graph of hs[0] as Chrome DevTools' .heapsnapshot JSON
- * (view_chrome.c); several VMs: the first, said. An exit status. */
-int heap_view_chrome(struct heap *hs, size_t n, FILE *f);
+/* The reachable graphs of hs[0..n) as one Chrome DevTools .heapsnapshot
+ * (view_chrome.c); several VMs: a synthetic node per VM under the root,
+ * named labels[k]. An exit status. */
+int heap_view_chrome(struct heap *hs, size_t n, const char *const *labels, FILE *f);
 
 /* -- Snapshot files given (files.c) ------------------------------------------ */
 
