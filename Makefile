@@ -55,7 +55,7 @@ DEPS := make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 	nginx-core curl procps wrk sysbench knot-resolver dnsperf iproute2 tarantool \
 	qemu-system-x86 busybox-static cpio dpkg-dev
 
-.PHONY: all clean test unit bats bench fuzz fuzz-build fuzz-decoders fuzz-jit asan demo deps
+.PHONY: all clean test unit bats bench bench-heap-guest fuzz fuzz-build fuzz-decoders fuzz-jit asan demo deps
 all: luamemtrace
 
 luamemtrace: $(USER_OBJ)
@@ -127,6 +127,11 @@ FNAMES := user/convert/fnames.c user/convert/lines.c user/convert/luanames.c use
 $(OUT)/unit/test_fnames: UNIT_EXTRA := $(FNAMES)
 $(OUT)/unit/test_fnames: $(FNAMES)
 
+# The heap copy's block cache against a target and soft-dirty bits the
+# test makes (it defines proc_read*, hdirty_*).
+$(OUT)/unit/test_heap_pages: UNIT_EXTRA := user/heap/pages.c user/util/u64set.c user/util/clock.c
+$(OUT)/unit/test_heap_pages: user/heap/pages.c
+
 $(OUT)/unit/test_seen: UNIT_EXTRA := user/target/seen.c
 $(OUT)/unit/test_seen: user/target/seen.c
 
@@ -155,6 +160,19 @@ asan:
 bench: luamemtrace
 	@bash tests/bench/run.sh
 	@if [ "$(KERNELS)" = 1 ]; then bash tests/kernels/run.sh -r bench; fi
+
+# The heap snapshot's bench (tests/bench/heap.sh) in a Debian kernel's
+# guest (GUEST_KERNEL, 6.12), whose kernel keeps soft-dirty bits: the
+# copy made while the target runs, the stop re-reading what it wrote.
+# Under software emulation: its times inflated, its ratios and counts kept.
+GUEST_KERNEL ?= 6.12
+bench-heap-guest: luamemtrace $(OUT)/rusage
+	LMT_GUEST_MB=$${LMT_GUEST_MB:-4096} LMT_GUEST_TIMEOUT=$${LMT_GUEST_TIMEOUT:-5400} \
+		bash tests/kernels/run.sh -k $(GUEST_KERNEL) -r shell -c \
+		"BENCH_HEAP_MB=$${BENCH_HEAP_MB:-1024} BENCH_HEAP_REPS=$${BENCH_HEAP_REPS:-2} \
+		BENCH_HEAP_MODES='$${BENCH_HEAP_MODES:-default stopped}' bash tests/bench/heap.sh"
+$(OUT)/rusage: tests/bench/rusage.c | $(OUT)
+	$(CC) -O2 -std=gnu11 -o $@ $<
 
 # The fuzzers (tests/fuzz/fuzz_*.c), each with its corpus tests/fuzz/NAME/
 # (fuzz_memprof: tests/fuzz/corpus/); tests/hostile_report_fuzz.bats runs

@@ -351,7 +351,7 @@ churn_snap() {
 		grep -qE '^ +500 +32000  package\.loaded\["app\.cache"\]\.Item$' "$T/churn.$i"
 		# how it was copied, and the pause, said: with soft-dirty bits, or
 		# without them only because the kernel keeps none
-		grep -qE "^luamemtrace heap: PID $TARGET: copied (while it ran \([0-9]+ ms\), then stopped [0-9.]+ ms.*: [0-9]+ of [0-9]+ pages written meanwhile, read again|stopped [0-9.]+ ms.*: no soft-dirty bits \(the kernel keeps no soft-dirty bits \(CONFIG_MEM_SOFT_DIRTY\)\))$" "$T/churn.$i.err"
+		grep -qE "^luamemtrace heap: PID $TARGET: copied (while it ran \([0-9]+ ms(; [0-9]+ passes read again [0-9]+ pages it wrote, stopped [0-9.]+ ms in all to find them)?\), then stopped [0-9.]+ ms.*: [0-9]+ of [0-9]+ pages written meanwhile, read again \([0-9]+ reads\); longest stop [0-9.]+ ms|stopped [0-9.]+ ms.*: no soft-dirty bits \(the kernel keeps no soft-dirty bits \(CONFIG_MEM_SOFT_DIRTY\)\))$" "$T/churn.$i.err"
 	done
 }
 

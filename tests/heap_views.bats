@@ -183,6 +183,24 @@ chrome() {
 		"<body data-weight=\"allocs\" data-total=\"$(awk '$1 == "all" && NF == 7 { print $4; exit }' "$T/r.out")\">" ]
 }
 
+# structure FILE: checks a .heapsnapshot's arrays against its counts (each
+# node's edge_count summing to the edges given, every edge to a node);
+# prints its nodes less the root, and their self sizes' sum.
+structure() {
+	node -e '
+		const S = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+		const nf = S.snapshot.meta.node_fields.length, ef = S.snapshot.meta.edge_fields.length;
+		const n = S.nodes.length / nf, e = S.edges.length / ef;
+		let ec = 0, self = 0;
+		for (let i = 0; i < n; i++) { ec += S.nodes[i * nf + 4]; self += S.nodes[i * nf + 3]; }
+		if (n !== S.snapshot.node_count || e !== S.snapshot.edge_count || ec !== e)
+			throw new Error("counts " + [n, S.snapshot.node_count, e, S.snapshot.edge_count, ec]);
+		for (let i = 0; i < e; i++)
+			if (S.edges[i * ef + 2] % nf || S.edges[i * ef + 2] >= S.nodes.length)
+				throw new Error("edge " + i);
+		console.log(n - 1, self);' "$1"
+}
+
 @test "heap --chrome: a .heapsnapshot Chrome DevTools' own model reads: its totals, classes and retained sizes are ours" {
 	make -s -C "$BATS_TEST_DIRNAME/.." build/npm-devtools/node_modules/heap-snapshot-toolkit/index.js
 	local toolkit="$BATS_TEST_DIRNAME/../build/npm-devtools/node_modules/heap-snapshot-toolkit/index.js"
@@ -202,22 +220,68 @@ chrome() {
 	grep -qxF 'class "cdata struct lmt_point" 10 240' "$T/dt.out"
 	# structure: as many nodes as reachable objects and the root, each
 	# node's edge_count summing to the edges given
-	node -e '
-		const S = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-		const nf = S.snapshot.meta.node_fields.length, ef = S.snapshot.meta.edge_fields.length;
-		const n = S.nodes.length / nf, e = S.edges.length / ef;
-		let ec = 0, self = 0;
-		for (let i = 0; i < n; i++) { ec += S.nodes[i * nf + 4]; self += S.nodes[i * nf + 3]; }
-		if (n !== S.snapshot.node_count || e !== S.snapshot.edge_count || ec !== e)
-			throw new Error("counts " + [n, S.snapshot.node_count, e, S.snapshot.edge_count, ec]);
-		for (let i = 0; i < e; i++)
-			if (S.edges[i * ef + 2] % nf || S.edges[i * ef + 2] >= S.nodes.length)
-				throw new Error("edge " + i);
-		console.log(n - 1, self);' "$T/h.heapsnapshot" > "$T/st.out"
+	structure "$T/h.heapsnapshot" > "$T/st.out"
 	[ "$(cat "$T/st.out")" = "$(awk '$1 == "all" && NF == 7 { print $4, $5; exit }' "$T/r.out")" ]
-	run "$LMT" heap --chrome "$T/s/v-a.lmh" "$T/s/v-b.lmh"
-	[ "$status" -eq 2 ]
-	[ "$output" = "luamemtrace heap: --chrome takes one snapshot file" ]
+}
+
+# vms_reachable FILE: the reachable bytes of each VM of a report, in order
+# (not the processes' table at its end).
+vms_reachable() {
+	awk '/^== all / { exit } $1 == "all" && NF == 7 { print $5 }' "$1"
+}
+
+@test "heap --chrome of several VMs (one process with three, and another file): one .heapsnapshot, a synthetic root per VM, each VM's retained size its reachable bytes" {
+	make -s -C "$BATS_TEST_DIRNAME/.." build/npm-devtools/node_modules/heap-snapshot-toolkit/index.js
+	[ -x "$BATS_TEST_DIRNAME/../build/host" ] # make build/host (make test does)
+	local toolkit="$BATS_TEST_DIRNAME/../build/npm-devtools/node_modules/heap-snapshot-toolkit/index.js"
+	local k
+	# three VMs in one process: 10, 20 and 30 Items, one each
+	mkdir "$T/vms"
+	HEAP_VMS_DIR="$T/vms" "$BATS_TEST_DIRNAME/../build/host" -t 3 "$LUA_DIR/heap_vms.lua" 3>&- &
+	local pid=$!
+	for k in 1 2 3; do wait_for "$T/vms/ready.$k" ready; done
+	"$LMT" heap -p "$pid" -o "$T/m.lmh" > /dev/null
+	touch "$T/vms/go"
+	wait "$pid"
+	snaps 100 10 "$T/s" v
+	"$LMT" heap "$T/m.lmh" "$T/s/v-b.lmh" > "$T/r.out"
+	[ "$(grep -c '^VM 0x' "$T/r.out")" = 4 ]
+	"$LMT" heap --chrome "$T/m.lmh" "$T/s/v-b.lmh" > "$T/h.heapsnapshot"
+	node "$BATS_TEST_DIRNAME/heap/devtools/check.mjs" "$toolkit" "$T/h.heapsnapshot" \
+		"VM 1" "VM 2" "VM 3" "VM 4" \
+		"VM 1/registry/_LOADED/app.cache/items" "VM 2/registry/_LOADED/app.cache/items" \
+		"VM 3/registry/_LOADED/app.cache/items" "VM 4/registry/_LOADED/views/items" > "$T/dt.out"
+	cat "$T/dt.out"
+	# every reachable byte of the four VMs, once
+	[ "$(grep '^total ' "$T/dt.out")" = "total $(vms_reachable "$T/r.out" | awk '{ s += $1 } END { print s }')" ]
+	# a node per VM, named by process and VM, in the files' order; its
+	# retained size (DevTools' dominator tree) its VM's reachable bytes
+	paste -d ' ' <(grep -E '^node VM [1-4] ' "$T/dt.out" |
+			awk '{ match($0, /0x[0-9a-f]+/); print $3, substr($0, RSTART, RLENGTH), $(NF - 1) }') \
+		<(grep '^VM 0x' "$T/r.out" | awk '{ print $2 }') <(vms_reachable "$T/r.out") > "$T/vm.out"
+	cat "$T/vm.out"
+	[ "$(awk '$1 == NR && $2 == $4 && $3 == $5 { n++ } END { print n }' "$T/vm.out")" = 4 ]
+	[ "$(grep -cE "^node VM [1-3] \"process $pid VM 0x[0-9a-f]+\" 0 " "$T/dt.out")" = 3 ]
+	[ "$(grep -cE "^node VM 4 \"process $SNAP_PID VM 0x[0-9a-f]+\" 0 " "$T/dt.out")" = 1 ]
+	# the three caches: 10, 20 and 30 Items, in some order (each VM took
+	# its slot when it ran); an array of 10k + 1 slots
+	grep -E '^node VM [1-3]/registry/_LOADED/app.cache/items ' "$T/dt.out" | awk '{ print $(NF - 2), $(NF - 1), $NF }' |
+		sort -n > "$T/items.out"
+	[ "$(cat "$T/items.out")" = "$(for k in 1 2 3; do
+		echo "$((64 + (10 * k + 1) * 8)) $((64 + (10 * k + 1) * 8 + 10 * k * 64)) $((10 * k))"; done)" ]
+	grep -qxF "node VM 4/registry/_LOADED/views/items \"table\" 872 $((872 + 100 * 64)) 100" "$T/dt.out"
+	# DevTools' Summary: the VMs' classes together
+	grep -qxF 'class "package.loaded[\"app.cache\"].Item" 60 3840' "$T/dt.out"
+	grep -qxF 'class "package.loaded[\"app.models\"].Item" 100 6400' "$T/dt.out"
+	# nodes: a VM's four and every reachable object
+	[ "$(structure "$T/h.heapsnapshot")" = "$(awk '/^== all / { exit } $1 == "all" && NF == 7 {
+		n += $4; b += $5 } END { print n + 4, b }' "$T/r.out")" ]
+	# a directory of snapshots (heap --all -o DIR) the same
+	mkdir "$T/d"
+	cp "$T/m.lmh" "$T/s/v-b.lmh" "$T/d/"
+	"$LMT" heap --chrome "$T/d" > "$T/d.heapsnapshot"
+	node "$BATS_TEST_DIRNAME/heap/devtools/check.mjs" "$toolkit" "$T/d.heapsnapshot" > "$T/dd.out"
+	[ "$(grep '^total ' "$T/dd.out")" = "$(grep '^total ' "$T/dt.out")" ]
 }
 
 @test "heap views of changed snapshot files: a report or one line of error, never a crash or a hang" {

@@ -6,12 +6,15 @@
 # longest stop, and all stops), how it was copied (soft-dirty bits or not),
 # the whole command's time, the tracer's peak RSS against the heap's size
 # (gc.total). Each mode BENCH_HEAP_REPS times: the default, and --stopped
-# (the whole copy with the target stopped).
+# (the whole copy with the target stopped); BENCH_HEAP_MODES picks them.
+# In a Debian kernel's guest (make bench-heap-guest): build/rusage, as the
+# guest has no compiler.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-LMT=$PWD/luamemtrace
+LMT=${LMT:-$PWD/luamemtrace}
 MB=${BENCH_HEAP_MB:-1024}
 REPS=${BENCH_HEAP_REPS:-3}
+MODES=${BENCH_HEAP_MODES:-default stopped}
 TMP=$(mktemp -d)
 PID=
 cleanup() {
@@ -19,10 +22,14 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-CC=${CC:-cc}
-$CC -O2 -std=gnu11 -o "$TMP/rusage" tests/bench/rusage.c || exit 1
+RUSAGE=$TMP/rusage
+if [ -x build/rusage ]; then
+	RUSAGE=$PWD/build/rusage
+else
+	${CC:-cc} -O2 -std=gnu11 -o "$RUSAGE" tests/bench/rusage.c || exit 1
+fi
 
-echo "== heap snapshot of a ${MB} MiB Lua heap under load (tests/lua/heap_churn.lua)"
+echo "== heap snapshot of a ${MB} MiB Lua heap under load (tests/lua/heap_churn.lua), kernel $(uname -r), $(nproc) CPUs"
 t0=$(date +%s.%N)
 luajit tests/lua/heap_churn.lua 0 $((MB << 20)) "$TMP/ready" &
 PID=$!
@@ -31,24 +38,37 @@ until grep -q ready "$TMP/ready" 2>/dev/null; do
 	sleep 0.2
 done
 echo "workload built in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }') s, RSS $(awk '/^VmRSS:/ {printf "%.0f MiB", $2 / 1024}' "/proc/$PID/status")"
-printf '%-9s %9s %9s %6s %9s %10s %10s %9s  %s\n' mode pause-ms stops-ms stops total-s gc.total-MiB tracer-MiB ratio copied
+# pause: the longest stop; final: the copy's stop; passes: the passes made
+# (soft-dirty bits) and the pages they read again while it ran; re-read:
+# the pages the final stop read again of those kept, in how many reads.
+printf '%-8s %8s %8s %6s %8s %16s %6s %7s %8s %8s %6s  %s\n' mode pause-ms final-ms passes pass-pg \
+	re-read reads total-s heap-MiB rss-MiB ratio path
 for r in $(seq 1 "$REPS"); do
-	for mode in default stopped; do
+	for mode in $MODES; do
 		flag=
 		[ "$mode" = stopped ] && flag=--stopped
-		"$TMP/rusage" "$LMT" heap $flag -p "$PID" > "$TMP/out" 2> "$TMP/err"
+		"$RUSAGE" "$LMT" heap $flag -p "$PID" > "$TMP/out" 2> "$TMP/err"
 		read -r wall rss rc <<< "$(tail -1 "$TMP/err")"
 		line=$(grep '^luamemtrace heap: PID' "$TMP/err")
-		pause=$(sed -n 's/.*stopped \([0-9.]*\) ms.*/\1/p' <<< "$line")
-		all=$(sed -n 's/.*stops, \([0-9.]*\) ms in all.*/\1/p' <<< "$line")
-		stops=$(sed -n 's/.*(\([0-9]*\) stops,.*/\1/p' <<< "$line")
-		how=$(sed -n 's/.*: copied \(while it ran\|stopped\).*/\1/p' <<< "$line")
-		[ -n "$(grep -o 'pages written meanwhile' <<< "$line")" ] &&
-			how="$how ($(sed -n 's/.*: \([0-9]* of [0-9]*\) pages.*/\1/p' <<< "$line") pages read again)"
-		grep -q '^incomplete' "$TMP/out" && how="$how; incomplete (rc $rc): $(sed -n '/^incomplete/,/^$/p' "$TMP/out" | sed -n 2p | sed 's/^ *//')"
+		f() { sed -n "s/.*$1.*/\\1/p" <<< "$line"; }
+		if grep -q 'pages written meanwhile' <<< "$line"; then
+			path=soft-dirty
+			final=$(f ', then stopped \([0-9.]*\) ms')
+			pause=$(f 'longest stop \([0-9.]*\) ms')
+			passes=$(f '; \([0-9]*\) passes read again')
+			ppg=$(f 'passes read again \([0-9]*\) pages')
+			reread=$(f ': \([0-9]* of [0-9]*\) pages written')
+			reads=$(f 'read again (\([0-9]*\) reads)')
+		else
+			path="full re-read stopped ($(f 'no soft-dirty bits (\(.*\))$'))"
+			final=$(f 'copied stopped \([0-9.]*\) ms')
+			pause=$final passes=0 ppg=0 reread=all reads=-
+		fi
+		grep -q '^incomplete' "$TMP/out" && path="$path; incomplete (rc $rc): $(sed -n '/^incomplete/,/^$/p' "$TMP/out" | sed -n 2p | sed 's/^ *//')"
 		total=$(awk '/^  gc.total/ { print $NF }' "$TMP/out")
-		printf '%-9s %9s %9s %6s %9.1f %10.0f %10.0f %9.2f  %s\n' "$mode" "${pause:--}" "${all:-${pause:--}}" \
-			"${stops:-1}" "$wall" "$(( ${total:-0} >> 20 ))" "$((rss / 1024))" \
-			"$(awk -v a="$rss" -v b="${total:-0}" 'BEGIN { print b ? a * 1024 / b : 0 }')" "$how"
+		printf '%-8s %8s %8s %6s %8s %16s %6s %7.1f %8.0f %8.0f %6.2f  %s\n' "$mode" "${pause:--}" \
+			"${final:--}" "${passes:-0}" "${ppg:-0}" "${reread:--}" "${reads:--}" "$wall" \
+			"$(( ${total:-0} >> 20 ))" "$((rss / 1024))" \
+			"$(awk -v a="$rss" -v b="${total:-0}" 'BEGIN { print b ? a * 1024 / b : 0 }')" "$path"
 	done
 done

@@ -5,6 +5,8 @@
 # emulation with the initramfs of mkroot.sh, and prints what the guest
 # printed, each line of a suite's TAP prefixed by the kernel's release.
 # The packages are fetched with apt-get download into build/kernels/.
+# LMT_GUEST_MB: the guest's memory (3072 MiB; make bench-heap-guest: more),
+# LMT_GUEST_TIMEOUT: its hang guard in seconds (1500).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 K="$top/build/kernels"
@@ -55,7 +57,8 @@ for s in "${series[@]}"; do
 	append="console=ttyS0 panic=-1 quiet lmt.run=$run"
 	[ -n "$cmd" ] && append="$append lmt.cmd=$(printf '%s' "$cmd" | base64 -w0)"
 	# A hang guard, not a timing: a guest that never ends is a failure.
-	timeout 1500 qemu-system-x86_64 -accel tcg,thread=multi -smp 2 -m 3072 \
+	timeout "${LMT_GUEST_TIMEOUT:-1500}" qemu-system-x86_64 -accel tcg,thread=multi -smp 2 \
+		-m "${LMT_GUEST_MB:-3072}" \
 		-cpu max,la57=off -nographic -no-reboot -monitor none \
 		-kernel "$vm" -initrd "$root" -append "$append" \
 		-serial "file:$con" -serial "file:$log" > /dev/null 2>&1

@@ -57,6 +57,47 @@ static void copy_running(pid_t pid, const struct pmaps *m, const struct vmscan *
 	hpages_spare(pg, pg->m.n / 4 + 64);
 }
 
+/* The passes (LMT_HEAP_PASSES): each a short stop to look up and clear
+ * the bits, the pages found read again while the target runs on. A stop
+ * that fails or finds the target stopped by someone else ends them: the
+ * final stop says it. */
+static void passes(pid_t pid, struct hstop *s, struct hpages *pg, struct hcapture *cap)
+{
+	uint64_t last = UINT64_MAX;
+
+	while (cap->soft && cap->passes < LMT_HEAP_PASSES) {
+		struct hrefresh r;
+		uint64_t ns;
+		int err, expired;
+
+		if (hstop_stop(s, pid))
+			return;
+		if (s->was_stopped) {
+			hstop_cont(s, &expired);
+			return;
+		}
+		err = hpages_scan(pg, pid, boot_ns() + (uint64_t)LMT_HEAP_STOP_MS * 1000000, &r);
+		if (!err && (err = hdirty_clear(pid)))
+			pg->nrun = 0;
+		ns = hstop_cont(s, &expired);
+		cap->expired |= expired;
+		cap->pause_ns += ns;
+		cap->pass_ns += ns;
+		cap->pause_max = ns > cap->pause_max ? ns : cap->pause_max;
+		if (err) { /* the final stop reads all again */
+			cap->soft = 0;
+			snprintf(cap->why, sizeof(cap->why), "a pass: %s", strerror(-err));
+			return;
+		}
+		hpages_reread(pg, pid, &r);
+		cap->passes++;
+		cap->pass_pages += r.dirty;
+		if (r.dirty <= LMT_HEAP_PASS_DONE || r.dirty > last / 2)
+			return;
+		last = r.dirty;
+	}
+}
+
 /* Does a copy not add up (it was stopped inside a change of its lists
  * or accounting): a list cut, an unreadable or unknown object, or objects
  * and other memory that are not gc.total? Not if it ran out of time. */
@@ -175,8 +216,9 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 	if (!stopped) {
 		t0 = boot_ns();
 		copy_running(pid, m, sc, variant, &pg, hs);
+		passes(pid, &s, &pg, cap);
 		cap->run_ns = boot_ns() - t0;
-		}
+	}
 	/* While it is stopped the target waits for our CPU time: on a busy
 	 * host, ours first (the stop is bounded: LMT_HEAP_STOP_MS). */
 	errno = 0;
@@ -185,11 +227,14 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 		prio = INT_MIN;
 	for (cap->tries = 1;; cap->tries++) {
 		uint64_t ns;
+		int expired;
 
 		if ((err = stop_copy(pid, &s, m, sc, variant, &pg, hs, cap)) > 0)
 			return err;
-		ns = hstop_cont(&s, &cap->expired);
+		ns = hstop_cont(&s, &expired);
+		cap->expired |= expired;
 		cap->pause_ns += ns;
+		cap->stop_max = ns > cap->stop_max ? ns : cap->stop_max;
 		cap->pause_max = ns > cap->pause_max ? ns : cap->pause_max;
 		if (err || s.was_stopped || cap->tries >= LMT_HEAP_TRIES || !torn(hs, sc->n))
 			break;
@@ -211,19 +256,26 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 
 void heap_capture_say(pid_t pid, const struct hcapture *cap, FILE *f)
 {
-	char tries[96] = "";
+	char tries[96] = "", pass[200] = "";
 
 	if (cap->was_stopped)
 		return; /* the report says it */
 	if (cap->tries > 1)
 		snprintf(tries, sizeof(tries), " (%d stops, %.1f ms in all: a copy that did not "
-			 "add up taken again)", cap->tries, (double)cap->pause_ns / 1e6);
+			 "add up taken again)", cap->tries,
+			 (double)(cap->pause_ns - cap->pass_ns) / 1e6);
+	if (cap->passes)
+		snprintf(pass, sizeof(pass), "; %d passes read again %llu pages it wrote, "
+			 "stopped %.1f ms in all to find them", cap->passes,
+			 (unsigned long long)cap->pass_pages, (double)cap->pass_ns / 1e6);
 	if (cap->soft)
-		fprintf(f, "luamemtrace heap: PID %d: copied while it ran (%.0f ms), then "
-			"stopped %.1f ms%s: %llu of %llu pages written meanwhile, read again\n",
-			(int)pid, (double)cap->run_ns / 1e6, (double)cap->pause_max / 1e6, tries,
-			(unsigned long long)cap->r.dirty, (unsigned long long)cap->r.pages);
+		fprintf(f, "luamemtrace heap: PID %d: copied while it ran (%.0f ms%s), then "
+			"stopped %.1f ms%s: %llu of %llu pages written meanwhile, read again "
+			"(%llu reads); longest stop %.1f ms\n",
+			(int)pid, (double)cap->run_ns / 1e6, pass, (double)cap->stop_max / 1e6, tries,
+			(unsigned long long)cap->r.dirty, (unsigned long long)cap->r.pages,
+			(unsigned long long)cap->r.reads, (double)cap->pause_max / 1e6);
 	else
 		fprintf(f, "luamemtrace heap: PID %d: copied stopped %.1f ms%s: no soft-dirty "
-			"bits (%s)\n", (int)pid, (double)cap->pause_max / 1e6, tries, cap->why);
+			"bits (%s)%s\n", (int)pid, (double)cap->stop_max / 1e6, tries, cap->why, pass);
 }

@@ -218,29 +218,55 @@ static int text(struct snap *s, size_t n, const struct hview *v)
 	return rc;
 }
 
-/* -- The flame graph of them all --------------------------------------------- */
+/* -- The views of them all -------------------------------------------------- */
+
+/* Every VM of every file in one array (views of s[k]'s copies, freed
+ * through them) with a label each ("process P VM 0xL"): 0, or an exit
+ * status. */
+static int gather(struct snap *s, size_t n, struct heap **all, char ***labels, size_t *m)
+{
+	size_t k;
+	int rc = LMT_OK;
+
+	*all = NULL;
+	*labels = NULL;
+	*m = 0;
+	for (k = 0; k < n; k++)
+		if ((rc = load(&s[k])) != LMT_OK)
+			return rc;
+	for (k = 0; k < n; k++)
+		*m += s[k].n;
+	if (!(*all = calloc(*m ? *m : 1, sizeof(**all))) ||
+	    !(*labels = calloc(*m ? *m : 1, sizeof(**labels))))
+		return LMT_ERR;
+	*m = 0;
+	for (size_t j = 0; j < n; j++)
+		for (size_t i = 0; i < s[j].n; i++, (*m)++) {
+			(*all)[*m] = s[j].hs[i];
+			if (asprintf(&(*labels)[*m], "process %u VM 0x%" PRIx64, s[j].pid,
+				     (*all)[*m].L) < 0) {
+				(*labels)[*m] = NULL;
+				return LMT_ERR;
+			}
+		}
+	return LMT_OK;
+}
+
+static void ungather(struct heap *all, char **labels, size_t m)
+{
+	for (size_t i = 0; labels && i < m; i++)
+		free(labels[i]);
+	free(labels);
+	free(all);
+}
 
 static int flame(struct snap *s, size_t n)
 {
-	struct heap *all = NULL;
-	char **labels = NULL, title[256], e[ESC_MAX(128)];
-	size_t m = 0, k;
-	int rc = LMT_OK;
+	struct heap *all;
+	char **labels, title[256], e[ESC_MAX(128)];
+	size_t m;
+	int rc = gather(s, n, &all, &labels, &m);
 
-	for (k = 0; k < n; k++)
-		if ((rc = load(&s[k])) != LMT_OK)
-			break;
-	for (size_t j = 0; j < k; j++)
-		m += s[j].n;
-	if (rc == LMT_OK && (!(all = calloc(m, sizeof(*all))) || !(labels = calloc(m, sizeof(*labels)))))
-		rc = LMT_ERR;
-	m = 0;
-	for (size_t j = 0; rc == LMT_OK && j < n; j++)
-		for (size_t i = 0; i < s[j].n; i++, m++) {
-			all[m] = s[j].hs[i]; /* a view: freed through s[j] */
-			if (asprintf(&labels[m], "process %u VM 0x%" PRIx64, s[j].pid, all[m].L) < 0)
-				labels[m] = NULL, rc = LMT_ERR;
-		}
 	if (rc == LMT_OK) {
 		if (n == 1)
 			snprintf(title, sizeof(title), "heap of process %u (%s)", s[0].pid,
@@ -253,10 +279,21 @@ static int flame(struct snap *s, size_t n)
 			if (lossy(&all[i]))
 				rc = rc == LMT_OK ? LMT_LOSSY : rc;
 	}
-	for (size_t i = 0; labels && i < m; i++)
-		free(labels[i]);
-	free(labels);
-	free(all);
+	ungather(all, labels, m);
+	return rc;
+}
+
+/* One .heapsnapshot of every VM of every file. */
+static int chrome(struct snap *s, size_t n)
+{
+	struct heap *all;
+	char **labels;
+	size_t m;
+	int rc = gather(s, n, &all, &labels, &m);
+
+	if (rc == LMT_OK)
+		rc = heap_view_chrome(all, m, (const char *const *)labels, stdout);
+	ungather(all, labels, m);
 	return rc;
 }
 
@@ -269,12 +306,11 @@ int heap_files_main(int mode, char **args, int nargs, const struct hview *v)
 
 	if (paths(args, nargs, &pv, &n))
 		return LMT_ERR;
-	if ((mode == HEAP_DIFF && n != 2) || (mode == HEAP_CHROME && n != 1)) {
+	if (mode == HEAP_DIFF && n != 2) {
 		for (size_t k = 0; k < n; k++)
 			free(pv[k]);
 		free(pv);
-		fprintf(stderr, "luamemtrace heap: %s\n", mode == HEAP_DIFF
-			? "--diff takes two snapshot files" : "--chrome takes one snapshot file");
+		fprintf(stderr, "luamemtrace heap: --diff takes two snapshot files\n");
 		return LMT_USAGE;
 	}
 	if (!(s = calloc(n, sizeof(*s)))) {
@@ -295,9 +331,7 @@ int heap_files_main(int mode, char **args, int nargs, const struct hview *v)
 			rc = heap_view_diff(s[0].hs, s[0].n, s[1].hs, s[1].n, v, stdout);
 		break;
 	case HEAP_CHROME:
-		rc = load(&s[0]);
-		if (rc == LMT_OK)
-			rc = heap_view_chrome(s[0].hs, s[0].n, stdout);
+		rc = chrome(s, n);
 		break;
 	default:
 		rc = text(s, n, v);

@@ -21,7 +21,7 @@ static int usage(const char *msg)
 			"       luamemtrace heap [--top N] FILE|DIR...\n"
 			"       luamemtrace heap --flamegraph FILE|DIR... > heap.html\n"
 			"       luamemtrace heap [--top N] --diff A B\n"
-			"       luamemtrace heap --chrome FILE > heap.heapsnapshot\n", msg);
+			"       luamemtrace heap --chrome FILE|DIR... > heap.heapsnapshot\n", msg);
 	return LMT_USAGE;
 }
 

@@ -94,6 +94,16 @@
  * that does not add up is taken again after the target ran on a little.
  * Each stop is bounded on its own (LMT_HEAP_STOP_MS). */
 #define LMT_HEAP_TRIES 3
+/* Passes between the running copy and the stop (soft-dirty bits only):
+ * each stops the target to look up the pages it wrote and clear the
+ * bits, and reads them again while it runs on; the next pass finds what
+ * it wrote meanwhile. They end when a pass finds no more than
+ * LMT_HEAP_PASS_DONE pages, or more than half the pass before's (a
+ * collector's sweep writes every page it walks: it does not converge),
+ * or after LMT_HEAP_PASSES. The final stop reads again what the last
+ * pass found. */
+#define LMT_HEAP_PASSES 6
+#define LMT_HEAP_PASS_DONE 2048
 /* Our nice value while the target is stopped (it waits for our CPU time;
  * bounded by LMT_HEAP_STOP_MS): ours first on a busy host. */
 #define LMT_HEAP_STOP_NICE (-20)
@@ -251,6 +261,11 @@ void heap_sizes(struct heap *h);
  * a block serves many. */
 #define HPAGES_BLOCK (16u << 10)
 
+struct hrun {
+	uint64_t addr;   /* in the target, within one block */
+	uint32_t len;
+};
+
 struct hpages {
 	struct u64map m; /* block address + 1 -> its copy */
 	uint64_t bytes;  /* kept, under LMT_HEAP_COPY_MAX */
@@ -259,6 +274,8 @@ struct hpages {
 	void **spare;    /* blocks made ahead (hpages_spare), used first */
 	size_t nspare;
 	uint64_t allow;  /* bytes it may keep (0: LMT_HEAP_COPY_MAX; hpages_allow) */
+	struct hrun *run;/* pages to read again (hpages_scan) */
+	size_t nrun, caprun;
 	int running;     /* the target runs: a walk that meets more than
 			  * LMT_HEAP_RUN_JUNK bad objects, or copies more
 			  * than allow, ends (copy.c) */
@@ -279,6 +296,8 @@ void hpages_spare(struct hpages *c, size_t n);
 
 /* Blocks whose pages are looked up in one pagemap read (64 KiB of it). */
 #define HREFRESH_RUN 2048u
+/* Runs of written pages read again in one system call (IOV_MAX). */
+#define HREREAD_IOV 1024
 
 struct hrefresh {
 	uint64_t blocks; /* blocks kept when the target stopped */
@@ -286,6 +305,7 @@ struct hrefresh {
 	uint64_t dirty;  /* pages written since hdirty_clear: read again */
 	uint64_t dropped;/* blocks whose pagemap entries could not be read:
 			  * dropped, read again as the copy asks */
+	uint64_t reads;  /* system calls that read them again */
 };
 
 /* With the target stopped, after hdirty_clear and a copy while it ran:
@@ -295,6 +315,14 @@ struct hrefresh {
  * opened, ETIMEDOUT past deadline): then the cache is emptied (everything
  * read again as the copy asks). */
 int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r);
+/* hpages_refresh in two: the kept pages written since hdirty_clear looked
+ * up (c->run; an error as hpages_refresh's), then read again (a page that
+ * cannot be read: its block dropped). With the target stopped both, or
+ * (capture.c's passes) the look-up stopped, before hdirty_clear, and the
+ * reads while it runs on: what it writes after the clear is seen by the
+ * next look-up. */
+int hpages_scan(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r);
+void hpages_reread(struct hpages *c, pid_t pid, struct hrefresh *r);
 /* Empties the cache, its blocks kept as spares (hpages_spare). */
 void hpages_recycle(struct hpages *c);
 
@@ -346,7 +374,11 @@ struct hcapture {
 	int expired;      /* the guardian continued it first */
 	int tries;        /* stops made (a copy that did not add up is
 			   * taken again, LMT_HEAP_TRIES) */
-	uint64_t pause_max; /* the longest of them */
+	uint64_t pause_max; /* the longest stop (the passes' too) */
+	uint64_t stop_max;  /* the longest of the copy's stops (tries) */
+	int passes;       /* passes made (LMT_HEAP_PASSES) */
+	uint64_t pass_pages; /* pages they read again */
+	uint64_t pass_ns; /* stopped in them, in all */
 	int was_stopped;  /* stopped by someone else: left so */
 };
 
@@ -443,9 +475,10 @@ int heap_view_flame(struct heap *hs, size_t n, const char *const *labels, const 
 int heap_view_diff(struct heap *a, size_t na, struct heap *b, size_t nb, const struct hview *v,
 		   FILE *f);
 
-/* The reachable graph of hs[0] as Chrome DevTools' .heapsnapshot JSON
- * (view_chrome.c); several VMs: the first, said. An exit status. */
-int heap_view_chrome(struct heap *hs, size_t n, FILE *f);
+/* The reachable graphs of hs[0..n) as one Chrome DevTools .heapsnapshot
+ * (view_chrome.c); several VMs: a synthetic node per VM under the root,
+ * named labels[k]. An exit status. */
+int heap_view_chrome(struct heap *hs, size_t n, const char *const *labels, FILE *f);
 
 /* -- Snapshot files given (files.c) ------------------------------------------ */
 

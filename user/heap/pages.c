@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "util/clock.h"
@@ -135,6 +136,7 @@ void hpages_free(struct hpages *c)
 		free(c->spare[--c->nspare]);
 	free(c->spare);
 	u64map_free(&c->m, free_block);
+	free(c->run);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -158,7 +160,9 @@ static void drop(struct hpages *c, uint64_t key)
 	}
 }
 
-int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r)
+/* Kept pages the target wrote since hdirty_clear, as runs of adjacent
+ * pages within a block (c->run). */
+int hpages_scan(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r)
 {
 	long ps = sysconf(_SC_PAGESIZE);
 	size_t n = 0, per;
@@ -167,6 +171,7 @@ int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefre
 	int pm, e = 0;
 
 	memset(r, 0, sizeof(*r));
+	c->nrun = 0;
 	if (ps <= 0 || HPAGES_BLOCK % (unsigned long)ps)
 		return -EINVAL;
 	per = HPAGES_BLOCK / (size_t)ps;
@@ -202,24 +207,30 @@ int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefre
 			continue;
 		}
 		for (size_t k = i; k < j; k++) {
-			struct block *b = u64map_get(&c->m, keys[k]);
 			const uint8_t *d = dirty + (k - i) * per;
 
 			r->pages += per;
 			for (size_t p = 0; p < per; p++) {
-				size_t q = p, off = p * (size_t)ps, len;
+				size_t q = p;
 
 				if (!d[p])
 					continue;
 				while (q + 1 < per && d[q + 1])
 					q++;
 				r->dirty += q - p + 1;
-				len = (q + 1) * (size_t)ps;
-				len = (len < b->valid ? len : b->valid);
-				if (off < len && proc_read(pid, keys[k] - 1 + off, b->d + off, len - off)) {
-					drop(c, keys[k]); /* read again as asked */
-					break;
+				if (c->nrun == c->caprun) {
+					size_t m = c->caprun ? 2 * c->caprun : 4096;
+					struct hrun *v = realloc(c->run, m * sizeof(*v));
+
+					if (!v) {
+						e = -ENOMEM;
+						goto out;
+					}
+					c->run = v;
+					c->caprun = m;
 				}
+				c->run[c->nrun++] = (struct hrun){ keys[k] - 1 + p * (uint64_t)ps,
+								   (uint32_t)((q - p + 1) * (size_t)ps) };
 				p = q;
 			}
 		}
@@ -229,9 +240,79 @@ out:
 	if (e) {
 		u64map_free(&c->m, free_block);
 		c->bytes = 0;
+		c->nrun = 0;
 	}
 	free(keys);
 	free(dirty);
 	close(pm);
+	return e;
+}
+
+/* The part of run u its block holds (a block may end short: valid). */
+static struct block *run_block(struct hpages *c, const struct hrun *u, size_t *len)
+{
+	uint64_t base = u->addr & ~(uint64_t)(HPAGES_BLOCK - 1), off = u->addr - base;
+	struct block *b = u64map_get(&c->m, base + 1);
+
+	*len = 0;
+	if (b && off < b->valid)
+		*len = u->len < b->valid - off ? u->len : b->valid - off;
+	return b;
+}
+
+void hpages_reread(struct hpages *c, pid_t pid, struct hrefresh *r)
+{
+	struct iovec iov[HREREAD_IOV];
+
+	/* Runs in address order, each touching the next in the target: one
+	 * read of at most HREREAD_IOV of them. */
+	for (size_t i = 0, j; i < c->nrun; i = j) {
+		uint64_t want = 0;
+		ssize_t got;
+		int n = 0;
+
+		for (j = i; j < c->nrun && n < HREREAD_IOV; j++) {
+			const struct hrun *u = &c->run[j];
+			struct block *b;
+			size_t len;
+
+			if (j > i && u->addr != c->run[j - 1].addr + c->run[j - 1].len)
+				break;
+			b = run_block(c, u, &len);
+			if (!b || len != u->len) {
+				if (j == i)
+					j++; /* alone, below */
+				break;
+			}
+			iov[n++] = (struct iovec){ b->d + (u->addr & (HPAGES_BLOCK - 1)), len };
+			want += len;
+		}
+		r->reads++;
+		got = n ? proc_readv(pid, c->run[i].addr, iov, n) : -EFAULT;
+		if (got == (ssize_t)want)
+			continue;
+		/* Not all of it read: each run of it alone, a block that
+		 * cannot be read dropped (read again as the copy asks). */
+		for (size_t k = i; k < j; k++) {
+			const struct hrun *u = &c->run[k];
+			size_t len;
+			struct block *b = run_block(c, u, &len);
+
+			if (!b)
+				continue;
+			r->reads++;
+			if (!len || proc_read(pid, u->addr, b->d + (u->addr & (HPAGES_BLOCK - 1)), len))
+				drop(c, (u->addr & ~(uint64_t)(HPAGES_BLOCK - 1)) + 1);
+		}
+	}
+	c->nrun = 0;
+}
+
+int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r)
+{
+	int e = hpages_scan(c, pid, deadline, r);
+
+	if (!e)
+		hpages_reread(c, pid, r);
 	return e;
 }

@@ -6,6 +6,11 @@
  * retained sizes with its own dominator tree, and shows retainers.
  *
  * Node 0 is a synthetic root whose edges are the GC's roots (edges.c).
+ * Several VMs (of one process or of several files): node 0's edges lead
+ * to a synthetic node per VM, "VM k" (k from 1, in the files' order),
+ * named by its label (process and VM address), whose edges are that VM's
+ * roots; DevTools' retained size of such a node is its VM's reachable
+ * bytes, its Summary the VMs' classes together.
  * A node per reachable object: type as DevTools knows them (a table is an
  * "object" named by its metatable's path, or "table"; a string is a
  * "string" named by its kept bytes; a Lua function a "closure" named
@@ -25,13 +30,17 @@
 
 enum { N_HIDDEN, N_ARRAY, N_STRING, N_OBJECT, N_CODE, N_CLOSURE, N_REGEXP, N_NUMBER,
        N_NATIVE, N_SYNTHETIC };
+/* Nodes written at most: DevTools indexes its arrays of nodes and edges
+ * (7 numbers a node) with 32-bit integers. Past it: counted, said. */
+#define CHROME_NODES_MAX (UINT32_MAX / 8)
+
 enum { E_CONTEXT, E_ELEMENT, E_PROPERTY, E_INTERNAL, E_HIDDEN, E_SHORTCUT, E_WEAK };
 
 struct cx {
-	struct heap *h;
+	struct heap *h;   /* the VM being written */
 	FILE *f;
 	struct strpool sp;
-	uint32_t *node;   /* per object: its node index, or UINT32_MAX */
+	uint32_t *node;   /* per object of h: its node index, or UINT32_MAX */
 	uint64_t count;   /* edges of the object being walked */
 	uint64_t edges;   /* written */
 	int oom;
@@ -215,18 +224,33 @@ static void json_bytes(FILE *f, const char *s, size_t n)
 	fputc('"', f);
 }
 
-static int export(struct heap *h, FILE *f)
+/* Node indexes for the reachable objects of each VM, after node 0 and,
+ * with several VMs, one node per VM (1 to n): nodes[k] for hs[k]. */
+static int number(struct heap *hs, size_t n, uint32_t **nodes, uint64_t *count, uint64_t *over)
 {
-	struct cx x = { .h = h, .f = f };
-	uint64_t nodes = 1, dangling = h->c.dangling;
-	unsigned type;
-	uint32_t name;
+	uint64_t next = 1 + (n > 1 ? n : 0);
 
-	if (!(x.node = malloc((h->n ? h->n : 1) * sizeof(*x.node))))
-		return -1;
-	for (size_t i = 0; i < h->n; i++)
-		x.node[i] = (h->o[i].flags & HOBJ_REACHED) ? (uint32_t)nodes++ : UINT32_MAX;
-	cstr_id(&x, ""); /* string 0 */
+	*over = 0;
+	for (size_t k = 0; k < n; k++) {
+		struct heap *h = &hs[k];
+
+		if (!(nodes[k] = malloc((h->n ? h->n : 1) * sizeof(*nodes[k]))))
+			return -1;
+		for (size_t i = 0; i < h->n; i++) {
+			if (!(h->o[i].flags & HOBJ_REACHED) || next >= CHROME_NODES_MAX) {
+				*over += !!(h->o[i].flags & HOBJ_REACHED);
+				nodes[k][i] = UINT32_MAX;
+				continue;
+			}
+			nodes[k][i] = (uint32_t)next++;
+		}
+	}
+	*count = next;
+	return 0;
+}
+
+static void meta(FILE *f)
+{
 	fputs("{\"snapshot\":{\"meta\":{"
 	      "\"node_fields\":[\"type\",\"name\",\"id\",\"self_size\",\"edge_count\","
 	      "\"trace_node_id\",\"detachedness\"],"
@@ -243,38 +267,85 @@ static int export(struct heap *h, FILE *f)
 	      "\"children\"],"
 	      "\"sample_fields\":[\"timestamp_us\",\"last_assigned_id\"],"
 	      "\"location_fields\":[\"object_index\",\"script_id\",\"line\",\"column\"]},", f);
-	/* the edges' count: a first walk */
-	x.count = 0;
-	heap_edges(h, (uint32_t)h->n, count_one, &x);
-	{
-		uint64_t root_edges = x.count, all = x.count;
+}
 
-		for (size_t i = 0; i < h->n; i++)
-			if (x.node[i] != UINT32_MAX) {
-				x.count = 0;
-				heap_edges(h, (uint32_t)i, count_one, &x);
-				all += x.count;
-			}
-		fprintf(f, "\"node_count\":%" PRIu64 ",\"edge_count\":%" PRIu64
-			   ",\"trace_function_count\":0},\n\"nodes\":[",
-			nodes, all);
-		fprintf(f, "%u,%u,1,0,%" PRIu64 ",0,0\n", N_SYNTHETIC, cstr_id(&x, "(GC roots)"),
-			root_edges);
+/* Edges of object i of x->h (h->n: its roots) that lead to nodes. */
+static uint64_t edges_of(struct cx *x, uint32_t i)
+{
+	x->count = 0;
+	heap_edges(x->h, i, count_one, x);
+	return x->count;
+}
+
+static int export(struct heap *hs, size_t n, const char *const *labels, FILE *f,
+		  uint64_t *over)
+{
+	struct cx x = { .f = f };
+	uint32_t **nodes = calloc(n, sizeof(*nodes));
+	uint64_t *dangling = calloc(n, sizeof(*dangling));
+	uint64_t count = 0, all = n > 1 ? n : 0, *roots = calloc(n, sizeof(*roots));
+	unsigned type;
+	uint32_t name;
+	int rc = -1;
+
+	if (!nodes || !dangling || !roots || number(hs, n, nodes, &count, over))
+		goto out;
+	cstr_id(&x, ""); /* string 0 */
+	meta(f);
+	/* the edges' count: a first walk */
+	for (size_t k = 0; k < n; k++) {
+		x.h = &hs[k];
+		x.node = nodes[k];
+		dangling[k] = x.h->c.dangling;
+		roots[k] = edges_of(&x, (uint32_t)x.h->n);
+		all += roots[k];
+		for (size_t i = 0; i < x.h->n; i++)
+			if (x.node[i] != UINT32_MAX)
+				all += edges_of(&x, (uint32_t)i);
 	}
-	for (size_t i = 0; i < h->n; i++) {
-		if (x.node[i] == UINT32_MAX)
-			continue;
-		x.count = 0;
-		heap_edges(h, (uint32_t)i, count_one, &x);
-		node_name(&x, (uint32_t)i, &type, &name);
-		fprintf(f, ",%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",0,0\n", type, name,
-			(uint64_t)x.node[i] * 2 + 1, h->o[i].size, x.count);
+	fprintf(f, "\"node_count\":%" PRIu64 ",\"edge_count\":%" PRIu64
+		   ",\"trace_function_count\":0},\n\"nodes\":[",
+		count, all);
+	fprintf(f, "%u,%u,1,0,%" PRIu64 ",0,0\n", N_SYNTHETIC, cstr_id(&x, "(GC roots)"),
+		n > 1 ? (uint64_t)n : roots[0]);
+	for (size_t k = 0; n > 1 && k < n; k++)
+		fprintf(f, ",%u,%u,%" PRIu64 ",0,%" PRIu64 ",0,0\n", N_SYNTHETIC,
+			cstr_id(&x, labels[k]), (uint64_t)(k + 1) * 2 + 1, roots[k]);
+	for (size_t k = 0; k < n; k++) {
+		x.h = &hs[k];
+		x.node = nodes[k];
+		for (size_t i = 0; i < x.h->n; i++) {
+			if (x.node[i] == UINT32_MAX)
+				continue;
+			node_name(&x, (uint32_t)i, &type, &name);
+			fprintf(f, ",%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",0,0\n", type, name,
+				(uint64_t)x.node[i] * 2 + 1, x.h->o[i].size,
+				edges_of(&x, (uint32_t)i));
+		}
 	}
 	fputs("],\n\"edges\":[", f);
-	heap_edges(h, (uint32_t)h->n, write_one, &x);
-	for (size_t i = 0; i < h->n; i++)
-		if (x.node[i] != UINT32_MAX)
-			heap_edges(h, (uint32_t)i, write_one, &x);
+	for (size_t k = 0; n > 1 && k < n; k++) {
+		char b[32];
+
+		snprintf(b, sizeof(b), "VM %zu", k + 1);
+		fprintf(f, "%s%u,%u,%zu\n", x.edges++ ? "," : "", E_PROPERTY, cstr_id(&x, b),
+			(k + 1) * 7);
+	}
+	/* in the nodes' order: the roots' nodes (node 0, or each VM's), then
+	 * every VM's objects */
+	for (size_t k = 0; k < n; k++) {
+		x.h = &hs[k];
+		x.node = nodes[k];
+		heap_edges(x.h, (uint32_t)x.h->n, write_one, &x);
+	}
+	for (size_t k = 0; k < n; k++) {
+		x.h = &hs[k];
+		x.node = nodes[k];
+		for (size_t i = 0; i < x.h->n; i++)
+			if (x.node[i] != UINT32_MAX)
+				heap_edges(x.h, (uint32_t)i, write_one, &x);
+		x.h->c.dangling = dangling[k]; /* heap_edges counted them again */
+	}
 	fputs("],\n\"trace_function_infos\":[],\"trace_tree\":[],\"samples\":[],\"locations\":[],"
 	      "\n\"strings\":[", f);
 	for (uint32_t k = 0; k < x.sp.n; k++) {
@@ -283,24 +354,34 @@ static int export(struct heap *h, FILE *f)
 		json_bytes(f, str_ptr(&x.sp, k), x.sp.s[k].len);
 	}
 	fputs("]}\n", f);
-	h->c.dangling = dangling; /* heap_edges counted them again */
-	free(x.node);
+	rc = x.oom || ferror(f) ? -1 : 0;
+out:
+	for (size_t k = 0; nodes && k < n; k++)
+		free(nodes[k]);
+	free(nodes);
+	free(dangling);
+	free(roots);
 	free(x.sp.arena);
 	free(x.sp.s);
 	free(x.sp.tab);
-	return x.oom || ferror(f) ? -1 : 0;
+	return rc;
 }
 
-int heap_view_chrome(struct heap *hs, size_t n, FILE *f)
+int heap_view_chrome(struct heap *hs, size_t n, const char *const *labels, FILE *f)
 {
-	if (n != 1) {
-		fprintf(stderr, "luamemtrace heap: --chrome: a snapshot of %zu VMs; DevTools opens "
-				"one heap: the first is written\n", n);
-	}
-	if (!n || export(&hs[0], f)) {
+	uint64_t over = 0;
+	int lossy = 0;
+
+	if (!n || export(hs, n, labels, f, &over)) {
 		fprintf(stderr, "luamemtrace heap: --chrome: out of memory, or a write failed\n");
 		return LMT_ERR;
 	}
-	return n != 1 || memcmp(&hs[0].c, &(struct hcounts){ 0 }, sizeof(hs[0].c)) ? LMT_LOSSY
-										 : LMT_OK;
+	if (over) {
+		fprintf(stderr, "luamemtrace heap: --chrome: %" PRIu64 " reachable objects past "
+			"DevTools' %u nodes not written\n", over, (unsigned)CHROME_NODES_MAX);
+		lossy = 1;
+	}
+	for (size_t k = 0; k < n; k++)
+		lossy |= !!memcmp(&hs[k].c, &(struct hcounts){ 0 }, sizeof(hs[k].c));
+	return lossy ? LMT_LOSSY : LMT_OK;
 }

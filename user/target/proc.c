@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "target/caps.h"
@@ -293,6 +294,21 @@ ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
 	if (n < 0)
 		return errno == EIO ? -EFAULT : -errno;
 	return n == 0 && len ? -ESRCH : n; /* 0: its memory is gone */
+}
+
+ssize_t proc_readv(pid_t pid, uint64_t addr, const struct iovec *iov, int n)
+{
+	const struct pbound *b = pid > 0 ? u64map_get(&bound, (uint64_t)pid) : NULL;
+	ssize_t got;
+
+	if (!b)
+		return -ESRCH;
+	if (addr > (uint64_t)INT64_MAX)
+		return -EFAULT;
+	got = preadv(b->memfd, iov, n, (off_t)addr);
+	if (got < 0)
+		return errno == EIO ? -EFAULT : -errno;
+	return got;
 }
 
 int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)

@@ -49,6 +49,10 @@ void proc_unbind(pid_t pid, int pidfd);
 int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* As much as is readable from addr on: bytes read, or -errno. */
 ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len);
+/* The same from addr into n buffers in turn (one system call): bytes read
+ * (fewer: the rest unreadable), or -errno. */
+struct iovec;
+ssize_t proc_readv(pid_t pid, uint64_t addr, const struct iovec *iov, int n);
 
 /* The /proc/PID directory of pidfd's process: opened, then pidfd checked
  * alive (pidfd_send_signal 0), so the directory is that process's and

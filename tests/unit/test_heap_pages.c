@@ -1,0 +1,173 @@
+/* The block cache's re-read of written pages (user/heap/pages.c): only
+ * the pages whose bits say written are read again, runs that touch in
+ * the target in one read, and a block that cannot be read again is
+ * dropped. The target is a buffer of ours; its reads and its soft-dirty
+ * bits are this file's (proc_read*, hdirty_*). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "heap/heap.h"
+#include "target/proc.h"
+
+#include "check.h"
+
+#define NB 4
+#define PG 4096u
+#define PER (HPAGES_BLOCK / PG)
+
+static _Alignas(HPAGES_BLOCK) uint8_t tgt[NB * HPAGES_BLOCK];
+static uint8_t written[NB * PER]; /* a page's soft-dirty bit */
+static size_t hole = SIZE_MAX;    /* a page of tgt that cannot be read */
+static unsigned readv_calls, read_calls;
+
+static uint64_t at(size_t blk, size_t page)
+{
+	return (uint64_t)(uintptr_t)tgt + blk * HPAGES_BLOCK + page * PG;
+}
+
+/* Readable bytes of tgt from addr, up to len. */
+static size_t readable(uint64_t addr, size_t len)
+{
+	uint64_t lo = (uint64_t)(uintptr_t)tgt, end = lo + sizeof(tgt);
+
+	if (addr < lo || addr >= end)
+		return 0;
+	if (len > end - addr)
+		len = end - addr;
+	if (hole != SIZE_MAX) {
+		uint64_t h = lo + hole * PG;
+
+		if (addr >= h && addr < h + PG)
+			return 0;
+		if (addr < h && addr + len > h)
+			len = h - addr;
+	}
+	return len;
+}
+
+ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	size_t n = readable(addr, len);
+
+	read_calls++;
+	if (!n)
+		return -EFAULT;
+	memcpy(buf, (void *)(uintptr_t)addr, n);
+	return (ssize_t)n;
+}
+
+int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n = proc_read_some(pid, addr, buf, len);
+
+	return n == (ssize_t)len ? 0 : -EFAULT;
+}
+
+ssize_t proc_readv(pid_t pid, uint64_t addr, const struct iovec *iov, int n)
+{
+	ssize_t got = 0;
+
+	readv_calls++;
+	for (int i = 0; i < n; i++) {
+		size_t k = readable(addr, iov[i].iov_len);
+
+		memcpy(iov[i].iov_base, (void *)(uintptr_t)addr, k);
+		got += (ssize_t)k;
+		addr += k;
+		if (k < iov[i].iov_len)
+			break;
+	}
+	return got ? got : -EFAULT;
+}
+
+int hdirty_open(pid_t pid)
+{
+	return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+int hdirty_pages(int pmfd, uint64_t addr, size_t n, uint8_t *dirty)
+{
+	size_t first = (addr - (uint64_t)(uintptr_t)tgt) / PG;
+
+	if (first + n > NB * PER)
+		return -EIO;
+	memcpy(dirty, written + first, n);
+	return 0;
+}
+
+/* Writes c over page p of tgt; its bit set if mark. */
+static void write_page(size_t p, char c, int mark)
+{
+	memset(tgt + p * PG, c, PG);
+	if (mark)
+		written[p] = 1;
+}
+
+/* The cache's byte at the start of page p. */
+static int cached(struct hpages *c, size_t p)
+{
+	uint8_t b = 0;
+
+	if (hpages_read(c, 1, (uint64_t)(uintptr_t)tgt + p * PG, &b, 1))
+		return -1;
+	return b;
+}
+
+int main(void)
+{
+	struct hpages c = { 0 };
+	struct hrefresh r;
+	int ok = 1;
+
+	memset(tgt, 'a', sizeof(tgt));
+	for (size_t b = 0; b < NB; b++)
+		ok &= hpages_read(&c, 1, at(b, 0), &(uint8_t){ 0 }, 1) == 0;
+	CHECK("4 blocks kept, read once each", ok && c.m.n == NB && c.reads == NB);
+
+	/* written: block 0's last page to block 2's first (one run in the
+	 * target, three blocks), and block 3's third; block 0's third page
+	 * changed with no bit (not read again: the cache keeps 'a') */
+	write_page(PER - 1, 'b', 1);
+	for (size_t p = PER; p < 2 * PER; p++)
+		write_page(p, 'b', 1);
+	write_page(2 * PER, 'b', 1);
+	write_page(3 * PER + 2, 'b', 1);
+	write_page(PER - 2, 'c', 0);
+	read_calls = readv_calls = 0;
+	CHECK("refreshed", hpages_refresh(&c, 1, UINT64_MAX, &r) == 0);
+	CHECK("4 blocks, 16 pages, 7 written",
+	      r.blocks == NB && r.pages == NB * PER && r.dirty == 7 && r.dropped == 0);
+	CHECK("two reads: the run over three blocks, and block 3's page",
+	      r.reads == 2 && readv_calls == 2 && read_calls == 0);
+	CHECK("the written pages read again",
+	      cached(&c, PER - 1) == 'b' && cached(&c, PER + 3) == 'b' &&
+	      cached(&c, 2 * PER) == 'b' && cached(&c, 3 * PER + 2) == 'b');
+	CHECK("the others kept as read",
+	      cached(&c, PER - 2) == 'a' && cached(&c, 2 * PER + 1) == 'a' &&
+	      cached(&c, 3 * PER + 3) == 'a');
+	CHECK("no block read from the target since", c.reads == NB && read_calls == 0);
+
+	/* block 1's second and third pages written, the third unreadable:
+	 * the run read alone, then block 1 dropped (read again when asked) */
+	memset(written, 0, sizeof(written));
+	write_page(PER + 1, 'd', 1);
+	write_page(PER + 2, 'd', 1);
+	hole = PER + 2;
+	CHECK("refreshed past a page that cannot be read",
+	      hpages_refresh(&c, 1, UINT64_MAX, &r) == 0 && r.dirty == 2);
+	CHECK("block 1 dropped, the others kept", c.m.n == NB - 1 &&
+	      !u64map_get(&c.m, at(1, 0) + 1) && u64map_get(&c.m, at(0, 0) + 1));
+	CHECK("a read, then the run alone", r.reads == 2 && readv_calls == 3 && read_calls == 1);
+
+	/* no bit set: nothing read */
+	hole = SIZE_MAX;
+	CHECK("nothing written: nothing read", (memset(written, 0, sizeof(written)),
+	      hpages_refresh(&c, 1, UINT64_MAX, &r) == 0) && r.dirty == 0 && r.reads == 0);
+	hpages_free(&c);
+	return fails != 0;
+}
