@@ -91,7 +91,7 @@ $(FG_OBJ): user/report/flame_assets.S user/report/flame/page.html user/report/fl
 $(OUT)/profile.pb-c.o: $(PB_C) $(PB_H)
 	$(CC) $(CFLAGS) $(SAN) -I$(OUT) -c $< -o $@
 
-$(OUT)/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_SRC) $(FG_OBJ) user/probes/placement.c user/target/layout.c user/target/vmdef.c $(USER_H) bpf/*.h | $(OUT)
+$(OUT)/unit/%: tests/unit/%.c tests/unit/check.h tests/unit/arena.h $(LIB_SRC) $(FG_OBJ) user/probes/placement.c user/target/layout.c user/target/vmdef.c $(USER_H) bpf/*.h | $(OUT)
 	@mkdir -p $(OUT)/unit
 	$(CC) $(ALL_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
 		-o $@ $< $(UNIT_EXTRA) $(LIB_SRC) $(FG_OBJ) user/probes/placement.c user/target/layout.c user/target/vmdef.c -lcapstone -lprotobuf-c -lz -lm -lpthread

@@ -26,34 +26,7 @@
 /* -- The target: this process's arena ------------------------------------ */
 
 #define ARENA (8u << 20)
-static uint8_t *arena;
-static size_t used;
-static uint64_t reads;
-
-static void *zalloc(size_t n)
-{
-	void *p;
-
-	if (!arena)
-		arena = calloc(1, ARENA);
-	if (!arena || used + n > ARENA) {
-		fprintf(stderr, "arena full\n");
-		exit(2);
-	}
-	p = arena + used;
-	used += (n + 15) & ~(size_t)15;
-	return p;
-}
-
-int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	reads++;
-	if (addr < (uintptr_t)arena || addr > (uintptr_t)arena + used ||
-	    len > (uintptr_t)arena + used - addr)
-		return -EFAULT;
-	memcpy(buf, (void *)(uintptr_t)addr, len);
-	return 0;
-}
+#include "arena.h"
 
 /* -- Forged prototypes ------------------------------------------------------ */
 

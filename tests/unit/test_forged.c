@@ -24,41 +24,8 @@
 
 /* -- The target: this process's memory --------------------------------- */
 
-/* One arena: every forged structure is in it, nothing else is readable. */
 #define ARENA (64u << 20)
-static uint8_t *arena;
-static size_t used;
-static uint64_t reads;
-
-static void *zalloc(size_t n)
-{
-	void *p;
-
-	if (!arena)
-		arena = calloc(1, ARENA);
-	if (!arena || used + n > ARENA) {
-		fprintf(stderr, "arena full\n");
-		exit(2);
-	}
-	p = arena + used;
-	used += (n + 15) & ~(size_t)15;
-	return p;
-}
-
-static int readable(uint64_t addr, size_t len)
-{
-	return addr >= (uintptr_t)arena && addr <= (uintptr_t)arena + used &&
-	       len <= (uintptr_t)arena + used - addr;
-}
-
-int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	reads++;
-	if (!readable(addr, len))
-		return -EFAULT;
-	memcpy(buf, (void *)(uintptr_t)addr, len);
-	return 0;
-}
+#include "arena.h"
 
 ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
