@@ -117,7 +117,7 @@ $(HEAP_UNITS): $(HEAP_MODEL) tests/unit/heap_forge.h
 
 # The readers of a target's memory, fed forged structures: the test reads
 # its own memory (it defines proc_read).
-READERS := user/convert/jit.c user/convert/jit_read.c user/convert/jit_walk.c user/convert/jit_frames.c \
+READERS := user/convert/jit.c user/convert/jit_read.c user/convert/jit_walk.c user/convert/jit_sunk.c user/convert/jit_ir.c user/convert/jit_frames.c \
 	user/convert/luanames.c user/target/vmscan.c user/convert/lines.c user/util/u64set.c
 $(OUT)/unit/test_forged: UNIT_EXTRA := $(READERS)
 $(OUT)/unit/test_forged: $(READERS) $(BPF_SKEL)

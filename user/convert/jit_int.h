@@ -152,6 +152,31 @@ struct tproto *jit_proto_get(struct conv_vm *v, struct ttrace *tr, uint64_t pt);
 struct tproto *jit_at_pc(struct conv_vm *v, struct ttrace *tr, uint64_t pc,
 			 uint64_t *pt, uint32_t *pos);
 
+/* -- jit_ir.c: what the IR says of a stretch -------------------------------- */
+
+/* How an inlined function was called: by a call, or as a metamethod of
+ * the kind a bytecode calls (walk_mm; MM_OTHER: a comparison's, or one
+ * not told). */
+enum { MM_NONE, MM_INDEX, MM_NEWINDEX, MM_CALL, MM_CONCAT, MM_ARITH, MM_OTHER };
+
+/* The prototype of Lua function fn (a GCfunc), or 0. */
+uint64_t jit_fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn);
+/* Instruction ref of trace tr, NULL if outside its IR. */
+const uint8_t *jit_ir_at(const struct ttrace *tr, uint32_t ref);
+/* Operand k (0, 1) of instruction ins. */
+uint32_t jit_ir_opn(const struct lj_ulayout *u, const uint8_t *ins, int k);
+/* The kind of metamethod (MM_*) a function constant is when instruction
+ * ins compares it (its operand k) with one looked up in a metatable. */
+int jit_mm_kind(struct conv_vm *v, struct ttrace *tr, const uint8_t *ins, int k);
+/* The Lua functions trace tr inlined in IR refs [lo, hi), their
+ * prototypes and how each was called (at most max); the builtins in bfns
+ * (*nb, at most max). */
+unsigned jit_inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
+		     uint32_t hi, uint64_t *pts, uint64_t *fns, uint8_t *mms,
+		     unsigned max, uint64_t *bfns, unsigned *nb);
+/* NEWREF instructions of trace tr in IR refs [lo, hi). */
+unsigned jit_newrefs(struct conv_vm *v, const struct ttrace *tr, uint32_t lo, uint32_t hi);
+
 /* -- jit_walk.c: stretches ------------------------------------------------- */
 
 /* Where each snapshot's stretch ends (struct tsnap's stop). */

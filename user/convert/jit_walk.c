@@ -24,18 +24,7 @@
  * from several call sites; with more sites than bytecodes, and otherwise,
  * the snapshot's line.
  *
- * Sunk allocations (lj_opt_sink) are made where the object escapes: at an
- * exit, restored by lj_snap_restore (vmstate EXIT), or at the start of a
- * side trace, replayed from its parent's exit (lj_snap_replay), before
- * the side trace's first snapshot. Either way the snapshot names the
- * stack slot the object lives in; the bytecode that created it is the
- * TNEW or TDUP into that slot found walking back from the snapshot's PC,
- * and its line is charged when all the objects restored there agree. A
- * side trace's replayed objects share their machine code stretch with its
- * first snapshot's: its new blocks there are charged to them when that
- * stretch's own bytecode allocates nothing (what it stores to grows by
- * reallocation, charged to the store). Not exact: a store there that
- * makes a table's hash part (a new block) counts as a replayed object. */
+ * Sunk allocations: convert/jit_sunk.c. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,145 +33,6 @@
 #include "convert/jit_int.h"
 
 /* -- A stretch ------------------------------------------------------------- */
-
-/* The prototype of Lua function fn (a GCfunc), or 0. */
-static uint64_t fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn)
-{
-	const struct lj_layout *l = &v->var->lay;
-	uint64_t pc;
-	uint8_t ffid;
-
-	if (jit_rd(v, tr, fn + l->fn_ffid, &ffid, 1) || ffid != 0 /* FF_LUA */ ||
-	    jit_rd(v, tr, fn + l->fn_pc, &pc, 8))
-		return 0;
-	return pc - l->pt_size;
-}
-
-/* How an inlined function was called: by a call, or as a metamethod of
- * the kind a bytecode calls (walk_mm; MM_OTHER: a comparison's, or one
- * not told). */
-enum { MM_NONE, MM_INDEX, MM_NEWINDEX, MM_CALL, MM_CONCAT, MM_ARITH, MM_OTHER };
-
-/* Instruction ref of trace tr, NULL if outside its IR. */
-static const uint8_t *ir_at(const struct ttrace *tr, uint32_t ref)
-{
-	return ref >= tr->nk && ref < tr->nins ? (const uint8_t *)&tr->ir[ref - tr->nk] :
-						 NULL;
-}
-
-/* Operand k (0, 1) of instruction ins. */
-static uint32_t ir_opn(const struct lj_ulayout *u, const uint8_t *ins, int k)
-{
-	uint16_t o;
-
-	memcpy(&o, ins + (k ? u->ir_op2 : u->ir_op1), 2);
-	return o;
-}
-
-/* The kind of metamethod a function constant is, when instruction ins
- * compares it (its operand k) with a metamethod looked up in a metatable
- * (lj_record_mm_lookup: HLOAD of HREFK or HREF of the node of FLOAD
- * tab.meta or udata.meta, by the metamethod's name). MM_NONE if not. */
-static int mm_kind(struct conv_vm *v, struct ttrace *tr, const uint8_t *ins, int k)
-{
-	static const struct { const char *name; int kind; } mms[] = {
-		{ "__index", MM_INDEX }, { "__newindex", MM_NEWINDEX },
-		{ "__call", MM_CALL }, { "__concat", MM_CONCAT },
-		{ "__add", MM_ARITH }, { "__sub", MM_ARITH }, { "__mul", MM_ARITH },
-		{ "__div", MM_ARITH }, { "__mod", MM_ARITH }, { "__pow", MM_ARITH },
-		{ "__unm", MM_ARITH }, { "__len", MM_ARITH },
-	};
-	const struct lj_ulayout *u = &v->var->u;
-	const uint8_t *h, *r, *n, *m, *c;
-	uint32_t key, fl;
-	uint64_t str;
-	uint32_t len;
-	char name[12];
-
-	if (!(h = ir_at(tr, ir_opn(u, ins, !k))) || h[u->ir_o] != u->ir_hload ||
-	    !(r = ir_at(tr, ir_opn(u, h, 0))) ||
-	    (r[u->ir_o] != u->ir_hrefk && r[u->ir_o] != u->ir_href) ||
-	    !(n = ir_at(tr, ir_opn(u, r, 0))) || n[u->ir_o] != u->ir_fload ||
-	    ir_opn(u, n, 1) != u->irfl_tab_node || !(m = ir_at(tr, ir_opn(u, n, 0))) ||
-	    m[u->ir_o] != u->ir_fload)
-		return MM_NONE;
-	fl = ir_opn(u, m, 1);
-	if (fl != u->irfl_tab_meta && fl != u->irfl_udata_meta)
-		return MM_NONE;
-	/* Its name: a string constant, the KSLOT's under HREFK. */
-	key = ir_opn(u, r, 1);
-	if (r[u->ir_o] == u->ir_hrefk)
-		key = (c = ir_at(tr, key)) && c[u->ir_o] == u->ir_kslot ? ir_opn(u, c, 0) : 0;
-	if (!(c = ir_at(tr, key)) || c[u->ir_o] != u->ir_kgc || key + 1 >= tr->nins)
-		return MM_OTHER;
-	str = tr->ir[key + 1 - tr->nk] & ((1ULL << 47) - 1);
-	if (jit_rd(v, tr, str + v->var->lay.str_len, &len, 4) || len >= sizeof(name) ||
-	    jit_rd(v, tr, str + v->var->lay.str_size, name, len))
-		return MM_OTHER;
-	name[len] = 0;
-	for (size_t j = 0; j < sizeof(mms) / sizeof(mms[0]); j++)
-		if (!strcmp(name, mms[j].name))
-			return mms[j].kind;
-	return MM_OTHER;
-}
-
-/* The Lua functions trace tr inlined in IR refs [lo, hi): the GCfuncs its
- * instructions there take as KGC constants, in order, their prototypes
- * and how each was called (mm_kind) (at most max); the other functions
- * (builtins the trace compiled in) in bfns, *nb of them (at most max). */
-static unsigned inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
-			uint32_t hi, uint64_t *pts, uint64_t *fns, uint8_t *mms,
-			unsigned max, uint64_t *bfns, unsigned *nb)
-{
-	const struct lj_ulayout *u = &v->var->u;
-	unsigned n = 0;
-
-	*nb = 0;
-	if (!tr->ir)
-		return 0;
-	if (lo < tr->nk)
-		lo = tr->nk;
-	if (hi > tr->nins)
-		hi = tr->nins;
-	for (uint32_t ref = lo; ref < hi && n < max; ref++) {
-		const uint8_t *ins = (const uint8_t *)&tr->ir[ref - tr->nk];
-		uint16_t ops[2];
-
-		memcpy(&ops[0], ins + u->ir_op1, 2);
-		memcpy(&ops[1], ins + u->ir_op2, 2);
-		for (int k = 0; k < 2 && n < max; k++) {
-			const uint32_t c = ops[k];
-			uint64_t fn, pt;
-			const uint8_t *kg;
-			unsigned j;
-
-			/* A function constant (IRT_FUNC; the type's low bits),
-			 * its pointer in the next slot: both read. */
-			if (c < tr->nk || c + 1 >= tr->nins || c + 1 >= u->ref_bias)
-				continue;
-			kg = (const uint8_t *)&tr->ir[c - tr->nk];
-			if (kg[u->ir_o] != u->ir_kgc || (kg[u->ir_t] & 0x1f) != u->irt_func)
-				continue;
-			fn = tr->ir[c + 1 - tr->nk] & ((1ULL << 47) - 1);
-			if (!(pt = fn_proto(v, tr, fn))) {
-				/* a builtin or C function (bfns), once */
-				for (j = 0; j < *nb && bfns[j] != fn; j++)
-					;
-				if (j == *nb && *nb < max)
-					bfns[(*nb)++] = fn;
-				continue;
-			}
-			for (j = 0; j < n && pts[j] != pt; j++)
-				;
-			if (j == n) {
-				mms[n] = (uint8_t)mm_kind(v, tr, ins, k);
-				fns[n] = fn;
-				pts[n++] = pt;
-			}
-		}
-	}
-	return n;
-}
 
 struct walk {
 	struct conv_vm *v;
@@ -270,7 +120,7 @@ static uint64_t uget_callee(struct walk *w, const struct tproto *tp,
 		    (int32_t)((int64_t)tv >> 47) != u->itype_func)
 			return 0;
 		*cfn = tv & ((1ULL << 47) - 1);
-		return fn_proto(w->v, w->tr, *cfn);
+		return jit_fn_proto(w->v, w->tr, *cfn);
 	}
 	return 0;
 }
@@ -318,7 +168,7 @@ static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
 	if (!w->stop || jit_fr_get(w->stop, slot + 1, &link) || (link & 3) != 0)
 		return 0;
 	if (!jit_fr_get(w->stop, slot, cfn))
-		return fn_proto(w->v, w->tr, *cfn & ((1ULL << 47) - 1));
+		return jit_fn_proto(w->v, w->tr, *cfn & ((1ULL << 47) - 1));
 	*cfn = 0;
 	return w->stop->baseslot == slot + 2 ? w->stop_pt : 0;
 }
@@ -383,7 +233,7 @@ static int walk_mm(struct walk *w, uint64_t pt, const struct tproto *tp,
 		callee = w->callees[nx];
 		cfn = w->callee_fns[nx];
 		w->next = nx + 1;
-	} else if (at == pos && sfn && (callee = fn_proto(w->v, w->tr,
+	} else if (at == pos && sfn && (callee = jit_fn_proto(w->v, w->tr,
 						      sfn & ((1ULL << 47) - 1)))) {
 		cfn = sfn;
 	} else {
@@ -409,14 +259,14 @@ static struct tproto *retf_caller(struct walk *w, uint64_t *pt, uint32_t *pos,
 	struct tproto *tp;
 
 	for (; w->retf < w->ir_hi; w->retf++) {
-		const uint8_t *ins = ir_at(tr, w->retf), *k;
+		const uint8_t *ins = jit_ir_at(tr, w->retf), *k;
 		uint32_t c;
 
 		if (!ins || ins[u->ir_o] != u->ir_retf)
 			continue;
 		w->retf++;
-		c = ir_opn(u, ins, 1);
-		if (!(k = ir_at(tr, c)) || k[u->ir_o] != u->ir_kptr || c + 1 >= tr->nins ||
+		c = jit_ir_opn(u, ins, 1);
+		if (!(k = jit_ir_at(tr, c)) || k[u->ir_o] != u->ir_kptr || c + 1 >= tr->nins ||
 		    !(tp = jit_at_pc(w->v, w->tr, tr->ir[c + 1 - tr->nk], pt, pos)) ||
 		    !*pos || *pos - 1 >= tp->sizebc)
 			return NULL;
@@ -718,20 +568,6 @@ void jit_stretch_ends(struct conv_vm *v, struct ttrace *tr)
 	}
 }
 
-/* NEWREF instructions of trace tr's IR refs [lo, hi): stores of a new key,
- * which may grow the table (lj_tab_newkey). */
-static unsigned newrefs(struct conv_vm *v, const struct ttrace *tr, uint32_t lo,
-			uint32_t hi)
-{
-	unsigned n = 0;
-
-	for (uint32_t ref = lo; ref < hi; ref++) {
-		const uint8_t *ins = ir_at(tr, ref);
-		n += ins && ins[v->var->u.ir_o] == v->var->u.ir_newref;
-	}
-	return n;
-}
-
 /* Resolves snapshot i of trace tr: the prototype and line its stretch is
  * charged to. Once: every later event of the stretch finds it done, and
  * the walk's state (kilobytes, zeroed) is set up only the first time. */
@@ -769,7 +605,7 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	w.callee_mm = mms;
 	w.retf = sn->ref;
 	w.ir_hi = i + 1 < tr->nsnap ? tr->s[i + 1].ref : tr->nins;
-	w.ncallees = inlined(v, tr, sn->ref, w.ir_hi, callees, fns, mms, 16, bfns,
+	w.ncallees = jit_inlined(v, tr, sn->ref, w.ir_hi, callees, fns, mms, 16, bfns,
 			     &w.nbfns);
 	w.bfns = bfns;
 	/* the stretch's own function, when the snapshot keeps it */
@@ -781,7 +617,7 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	 * all of the stretch's stores, as many as the IR's NEWREFs: each is
 	 * one) are sites among the allocating bytecodes, in order. */
 	if (w.nstore && w.nvstore == w.nstore && w.nalloc + w.nstore >= 2 &&
-	    w.nsites <= MAX_SITES && newrefs(v, tr, sn->ref, w.ir_hi) == w.nstore) {
+	    w.nsites <= MAX_SITES && jit_newrefs(v, tr, sn->ref, w.ir_hi) == w.nstore) {
 		memcpy(w.pts, w.spts, sizeof(w.pts));
 		memcpy(w.poss, w.sposs, sizeof(w.poss));
 		memcpy(w.chs, w.schs, sizeof(w.schs));
@@ -852,76 +688,3 @@ int jit_resolve_exit(struct conv_vm *v, struct ttrace *tr, uint32_t i)
 	sn->xresolved = 1;
 	return 0;
 }
-
-/* -- Sunk allocations -------------------------------------------------- */
-
-/* The TNEW or TDUP that filled register r, walking back from PC pc within
- * its loop body: its prototype and line. */
-static int created_at(struct conv_vm *v, struct ttrace *tr, uint64_t pc, uint32_t r,
-		      struct origin *o)
-{
-	const struct lj_ulayout *u = &v->var->u;
-	struct tproto *tp;
-	uint64_t pt;
-	uint32_t pos;
-
-	if (!(tp = jit_at_pc(v, tr, pc, &pt, &pos)))
-		return -1;
-	for (uint32_t p = pos, n = 0; p-- > 1 && n < WALK_MAX; n++) {
-		const uint32_t ins = tp->bc[p], op = ins & 0xff;
-
-		if ((op == u->bc_tnew || op == u->bc_tdup) && (ins >> 8 & 0xff) == r) {
-			o->pt = pt;
-			o->line = pline_line(tp->lines, p);
-			return o->line < 0 ? -1 : 0;
-		}
-		if (op >= u->bc_fori && op <= u->bc_jloop)
-			return -1; /* the loop's head: made in another iteration */
-	}
-	return -1;
-}
-
-/* Adds the origin of one object to o: n found (state 1) or not (0). */
-static void origin_add(struct origin *o, const struct origin *n)
-{
-	if (!n->state)
-		o->state = 2;
-	else if (!o->state)
-		*o = (struct origin){ .state = 1, .pt = n->pt, .line = n->line };
-	else if (o->pt != n->pt || o->line != n->line)
-		o->state = 2;
-}
-
-/* Snapshot i's entries ent (baseslot: the slot of its innermost frame's
- * register 0): the objects an exit there restores, and for the first
- * snapshot of a side trace those replayed before it. */
-void jit_sunk_origins(struct conv_vm *v, struct ttrace *tr, uint32_t i,
-		      const uint32_t *ent, uint32_t nent, uint32_t baseslot)
-{
-	const struct lj_ulayout *u = &v->var->u;
-
-	for (uint32_t k = 0; tr->ir && k < nent; k++) {
-		const uint32_t ref = ent[k] & 0xffff, slot = ent[k] >> 24;
-		const uint8_t *ins;
-		struct origin n;
-		int replayed, sunk;
-
-		if (ref < tr->nk || ref >= tr->nins)
-			continue;
-		ins = (const uint8_t *)&tr->ir[ref - tr->nk];
-		if (ins[u->ir_o] != u->ir_tnew && ins[u->ir_o] != u->ir_tdup &&
-		    ins[u->ir_o] != u->ir_cnew && ins[u->ir_o] != u->ir_cnewi)
-			continue;
-		sunk = ins[u->ir_r] == u->rid_sunk;
-		replayed = i == 0 && ref < tr->s[0].ref;
-		if (!sunk && !replayed)
-			continue;
-		n.state = slot >= baseslot &&
-			  !created_at(v, tr, tr->s[i].pc, slot - baseslot, &n);
-		if (sunk)
-			origin_add(&tr->xsunk[i], &n);
-		if (replayed)
-			origin_add(&tr->replay, &n);
-	}
-}
-
