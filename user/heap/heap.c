@@ -26,6 +26,70 @@ static int usage(const char *msg)
 }
 
 
+/* The command line's words, as parsed. */
+struct hcmd {
+	struct hopts o;
+	const char *out;
+	pid_t pid;
+	int mode; /* HEAP_TEXT, _FLAME, _DIFF, _CHROME */
+};
+
+/* Option c (getopt_long's) with its argument into h: 0, or usage's. */
+static int heap_opt(int c, char *arg, struct hcmd *h)
+{
+	char *end;
+	long v;
+
+	switch (c) {
+	case 'p':
+		v = strtol(arg, &end, 10);
+		if (*end || v <= 0 || v > INT32_MAX)
+			return usage("-p takes a process ID");
+		h->pid = (pid_t)v;
+		return 0;
+	case 't':
+		v = strtol(arg, &end, 10);
+		if (*end || v <= 0 || v > 100000)
+			return usage("--top takes 1 to 100000");
+		h->o.view.top = (int)v;
+		return 0;
+	case 'V':
+		h->o.variant = arg;
+		return 0;
+	case 'o':
+		h->out = arg;
+		return 0;
+	case 'f':
+		h->o.force = 1;
+		return 0;
+	case 'S':
+		h->o.stopped = 1;
+		return 0;
+	case 'a':
+		h->o.all = 1;
+		return 0;
+	case 'e': /* NAME[,NAME...], as the tracer's */
+		for (char *t = strtok(arg, ","); t; t = strtok(NULL, ",")) {
+			if (h->o.nexes == HEAP_EXES_MAX)
+				return usage("--exe: at most 16 names");
+			h->o.exes[h->o.nexes++] = t;
+		}
+		return 0;
+	case 'w':
+		h->o.trace = arg;
+		return 0;
+	case 'F':
+	case 'D':
+	case 'C':
+		if (h->mode != HEAP_TEXT)
+			return usage("one of --flamegraph, --diff, --chrome");
+		h->mode = c == 'F' ? HEAP_FLAME : c == 'D' ? HEAP_DIFF : HEAP_CHROME;
+		return 0;
+	default:
+		return usage("unknown option");
+	}
+}
+
 int heap_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -43,88 +107,35 @@ int heap_main(int argc, char **argv)
 		{ "chrome", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct hopts o = { .view = { .top = 10 } };
-	const char *out = NULL;
-	pid_t pid = 0;
-	int c, mode = HEAP_TEXT;
-	char *end;
+	struct hcmd h = { .o = { .view = { .top = 10 } }, .mode = HEAP_TEXT };
+	const struct hopts *o = &h.o;
+	int c, r;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "p:t:o:f", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p': {
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || v <= 0 || v > INT32_MAX)
-				return usage("-p takes a process ID");
-			pid = (pid_t)v;
-			break;
-		}
-		case 't': {
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || v <= 0 || v > 100000)
-				return usage("--top takes 1 to 100000");
-			o.view.top = (int)v;
-			break;
-		}
-		case 'V':
-			o.variant = optarg;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'f':
-			o.force = 1;
-			break;
-		case 'S':
-			o.stopped = 1;
-			break;
-		case 'a':
-			o.all = 1;
-			break;
-		case 'e': /* NAME[,NAME...], as the tracer's */
-			for (char *t = strtok(optarg, ","); t; t = strtok(NULL, ",")) {
-				if (o.nexes == HEAP_EXES_MAX)
-					return usage("--exe: at most 16 names");
-				o.exes[o.nexes++] = t;
-			}
-			break;
-		case 'w':
-			o.trace = optarg;
-			break;
-		case 'F':
-		case 'D':
-		case 'C':
-			if (mode != HEAP_TEXT)
-				return usage("one of --flamegraph, --diff, --chrome");
-			mode = c == 'F' ? HEAP_FLAME : c == 'D' ? HEAP_DIFF : HEAP_CHROME;
-			break;
-		default:
-			return usage("unknown option");
-		}
-	}
-	if (o.nexes && !o.all)
+	while ((c = getopt_long(argc, argv, "p:t:o:f", opts, NULL)) != -1)
+		if ((r = heap_opt(c, optarg, &h)))
+			return r;
+	if (o->nexes && !o->all)
 		return usage("--exe narrows --all");
-	if (o.all) {
-		if (pid || optind != argc || o.trace || mode != HEAP_TEXT)
+	if (o->all) {
+		if (h.pid || optind != argc || o->trace || h.mode != HEAP_TEXT)
 			return usage("--all takes no -p, no FILE and no --with");
-		return heap_all(&o, out);
+		return heap_all(o, h.out);
 	}
-	if (!pid && optind == argc - 1 && !out && o.trace && mode == HEAP_TEXT)
-		return heap_file_with(argv[optind], &o);
-	if (!pid && optind < argc && !out && !o.trace)
-		return heap_files_main(mode, argv + optind, argc - optind, &o.view);
-	if (mode != HEAP_TEXT)
+	if (!h.pid && optind == argc - 1 && !h.out && o->trace && h.mode == HEAP_TEXT)
+		return heap_file_with(argv[optind], o);
+	if (!h.pid && optind < argc && !h.out && !o->trace)
+		return heap_files_main(h.mode, argv + optind, argc - optind, &o->view);
+	if (h.mode != HEAP_TEXT)
 		return usage("--flamegraph, --diff and --chrome read snapshot files (-o FILE)");
-	if (!pid || optind != argc)
+	if (!h.pid || optind != argc)
 		return usage("one process: -p PID, or a snapshot FILE");
-	if (out) {
+	if (h.out) {
 		char bad[256];
 
-		if (outfile_check(out, o.force, 1, bad, sizeof(bad)))
+		if (outfile_check(h.out, o->force, 1, bad, sizeof(bad)))
 			return usage(bad);
 	}
-	return heap_snap(pid, &o, out, NULL);
+	return heap_snap(h.pid, o, h.out, NULL);
 }
