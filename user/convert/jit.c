@@ -61,6 +61,42 @@ static void trace_drop(struct conv_vm *v, struct ttrace *tr)
 	jit_trace_free(tr);
 }
 
+/* Trace tr's snapshots from their copies: sb (tr->nsnap of the layout's
+ * SnapShot), map (its snapshot map, nsnapmap entries); a snapshot whose
+ * entries lie past the map is left unresolved (tr->over). */
+static void snaps_read(struct conv_vm *v, struct ttrace *tr, const uint8_t *sb,
+		       const uint32_t *map, uint32_t nsnapmap)
+{
+	const struct lj_ulayout *u = &v->var->u;
+
+	for (uint32_t i = 0; i < tr->nsnap; i++) {
+		const uint8_t *e = sb + (size_t)i * u->snap_size;
+		uint32_t mapofs;
+		uint16_t mcofs, ref;
+		uint8_t nent;
+		uint64_t pcbase;
+
+		memcpy(&mapofs, e + u->snap_mapofs, 4);
+		memcpy(&mcofs, e + u->snap_mcofs, 2);
+		memcpy(&ref, e + u->snap_ref, 2);
+		nent = e[u->snap_nent];
+		tr->s[i].mcofs = mcofs;
+		tr->s[i].ref = ref;
+		if ((uint64_t)mapofs + nent + 2 > nsnapmap) {
+			tr->s[i].resolved = tr->s[i].xresolved = 2;
+			tr->over = 1;
+			continue;
+		}
+		memcpy(&pcbase, map + mapofs + nent, 8);
+		tr->s[i].pc = pcbase >> 8; /* FR2: PC << 8 | base slot - 2 */
+		tr->s[i].baseslot = (uint32_t)(pcbase & 0xff) + 2;
+		jit_frame_slots(tr, &tr->s[i], map + mapofs, nent);
+		/* tr->protos is filled on the way: tr is not shared yet. */
+		jit_sunk_origins(v, tr, i, map + mapofs, nent,
+			     (uint32_t)(pcbase & 0xff) + 2);
+	}
+}
+
 /* Frees one trace of process p other than keep (its VMs' traces in
  * table order): 0, or -1 if there is none. */
 static int evict_one(struct conv_proc *p, const struct ttrace *keep)
@@ -131,32 +167,7 @@ void traces_add(struct conv_vm *v, const struct lmt_trace *r)
 	if (!tr->xsunk)
 		goto fail;
 	jit_read_ir(v, tr, r->T);
-	for (uint32_t i = 0; i < nsnap; i++) {
-		const uint8_t *e = sb + (size_t)i * u->snap_size;
-		uint32_t mapofs;
-		uint16_t mcofs, ref;
-		uint8_t nent;
-		uint64_t pcbase;
-
-		memcpy(&mapofs, e + u->snap_mapofs, 4);
-		memcpy(&mcofs, e + u->snap_mcofs, 2);
-		memcpy(&ref, e + u->snap_ref, 2);
-		nent = e[u->snap_nent];
-		tr->s[i].mcofs = mcofs;
-		tr->s[i].ref = ref;
-		if ((uint64_t)mapofs + nent + 2 > nsnapmap) {
-			tr->s[i].resolved = tr->s[i].xresolved = 2;
-			tr->over = 1;
-			continue;
-		}
-		memcpy(&pcbase, map + mapofs + nent, 8);
-		tr->s[i].pc = pcbase >> 8; /* FR2: PC << 8 | base slot - 2 */
-		tr->s[i].baseslot = (uint32_t)(pcbase & 0xff) + 2;
-		jit_frame_slots(tr, &tr->s[i], map + mapofs, nent);
-		/* tr->protos is filled on the way: tr is not shared yet. */
-		jit_sunk_origins(v, tr, i, map + mapofs, nent,
-			     (uint32_t)(pcbase & 0xff) + 2);
-	}
+	snaps_read(v, tr, sb, map, nsnapmap);
 	free(sb);
 	free(map);
 	/* Every stretch now, while BPF holds the process (lmt_trace.stopped):
