@@ -396,6 +396,78 @@ static uint32_t branch_to(struct walk *w, uint64_t pt, uint64_t fn,
 /* Walks prototype pt (of GCfunc fn, if known) from position pos (see the
  * head of this file). depth: inside an inlined function, which returns to
  * its caller; base: its frame's first slot, in the snapshot's numbering. */
+/* The call at pos of prototype pt (tp, of function fn; instruction ins),
+ * its frame at base: an inlined Lua function walked into, or a builtin
+ * charged to it. 1 when the walk of pt ends there (a tail call, the
+ * stretch's steps spent), 0 to go on after it. */
+static int walk_call(struct walk *w, uint64_t pt, uint64_t fn, const struct tproto *tp,
+		     uint32_t pos, int depth, uint32_t base, uint32_t ins)
+{
+	const struct lj_ulayout *u = &w->v->var->u;
+	/* An inlined Lua function: one read from an upvalue,
+	 * else the next the IR guards on (not this one) unless
+	 * the next snapshot has another framed in its slot.
+	 * A tail call's callee takes its caller's place, in the
+	 * stack too, and its return is its caller's. */
+	const unsigned op = ins & 0xff;
+	const int tail = op == u->bc_callt || op == u->bc_callmt;
+	const uint32_t slot = tail ? base - 2 : base + (ins >> 8 & 0xff);
+	uint64_t callee = 0, cfn = 0, sfn = 0, scallee;
+	unsigned nx = w->next;
+
+	while (nx < w->ncallees && w->callees[nx] == pt)
+		nx++;
+	if ((callee = uget_callee(w, tp, pos, fn, &cfn)) &&
+	    nx < w->ncallees && w->callees[nx] == callee)
+		w->next = nx + 1;
+	scallee = callee ? 0 : stop_callee(w, slot, &sfn);
+	if (!callee && scallee == pt && nx > w->next) {
+		callee = pt; /* recursion */
+		cfn = sfn;
+		w->next++;
+	} else if (!callee && scallee &&
+		   (nx >= w->ncallees || w->callees[nx] == scallee)) {
+		callee = scallee;
+		cfn = sfn;
+		w->next = nx + (nx < w->ncallees);
+	} else if (!callee && nx < w->ncallees &&
+		   (w->callee_mm[nx] == MM_NONE ||
+		    w->callee_mm[nx] == MM_CALL)) {
+		callee = w->callees[nx];
+		cfn = w->callee_fns[nx];
+		w->next = nx + 1;
+	}
+	if (callee && tail) {
+		w->path.tailed |= !depth;
+		walk(w, callee, cfn, 1, depth, base);
+		if (!depth)
+			w->steps = WALK_MAX;
+		return 1;
+	} else if (callee && depth < MAX_DEPTH) {
+		w->path.pt[depth] = pt;
+		w->path.pos[depth] = pos;
+		w->path.n = (uint32_t)depth + 1;
+		walk(w, callee, cfn, 1, depth + 1, slot + 2);
+		w->path.n = (uint32_t)depth;
+		if (w->steps >= WALK_MAX)
+			return 1;
+	} else if (tail) {
+		/* a builtin's tail call: its caller's frame is
+		 * gone, it is charged to the call before */
+		tail_builtin(w, builtin_at(w, pt, tp, pos), depth, base);
+		w->steps = WALK_MAX;
+		return 1;
+	} else {
+		/* a builtin: charged to the call, its frame
+		 * on top of the stack as the interpreter's */
+		w->path.bfn = builtin_at(w, pt, tp, pos);
+		walk_alloc(w, pt, pos);
+		w->path.bfn = 0;
+		w->builtins++;
+	}
+	return 0;
+}
+
 static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		 int depth, uint32_t base)
 {
@@ -453,66 +525,8 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 			}
 		} else if (op == u->bc_call || op == u->bc_callm || op == u->bc_callt ||
 			   op == u->bc_callmt) {
-			/* An inlined Lua function: one read from an upvalue,
-			 * else the next the IR guards on (not this one) unless
-			 * the next snapshot has another framed in its slot.
-			 * A tail call's callee takes its caller's place, in the
-			 * stack too, and its return is its caller's. */
-			const int tail = op == u->bc_callt || op == u->bc_callmt;
-			const uint32_t slot = tail ? base - 2 : base + (ins >> 8 & 0xff);
-			uint64_t callee = 0, cfn = 0, sfn = 0, scallee;
-			unsigned nx = w->next;
-
-			while (nx < w->ncallees && w->callees[nx] == pt)
-				nx++;
-			if ((callee = uget_callee(w, tp, pos, fn, &cfn)) &&
-			    nx < w->ncallees && w->callees[nx] == callee)
-				w->next = nx + 1;
-			scallee = callee ? 0 : stop_callee(w, slot, &sfn);
-			if (!callee && scallee == pt && nx > w->next) {
-				callee = pt; /* recursion */
-				cfn = sfn;
-				w->next++;
-			} else if (!callee && scallee &&
-				   (nx >= w->ncallees || w->callees[nx] == scallee)) {
-				callee = scallee;
-				cfn = sfn;
-				w->next = nx + (nx < w->ncallees);
-			} else if (!callee && nx < w->ncallees &&
-				   (w->callee_mm[nx] == MM_NONE ||
-				    w->callee_mm[nx] == MM_CALL)) {
-				callee = w->callees[nx];
-				cfn = w->callee_fns[nx];
-				w->next = nx + 1;
-			}
-			if (callee && tail) {
-				w->path.tailed |= !depth;
-				walk(w, callee, cfn, 1, depth, base);
-				if (!depth)
-					w->steps = WALK_MAX;
+			if (walk_call(w, pt, fn, tp, pos, depth, base, ins))
 				return;
-			} else if (callee && depth < MAX_DEPTH) {
-				w->path.pt[depth] = pt;
-				w->path.pos[depth] = pos;
-				w->path.n = (uint32_t)depth + 1;
-				walk(w, callee, cfn, 1, depth + 1, slot + 2);
-				w->path.n = (uint32_t)depth;
-				if (w->steps >= WALK_MAX)
-					return;
-			} else if (tail) {
-				/* a builtin's tail call: its caller's frame is
-				 * gone, it is charged to the call before */
-				tail_builtin(w, builtin_at(w, pt, tp, pos), depth, base);
-				w->steps = WALK_MAX;
-				return;
-			} else {
-				/* a builtin: charged to the call, its frame
-				 * on top of the stack as the interpreter's */
-				w->path.bfn = builtin_at(w, pt, tp, pos);
-				walk_alloc(w, pt, pos);
-				w->path.bfn = 0;
-				w->builtins++;
-			}
 		} else if (op == u->bc_ret || op == u->bc_ret0 || op == u->bc_ret1 ||
 			   op == u->bc_retm) {
 			if (!depth)
