@@ -86,9 +86,11 @@ exact() {
 		ends
 		cat "$T/j.out"
 		exact
-		# the innermost frame is the line, below build()'s caller (line 18)
+		# the innermost frame is the line, named as its caller (line 18)
+		# calls it: local 'build'
 		[ "$(awk '/^stacks of/ { s = 1; next } /^$/ { s = 0 }
-			s && $1 == 1000 && $2 == 64000 && $3 == "table" && $4 ~ /@heap_join.lua:18;@heap_join.lua:12$/' \
+			s && $1 == 1000 && $2 == 64000 && $3 == "table" &&
+			$0 ~ /@heap_join\.lua:18;@heap_join\.lua:12 local \047build\047$/' \
 			"$T/j.out" | wc -l)" = 1 ]
 	done
 }

@@ -205,7 +205,9 @@ unnamed() {
 # STREAM's report --folded, names left out (unnamed): "F:N: in ..." is
 # @F:N, "[C]: in function 'f'" the builtin (sort is table.sort), "[C]: at
 # 0xA" a C frame at A: ours is "[C] OBJECT+0xVADDR" (the stream's name),
-# the traceback's its run-time address: the same page offset. 7 of them.
+# the traceback's its run-time address: the same page offset; or "[C]
+# SYMBOL" where the object has one (a build not stripped), or "CFUNC 0xA"
+# where it was not named (a C function attached to with -p). 7 of them.
 tracebacks_seen() {
 	local tb want re n=0
 	while IFS= read -r tb; do
@@ -218,7 +220,7 @@ tracebacks_seen() {
 				else f = "?"
 				fr[n++] = f }
 			END { for (i = n - 1; i >= 0; i--) printf "%s;", fr[i]; print "@lua/stacks.lua:41" }')
-		re=$(printf '%s' "$want" | sed -E 's/[.]/\\./g; s/@lua\/stacks\\.lua:/L/g; s/C0x[0-9a-f]*([0-9a-f]{3})/\\[C\\] [^;]*\\+0x[0-9a-f]*\1/g')
+		re=$(printf '%s' "$want" | sed -E 's/[.]/\\./g; s/@lua\/stacks\\.lua:/L/g; s/C0x[0-9a-f]*([0-9a-f]{3})/(\\[C\\] ([^;+]*|[^;]*\\+0x[0-9a-f]*\1)|CFUNC 0x[0-9a-f]*\1)/g')
 		"$LMT" report --folded --weight=events "$1" | unnamed |
 			sed -E 's#@lua/stacks\.lua:#L#g' | grep -Eq "^$re [0-9]+$" || {
 			echo "traceback: $tb"; echo "want: $re"; return 1; }

@@ -218,7 +218,7 @@ screen_has() {
 	tmux -L "lmt$$" send-keys -t lmt h
 	screen_has "view: sites, by held bytes"
 	tmux -L "lmt$$" send-keys -t lmt s
-	screen_has "  @lua/top\.lua:6 < @lua/top\.lua:10 < "
+	screen_has "  @lua/top\.lua:6 local 'make' < @lua/top\.lua:10 < \[C\] luajit\+0x"
 	tmux -L "lmt$$" send-keys -t lmt q
 	for i in $(seq 1 100); do [ -s "$T/exit" ] && break; sleep 0.1; done
 	[ "$(cat "$T/exit")" = EXIT=0 ]
