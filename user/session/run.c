@@ -254,7 +254,7 @@ static void run_loop(struct tr *t)
 		}
 		if (t->o->cmd) {
 			int status;
-			if (waitpid(t->cmd_pid, &status, WNOHANG) == t->cmd_pid) {
+			if (waitpid(t->probes.cmd_pid, &status, WNOHANG) == t->probes.cmd_pid) {
 				t->child_done = 1;
 				t->child_status = status;
 				t->end = "target exited";
@@ -287,13 +287,12 @@ static int select_target(struct tr *t, struct vmscan *scans)
 			err1("cannot run %s: command not found", o->cmd[0]);
 			return -1;
 		}
-		t->cmd_pid = start_child(o, &t->gate);
-		t->probes.cmd_pid = t->cmd_pid;
-		if (t->cmd_pid < 0) {
+		t->probes.cmd_pid = start_child(o, &t->gate);
+		if (t->probes.cmd_pid < 0) {
 			err1("cannot start %s: %s", o->cmd[0], strerror(errno));
 			return -1;
 		}
-		p = proc_new(t, t->cmd_pid, 0);
+		p = proc_new(t, t->probes.cmd_pid, 0);
 		if (!p)
 			return -1;
 		snprintf(p->exe, sizeof(p->exe), "%s", t->cmd_exe);
@@ -367,7 +366,7 @@ static int open_bpf(struct tr *t)
 	}
 	if (t->o->cmd) {
 		struct lmt_proc pr = { .spawn = 1 };
-		uint32_t tg = (uint32_t)t->cmd_pid;
+		uint32_t tg = (uint32_t)t->probes.cmd_pid;
 		struct tproc *c = proc_of(t, tg);
 		char bin[PATH_MAX];
 
@@ -525,7 +524,7 @@ static void cleanup(struct tr *t)
 		settle_stops(t, 1);
 	if (t->gate >= 0) {
 		close(t->gate); /* the child exits without running the command */
-		waitpid(t->cmd_pid, NULL, 0);
+		waitpid(t->probes.cmd_pid, NULL, 0);
 	}
 	ring_buffer__free(t->cap.rb);
 	if (t->cap.slots)
@@ -599,7 +598,7 @@ static int command_status(struct tr *t, int rc, const char *none)
 		return rc;
 	if (!t->child_done && !o->quiet)
 		err1("tracing ended (%s); waiting for %s (PID %d) to exit",
-		     t->end ? t->end : "error", o->cmd[0], (int)t->cmd_pid);
+		     t->end ? t->end : "error", o->cmd[0], (int)t->probes.cmd_pid);
 	wait_child(t);
 	if (!o->quiet && t->child_done) {
 		if (WIFEXITED(t->child_status) && WEXITSTATUS(t->child_status))
@@ -610,7 +609,7 @@ static int command_status(struct tr *t, int rc, const char *none)
 				WTERMSIG(t->child_status));
 	}
 	if (none) {
-		err1("nothing traced: %s (PID %d): %s%s", o->cmd[0], (int)t->cmd_pid, none,
+		err1("nothing traced: %s (PID %d): %s%s", o->cmd[0], (int)t->probes.cmd_pid, none,
 		     select_unmatched() ? " (said above; luamemtrace --list-variants)" :
 		     t->lost_vm	       ? " (said above)" :
 					 "");

@@ -459,7 +459,7 @@ void select_newvm(struct tr *t, const struct lmt_newvm *n)
 		return;
 	/* -- COMMAND was bound before it executed its program: its memory
 	 * is the program's from here (target/proc.h; stopped, our child). */
-	if (!p->attached && p->pid == t->cmd_pid && proc_bind(p->pid, p->pidfd)) {
+	if (!p->attached && p->pid == t->probes.cmd_pid && proc_bind(p->pid, p->pidfd)) {
 		err1("warning: PID %d: cannot open its memory: not traced", (int)p->pid);
 		t->lost_vm++;
 		return;

@@ -124,7 +124,6 @@ struct tr {
 	struct u64map vmap;   /* tgid << 32 | VM id -> struct tvm */
 	unsigned nprocs, nlive;
 	struct tproc **sel;   /* -p's processes until attached */
-	pid_t cmd_pid;        /* -- COMMAND's process */
 	pid_t guardian;
 	char cmd_exe[PATH_MAX];
 	/* attach */

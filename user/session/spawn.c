@@ -75,7 +75,7 @@ pid_t start_child(const struct topts *o, int *gate)
 void forward_signal(struct tr *t)
 {
 	if (forward_sig && t->o->cmd && !t->child_done) {
-		kill(t->cmd_pid, forward_sig);
+		kill(t->probes.cmd_pid, forward_sig);
 		forward_sig = 0;
 	}
 }
@@ -91,8 +91,8 @@ void wait_child(struct tr *t)
 		forward_signal(t);
 		/* Not a blocking wait: a signal that came just before it would
 		 * be passed on only when the command ended by itself. */
-		r = waitpid(t->cmd_pid, &status, WNOHANG);
-		if (r == t->cmd_pid) {
+		r = waitpid(t->probes.cmd_pid, &status, WNOHANG);
+		if (r == t->probes.cmd_pid) {
 			t->child_done = 1;
 			t->child_status = status;
 		} else if (r < 0 && errno != EINTR) {
