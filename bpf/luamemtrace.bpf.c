@@ -480,6 +480,36 @@ int BPF_KPROBE(dl_state)
 	return 0;
 }
 
+/* libc's exit() in a traced process with a VM: a return from main,
+ * os.exit. Its last events are named from its memory (a C function's Lua
+ * name from its tables, a Lua frame's from its caller's bytecode), which
+ * is gone a moment later; user space reads them a poll later: stop it
+ * until user space has read what it sent (its slots too: user/capture/
+ * ring.c, slots_exiting). Not _exit, not a fatal signal. Once a process. */
+SEC("uprobe")
+int BPF_KPROBE(exit_enter)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct lmt_proc *pr = bpf_map_lookup_elem(&procs, &tgid);
+	struct lmt_exiting *n;
+
+	if (stop || !pr || !pr->has_layout || pr->ignore || pr->exiting)
+		return 0;
+	pr->exiting = 1;
+	n = bpf_ringbuf_reserve(&rb, sizeof(*n), 0);
+	if (!n)
+		return 0; /* names not read then are counted (fn_unread) */
+	__builtin_memset(n, 0, sizeof(*n));
+	n->rec = LMT_REC_EXITING;
+	n->tgid = tgid;
+	if (!stop_process(tgid, 0)) {
+		bpf_ringbuf_discard(n, 0);
+		return 0;
+	}
+	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
 /* A traced process executed a new program. Its probes sit on files, by
  * PID: they would go on firing in the new image. Its tracing ends at this
  * instant: it leaves procs, so nothing of the new image is registered,
@@ -573,6 +603,7 @@ int BPF_KPROBE(close_enter, __u64 L)
 	struct lmt_vm_key k;
 	struct lmt_vm *vm;
 	struct lmt_close *n;
+	struct lmt_proc *pr;
 	__u32 id;
 
 	if (!vk)
@@ -604,7 +635,16 @@ int BPF_KPROBE(close_enter, __u64 L)
 	n->rec = LMT_REC_CLOSE;
 	n->tgid = k.tgid;
 	n->vm = id;
-	bpf_ringbuf_submit(n, 0);
+	/* With --stacks, stacks first seen since the last such stop: their
+	 * frames' names are read from the callers' bytecode, which the
+	 * process frees here and takes with it when it exits (a script's
+	 * last stacks, read after it ended): it waits until they are read. */
+	pr = stack_depth ? bpf_map_lookup_elem(&procs, &mk.tgid) : 0;
+	if (pr && pr->unnamed) {
+		pr->unnamed = 0;
+		n->stopped = stop_process(mk.tgid, 0);
+	}
+	bpf_ringbuf_submit(n, n->stopped ? BPF_RB_FORCE_WAKEUP : 0);
 	return 0;
 }
 

@@ -240,6 +240,7 @@ enum lmt_rec {
 	LMT_REC_EXEC,      /* a traced process executed a new program */
 	LMT_REC_FORK,      /* a traced process forked: the child is traced */
 	LMT_REC_STACK,     /* first sight of a Lua stack (--stacks) */
+	LMT_REC_EXITING,   /* a traced process called exit(): stopped */
 };
 
 /* Event kinds, same numbering as user/format/memprof.h enum mp_kind. */
@@ -607,6 +608,15 @@ struct lmt_mapped {
 	__u32 tgid;
 };
 
+/* A traced process called libc's exit() (a return from main, os.exit):
+ * it is stopped until user space has read what it sent, its slots too,
+ * while the tables and bytecode its names come from still exist. */
+struct lmt_exiting {
+	__u8 rec; /* LMT_REC_EXITING */
+	__u8 pad[3];
+	__u32 tgid;
+};
+
 /* A traced process executed a new program: its streams end there. */
 struct lmt_exec {
 	__u8 rec; /* LMT_REC_EXEC */
@@ -631,7 +641,13 @@ struct lmt_proc {
 	__u32 next_id; /* ids of VMs BPF registers itself */
 	__u8 spawn;    /* -- COMMAND: execs before its first VM start it */
 	__u8 ignore;   /* --all: left out by a filter; nothing of it is traced */
-	__u8 pad[6];
+	/* --stacks: a stack first seen since its last lua_close stop. Its
+	 * frames' names are read from the callers' bytecode (user/convert/
+	 * fnames.c), which a process that exits takes with it: lua_close
+	 * stops the process until user space has read them (close_enter). */
+	__u8 unnamed;
+	__u8 exiting; /* it called exit() (exit_enter) */
+	__u8 pad[4];
 	struct lj_layout lay;
 };
 
@@ -643,8 +659,10 @@ struct lmt_allocf_key {
 };
 
 struct lmt_close {
-	__u8 rec; /* LMT_REC_CLOSE */
-	__u8 pad[3];
+	__u8 rec;     /* LMT_REC_CLOSE */
+	__u8 stopped; /* its process is stopped until user space has read
+		       * what it sent before (bpf: close_enter) */
+	__u8 pad[2];
 	__u32 tgid;
 	__u32 vm;
 	__u32 pad2;

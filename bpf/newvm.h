@@ -18,13 +18,7 @@ struct {
 	__type(value, struct lmt_vm_key);
 } mains SEC(".maps");
 
-/* Processes whose new VMs we want to hear about. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct lmt_proc);
-} procs SEC(".maps");
+/* procs, the processes whose new VMs we want to hear about: bpf/state.h. */
 
 /* Allocators already probed, per process (value unused). */
 struct {

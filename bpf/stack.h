@@ -381,6 +381,13 @@ static __always_inline __u64 stack_of(struct ctx *c, const struct lmt_vm *vm,
 			       s->rec.stopped ? BPF_RB_FORCE_WAKEUP : wake_flags(c, sz)))
 		return 0;
 	c->st->stacks++;
+	{
+		/* its names are read while the process lives (close_enter) */
+		struct lmt_proc *pr = bpf_map_lookup_elem(&procs, &c->tgid);
+
+		if (pr)
+			pr->unnamed = 1;
+	}
 	sw[0] = id;
 	sw[1] = meta;
 	dm_put(e, sw, 2, SEEN_SALT);

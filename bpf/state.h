@@ -102,6 +102,15 @@ struct {
 	__type(value, struct lmt_percpu);
 } stats SEC(".maps");
 
+/* Processes whose new VMs we want to hear about (bpf/newvm.h), and what
+ * the stacks of each want at its lua_close (bpf/stack.h: unnamed). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct lmt_proc);
+} procs SEC(".maps");
+
 /* The run. Its four pointers come first and are found again by a charge
  * called apart (bpf/attribute.h: apart_open); the scalars from si on go
  * to it in place, as they lie (struct apart): scalars only there. */

@@ -22,6 +22,7 @@ tests=(
 	# faults.bats: never a process left stopped, --no-loss
 	'a traced process forks: the child.s allocations are not in the stream'
 	'--no-loss: a consumer stopped for a second'
+	'a C module loaded just before the exit'
 	# duty.bats: the links each kernel has
 	'--duty 20 over 4 s, perf links'
 	# hosts.bats: nginx with OpenResty's Lua module under load
@@ -34,9 +35,11 @@ case $(uname -r) in
 *) tests+=(
 	'stacks, JIT off: exact stacks and counts of every chain'
 	'stacks, JIT on: the same stacks through compiled code'
-	'stacks match LuaJIT.s own debug.traceback') ;;
+	'stacks match LuaJIT.s own debug.traceback'
+	# fnames.bats: names read before the process is gone (exit())
+	'frame names of a process that exits at once') ;;
 esac
 tests+=('--check: the paths this kernel takes' 'heap on Debian.s kernel: copied while the target ran')
 re=$(IFS='|'; echo "^(${tests[*]})")
-exec bats --tap -f "$re" tests/tracer.bats tests/stacks.bats tests/system.bats \
+exec bats --tap -f "$re" tests/tracer.bats tests/stacks.bats tests/fnames.bats tests/system.bats \
 	tests/faults.bats tests/duty.bats tests/hosts.bats tests/kernels/guest.bats

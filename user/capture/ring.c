@@ -564,6 +564,11 @@ int on_rec(void *ctx, void *data, size_t sz)
 		if (sz >= sizeof(struct lmt_mapped))
 			t->ops->mapped(t->ctx, ((const struct lmt_mapped *)data)->tgid);
 		break;
+	case LMT_REC_EXITING:
+		/* its slots read before its stop is released (settle_stops) */
+		if (sz >= sizeof(struct lmt_exiting))
+			(void)u64set_add(&t->exiting, ((const struct lmt_exiting *)data)->tgid);
+		break;
 	case LMT_REC_EXEC:
 		if (sz >= sizeof(struct lmt_exec))
 			t->ops->exec(t->ctx, ((const struct lmt_exec *)data)->tgid);
@@ -639,6 +644,22 @@ void unbatch(struct capture *t)
 		if (__atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE))
 			(void)slot_take(t, s, 0);
 	}
+}
+
+void slots_exiting(struct capture *t)
+{
+	if (!t->exiting.n)
+		return;
+	for (unsigned i = 0; t->slots && i < LMT_NSLOT; i++) {
+		struct lmt_slot *s = &t->slots[i];
+		const uint32_t owner = __atomic_load_n(&s->tgid, __ATOMIC_ACQUIRE);
+
+		/* its process is stopped: no program holds the lock long */
+		if (owner && u64set_has(&t->exiting, owner))
+			(void)slot_take(t, s, 0);
+	}
+	u64set_free(&t->exiting);
+	memset(&t->exiting, 0, sizeof(t->exiting));
 }
 
 /* -o FILE with several VMs (streams/merge.h): the point up to which every number

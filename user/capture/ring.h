@@ -83,6 +83,9 @@ struct capture {
 	unsigned closed;        /* VMs that ran lua_close while traced */
 	int takes;              /* a VM has a take */
 	int unbatch_req;        /* unbatch() once out of the ring's callback */
+	/* processes stopped at exit() (LMT_REC_EXITING): their slots are
+	 * read, once out of the ring's callback (slots_exiting) */
+	struct u64set exiting;
 };
 
 /* The ring buffer's callback (ctx: the struct capture). */
@@ -94,6 +97,10 @@ void drain(struct capture *c);
  * callback; the session calls unbatch once out of it. */
 void unbatch_request(struct capture *c);
 void unbatch(struct capture *c);
+/* The processes stopped at exit() since the last call (their stops not
+ * released yet): what their slots hold, read now, while the memory their
+ * names are read from still exists. */
+void slots_exiting(struct capture *c);
 /* -o FILE with several VMs: what is held in stream one goes, as far as it
  * can (streams/merge.h). */
 void merge_round(struct capture *c, struct tout *one);

@@ -1,6 +1,6 @@
 /* Hooks (probes/hooks.h): the probes that tell us a traced process
- * changed: lua_newstate's return, lua_close, and the dynamic linker's
- * _dl_debug_state (a dlopen). */
+ * changed: lua_newstate's return, lua_close, the dynamic linker's
+ * _dl_debug_state (a dlopen), and libc's exit(). */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -62,6 +62,12 @@ static void hooks_of(struct probes *t, struct probe_proc *p, struct tfile *f)
 	    t->o.verbose)
 		err1("PID %d: watching dlopen in %s", (int)p->pid,
 		     tfile_name(f, name, sizeof(name)));
+	/* libc's exit(): the process waits there for its last names to be
+	 * read (bpf: exit_enter) */
+	if (!elfsym_offset(f->fd, "exit", &off))
+		link_add(&p->links, bpf_program__attach_uprobe(t->skel->progs.exit_enter,
+							       false, p->pid, f->path,
+							       (size_t)off));
 	/* --all watches the rest: for every process (a file of root's), or
 	 * for the process that mapped it when found (watch_file) */
 	if ((t->o.all && (u64set_has(&t->watched, tfile_key(f)) ||

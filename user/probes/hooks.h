@@ -1,7 +1,8 @@
 /* Hooks (probes/hooks.c): the probes that tell us a traced process
  * changed while we trace it: lua_newstate's return (a new VM), lua_close,
- * and the dynamic linker's _dl_debug_state (a dlopen: C names read while
- * the module is mapped). */
+ * the dynamic linker's _dl_debug_state (a dlopen: C names read while the
+ * module is mapped), and libc's exit() (its last names read while it
+ * exists). */
 #ifndef LMT_HOOKS_H
 #define LMT_HOOKS_H
 
@@ -11,8 +12,8 @@
 #include "target/proc.h"
 #include "target/tfile.h"
 
-/* The hooks of a process's objects (lua_newstate, lua_close, dlopen); with
- * --all only dlopen: the rest is watched for every process at once. */
+/* The hooks of a process's objects (lua_newstate, lua_close, dlopen,
+ * exit); with --all only dlopen and exit: the rest is watched for every process at once. */
 void proc_hooks(struct probes *t, struct probe_proc *p, const struct pmaps *m);
 /* --all: lua_newstate and lua_close of LuaJIT file f, for every process
  * if f is root's and writable by no one else (tfile_trusted), else for

@@ -555,6 +555,7 @@ static void cleanup(struct tr *t)
 	u64map_free(&t->pmap, NULL);
 	u64map_free(&t->vmap, NULL);
 	u64map_free(&t->cap.awaits, free);
+	u64set_free(&t->cap.exiting);
 	u64set_free(&t->probes.watched);
 	u64set_free(&t->probes.foreign);
 	u64set_free(&t->st.names);

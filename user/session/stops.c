@@ -155,6 +155,7 @@ void settle_stops(struct tr *t, int block)
 		free(w);
 		test_hold();
 		drain(&t->cap);
+		slots_exiting(&t->cap);
 	}
 	if (t->cap.unbatch_req)
 		unbatch(&t->cap);
