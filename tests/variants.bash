@@ -1,6 +1,6 @@
 # LuaJIT builds of other layouts, built in the tests from Debian's own
 # source package (tests/variants.bats), kept in build/variants (a build
-# takes ~5 min on 2 busy cores; once per clone).
+# takes ~1 min on 2 busy cores; once per clone).
 
 VARIANTS="${VARIANTS_DIR:-$BATS_TEST_DIRNAME/../build/variants}"
 
