@@ -44,6 +44,7 @@ one_line() {
 	[ "$output" = "LuaJIT 2.1 GC64
 OpenResty LuaJIT 2.1 GC64
 LuaJIT 2.1 GC64 off
+OpenResty LuaJIT 2.1 GC64 off
 Tarantool 2.6 LuaJIT 2.1 GC64 off" ]
 }
 

@@ -1,17 +1,18 @@
 # LuaJIT builds of other layouts, built in the tests from Debian's own
 # source package (tests/variants.bats), kept in build/variants (a build
-# takes ~5 min on 2 busy cores; once per clone).
+# takes ~1 min on 2 busy cores; once per clone).
 
 VARIANTS="${VARIANTS_DIR:-$BATS_TEST_DIRNAME/../build/variants}"
 
-# variant_gc64off: Debian's luajit source (apt-get source, through a
-# private apt configuration holding one deb-src line: the machine's own
-# sources, lists and caches stay as they are), built with
-# LUAJIT_DISABLE_GC64: 32-bit GC references, as Tarantool's fork and older
-# OpenResty builds. Its luajit is $VARIANTS/gc64off/src/src/luajit (LuaJIT
-# statically linked, as Debian's). The log: $VARIANTS/gc64off.log.
-variant_gc64off() {
-	local d=$VARIANTS/gc64off log=$VARIANTS/gc64off.log
+# variant_build NAME SRCPKG: Debian's source package SRCPKG (apt-get
+# source, through a private apt configuration holding one deb-src line:
+# the machine's own sources, lists and caches stay as they are), built with
+# LUAJIT_DISABLE_GC64 (32-bit GC references, as Tarantool's fork and older
+# OpenResty builds) in $VARIANTS/NAME; only the luajit executable
+# ($VARIANTS/NAME/src/src/luajit, LuaJIT statically linked, as Debian's).
+# The log: $VARIANTS/NAME.log.
+variant_build() {
+	local d=$VARIANTS/$1 log=$VARIANTS/$1.log pkg=$2
 	local -a a
 	[ -x "$d/src/src/luajit" ] && return 0
 	rm -rf "$d"
@@ -21,13 +22,25 @@ variant_gc64off() {
 	a=(-o "Dir::Etc::SourceList=$d/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
 	   -o "Dir::State::Lists=$d/apt/lists" -o "Dir::Cache=$d/apt/cache")
 	{ apt-get "${a[@]}" update &&
-	  (cd "$d/dl" && apt-get "${a[@]}" source --download-only luajit) &&
-	  dpkg-source -x "$d"/dl/luajit_*.dsc "$d/src" &&
-	  make -C "$d/src" -j2 XCFLAGS=-DLUAJIT_DISABLE_GC64; } > "$log" 2>&1 || {
+	  (cd "$d/dl" && apt-get "${a[@]}" source --download-only "$pkg") &&
+	  dpkg-source -x "$d"/dl/"$pkg"_*.dsc "$d/src" &&
+	  make -C "$d/src/src" -j2 BUILDMODE=static XCFLAGS=-DLUAJIT_DISABLE_GC64 luajit; } > "$log" 2>&1 || {
 		tail -20 "$log"
 		return 1
 	}
 	[ -x "$d/src/src/luajit" ]
+}
+
+# variant_gc64off: upstream LuaJIT 2.1 (Debian's luajit) with GC64 off.
+variant_gc64off() {
+	variant_build gc64off luajit
+}
+
+# variant_lj2gc64off: OpenResty's luajit2 (Debian's luajit2, the source
+# of the libluajit2-5.1-2 nginx's Lua module loads) with GC64 off, as older
+# OpenResty, Kong and APISIX deployments run it.
+variant_lj2gc64off() {
+	variant_build lj2gc64off luajit2
 }
 
 # gated_trace LJ OUT [TRACER OPTION...] -- ARG...: runs LJ ARG... here,

@@ -1,31 +1,51 @@
 #!/usr/bin/env bats
 # Builds of other layouts, from Debian's own source (tests/variants.bash).
-# LuaJIT with GC64 off (32-bit references, its entry of the layout table):
-# traced with -p and -- COMMAND, exactly with the JIT off. Tarantool 2.6
-# (its fork, GC64 off) the same.
+# LuaJIT with GC64 off (32-bit references, its entry of the layout table),
+# upstream's and OpenResty's luajit2: traced with -p and -- COMMAND, exactly
+# with the JIT off. Tarantool 2.6 (its fork, GC64 off) the same.
 
 load helpers
 load variants
 
 setup_file() {
 	variant_gc64off
+	variant_lj2gc64off
 }
 
 setup() {
 	T="$BATS_TEST_TMPDIR"
 	LJ32="$VARIANTS/gc64off/src/src/luajit"
+	LJ2_32="$VARIANTS/lj2gc64off/src/src/luajit"
+}
+
+# below4g LJ: LJ's objects lie below 4 GiB (32-bit references hold them:
+# tostring({}) prints 8 hex digits), Debian's GC64 luajit's do not.
+below4g() {
+	run "$1" -e 'print(tostring({}))'
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^"table: 0x"[0-9a-f]{8}$ ]]
+	run luajit -e 'print(tostring({}))'
+	[[ ! "$output" =~ ^"table: 0x"[0-9a-f]{8}$ ]]
 }
 
 @test "GC64 off, built from Debian's source: what it is (LuaJIT 2.1.0-beta3; every GC object below 4 GiB)" {
 	run "$LJ32" -e 'print(jit.version, jit.arch)'
 	[ "$status" -eq 0 ]
 	[ "$output" = "LuaJIT 2.1.0-beta3	x64" ]
-	# its objects below 4 GiB: 32-bit references hold them
-	run "$LJ32" -e 'print(tostring({}))'
+	below4g "$LJ32"
+}
+
+@test "OpenResty luajit2 GC64 off, built from Debian's luajit2 source: what it is (LuaJIT 2.1.0-beta3, OpenResty's table.isempty; every GC object below 4 GiB)" {
+	run "$LJ2_32" -e 'print(jit.version, jit.arch)'
 	[ "$status" -eq 0 ]
-	[[ "$output" =~ ^"table: 0x"[0-9a-f]{8}$ ]]
-	run luajit -e 'print(tostring({}))'
-	[[ ! "$output" =~ ^"table: 0x"[0-9a-f]{8}$ ]]
+	[ "$output" = "LuaJIT 2.1.0-beta3	x64" ]
+	# OpenResty's own builtin, which upstream's build has not
+	run "$LJ2_32" -e 'print(require("table.isempty")({}))'
+	[ "$status" -eq 0 ]
+	[ "$output" = "true" ]
+	run "$LJ32" -e 'require("table.isempty")'
+	[ "$status" -eq 1 ]
+	below4g "$LJ2_32"
 }
 
 # alloc_counts STREAM [AT12]: alloc.lua's per-line counts (tests/tracer.bats
@@ -39,17 +59,19 @@ alloc_counts() {
 	count_is REALLOCATIONS @alloc.lua:5 "$1.txt" "9"
 }
 
-@test "GC64 off, -p: traced (its entry, 32-bit references), per-line counts exact with the JIT off and equal to GC64's" {
+# p_counts LJ ENTRY: alloc.lua run by LJ, traced with -p: found as ENTRY,
+# nothing lost, its per-line counts exact (JIT off), every line's the same
+# as Debian's GC64 luajit's (sizes differ).
+p_counts() {
 	cd "$LUA_DIR"
-	gated_trace "$LJ32" "$T/a32.bin" -- alloc.lua
+	gated_trace "$1" "$T/a32.bin" -- alloc.lua
 	[ "$GATED_STATUS" -eq 0 ]
-	grep -q "traced PID [0-9]*, 1 VM (LuaJIT 2.1 GC64 off)" "$T/a32.bin.err"
+	grep -q "traced PID [0-9]*, 1 VM ($2)" "$T/a32.bin.err"
 	grep -q "lost:    0 events, 0 symbol records" "$T/a32.bin.err"
 	alloc_counts "$T/a32.bin"
 	gated_trace luajit "$T/a64.bin" -- alloc.lua
 	grep -q "traced PID [0-9]*, 1 VM (LuaJIT 2.1 GC64)" "$T/a64.bin.err"
 	alloc_counts "$T/a64.bin"
-	# every Lua line's counts the same in both builds (sizes differ)
 	for w in 32 64; do
 		grep -E '^(@alloc|=)' "$T/a$w.bin.txt" | cut -d' ' -f1,2 | sort > "$T/l$w"
 	done
@@ -58,12 +80,22 @@ alloc_counts() {
 	no_probes_of "$T"
 }
 
-# The seven chains of tests/lua/stacks.lua (tests/stacks.bats), N = 3,
-# folded with the host's C frame (the GC64-off build is not stripped:
-# its pmain is named by address) written HOST.
-@test "GC64 off, --stacks (JIT off): the chains' exact stacks and counts, equal to debug.traceback's" {
+@test "GC64 off, -p: traced (its entry, 32-bit references), per-line counts exact with the JIT off and equal to GC64's" {
+	p_counts "$LJ32" "LuaJIT 2.1 GC64 off"
+}
+
+@test "OpenResty luajit2 GC64 off, -p: traced (its own entry), per-line counts exact with the JIT off and equal to GC64's" {
+	p_counts "$LJ2_32" "OpenResty LuaJIT 2.1 GC64 off"
+}
+
+# stacks_exact LJ: the seven chains of tests/lua/stacks.lua
+# (tests/stacks.bats), N = 3, run by LJ with the JIT off and traced with
+# --stacks, folded with the host's C frame (these builds are not stripped:
+# pmain is named by address) written HOST; each traceback LuaJIT printed is
+# a stack the tracer saw.
+stacks_exact() {
 	cd "$BATS_TEST_DIRNAME"
-	LMT_TRACEBACKS=1 gated_trace "$LJ32" "$T/s.bin" --stacks -- -joff lua/stacks.lua 3
+	LMT_TRACEBACKS=1 gated_trace "$1" "$T/s.bin" --stacks -- -joff lua/stacks.lua 3
 	[ "$GATED_STATUS" -eq 0 ]
 	"$LMT" report --folded --weight=events "$T/s.bin" |
 		sed -E 's#@lua/stacks\.lua:#L#g; s#^(CFUNC 0x|luajit\+0x)[0-9a-f:x]+;#HOST;#' > "$T/s.f"
@@ -73,9 +105,16 @@ alloc_counts() {
 		 "HOST;L37;L18;L18;L17;L4 3"; do
 		grep -qFx -- "$l" "$T/s.f" || { echo "no '$l'"; cat "$T/s.f"; false; }
 	done
-	# each traceback LuaJIT printed is a stack the tracer saw
 	tracebacks_seen "$T/s.bin" "$T/s.bin.stdout"
 	no_probes_of "$T"
+}
+
+@test "GC64 off, --stacks (JIT off): the chains' exact stacks and counts, equal to debug.traceback's" {
+	stacks_exact "$LJ32"
+}
+
+@test "OpenResty luajit2 GC64 off, --stacks (JIT off): the chains' exact stacks and counts, equal to debug.traceback's" {
+	stacks_exact "$LJ2_32"
 }
 
 # Debian's tarantool 2.6: its LuaJIT fork (GC64 off, an older 2.1 with
@@ -101,15 +140,29 @@ alloc_counts() {
 
 # Without GC64 on x86-64, luaL_newstate makes its VM without lua_newstate
 # (lj_state_newstate; lua_newstate refuses): its return is probed too.
-@test "GC64 off, -- COMMAND: its VM from luaL_newstate, per-line counts exact (JIT off)" {
+# cmd_counts LJ AT12: alloc.lua run by LJ under the tracer: one VM, its
+# per-line counts exact (JIT off), AT12 at line 12.
+cmd_counts() {
 	cd "$LUA_DIR"
-	run "$LMT" -q -o "$T/c.bin" -- "$LJ32" alloc.lua
+	run "$LMT" -q -o "$T/c.bin" -- "$1" alloc.lua
 	[ "$status" -eq 0 ]
 	[ "$output" = "alloc.lua done" ]
 	[ "$(info_val "$T/c.bin.info" vms)" = 1 ]
-	# as tests/tracer.bats's first test: the string table grows at 12
-	alloc_counts "$T/c.bin" 51
+	alloc_counts "$T/c.bin" "$2"
 	no_probes_of "$T"
+}
+
+@test "GC64 off, -- COMMAND: its VM from luaL_newstate, per-line counts exact (JIT off)" {
+	# as tests/tracer.bats's first test: the string table grows at 12
+	cmd_counts "$LJ32" 51
+	count_is DEALLOCATIONS @alloc.lua:12 "$T/c.bin.txt" "1"
+}
+
+@test "OpenResty luajit2 GC64 off, -- COMMAND: its VM from luaL_newstate, per-line counts exact (JIT off)" {
+	# 50: luajit2's libraries intern more names (table.isempty, ...):
+	# its string table grew while alloc.lua was parsed (pmain's)
+	cmd_counts "$LJ2_32" 50
+	count_is DEALLOCATIONS @alloc.lua:12 "$T/c.bin.txt" ""
 }
 
 @test "Tarantool, -- COMMAND: its VM from luaL_newstate, the fibers' per-line counts exact (JIT off)" {

@@ -10,7 +10,7 @@ int main(void)
 {
 	char name[160];
 
-	CHECK("four variants", lj_nvariants == 4);
+	CHECK("five variants", lj_nvariants == 5);
 	CHECK("the third is GC64 off, its references 4 bytes",
 	      !lj_variants[2].lay.gc64 && lmt_refsz(&lj_variants[2].lay) == 4 &&
 	      lmt_refsz(&lj_variants[0].lay) == 8);

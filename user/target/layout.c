@@ -12,8 +12,10 @@
  */
 #include "target/layout.h"
 
-/* Shared by every 2.1 GC64 x86-64 build we know: only sizeof(lua_State),
- * hence where g and J sit in GG_State, differs between them. */
+/* Shared by every 2.1 GC64 x86-64 build we know: only the lengths of
+ * lua_State and global_State (OpenResty's exdata, exdata2 and
+ * saved_jit_base at their ends), hence where g and J sit in GG_State,
+ * differ between them. */
 #define LJ21_GC64_COMMON                                                     \
 	.g_allocf = 0, .g_allocd = 8, .g_vmstate = 184, .g_mainthref = 192,   \
 	.g_cur_L = 368, .g_jit_base = 376, .J_trace = 384, .L_gct = 9,                          \
@@ -119,6 +121,17 @@
 	.node_size = 24, .node_val = 0, .node_key = 8, .itype_str = -5,      \
 	.itype_tab = -12, .itype_func = -9
 
+/* Upstream 2.1's and OpenResty luajit2's, GC64 off: the same but for the
+ * lengths of lua_State and global_State (gg_g, gg_J). */
+#define LJ21_GC32_G                                                          \
+	.g_allocf = 0, .g_allocd = 8, .g_vmstate = 136, .g_mainthref = 140,   \
+	.g_cur_L = 288, .g_jit_base = 292, .J_trace = 360, .J_parent = 2464,  \
+	.str_size = 20, .str_len = 16
+
+#define LJ21_GC32_G_USER                                                     \
+	.snap_mcofs = 6, .snap_nent = 10, .ir_tnew = 81, .ir_tdup = 82,      \
+	.ir_cnew = 83, .ir_cnewi = 84, .g_registrytv = 216, .g_cdatamt = 464
+
 const struct lj_variant lj_variants[] = {
 	{
 		/* LuaJIT 2.1 (Debian luajit, libluajit-5.1-2) */
@@ -146,14 +159,19 @@ const struct lj_variant lj_variants[] = {
 		 * walker's layout yet (h.gg_size 0: heap/ refuses it). */
 		.name = "LuaJIT 2.1 GC64 off",
 		.sizeof_L = 64,
-		.lay = { LJ21_GC32_COMMON, .gg_g = 64, .gg_J = 552,
-			 .g_allocf = 0, .g_allocd = 8, .g_vmstate = 136,
-			 .g_mainthref = 140, .g_cur_L = 288, .g_jit_base = 292,
-			 .J_trace = 360, .J_parent = 2464, .str_size = 20,
-			 .str_len = 16 },
-		.u = { LJ21_GC32_USER, .snap_mcofs = 6, .snap_nent = 10,
-		       .ir_tnew = 81, .ir_tdup = 82, .ir_cnew = 83, .ir_cnewi = 84,
-		       .g_registrytv = 216, .g_cdatamt = 464 },
+		.lay = { LJ21_GC32_COMMON, LJ21_GC32_G, .gg_g = 64, .gg_J = 552 },
+		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER },
+	},
+	{
+		/* OpenResty luajit2 (Debian's luajit2) built with
+		 * LUAJIT_DISABLE_GC64, as older OpenResty, Kong and APISIX
+		 * run it: lua_State 16 bytes longer (exdata, exdata2),
+		 * global_State 8 (saved_jit_base, padded). No heap walker's
+		 * layout. */
+		.name = "OpenResty LuaJIT 2.1 GC64 off",
+		.sizeof_L = 80,
+		.lay = { LJ21_GC32_COMMON, LJ21_GC32_G, .gg_g = 80, .gg_J = 576 },
+		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER },
 	},
 	{
 		/* Tarantool 2.6's LuaJIT fork (Debian's tarantool; its
