@@ -238,6 +238,33 @@ has_row() {
 		END { print found + 0 }' "$T/heap.out"
 }
 
+# known_rows TAB STR SLOT FN: the retainers of heap_known.lua 100 50 3 4 2
+# 5 7 in $T/heap.out, at a build's sizes: sizeof(GCtab) TAB, sizeof(GCstr)
+# STR, a coroutine's first local at stack slot SLOT, a Lua closure of one
+# upvalue FN bytes (a Node is 24 bytes, a TValue 8, either way).
+known_rows() {
+	local tab=$1 str=$2 slot=$3 fn=$4
+	local cache=$(($1 + 128 * 24)) x=$(($1 + 2 * 24)) inst=$(($1 + 65 * 8)) r
+	# the cache: its 128 nodes (its hash part); each of the 100 entries a
+	# table with an array part of 3 slots and its key's string:
+	# "u1".."u99" STR + 4, "u100" STR + 8
+	r=$((cache + 100 * (tab + 24) + 99 * (str + 4) + str + 8))
+	[ "$(has_row $r $cache table package.loaded.x.cache)" = 1 ]
+	# x: 2 nodes (hmask 1)
+	[ "$(has_row $((x + r)) $x table package.loaded.x)" = 1 ]
+	# INST: 65 array slots, and its 50 instances (the class is held by
+	# package.loaded too: not retained by INST)
+	[ "$(has_row $((inst + 50 * tab)) $inst table INST)" = 1 ]
+	# a table held only by an upvalue, three times
+	[ "$(has_row $tab $tab table "upvalue held of function $LUA_DIR/heap_known.lua:35")" = 3 ]
+	# a coroutine's local (its stack slot), twice
+	[ "$(has_row $tab $tab table "stack slot $slot of coroutine at $LUA_DIR/heap_known.lua:45")" = 2 ]
+	# tables by metatable: the class, named where the program keeps it
+	grep -qE "^ +50 +$((50 * tab))  package\.loaded\[\"app\.models\"\]\.User\$" "$T/heap.out"
+	# functions by prototype: the three upvalue holders
+	grep -qE "^ +3 +$((3 * fn))  $LUA_DIR/heap_known.lua:35\$" "$T/heap.out"
+}
+
 @test "heap: retainers named as Lua writes them, retained bytes exact (dominator tree), JIT off and on" {
 	local jit
 	for jit in -joff -jon; do
@@ -251,23 +278,9 @@ has_row() {
 		echo go >&5
 		exec 5>&-
 		wait "$TARGET"
-		# the cache: 64 + 128 nodes of 24 (its hash part); each of the 100
-		# entries a table with an array part of 3 slots (64 + 24) and its
-		# key's string: "u1".."u99" 24 + 4, "u100" 24 + 8
-		[ "$(has_row $((3136 + 100 * 88 + 99 * 28 + 32)) 3136 table package.loaded.x.cache)" = 1 ]
-		# x: 64 + 2 nodes (hmask 1)
-		[ "$(has_row $((112 + 14740)) 112 table package.loaded.x)" = 1 ]
-		# INST: 64 + 65 array slots, and its 50 instances (the class is
-		# held by package.loaded too: not retained by INST)
-		[ "$(has_row $((584 + 50 * 64)) 584 table INST)" = 1 ]
-		# a table held only by an upvalue, three times
-		[ "$(has_row 64 64 table "upvalue held of function $LUA_DIR/heap_known.lua:35")" = 3 ]
-		# a coroutine's local (its stack slot), twice
-		[ "$(has_row 64 64 table "stack slot 4 of coroutine at $LUA_DIR/heap_known.lua:45")" = 2 ]
-		# tables by metatable: the class, named where the program keeps it
-		grep -qE '^ +50 +3200  package\.loaded\["app\.models"\]\.User$' "$T/heap.out"
-		# functions by prototype: the three upvalue holders
-		grep -qE "^ +3 +144  $LUA_DIR/heap_known.lua:35\$" "$T/heap.out"
+		# GC64: sizeof(GCtab) 64, sizeof(GCstr) 24, FR2 (a coroutine's
+		# first local at slot 4), a closure of one upvalue 40 + 8
+		known_rows 64 24 4 48
 	done
 }
 
@@ -493,21 +506,11 @@ paths() {
 	lj32
 	LJ=$LJ32 SNAP_OPTS="--top 100000 -o $T/s.lmh" snap -joff 100 50 3 4 2 5 7
 	cat "$T/heap.out"
-	# the cache: 32 + 128 nodes of 24 (a Node is 24 bytes either way);
-	# each of the 100 entries a table with an array part of 3 slots
-	# (32 + 24) and its key's string (GCstr 20): "u1".."u99" 20 + 4,
-	# "u100" 20 + 8
-	[ "$(has_row $((3104 + 100 * 56 + 99 * 24 + 28)) 3104 table package.loaded.x.cache)" = 1 ]
-	# x: 32 + 2 nodes
-	[ "$(has_row $((80 + 11108)) 80 table package.loaded.x)" = 1 ]
-	# INST: 32 + 65 array slots, and its 50 instances of 32
-	[ "$(has_row $((552 + 50 * 32)) 552 table INST)" = 1 ]
-	[ "$(has_row 32 32 table "upvalue held of function $LUA_DIR/heap_known.lua:35")" = 3 ]
-	# a coroutine's local: one-slot frames (GC64's FR2: slot 4)
-	[ "$(has_row 32 32 table "stack slot 2 of coroutine at $LUA_DIR/heap_known.lua:45")" = 2 ]
-	grep -qE '^ +50 +1600  package\.loaded\["app\.models"\]\.User$' "$T/heap.out"
-	# three closures of one upvalue: sizeLfunc, 20 + 4 (GC64: 40 + 8)
-	grep -qE "^ +3 +72  $LUA_DIR/heap_known.lua:35\$" "$T/heap.out"
+	# GCtab 32, GCstr 20, one-slot frames (a coroutine's first local at
+	# slot 2), a closure of one upvalue sizeLfunc(1) 20 + 4: the cache
+	# retains 11108 bytes (GC64: 14740)
+	known_rows 32 20 2 24
+	[ "$(has_row 11108 3104 table package.loaded.x.cache)" = 1 ]
 	"$LMT" heap --top 100000 "$T/s.lmh" > "$T/file.out"
 	diff "$T/heap.out" "$T/file.out"
 }
