@@ -4,13 +4,15 @@
 # stopped; its in-VM oracle counts what Lua can reach).
 
 load helpers
+load variants
 
 setup() {
 	T="$BATS_TEST_TMPDIR"
 }
 
-# snap JITFLAG N M U K C Y G [P]: runs heap_known.lua with those counts,
-# snapshots it into $T/heap.out (status in HEAP_RC), lets it end;
+# snap JITFLAG N M U K C Y G [P]: runs heap_known.lua with those counts
+# (under $LJ, Debian's luajit by default), snapshots it into $T/heap.out
+# (status in HEAP_RC; more options to heap in SNAP_OPTS), lets it end;
 # its output in $T/target.out.
 snap() {
 	local jit=$1
@@ -18,12 +20,12 @@ snap() {
 	rm -f "$T/in"
 	mkfifo "$T/in"
 	LUA_CPATH="$BATS_TEST_DIRNAME/../build/?.so" \
-		luajit "$jit" "$LUA_DIR/heap_known.lua" "$@" < "$T/in" > "$T/target.out" 3>&- &
+		"${LJ:-luajit}" "$jit" "$LUA_DIR/heap_known.lua" "$@" < "$T/in" > "$T/target.out" 3>&- &
 	TARGET=$!
 	exec 5> "$T/in"
 	wait_for "$T/target.out" ready
 	HEAP_RC=0
-	"$LMT" heap -p "$TARGET" > "$T/heap.out" 2> "$T/heap.err" || HEAP_RC=$?
+	"$LMT" heap -p "$TARGET" ${SNAP_OPTS:-} > "$T/heap.out" 2> "$T/heap.err" || HEAP_RC=$?
 	# never left stopped: it runs on (S: asleep on its stdin)
 	TARGET_STATE=$(awk '{print $3}' "/proc/$TARGET/stat")
 	echo go >&5
@@ -236,6 +238,33 @@ has_row() {
 		END { print found + 0 }' "$T/heap.out"
 }
 
+# known_rows TAB STR SLOT FN: the retainers of heap_known.lua 100 50 3 4 2
+# 5 7 in $T/heap.out, at a build's sizes: sizeof(GCtab) TAB, sizeof(GCstr)
+# STR, a coroutine's first local at stack slot SLOT, a Lua closure of one
+# upvalue FN bytes (a Node is 24 bytes, a TValue 8, either way).
+known_rows() {
+	local tab=$1 str=$2 slot=$3 fn=$4
+	local cache=$(($1 + 128 * 24)) x=$(($1 + 2 * 24)) inst=$(($1 + 65 * 8)) r
+	# the cache: its 128 nodes (its hash part); each of the 100 entries a
+	# table with an array part of 3 slots and its key's string:
+	# "u1".."u99" STR + 4, "u100" STR + 8
+	r=$((cache + 100 * (tab + 24) + 99 * (str + 4) + str + 8))
+	[ "$(has_row $r $cache table package.loaded.x.cache)" = 1 ]
+	# x: 2 nodes (hmask 1)
+	[ "$(has_row $((x + r)) $x table package.loaded.x)" = 1 ]
+	# INST: 65 array slots, and its 50 instances (the class is held by
+	# package.loaded too: not retained by INST)
+	[ "$(has_row $((inst + 50 * tab)) $inst table INST)" = 1 ]
+	# a table held only by an upvalue, three times
+	[ "$(has_row $tab $tab table "upvalue held of function $LUA_DIR/heap_known.lua:35")" = 3 ]
+	# a coroutine's local (its stack slot), twice
+	[ "$(has_row $tab $tab table "stack slot $slot of coroutine at $LUA_DIR/heap_known.lua:45")" = 2 ]
+	# tables by metatable: the class, named where the program keeps it
+	grep -qE "^ +50 +$((50 * tab))  package\.loaded\[\"app\.models\"\]\.User\$" "$T/heap.out"
+	# functions by prototype: the three upvalue holders
+	grep -qE "^ +3 +$((3 * fn))  $LUA_DIR/heap_known.lua:35\$" "$T/heap.out"
+}
+
 @test "heap: retainers named as Lua writes them, retained bytes exact (dominator tree), JIT off and on" {
 	local jit
 	for jit in -joff -jon; do
@@ -249,23 +278,9 @@ has_row() {
 		echo go >&5
 		exec 5>&-
 		wait "$TARGET"
-		# the cache: 64 + 128 nodes of 24 (its hash part); each of the 100
-		# entries a table with an array part of 3 slots (64 + 24) and its
-		# key's string: "u1".."u99" 24 + 4, "u100" 24 + 8
-		[ "$(has_row $((3136 + 100 * 88 + 99 * 28 + 32)) 3136 table package.loaded.x.cache)" = 1 ]
-		# x: 64 + 2 nodes (hmask 1)
-		[ "$(has_row $((112 + 14740)) 112 table package.loaded.x)" = 1 ]
-		# INST: 64 + 65 array slots, and its 50 instances (the class is
-		# held by package.loaded too: not retained by INST)
-		[ "$(has_row $((584 + 50 * 64)) 584 table INST)" = 1 ]
-		# a table held only by an upvalue, three times
-		[ "$(has_row 64 64 table "upvalue held of function $LUA_DIR/heap_known.lua:35")" = 3 ]
-		# a coroutine's local (its stack slot), twice
-		[ "$(has_row 64 64 table "stack slot 4 of coroutine at $LUA_DIR/heap_known.lua:45")" = 2 ]
-		# tables by metatable: the class, named where the program keeps it
-		grep -qE '^ +50 +3200  package\.loaded\["app\.models"\]\.User$' "$T/heap.out"
-		# functions by prototype: the three upvalue holders
-		grep -qE "^ +3 +144  $LUA_DIR/heap_known.lua:35\$" "$T/heap.out"
+		# GC64: sizeof(GCtab) 64, sizeof(GCstr) 24, FR2 (a coroutine's
+		# first local at slot 4), a closure of one upvalue 40 + 8
+		known_rows 64 24 4 48
 	done
 }
 
@@ -423,4 +438,126 @@ named() {
 	run "$LMT" heap --exe luajit -p 1
 	[ "$status" -eq 2 ]
 	[ "${lines[0]}" = "luamemtrace heap: --exe narrows --all" ]
+}
+
+# -- GC64 off (32-bit references) ---------------------------------------------
+
+# lj32: Debian's luajit source built with LUAJIT_DISABLE_GC64
+# (tests/variants.bash; built once per clone), in LJ32.
+lj32() {
+	variant_gc64off
+	LJ32="$VARIANTS/gc64off/src/src/luajit"
+}
+
+# counts: each type's objects, reachable and garbage of $T/heap.out.
+counts() {
+	awk '/^type / { on = 1; next } on && NF == 7 { print $1, $2, $4, $6 } on && $1 == "all" { exit }' \
+		"$T/heap.out"
+}
+
+# paths: the top retainers' types and paths, but strings' and userdata's
+# (a string key of two tables, or an upvalue of two functions, found at
+# the same depth: named by whichever the hash order visits first, which
+# the strings' hash seed makes each run's); stack slot numbers as N.
+paths() {
+	awk '/^top retainers/ { on = 1; next } /^largest objects/ { on = 0 }
+	     on && $1 ~ /^[0-9]+$/ && $3 != "string" && $3 != "userdata" { $1 = ""; $2 = ""; print }' \
+		"$T/heap.out" | sed -E 's/stack slot [0-9]+/stack slot N/' | sort
+}
+
+@test "heap, GC64 off: the known heaps' counts are GC64's, type by type (objects, reachable, garbage), JIT off and on; the oracle's; remainder 0; named alike" {
+	[ -f "$BATS_TEST_DIRNAME/../build/lmtmod.so" ]
+	lj32
+	local jit p
+	for jit in -joff -jon; do
+		for p in "" 4; do
+			# one package.path for both (require "lmtmod" makes garbage
+			# strings of it: the source's default has 4 templates,
+			# Debian's 6)
+			LUA_PATH="$LUA_DIR/?.lua" LJ=luajit SNAP_OPTS="--top 100000" \
+				snap "$jit" 100 50 3 4 2 5 7 $p
+			[ "$HEAP_RC" -eq 0 ]
+			counts > "$T/c64"
+			paths > "$T/p64"
+			LUA_PATH="$LUA_DIR/?.lua" LJ=$LJ32 SNAP_OPTS="--top 100000" \
+				snap "$jit" 100 50 3 4 2 5 7 $p
+			cat "$T/heap.err" "$T/heap.out"
+			[ "$HEAP_RC" -eq 0 ]
+			[ "$TARGET_STATE" = S ]
+			grep -q '^VM 0x[0-9a-f]\{8\} (LuaJIT 2\.1 GC64 off)$' "$T/heap.out"
+			[ "$(remainder)" = 0 ]
+			! grep -q '^incomplete' "$T/heap.out"
+			counts > "$T/c32"
+			paths > "$T/p32"
+			[ "$(col table 4)" = "$(oracle table)" ]
+			[ "$(col function 4)" = "$(oracle function)" ]
+			[ "$(col thread 4)" = "$(oracle thread)" ]
+			[ "$(col userdata 4)" = "$(oracle userdata)" ]
+			diff "$T/c64" "$T/c32"
+			# every table, function, thread, upvalue, prototype named
+			# alike (hundreds of them)
+			[ "$(wc -l < "$T/p32")" -gt 400 ]
+			diff "$T/p64" "$T/p32"
+		done
+	done
+}
+
+@test "heap, GC64 off: retainers named as on GC64, retained bytes exact at the 32-bit objects' sizes; a snapshot file reported the same" {
+	lj32
+	LJ=$LJ32 SNAP_OPTS="--top 100000 -o $T/s.lmh" snap -joff 100 50 3 4 2 5 7
+	cat "$T/heap.out"
+	# GCtab 32, GCstr 20, one-slot frames (a coroutine's first local at
+	# slot 2), a closure of one upvalue sizeLfunc(1) 20 + 4: the cache
+	# retains 11108 bytes (GC64: 14740)
+	known_rows 32 20 2 24
+	[ "$(has_row 11108 3104 table package.loaded.x.cache)" = 1 ]
+	"$LMT" heap --top 100000 "$T/s.lmh" > "$T/file.out"
+	diff "$T/heap.out" "$T/file.out"
+}
+
+@test "heap, GC64 off: exact bytes of M instances (32 bytes each: a GCtab, no array or hash part)" {
+	lj32
+	LJ=$LJ32 snap -joff 0 0 0 0 0 0 0
+	local b0=$(col table 5)
+	LJ=$LJ32 snap -joff 0 50 0 0 0 0 0
+	[ "$(($(col table 5) - b0))" = $((50 * 32 + 65 * 8)) ]
+}
+
+# hostile LJ [stray]: heap_hostile.lua under LJ snapshotted (the report
+# in output, status in status, its state in HOSTILE_STATE), then killed.
+hostile() {
+	rm -f "$T/in"
+	mkfifo "$T/in"
+	"$1" "$LUA_DIR/heap_hostile.lua" ${2:-} < "$T/in" > "$T/target.out" 3>&- &
+	TARGET=$!
+	exec 5> "$T/in"
+	wait_for "$T/target.out" ready
+	run "$LMT" heap -p "$TARGET" --top 1000
+	HOSTILE_STATE=$(awk '{print $3}' "/proc/$TARGET/stat")
+	kill -9 "$TARGET" # lua_close would loop in its gc.root
+	wait "$TARGET" 2>/dev/null || true
+	exec 5>&-
+	echo "$output"
+}
+
+@test "heap, GC64 off: a heap that lies at 32 bits (an array part, a looping gc.root; a metatable reference outside the heap): counted, said, exit 3, not followed" {
+	lj32
+	hostile "$LJ32"
+	[ "$status" -eq 3 ]
+	[ "$HOSTILE_STATE" = S ]
+	[[ "$output" == *"  objects copied in part (a cap, or unreadable): 1"* ]]
+	[[ "$output" == *"  object lists cut (a repeat, or the cap): 1"* ]]
+	[ "$(printf '%s\n' "$output" | awk '$1 == "table" { print $2 }')" = 2 ]
+	local l
+	for l in luajit "$LJ32"; do
+		hostile "$l" stray
+		[ "$status" -eq 3 ]
+		[ "$HOSTILE_STATE" = S ]
+		# the one reference to no object, counted; the rest whole
+		[[ "$output" == *$'incomplete:\n  references to no walked object: 1\n'* ]]
+		[ "$(printf '%s\n' "$output" | awk '/remainder \(gc.total - sum\)/ { print $NF }')" = 0 ]
+		# STRAY retains itself alone: its metatable not followed
+		local sz=$([ "$l" = luajit ] && echo 64 || echo 32)
+		[[ "$output" == *$'\n'"          $sz         $sz  table     STRAY"$'\n'* ]]
+	done
 }

@@ -8,6 +8,8 @@
 #include "lj_jit.h"
 #include "lj_frame.h"
 #include "lj_dispatch.h"
+#include "lj_ctype.h"
+#include "lj_ir.h"
 #define P(s,f) printf("%-24s %zu\n", #s "." #f, offsetof(s,f))
 #define S(s) printf("%-24s %zu\n", "sizeof " #s, sizeof(s))
 int main(void){
@@ -43,4 +45,8 @@ int main(void){
  P(GCcdata,ctypeid);S(GCcdata);S(GCcdataVar);
  P(GCtrace,link);P(GCtrace,nextroot);P(GCtrace,nextside);P(GCtrace,traceno);
  P(GCstr,sid);
+ P(global_State,gc.lightudnum);P(global_State,gc.lightudseg);
+ P(GCupval,next);S(CTState);P(CTState,tab);P(CTState,sizetab);P(CTState,finalizer);
+ P(CTState,cb.cbid);P(CTState,cb.sizeid);S(CType);P(CType,info);P(CType,size);P(CType,name);
+ printf("IRT_IS64 %u REF_TRUE %d IR_KNULL %d IR_KGC %d\n",(unsigned)IRT_IS64,(int)REF_TRUE,(int)IR_KNULL,(int)IR_KGC);
  return 0;}

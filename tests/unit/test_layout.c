@@ -33,13 +33,14 @@ int main(void)
 		      l->vmst[1] == LMT_VMST_FRAME);
 
 		/* The heap walker's offsets (struct lj_hlayout), where the
-		 * entry has them (gg_size: GC64 off has none yet) */
+		 * entry has them (gg_size: Tarantool's has none yet); GCRefs
+		 * at the entry's width */
 		const struct lj_hlayout *h = &v->h;
 		if (!h->gg_size)
 			continue;
 		snprintf(name, sizeof(name), "%s: heap: gcroot[] and uvhead lie in "
 			 "global_State, J in GG_State", v->name);
-		CHECK(name, l->gg_g + h->g_gcroot + 8 * h->gcroot_max <= l->gg_J &&
+		CHECK(name, l->gg_g + h->g_gcroot + lmt_refsz(l) * h->gcroot_max <= l->gg_J &&
 		      h->g_uvhead + h->uv_sizeof <= h->g_gcroot && l->gg_J < h->gg_size);
 		snprintf(name, sizeof(name), "%s: heap: LuaJIT's type tags (~itype)",
 			 v->name);
@@ -49,7 +50,8 @@ int main(void)
 		snprintf(name, sizeof(name), "%s: heap: sizes agree with the tracer's "
 			 "(GCstr, lua_State's stack, GCfuncL's uvptr)", v->name);
 		CHECK(name, h->str_sizeof == l->str_size && l->L_stack < v->sizeof_L &&
-		      h->L_stacksize < v->sizeof_L && v->u.fn_uvptr + 8 == h->fnl_sizeof &&
+		      h->L_stacksize < v->sizeof_L &&
+		      v->u.fn_uvptr + lmt_refsz(l) == h->fnl_sizeof &&
 		      h->fn_upvalue + 8 == h->fnc_sizeof);
 		snprintf(name, sizeof(name), "%s: heap: fields inside their structures",
 			 v->name);

@@ -6,6 +6,7 @@
 
 #include "util/clock.h"
 #include "heap/heap.h"
+#include "target/ljref.h"
 #include "target/proc.h"
 #include "target/caps.h"
 
@@ -84,6 +85,47 @@ static int hdr_size(const struct lj_variant *v, unsigned gct, unsigned *hdr)
 	return 0;
 }
 
+/* Without FR2 (GC64 off), a frame's function is untyped in its slot (its
+ * GCRef in the low 32 bits, the link in the high 32): lj_gc.c's
+ * gc_traverse_frames marks it. Appends the frame slots of thread i, whose
+ * n stack slots from st were just copied, as uint32 indexes (heap.h's
+ * heap_stack), from base - 1 down to slot 1: a Lua frame's caller is
+ * 1 + A of the call before its PC (read from the target) below it, any
+ * other's its link's size. Each step goes down: n steps at most; a link
+ * that does not (or a PC not read) ends the walk, the thread short. */
+static void copy_frames(pid_t pid, struct heap *h, long i, uint64_t st, uint64_t base,
+			uint64_t n)
+{
+	uint64_t k = base > st && !((base - st) % 8) ? (base - st) / 8 - 1 : 0;
+
+	if (k >= n) {
+		h->o[i].flags |= HOBJ_SHORT;
+		return;
+	}
+	while (k > 0) {
+		uint32_t slot = (uint32_t)k, ins;
+		uint64_t tv, d;
+		int32_t ftsz;
+
+		memcpy(&tv, heap_raw(h, &h->o[i]) + h->var->sizeof_L + k * 8, 8);
+		if (heap_append(h, &slot, 4))
+			break; /* marked short */
+		ftsz = (int32_t)(tv >> 32);
+		if (!(ftsz & 3)) { /* FRAME_LUA: its link a PC */
+			if (tread(pid, (uint32_t)ftsz - 4u, &ins, 4))
+				break;
+			d = 1 + (ins >> 8 & 0xff); /* bc_a */
+		} else {
+			d = ftsz > 0 ? (uint64_t)(ftsz & ~7) / 8 : 0; /* frame_sized */
+		}
+		if (!d || d > k)
+			break;
+		k -= d;
+	}
+	if (k)
+		h->o[i].flags |= HOBJ_SHORT;
+}
+
 /* The parts of object i (type gct, at a, its header in b) that live
  * outside it, appended to the copy: a table's array and nodes, a
  * function's upvalues, a prototype's constants and upvalue names, a
@@ -104,24 +146,27 @@ static void copy_parts(pid_t pid, struct heap *h, long i, uint64_t a, unsigned g
 			nn = LMT_HEAP_TAB_SLOTS_MAX;
 		if (na < asize || nn < (hmask ? hmask + 1 : 0))
 			h->o[i].flags |= HOBJ_SHORT;
-		if (!append_from(pid, h, b64(b, hl->tab_array), na * 8) && nn)
-			append_from(pid, h, b64(b, v->u.tab_node), nn * v->u.node_size);
+		if (!append_from(pid, h, lj_ref_at(v, b, hl->tab_array), na * 8) && nn)
+			append_from(pid, h, lj_ref_at(v, b, v->u.tab_node), nn * v->u.node_size);
 	} else if (gct == v->lay.tfunc) {
 		unsigned nup = b[hl->fn_nupvalues];
+		uint64_t end = v->u.fn_uvptr + (uint64_t)nup * lj_refsz(v);
 
 		if (b[v->lay.fn_ffid]) /* C: TValues from fn_upvalue */
 			append_from(pid, h, a + hl->fn_upvalue, (uint64_t)nup * 8);
-		else /* Lua: uvptr[] from fn_uvptr */
-			append_from(pid, h, a + hl->fn_upvalue, nup > 1 ? (uint64_t)(nup - 1) * 8 : 0);
+		else /* Lua: uvptr[] from fn_uvptr, those past the header read */
+			append_from(pid, h, a + hl->fn_upvalue,
+				    end > hl->fn_upvalue ? end - hl->fn_upvalue : 0);
 	} else if (gct == hl->tproto) {
-		uint64_t nk = b32(b, hl->pt_sizekgc), k = b64(b, hl->pt_k);
+		uint64_t nk = b32(b, hl->pt_sizekgc), k = lj_ref_at(v, b, hl->pt_k);
+		unsigned rs = lj_refsz(v);
 
 		if (nk > LMT_HEAP_TAB_SLOTS_MAX) {
 			h->o[i].flags |= HOBJ_SHORT;
 			nk = 0;
 		}
-		if (!append_from(pid, h, k - nk * 8, nk * 8) && !(h->o[i].flags & HOBJ_SHORT)) {
-			uint64_t uvi = b64(b, hl->pt_uvinfo);
+		if (!append_from(pid, h, k - nk * rs, nk * rs) && !(h->o[i].flags & HOBJ_SHORT)) {
+			uint64_t uvi = lj_ref_at(v, b, hl->pt_uvinfo);
 			uint8_t nm[LMT_HEAP_UVNAMES_KEEP];
 			ssize_t got = 0;
 
@@ -133,14 +178,15 @@ static void copy_parts(pid_t pid, struct heap *h, long i, uint64_t a, unsigned g
 				heap_append(h, nm, (size_t)got);
 		}
 	} else if (gct == v->lay.tthread) {
-		uint64_t st = b64(b, v->lay.L_stack), top = b64(b, hl->L_top);
+		uint64_t st = lj_ref_at(v, b, v->lay.L_stack), top = b64(b, hl->L_top);
 		uint64_t n = top >= st ? (top - st) / 8 : 0;
 
 		if (top < st || n > LMT_HEAP_STACK_MAX) {
 			h->o[i].flags |= HOBJ_SHORT;
 			n = n > LMT_HEAP_STACK_MAX ? LMT_HEAP_STACK_MAX : 0;
 		}
-		append_from(pid, h, st, n * 8);
+		if (!append_from(pid, h, st, n * 8) && !v->lay.gc64)
+			copy_frames(pid, h, i, st, b64(b, v->lay.L_base), n);
 	} else if (gct == hl->tcdata && (b[v->lay.L_gct - 1] & 0x80)) {
 		append_from(pid, h, a - hl->cdv_sizeof, hl->cdv_sizeof); /* GCcdataVar */
 	} else if (gct == hl->ttrace) {
@@ -170,7 +216,7 @@ static long copy_obj(pid_t pid, struct heap *h, uint64_t a, uint64_t *next)
 		h->c.unreadable++;
 		return -1;
 	}
-	*next = b64(b, 0);
+	*next = lj_ref_at(v, b, 0); /* nextgc */
 	gct = b[v->lay.L_gct];
 	if (gct == hl->tstr) {
 		uint32_t len;
@@ -236,14 +282,15 @@ static void walk_list(pid_t pid, struct heap *h, uint64_t a, uint64_t stop, uint
 	}
 }
 
-/* The string table's chains (the low bit of an anchor marks secondary
- * hashing, lj_str.c). */
+/* The string table's chains: GCRef anchors (the low bit of one marks
+ * secondary hashing, lj_str.c). */
 static void walk_strings(pid_t pid, struct heap *h, uint64_t deadline)
 {
-	const struct lj_hlayout *hl = &h->var->h;
-	uint64_t tab = heap_g64(h, hl->g_str_tab);
-	uint64_t n = (uint64_t)heap_g32(h, hl->g_str_mask) + 1;
-	static uint64_t buf[CHUNK / 8];
+	const struct lj_variant *v = h->var;
+	uint64_t tab = heap_g64(h, v->h.g_str_tab); /* GCRef *: a pointer */
+	uint64_t n = (uint64_t)heap_g32(h, v->h.g_str_mask) + 1;
+	unsigned rs = lj_refsz(v), per = CHUNK / 8;
+	static uint8_t buf[CHUNK];
 
 	if (!tab)
 		return;
@@ -251,15 +298,15 @@ static void walk_strings(pid_t pid, struct heap *h, uint64_t deadline)
 		h->c.list_cut++;
 		n = LMT_HEAP_STRTAB_MAX;
 	}
-	for (uint64_t s = 0; s < n && !h->c.timed_out; s += CHUNK / 8) {
-		uint64_t k = n - s < CHUNK / 8 ? n - s : CHUNK / 8;
+	for (uint64_t s = 0; s < n && !h->c.timed_out; s += per) {
+		uint64_t k = n - s < per ? n - s : per;
 
-		if (tread(pid, tab + s * 8, buf, k * 8)) {
+		if (tread(pid, tab + s * rs, buf, k * rs)) {
 			h->c.unreadable++;
 			return;
 		}
 		for (uint64_t j = 0; j < k && !h->c.timed_out; j++)
-			walk_list(pid, h, buf[j] & ~(uint64_t)1, 0, 0, deadline);
+			walk_list(pid, h, lj_ref_at(v, buf, j * rs) & ~(uint64_t)1, 0, 0, deadline);
 	}
 }
 
@@ -268,10 +315,10 @@ static void walk_strings(pid_t pid, struct heap *h, uint64_t deadline)
 static void walk_open_upvalues(pid_t pid, struct heap *h, uint64_t deadline)
 {
 	const struct lj_hlayout *hl = &h->var->h;
-	uint64_t head = h->g + hl->g_uvhead, a = heap_g64(h, hl->g_uvhead + hl->uv_next);
+	uint64_t head = h->g + hl->g_uvhead, a = heap_gref(h, hl->g_uvhead + hl->uv_next);
 
 	for (uint64_t n = 0; a && a != head; n++) {
-		uint64_t next, nx = 0;
+		uint64_t next;
 		long i;
 
 		if (n >= LMT_HEAP_OBJS_MAX || heap_find(h, a) >= 0) {
@@ -285,8 +332,7 @@ static void walk_open_upvalues(pid_t pid, struct heap *h, uint64_t deadline)
 		i = copy_obj(pid, h, a, &next);
 		if (i < 0 || h->o[i].gct != hl->tupval)
 			return; /* counted by copy_obj, or a list that lies */
-		memcpy(&nx, heap_raw(h, &h->o[i]) + hl->uv_next, 8);
-		a = nx;
+		a = heap_ref(h, &h->o[i], hl->uv_next);
 	}
 }
 
@@ -302,27 +348,32 @@ static void copy_other(pid_t pid, struct heap *h)
 	const struct lj_hlayout *hl = &v->h;
 	unsigned J = v->lay.gg_J - v->lay.gg_g; /* J from g */
 	uint64_t e = heap_g64(h, hl->g_tmpbuf_e), b = heap_g64(h, hl->g_tmpbuf_b);
-	uint64_t cts = heap_g64(h, hl->g_ctype_state);
+	uint64_t cts = heap_gref(h, hl->g_ctype_state);
 	uint32_t ntr = heap_g32(h, J + hl->J_sizetrace), num;
+	unsigned rs = lj_refsz(v);
 
 	h->other[HOTHER_GG] = hl->gg_size - v->sizeof_L;
-	h->other[HOTHER_STRTAB] = ((uint64_t)heap_g32(h, hl->g_str_mask) + 1) * 8;
+	h->other[HOTHER_STRTAB] = ((uint64_t)heap_g32(h, hl->g_str_mask) + 1) * rs;
 	h->other[HOTHER_TMPBUF] = e >= b ? e - b : 0;
-	h->other[HOTHER_JIT] = (uint64_t)ntr * 8 +
+	h->other[HOTHER_JIT] = (uint64_t)ntr * rs +
 			       (uint64_t)heap_g32(h, J + hl->J_sizesnap) * v->u.snap_size +
 			       (uint64_t)heap_g32(h, J + hl->J_sizesnapmap) * 4 +
 			       (uint64_t)(heap_g32(h, J + hl->J_irtoplim) -
 					  heap_g32(h, J + hl->J_irbotlim)) * hl->ir_sizeof;
-	if (heap_g64(h, hl->g_gc_lightudseg)) {
+	if (heap_gref(h, hl->g_gc_lightudseg)) { /* LJ_64: GC64 or not */
 		num = h->gg[v->lay.gg_g + hl->g_gc_lightudnum];
 		h->other[HOTHER_LIGHTUD] = (num ? 2u << fls32(num) : 2u) * 4;
 	}
-	/* J->trace[]: trace numbers to GCtrace addresses */
+	/* J->trace[] (GCRef *): trace numbers to GCtrace addresses, widened
+	 * in place from the last */
 	if (ntr > LMT_TRACENO_MAX + 1)
 		ntr = LMT_TRACENO_MAX + 1;
 	if (ntr && (h->traces = calloc(ntr, 8)) &&
-	    !tread(pid, heap_g64(h, J + v->lay.J_trace), h->traces, (size_t)ntr * 8))
+	    !tread(pid, heap_g64(h, J + v->lay.J_trace), h->traces, (size_t)ntr * rs)) {
+		for (uint32_t t = ntr; t-- > 0;)
+			h->traces[t] = lj_ref_at(v, h->traces, (size_t)t * rs);
 		h->ntraces = ntr;
+	}
 	if (cts) {
 		uint8_t c[1024];
 		uint32_t nt;
@@ -378,14 +429,16 @@ int heap_copy_in(pid_t pid, const struct lj_variant *var, uint64_t L, uint64_t d
 		return -ENOMEM;
 	if (tread(pid, L, h->gg, h->gglen))
 		return -EIO;
-	h->gc_total = heap_g64(h, hl->g_gc_total);
+	h->gc_total = heap_gref(h, hl->g_gc_total); /* GCSize: a reference's width */
 	hpages_allow(pg, h->gc_total);
 	copy_other(pid, h);
-	walk_list(pid, h, heap_g64(h, hl->g_gc_root), 0, 0, deadline);
-	if ((mm = heap_g64(h, hl->g_gc_mmudata))) {
-		uint64_t first = 0;
+	walk_list(pid, h, heap_gref(h, hl->g_gc_root), 0, 0, deadline);
+	if ((mm = heap_gref(h, hl->g_gc_mmudata))) {
+		uint8_t w[8] = { 0 };
+		uint64_t first;
 
-		tread(pid, mm, &first, 8); /* the last one's next: the first */
+		tread(pid, mm, w, lj_refsz(var)); /* the last one's next: the first */
+		first = lj_ref_at(var, w, 0);
 		walk_list(pid, h, first, first, HOBJ_MMUDATA, deadline);
 	}
 	walk_open_upvalues(pid, h, deadline);

@@ -5,23 +5,10 @@
 #include <string.h>
 
 #include "heap/heap.h"
+#include "target/ljref.h"
 
 #define LJ_GC_WEAKKEY 8
 #define LJ_GC_WEAKVAL 16
-#define GCV_MASK ((1ull << 47) - 1)
-
-/* A GC64 TValue's object (its address), or 0: tvisgcv's range of itypes. */
-static uint64_t tv_gc(uint64_t tv)
-{
-	uint32_t it = (uint32_t)((int64_t)tv >> 47);
-
-	return (uint32_t)(it - 0xfffffffcu) > 0xfffffff6u ? tv & GCV_MASK : 0;
-}
-
-static int tv_nil(uint64_t tv)
-{
-	return tv == ~0ull;
-}
 
 struct emit {
 	struct heap *h;
@@ -66,7 +53,7 @@ static int mode_of(const struct heap *h, long mi)
 		uint64_t at = off + k * v->u.node_size;
 		uint64_t key = heap_u64(h, mt, at + v->u.node_key);
 		uint64_t val = heap_u64(h, mt, at + v->u.node_val);
-		long ki = heap_find(h, tv_gc(key)), vi = heap_find(h, tv_gc(val));
+		long ki = heap_find(h, heap_tv_gc(h, key)), vi = heap_find(h, heap_tv_gc(h, val));
 		const char *s;
 		uint32_t len;
 		int cut;
@@ -91,7 +78,7 @@ static int mode_of(const struct heap *h, long mi)
 int heap_weak(const struct heap *h, const struct hobj *t)
 {
 	const struct lj_variant *v = h->var;
-	long mi = heap_find(h, heap_u64(h, t, v->h.tab_metatable));
+	long mi = heap_find(h, heap_ref(h, t, v->h.tab_metatable));
 	int weak;
 
 	if (mi < 0 || h->o[mi].gct != v->h.ttab)
@@ -110,7 +97,7 @@ static int tab_edges(struct emit *m, const struct hobj *t)
 	uint64_t nodes = v->h.tab_sizeof + (uint64_t)asize * 8;
 	int weak, r;
 
-	if ((r = to(m, heap_u64(h, t, v->h.tab_metatable), HE_MT, 0, 0)))
+	if ((r = to(m, heap_ref(h, t, v->h.tab_metatable), HE_MT, 0, 0)))
 		return r;
 	weak = heap_weak(h, t);
 	if (weak == (LJ_GC_WEAKKEY | LJ_GC_WEAKVAL))
@@ -121,7 +108,7 @@ static int tab_edges(struct emit *m, const struct hobj *t)
 
 			if (at + 8 > t->rawlen)
 				break;
-			if ((r = to(m, tv_gc(heap_u64(h, t, at)), HE_ARRAY, i, 0)))
+			if ((r = to(m, heap_tv_gc(h, heap_u64(h, t, at)), HE_ARRAY, i, 0)))
 				return r;
 		}
 	for (uint64_t k = 0; hm && k <= hm; k++) {
@@ -131,11 +118,11 @@ static int tab_edges(struct emit *m, const struct hobj *t)
 			break;
 		key = heap_u64(h, t, at + v->u.node_key);
 		val = heap_u64(h, t, at + v->u.node_val);
-		if (tv_nil(val))
+		if (lj_tvisnil(v, val))
 			continue;
-		if (!(weak & LJ_GC_WEAKKEY) && (r = to(m, tv_gc(key), HE_HKEY, k, val)))
+		if (!(weak & LJ_GC_WEAKKEY) && (r = to(m, heap_tv_gc(h, key), HE_HKEY, k, val)))
 			return r;
-		if (!(weak & LJ_GC_WEAKVAL) && (r = to(m, tv_gc(val), HE_HVAL, k, key)))
+		if (!(weak & LJ_GC_WEAKVAL) && (r = to(m, heap_tv_gc(h, val), HE_HVAL, k, key)))
 			return r;
 	}
 	return 0;
@@ -150,7 +137,7 @@ static uint64_t open_value(struct heap *h, uint64_t slot)
 		const struct hobj *th = &h->o[h->thr[k]];
 		uint64_t st;
 
-		st = heap_u64(h, th, v->lay.L_stack);
+		st = heap_ref(h, th, v->lay.L_stack);
 		if (slot >= st && (slot - st) % 8 == 0 &&
 		    v->sizeof_L + (slot - st) + 8 <= th->rawlen)
 			return heap_u64(h, th, v->sizeof_L + (slot - st));
@@ -173,16 +160,17 @@ static int fn_edges(struct emit *m, const struct hobj *o)
 	unsigned n = heap_u8(h, o, hl->fn_nupvalues);
 	int r;
 
-	if ((r = to(m, heap_u64(h, o, hl->fn_env), HE_ENV, 0, 0)))
+	if ((r = to(m, heap_ref(h, o, hl->fn_env), HE_ENV, 0, 0)))
 		return r;
 	if (!heap_u8(h, o, v->lay.fn_ffid)) {
-		if ((r = to(m, heap_u64(h, o, v->lay.fn_pc) - v->lay.pt_size, HE_PROTO, 0, 0)))
+		if ((r = to(m, heap_ref(h, o, v->lay.fn_pc) - v->lay.pt_size, HE_PROTO, 0, 0)))
 			return r;
 		for (unsigned k = 0; k < n && !r; k++)
-			r = to(m, heap_u64(h, o, v->u.fn_uvptr + 8 * k), HE_UPVAL, k, 0);
+			r = to(m, heap_ref(h, o, v->u.fn_uvptr + (uint64_t)lj_refsz(v) * k), HE_UPVAL,
+			       k, 0);
 	} else {
 		for (unsigned k = 0; k < n && !r; k++)
-			r = to(m, tv_gc(heap_u64(h, o, hl->fn_upvalue + 8 * k)), HE_UPVAL, k, 0);
+			r = to(m, heap_tv_gc(h, heap_u64(h, o, hl->fn_upvalue + 8 * k)), HE_UPVAL, k, 0);
 	}
 	return r;
 }
@@ -197,14 +185,14 @@ static int proto_edges(struct emit *m, const struct hobj *o)
 	uint32_t nk = heap_u32(h, o, hl->pt_sizekgc);
 	int r;
 
-	if ((r = to(m, heap_u64(h, o, v->lay.pt_chunkname), HE_CHUNK, 0, 0)))
+	if ((r = to(m, heap_ref(h, o, v->lay.pt_chunkname), HE_CHUNK, 0, 0)))
 		return r;
 	for (uint32_t k = 0; k < nk && !r; k++) {
-		uint64_t at = v->lay.pt_size + (uint64_t)k * 8;
+		uint64_t at = v->lay.pt_size + (uint64_t)k * lj_refsz(v);
 
-		if (at + 8 > o->rawlen)
+		if (at + lj_refsz(v) > o->rawlen)
 			break;
-		r = to(m, heap_u64(h, o, at), HE_KGC, nk - k, 0); /* kgc[-(nk-k)] */
+		r = to(m, heap_ref(h, o, at), HE_KGC, nk - k, 0); /* kgc[-(nk-k)] */
 	}
 	return r ? r : trace_of(m, heap_u16(h, o, hl->pt_trace), HE_PTRACE, 0);
 }
@@ -217,6 +205,9 @@ static int trace_edges(struct emit *m, const struct hobj *o)
 	const struct lj_variant *v = h->var;
 	const struct lj_hlayout *hl = &v->h;
 	uint32_t nk = heap_u32(h, o, v->u.T_nk);
+	/* IR_KGC's reference: GC64, the next slot; else the instruction's
+	 * op1 and op2 (ir_kgc) */
+	unsigned kgc = v->lay.gc64 ? hl->ir_sizeof : 0;
 	int r = 0;
 
 	if (!heap_u16(h, o, hl->T_traceno))
@@ -228,7 +219,7 @@ static int trace_edges(struct emit *m, const struct hobj *o)
 		if (at + hl->ir_sizeof > o->rawlen)
 			break;
 		if (op == v->u.ir_kgc)
-			r = to(m, heap_u64(h, o, at + hl->ir_sizeof), HE_TRACE, ref, 0);
+			r = to(m, heap_ref(h, o, at + kgc), HE_TRACE, ref, 0);
 		if (((1u << (t & 0x1f)) & hl->irt_is64) && op != hl->ir_knull)
 			ref++;
 	}
@@ -238,7 +229,37 @@ static int trace_edges(struct emit *m, const struct hobj *o)
 		r = trace_of(m, heap_u16(h, o, hl->T_nextroot), HE_TRACE, 0);
 	if (!r)
 		r = trace_of(m, heap_u16(h, o, hl->T_nextside), HE_TRACE, 0);
-	return r ? r : to(m, heap_u64(h, o, v->lay.T_startpt), HE_TRACE, 0, 0);
+	return r ? r : to(m, heap_ref(h, o, v->lay.T_startpt), HE_TRACE, 0, 0);
+}
+
+/* A thread's: its stack slots from stack + 1 + LJ_FR2 (LJ_FR2 is GC64's
+ * on x86-64), then its env. Without FR2 a frame's function is marked by
+ * gc_traverse_frames (after env): given here at its slot, as FR2's typed
+ * function slot is, so that paths name it alike. */
+static int thread_edges(struct emit *m, const struct hobj *o)
+{
+	struct heap *h = m->h;
+	const struct lj_variant *v = h->var;
+	const uint8_t *fr, *s;
+	uint64_t n, nf;
+	int r = 0;
+
+	s = heap_stack(h, o, &n, &fr, &nf);
+	for (uint64_t k = 1 + (uint64_t)v->lay.gc64; k < n && !r; k++) {
+		uint64_t tv;
+		uint32_t f = UINT32_MAX;
+
+		memcpy(&tv, s + k * 8, 8);
+		if (nf) /* the frames top first: the lowest one last */
+			memcpy(&f, fr + (nf - 1) * 4, 4);
+		if (f == k) {
+			nf--;
+			r = to(m, lj_ref(v, tv), HE_STACK, k, 0);
+		} else {
+			r = to(m, heap_tv_gc(h, tv), HE_STACK, k, 0);
+		}
+	}
+	return r ? r : to(m, heap_ref(h, o, v->h.L_env), HE_ENV, 0, 0);
 }
 
 static int obj_edges(struct emit *m, uint32_t i)
@@ -255,25 +276,20 @@ static int obj_edges(struct emit *m, uint32_t i)
 	if (g == v->lay.tfunc)
 		return fn_edges(m, o);
 	if (g == hl->tupval) {
-		uint64_t at = heap_u64(h, o, v->u.uv_v);
+		uint64_t at = heap_ref(h, o, v->u.uv_v);
 
 		if (heap_u8(h, o, hl->uv_closed))
-			return to(m, tv_gc(heap_u64(h, o, hl->uv_tv)), HE_UVVAL, 0, 0);
-		return to(m, tv_gc(open_value(h, at)), HE_UVVAL, 1, 0);
+			return to(m, heap_tv_gc(h, heap_u64(h, o, hl->uv_tv)), HE_UVVAL, 0, 0);
+		return to(m, heap_tv_gc(h, open_value(h, at)), HE_UVVAL, 1, 0);
 	}
 	if (g == hl->tproto)
 		return proto_edges(m, o);
-	if (g == v->lay.tthread) {
-		uint64_t n = o->rawlen > v->sizeof_L ? (o->rawlen - v->sizeof_L) / 8 : 0;
-
-		for (uint64_t k = 2; k < n && !r; k++) /* stack + 1 + LJ_FR2 */
-			r = to(m, tv_gc(heap_u64(h, o, v->sizeof_L + k * 8)), HE_STACK, k, 0);
-		return r ? r : to(m, heap_u64(h, o, hl->L_env), HE_ENV, 0, 0);
-	}
+	if (g == v->lay.tthread)
+		return thread_edges(m, o);
 	if (g == hl->tudata) {
-		if ((r = to(m, heap_u64(h, o, hl->ud_metatable), HE_MT, 0, 0)))
+		if ((r = to(m, heap_ref(h, o, hl->ud_metatable), HE_MT, 0, 0)))
 			return r;
-		return to(m, heap_u64(h, o, hl->ud_env), HE_ENV, 0, 0);
+		return to(m, heap_ref(h, o, hl->ud_env), HE_ENV, 0, 0);
 	}
 	if (g == hl->ttrace)
 		return trace_edges(m, o);
@@ -289,16 +305,17 @@ static int root_edges(struct emit *m)
 
 	/* The registry first: breadth first, its package.loaded names an
 	 * object before another path of the same length does. */
-	if ((r = to(m, tv_gc(heap_g64(h, v->u.g_registrytv)), HE_ROOT, HROOT_REGISTRY, 0)))
+	if ((r = to(m, heap_tv_gc(h, heap_g64(h, v->u.g_registrytv)), HE_ROOT, HROOT_REGISTRY, 0)))
 		return r;
-	if (mt >= 0 && (r = to(m, heap_u64(h, &h->o[mt], v->h.L_env), HE_ROOT, HROOT_MAINENV, 0)))
+	if (mt >= 0 && (r = to(m, heap_ref(h, &h->o[mt], v->h.L_env), HE_ROOT, HROOT_MAINENV, 0)))
 		return r;
 	if ((r = to(m, h->L, HE_ROOT, HROOT_MAINTH, 0)))
 		return r;
 	for (unsigned k = 0; k < v->h.gcroot_max; k++)
-		if ((r = to(m, heap_g64(h, v->h.g_gcroot + 8 * k), HE_ROOT, HROOT_GCROOT, k)))
+		if ((r = to(m, heap_gref(h, v->h.g_gcroot + lj_refsz(v) * k), HE_ROOT,
+			    HROOT_GCROOT, k)))
 			return r;
-	if ((r = to(m, heap_g64(h, v->lay.g_cur_L), HE_ROOT, HROOT_CURL, 0)))
+	if ((r = to(m, heap_gref(h, v->lay.g_cur_L), HE_ROOT, HROOT_CURL, 0)))
 		return r;
 	for (size_t k = 0; k < h->n; k++)
 		if ((h->o[k].flags & HOBJ_MMUDATA) &&

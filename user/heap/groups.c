@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "heap/heap.h"
+#include "target/ljref.h"
 
 /* -- C type names ------------------------------------------------------------ */
 
@@ -26,12 +27,12 @@ static int ctype_at(const struct heap *h, uint32_t id, uint32_t *info, uint32_t 
 	const struct lj_hlayout *hl = &h->var->h;
 	const uint8_t *ct;
 
-	if (!h->ctypes || id >= h->nctypes || hl->ct_name + 8 > hl->ct_sizeof)
+	if (!h->ctypes || id >= h->nctypes || hl->ct_name + lj_refsz(h->var) > hl->ct_sizeof)
 		return -1;
 	ct = h->ctypes + (size_t)id * hl->ct_sizeof;
 	memcpy(info, ct + hl->ct_info, 4);
 	memcpy(size, ct + hl->ct_size, 4);
-	memcpy(name, ct + hl->ct_name, 8);
+	*name = lj_ref_at(h->var, ct, hl->ct_name);
 	return 0;
 }
 

@@ -221,6 +221,18 @@ uint8_t heap_u8(const struct heap *h, const struct hobj *o, uint64_t off);
 /* The same of the GG_State copy, at an offset from g. */
 uint64_t heap_g64(const struct heap *h, unsigned off);
 uint32_t heap_g32(const struct heap *h, unsigned off);
+/* A reference (GCRef, MRef; GCSize too) at the variant's width
+ * (target/ljref.h), of an object's copy or of GG_State's: 0 past it. */
+uint64_t heap_ref(const struct heap *h, const struct hobj *o, uint64_t off);
+uint64_t heap_gref(const struct heap *h, unsigned off);
+/* The GC object a TValue holds (tvisgcv), or 0. */
+uint64_t heap_tv_gc(const struct heap *h, uint64_t tv);
+/* Thread th's copied stack: its slots (TValues, from sizeof_L), *nslot
+ * of them; and, without FR2 (GC64 off), the slots holding a frame, whose
+ * function is untyped (its GCRef in the low 32 bits): *nframe uint32
+ * slot indexes after the slots, the top frame first (copy.c). */
+const uint8_t *heap_stack(const struct heap *h, const struct hobj *th, uint64_t *nslot,
+			  const uint8_t **frames, uint64_t *nframe);
 /* The object at addr: its index, or -1. */
 long heap_find(const struct heap *h, uint64_t addr);
 /* A string object's kept bytes and their length (cut at

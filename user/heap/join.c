@@ -79,9 +79,9 @@ static unsigned blocks(const struct heap *h, const struct hobj *o, struct jblk *
 		b[n++] = (struct jblk){ o->addr,
 					hl->tab_sizeof + ((uint64_t)(uint8_t)colo & 0x7f) * 8, 1 };
 		if (asize && colo <= 0)
-			b[n++] = (struct jblk){ heap_u64(h, o, hl->tab_array), asize * 8, 0 };
+			b[n++] = (struct jblk){ heap_ref(h, o, hl->tab_array), asize * 8, 0 };
 		if (hmask)
-			b[n++] = (struct jblk){ heap_u64(h, o, v->u.tab_node),
+			b[n++] = (struct jblk){ heap_ref(h, o, v->u.tab_node),
 						(hmask + 1) * v->u.node_size, 0 };
 		return n;
 	}
@@ -90,7 +90,7 @@ static unsigned blocks(const struct heap *h, const struct hobj *o, struct jblk *
 
 		if (!(o->flags & HOBJ_MAIN)) /* else in GG_State */
 			b[n++] = (struct jblk){ o->addr, v->sizeof_L, 1 };
-		b[n++] = (struct jblk){ heap_u64(h, o, v->lay.L_stack),
+		b[n++] = (struct jblk){ heap_ref(h, o, v->lay.L_stack),
 					(uint64_t)heap_u32(h, o, hl->L_stacksize) * 8, 0 };
 		return n;
 	}

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "heap/heap.h"
+#include "target/ljref.h"
 
 const char *const heap_other_name[HOTHER_N] = {
 	"GG_State less the main lua_State",
@@ -63,6 +64,40 @@ uint64_t heap_g64(const struct heap *h, unsigned off)
 uint32_t heap_g32(const struct heap *h, unsigned off)
 {
 	return (uint32_t)rd(h->gg, h->gglen, (uint64_t)h->var->lay.gg_g + off, 4);
+}
+
+uint64_t heap_ref(const struct heap *h, const struct hobj *o, uint64_t off)
+{
+	return rd(heap_raw(h, o), o->rawlen, off, lj_refsz(h->var));
+}
+
+uint64_t heap_gref(const struct heap *h, unsigned off)
+{
+	return rd(h->gg, h->gglen, (uint64_t)h->var->lay.gg_g + off, lj_refsz(h->var));
+}
+
+uint64_t heap_tv_gc(const struct heap *h, uint64_t tv)
+{
+	uint32_t it = (uint32_t)lj_itype(h->var, tv);
+
+	/* tvisgcv: LJ_TSTR (~4) to LJ_TUDATA (~12) */
+	return (uint32_t)(it - 0xfffffffcu) > 0xfffffff6u ? lj_tv_gc(h->var, tv) : 0;
+}
+
+const uint8_t *heap_stack(const struct heap *h, const struct hobj *th, uint64_t *nslot,
+			  const uint8_t **frames, uint64_t *nframe)
+{
+	const struct lj_variant *v = h->var;
+	uint64_t st = heap_ref(h, th, v->lay.L_stack), top = heap_u64(h, th, v->h.L_top);
+	uint64_t n = top >= st ? (top - st) / 8 : 0;
+	uint64_t have = th->rawlen > v->sizeof_L ? th->rawlen - v->sizeof_L : 0;
+
+	if (n > LMT_HEAP_STACK_MAX)
+		n = LMT_HEAP_STACK_MAX;
+	*nslot = n < have / 8 ? n : have / 8;
+	*frames = heap_raw(h, th) + v->sizeof_L + *nslot * 8;
+	*nframe = !v->lay.gc64 && *nslot == n ? (have - n * 8) / 4 : 0;
+	return heap_raw(h, th) + v->sizeof_L;
 }
 
 long heap_find(const struct heap *h, uint64_t addr)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "heap/heap.h"
+#include "target/ljref.h"
 
 struct out {
 	char *b;
@@ -67,19 +68,19 @@ static int is_ident(const char *s, uint32_t len)
 
 static long str_obj(const struct heap *h, uint64_t tv)
 {
-	uint32_t it = (uint32_t)((int64_t)tv >> 47);
+	uint32_t it = (uint32_t)lj_itype(h->var, tv);
 	long i;
 
 	if (it != ~h->var->h.tstr)
 		return -1;
-	i = heap_find(h, tv & ((1ull << 47) - 1));
+	i = heap_find(h, lj_tv_gc(h->var, tv));
 	return i >= 0 && h->o[i].gct == h->var->h.tstr ? i : -1;
 }
 
 /* A table key (a raw TValue) as an index step: .name, ["s"], [12]. */
 static void put_key(struct out *o, const struct heap *h, uint64_t key, int bare)
 {
-	uint32_t it = (uint32_t)((int64_t)key >> 47), len;
+	uint32_t it = (uint32_t)lj_itype(h->var, key), len;
 	long si = str_obj(h, key);
 	int cut;
 
@@ -108,9 +109,9 @@ static void put_key(struct out *o, const struct heap *h, uint64_t key, int bare)
 	} else if (it == ~2u || it == ~1u) {
 		put(o, "[%s]", it == ~2u ? "true" : "false");
 	} else if (it == ~3u) {
-		put(o, "[lightuserdata 0x%" PRIx64 "]", (uint64_t)(key & ((1ull << 47) - 1)));
+		put(o, "[lightuserdata 0x%" PRIx64 "]", lj_tv_gc(h->var, key));
 	} else {
-		put(o, "[%s 0x%" PRIx64 "]", heap_type_name(~it), (uint64_t)(key & ((1ull << 47) - 1)));
+		put(o, "[%s 0x%" PRIx64 "]", heap_type_name(~it), lj_tv_gc(h->var, key));
 	}
 }
 
@@ -125,7 +126,7 @@ static long proto_of(const struct heap *h, uint32_t i)
 		return i;
 	if (o->gct != v->lay.tfunc || heap_u8(h, o, v->lay.fn_ffid))
 		return -1;
-	p = heap_find(h, heap_u64(h, o, v->lay.fn_pc) - v->lay.pt_size);
+	p = heap_find(h, heap_ref(h, o, v->lay.fn_pc) - v->lay.pt_size);
 	return p >= 0 && h->o[p].gct == v->h.tproto ? p : -1;
 }
 
@@ -142,7 +143,7 @@ void heap_where(const struct heap *h, uint32_t i, char *buf, size_t len)
 		put(&o, "?");
 		return;
 	}
-	c = heap_find(h, heap_u64(h, &h->o[p], v->lay.pt_chunkname));
+	c = heap_find(h, heap_ref(h, &h->o[p], v->lay.pt_chunkname));
 	line = heap_u32(h, &h->o[p], v->lay.pt_firstline);
 	if (c >= 0 && h->o[c].gct == v->h.tstr) {
 		const char *s = heap_str(h, &h->o[c], &n, &cut);
@@ -178,7 +179,7 @@ static void put_uvname(struct out *o, const struct heap *h, uint32_t i, uint64_t
 		return;
 	}
 	pt = &h->o[p];
-	at = h->var->lay.pt_size + (uint64_t)heap_u32(h, pt, hl->pt_sizekgc) * 8;
+	at = h->var->lay.pt_size + (uint64_t)heap_u32(h, pt, hl->pt_sizekgc) * lj_refsz(h->var);
 	end = pt->rawlen;
 	for (uint64_t j = 0; j < k && at < end; at++) /* past k names */
 		if (!heap_raw(h, pt)[at])
@@ -203,19 +204,28 @@ static void put_thread(struct out *o, const struct heap *h, uint32_t i)
 {
 	const struct lj_variant *v = h->var;
 	const struct hobj *th = &h->o[i];
+	const uint8_t *s, *fr;
+	uint64_t n, nf, low = UINT64_MAX;
+	uint32_t f32;
 	char w[256];
 
 	if (th->flags & HOBJ_MAIN) {
 		put(o, "main thread");
 		return;
 	}
-	for (uint64_t at = v->sizeof_L; at + 8 <= th->rawlen; at += 8) {
-		uint64_t tv = heap_u64(h, th, at);
+	s = heap_stack(h, th, &n, &fr, &nf);
+	if (nf) { /* the lowest frame (the last): its function untyped */
+		memcpy(&f32, fr + (nf - 1) * 4, 4);
+		low = f32;
+	}
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t tv;
 		long f;
 
-		if ((uint32_t)((int64_t)tv >> 47) != ~(uint32_t)v->lay.tfunc)
+		memcpy(&tv, s + k * 8, 8);
+		if (k != low && lj_itype(v, tv) != ~(int32_t)v->lay.tfunc)
 			continue;
-		f = heap_find(h, tv & ((1ull << 47) - 1));
+		f = heap_find(h, lj_tv_gc(v, tv));
 		if (f >= 0 && proto_of(h, (uint32_t)f) >= 0) {
 			heap_where(h, (uint32_t)f, w, sizeof(w));
 			put(o, "coroutine at %s", w);
@@ -229,7 +239,7 @@ static int is_main_env(const struct heap *h, uint32_t t)
 {
 	long m = heap_find(h, h->L);
 
-	return m >= 0 && h->o[t].addr == heap_u64(h, &h->o[m], h->var->h.L_env);
+	return m >= 0 && h->o[t].addr == heap_ref(h, &h->o[m], h->var->h.L_env);
 }
 
 static void put_root(struct out *o, const struct heap *h, const struct hedge *e)

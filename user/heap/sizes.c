@@ -3,6 +3,7 @@
  * lj_cdata_free, lj_trace_free, the prototype's sizept). Strings:
  * lj_str_size, the length and its NUL rounded up to 4 bytes. */
 #include "heap/heap.h"
+#include "target/ljref.h"
 
 /* The FFI's size of a cdata's C type (lj_cdata_free): 0 if unknown. */
 static uint64_t ctype_size(const struct heap *h, uint32_t id, int *known)
@@ -48,10 +49,11 @@ static uint64_t size_of(struct heap *h, struct hobj *o)
 		return s + hl->tab_sizeof + (colo ? ((uint64_t)(uint8_t)colo & 0x7f) * 8 : 0);
 	}
 	if (g == v->lay.tfunc) {
-		uint64_t n = heap_u8(h, o, hl->fn_nupvalues);
+		uint64_t n = heap_u8(h, o, hl->fn_nupvalues), rs = lj_refsz(v);
 
+		/* sizeCfunc: TValues; sizeLfunc: GCRefs */
 		return heap_u8(h, o, v->lay.fn_ffid) ? hl->fnc_sizeof - 8 + 8 * n
-						     : hl->fnl_sizeof - 8 + 8 * n;
+						     : hl->fnl_sizeof - rs + rs * n;
 	}
 	if (g == hl->tupval)
 		return hl->uv_sizeof;

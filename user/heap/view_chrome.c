@@ -26,6 +26,7 @@
 
 #include "format/exitcode.h"
 #include "heap/heap.h"
+#include "target/ljref.h"
 #include "report/tables.h"
 
 enum { N_HIDDEN, N_ARRAY, N_STRING, N_OBJECT, N_CODE, N_CLOSURE, N_REGEXP, N_NUMBER,
@@ -77,7 +78,7 @@ static void node_name(struct cx *x, uint32_t i, unsigned *type, uint32_t *name)
 		*type = N_STRING;
 		*name = str_id(x, s, n);
 	} else if (o->gct == v->h.ttab) {
-		long mt = heap_find(h, heap_u64(h, o, v->h.tab_metatable));
+		long mt = heap_find(h, heap_ref(h, o, v->h.tab_metatable));
 
 		*type = N_OBJECT;
 		if (mt >= 0) {
@@ -140,8 +141,8 @@ static void edge_name(struct cx *x, const struct hedge *e, unsigned *type, uint6
 		*ni = e->a;
 		return;
 	case HE_HVAL: {
-		uint32_t it = (uint32_t)((int64_t)e->b >> 47), n;
-		long s = it == ~(uint32_t)h->var->h.tstr ? heap_find(h, e->b & ((1ull << 47) - 1)) : -1;
+		uint32_t it = (uint32_t)lj_itype(h->var, e->b), n;
+		long s = it == ~(uint32_t)h->var->h.tstr ? heap_find(h, lj_tv_gc(h->var, e->b)) : -1;
 		int cut;
 
 		*type = E_PROPERTY;

@@ -192,11 +192,11 @@ static uint64_t group_key(const struct heap *h, const struct hobj *o)
 	long k;
 
 	if (o->gct == var->h.ttab) {
-		k = heap_find(h, heap_u64(h, o, var->h.tab_metatable));
+		k = heap_find(h, heap_ref(h, o, var->h.tab_metatable));
 		return k >= 0 ? 1ull << 60 | (uint64_t)k : 4ull << 60;
 	}
 	if (o->gct == var->lay.tfunc && !heap_u8(h, o, var->lay.fn_ffid)) {
-		k = heap_find(h, heap_u64(h, o, var->lay.fn_pc) - var->lay.pt_size);
+		k = heap_find(h, heap_ref(h, o, var->lay.fn_pc) - var->lay.pt_size);
 		return k >= 0 ? 2ull << 60 | (uint64_t)k : 0;
 	}
 	if (o->gct == var->h.tcdata)

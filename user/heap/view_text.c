@@ -173,11 +173,11 @@ static void groups(const struct heap *h, const struct hview *v, int protos, FILE
 		if (protos) {
 			if (o->gct != var->lay.tfunc || heap_u8(h, o, var->lay.fn_ffid))
 				continue;
-			key = heap_find(h, heap_u64(h, o, var->lay.fn_pc) - var->lay.pt_size);
+			key = heap_find(h, heap_ref(h, o, var->lay.fn_pc) - var->lay.pt_size);
 		} else {
 			if (o->gct != var->h.ttab)
 				continue;
-			key = heap_find(h, heap_u64(h, o, var->h.tab_metatable));
+			key = heap_find(h, heap_ref(h, o, var->h.tab_metatable));
 		}
 		if (key < 0)
 			continue;

@@ -132,6 +132,26 @@
 	.snap_mcofs = 6, .snap_nent = 10, .ir_tnew = 81, .ir_tdup = 82,      \
 	.ir_cnew = 83, .ir_cnewi = 84, .g_registrytv = 216, .g_cdatamt = 464
 
+/* The heap walker's GC objects without GC64 (tests/tools/ljoffsets.c with
+ * -DLUAJIT_DISABLE_GC64): global_State's and jit_State's fields are each
+ * entry's. */
+#define LJ21_GC32_HEAP                                                       \
+	.L_env = 44, .L_stacksize = 56, .L_top = 24, .L_maxstack = 32,       \
+	.tab_metatable = 16, .tab_array = 8, .tab_asize = 24,                \
+	.tab_colo = 7, .tab_sizeof = 32,                                     \
+	.fn_nupvalues = 7, .fn_env = 8, .fn_upvalue = 32,                    \
+	.fnc_sizeof = 40, .fnl_sizeof = 24, .uv_closed = 6, .uv_tv = 8,      \
+	.uv_next = 12, .uv_sizeof = 24, .pt_sizept = 32, .pt_k = 16,         \
+	.pt_sizekgc = 24, .pt_trace = 38, .pt_sizeuv = 36, .pt_uvinfo = 56,  \
+	.ud_len = 12, .ud_env = 8, .ud_metatable = 16, .ud_sizeof = 24,      \
+	.cd_ctypeid = 6, .cd_sizeof = 8, .cdv_sizeof = 8, .cdv_extra = 2,    \
+	.cdv_len = 4, .ct_sizeof = 16, .ct_info = 0, .ct_size = 4,           \
+	.ct_shift = 28, .ct_hassize = 5, .ct_attrib = 8, .ct_cidmask = 65535, \
+	.ct_name = 12, .T_link = 82, .T_nextroot = 86, .T_nextside = 88,     \
+	.T_traceno = 80, .ir_sizeof = 8, .ref_true = 32765, .ir_knull = 27,  \
+	.irt_is64 = 6308360, .tstr = 4, .tupval = 5, .tproto = 7,            \
+	.ttrace = 9, .tcdata = 10, .ttab = 11, .tudata = 12
+
 const struct lj_variant lj_variants[] = {
 	{
 		/* LuaJIT 2.1 (Debian luajit, libluajit-5.1-2) */
@@ -155,12 +175,21 @@ const struct lj_variant lj_variants[] = {
 		       .cts_cbid = 240, .cts_cb_sizeid = 248 },
 	},
 	{
-		/* LuaJIT 2.1 built with LUAJIT_DISABLE_GC64. No heap
-		 * walker's layout yet (h.gg_size 0: heap/ refuses it). */
+		/* LuaJIT 2.1 built with LUAJIT_DISABLE_GC64. */
 		.name = "LuaJIT 2.1 GC64 off",
 		.sizeof_L = 64,
 		.lay = { LJ21_GC32_COMMON, LJ21_GC32_G, .gg_g = 64, .gg_J = 552 },
 		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER },
+		.h = { LJ21_GC32_HEAP, .str_sizeof = 20, .g_gc_total = 16,
+		       .g_gc_root = 32, .g_gc_mmudata = 52, .g_gc_lightudnum = 27,
+		       .g_gc_lightudseg = 72, .g_str_tab = 104, .g_str_mask = 112,
+		       .g_tmpbuf_e = 152, .g_tmpbuf_b = 160, .g_gcroot = 336,
+		       .gcroot_max = 38, .gcroot_basemt = 22, .g_ctype_state = 296,
+		       .g_strempty = 76, .g_uvhead = 224, .gg_size = 5416,
+		       .J_sizetrace = 372, .J_irtoplim = 312, .J_irbotlim = 316,
+		       .J_sizesnap = 324, .J_sizesnapmap = 344, .cts_tab = 0,
+		       .cts_sizetab = 12, .cts_finalizer = 32, .cts_sizeof = 472,
+		       .cts_cbid = 192, .cts_cb_sizeid = 200 },
 	},
 	{
 		/* OpenResty luajit2 (Debian's luajit2) built with

@@ -58,6 +58,12 @@ static inline int32_t lj_itype(const struct lj_variant *v, uint64_t tv)
 	return v->lay.gc64 ? (int32_t)((int64_t)tv >> 47) : (int32_t)(tv >> 32);
 }
 
+/* Is the TValue nil (GC64: all ones; else its itype alone, LJ_TNIL)? */
+static inline int lj_tvisnil(const struct lj_variant *v, uint64_t tv)
+{
+	return v->lay.gc64 ? tv == ~0ULL : lj_itype(v, tv) == -1;
+}
+
 /* The GC object of a TValue known to hold one. */
 static inline uint64_t lj_tv_gc(const struct lj_variant *v, uint64_t tv)
 {
