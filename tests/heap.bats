@@ -318,21 +318,28 @@ known_rows() {
 	[ "$output" = "luamemtrace heap: $T/v3.lmh: snapshot version 3 (this luamemtrace reads 1 to 2)" ]
 }
 
-@test "heap: a heap that lies (a table's array part, a looping gc.root): counted, said, exit 3, the target unharmed" {
+# hostile LJ [stray]: heap_hostile.lua under LJ (with HOSTILE_J's options)
+# snapshotted (the report in output, status in status, its state in
+# HOSTILE_STATE), then killed.
+hostile() {
 	rm -f "$T/in"
 	mkfifo "$T/in"
-	luajit -joff "$LUA_DIR/heap_hostile.lua" < "$T/in" > "$T/target.out" 3>&- &
+	"$1" ${HOSTILE_J:-} "$LUA_DIR/heap_hostile.lua" ${2:-} < "$T/in" > "$T/target.out" 3>&- &
 	TARGET=$!
 	exec 5> "$T/in"
 	wait_for "$T/target.out" ready
-	run "$LMT" heap -p "$TARGET"
-	local st=$(awk '{print $3}' "/proc/$TARGET/stat")
+	run "$LMT" heap -p "$TARGET" --top 1000
+	HOSTILE_STATE=$(awk '{print $3}' "/proc/$TARGET/stat")
 	kill -9 "$TARGET" # lua_close would loop in its gc.root
 	wait "$TARGET" 2>/dev/null || true
 	exec 5>&-
 	echo "$output"
+}
+
+@test "heap: a heap that lies (a table's array part, a looping gc.root): counted, said, exit 3, the target unharmed" {
+	HOSTILE_J=-joff hostile luajit
 	[ "$status" -eq 3 ]
-	[ "$st" = S ]
+	[ "$HOSTILE_STATE" = S ]
 	[[ "$output" == *"  objects copied in part (a cap, or unreadable): 1"* ]]
 	[[ "$output" == *"  object lists cut (a repeat, or the cap): 1"* ]]
 	# the walk ended at the loop: the two tables, newest first, and no more
@@ -521,23 +528,6 @@ paths() {
 	local b0=$(col table 5)
 	LJ=$LJ32 snap -joff 0 50 0 0 0 0 0
 	[ "$(($(col table 5) - b0))" = $((50 * 32 + 65 * 8)) ]
-}
-
-# hostile LJ [stray]: heap_hostile.lua under LJ snapshotted (the report
-# in output, status in status, its state in HOSTILE_STATE), then killed.
-hostile() {
-	rm -f "$T/in"
-	mkfifo "$T/in"
-	"$1" "$LUA_DIR/heap_hostile.lua" ${2:-} < "$T/in" > "$T/target.out" 3>&- &
-	TARGET=$!
-	exec 5> "$T/in"
-	wait_for "$T/target.out" ready
-	run "$LMT" heap -p "$TARGET" --top 1000
-	HOSTILE_STATE=$(awk '{print $3}' "/proc/$TARGET/stat")
-	kill -9 "$TARGET" # lua_close would loop in its gc.root
-	wait "$TARGET" 2>/dev/null || true
-	exec 5>&-
-	echo "$output"
 }
 
 @test "heap, GC64 off: a heap that lies at 32 bits (an array part, a looping gc.root; a metatable reference outside the heap): counted, said, exit 3, not followed" {
