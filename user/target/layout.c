@@ -60,15 +60,27 @@
 	.node_val = 0, .node_key = 8, .itype_str = -5, .itype_tab = -12,     \
 	.itype_func = -9
 
+/* The heap walker's values no width changes (LuaJIT 2.1, GC64 or not):
+ * C types (lj_ctype.h), the IR's constants (lj_ir.h), the GC types'
+ * numbers (lj_obj.h), gcroot[]'s length and its base metatables' index,
+ * CTState's first fields. */
+#define LJ21_HEAP_ANY                                                        \
+	.gcroot_max = 38, .gcroot_basemt = 22, .cts_tab = 0,                 \
+	.cts_sizetab = 12, .cts_finalizer = 32, .cdv_sizeof = 8,             \
+	.cdv_extra = 2, .cdv_len = 4, .ct_info = 0, .ct_size = 4,            \
+	.ct_shift = 28, .ct_hassize = 5, .ct_attrib = 8, .ct_cidmask = 65535, \
+	.ir_sizeof = 8, .ref_true = 32765, .ir_knull = 27, .tstr = 4,         \
+	.tupval = 5, .tproto = 7, .ttrace = 9, .tcdata = 10, .ttab = 11,     \
+	.tudata = 12
+
 /* What the heap walker reads (user/heap/), the same in both builds but
  * for GG_State's and CTState's sizes. */
 #define LJ21_GC64_HEAP                                                       \
-	.g_gc_total = 16, .g_gc_root = 40, .g_gc_mmudata = 80,               \
+	LJ21_HEAP_ANY, .g_gc_total = 16, .g_gc_root = 40, .g_gc_mmudata = 80, \
 	.g_gc_lightudnum = 35, .g_gc_lightudseg = 112, .g_str_tab = 152,     \
 	.g_str_mask = 160, .g_tmpbuf_e = 208, .g_tmpbuf_b = 216,             \
-	.g_gcroot = 424, .gcroot_max = 38, .g_ctype_state = 384,             \
-	.g_strempty = 120, .cts_finalizer = 32, .g_uvhead = 280, .uv_next = 24, \
-	.pt_sizeuv = 60, .pt_uvinfo = 88, .gcroot_basemt = 22,                \
+	.g_gcroot = 424, .g_ctype_state = 384, .g_strempty = 120,            \
+	.g_uvhead = 280, .uv_next = 24, .pt_sizeuv = 60, .pt_uvinfo = 88,    \
 	.J_sizetrace = 396, .J_irtoplim = 336, .J_irbotlim = 340,            \
 	.J_sizesnap = 348, .J_sizesnapmap = 368,                             \
 	.L_env = 72, .L_stacksize = 88, .L_top = 40, .L_maxstack = 48,       \
@@ -78,14 +90,9 @@
 	.fnc_sizeof = 56, .fnl_sizeof = 48, .uv_closed = 10, .uv_tv = 16,    \
 	.uv_sizeof = 48, .pt_sizept = 56, .pt_k = 32, .pt_sizekgc = 48,      \
 	.pt_trace = 62, .ud_len = 24, .ud_env = 16, .ud_metatable = 32,      \
-	.ud_sizeof = 48, .cd_ctypeid = 10, .cd_sizeof = 16, .cdv_sizeof = 8, \
-	.cdv_extra = 2, .cdv_len = 4, .cts_tab = 0, .cts_sizetab = 12,       \
-	.ct_sizeof = 24, .ct_info = 0, .ct_size = 4, .ct_shift = 28,         \
-	.ct_hassize = 5, .ct_attrib = 8, .ct_cidmask = 65535, .ct_name = 16, \
-	.T_link = 106, .T_nextroot = 110, .T_nextside = 112,                 \
-	.T_traceno = 104, .ir_sizeof = 8, .ref_true = 32765, .ir_knull = 27, \
-	.irt_is64 = 6315993, .tstr = 4, .tupval = 5, .tproto = 7,            \
-	.ttrace = 9, .tcdata = 10, .ttab = 11, .tudata = 12
+	.ud_sizeof = 48, .cd_ctypeid = 10, .cd_sizeof = 16, .ct_sizeof = 24, \
+	.ct_name = 16, .T_link = 106, .T_nextroot = 110, .T_nextside = 112,  \
+	.T_traceno = 104, .irt_is64 = 6315993
 
 /* LuaJIT 2.1 with LUAJIT_DISABLE_GC64 on x86-64 (Debian's source built so,
  * tests/variants.bash): 32-bit references, NaN-tagged TValues, one-slot
@@ -136,21 +143,17 @@
  * -DLUAJIT_DISABLE_GC64): global_State's and jit_State's fields are each
  * entry's. */
 #define LJ21_GC32_HEAP                                                       \
-	.L_env = 44, .L_stacksize = 56, .L_top = 24, .L_maxstack = 32,       \
-	.tab_metatable = 16, .tab_array = 8, .tab_asize = 24,                \
-	.tab_colo = 7, .tab_sizeof = 32,                                     \
+	LJ21_HEAP_ANY, .L_env = 44, .L_stacksize = 56, .L_top = 24,          \
+	.L_maxstack = 32, .tab_metatable = 16, .tab_array = 8,               \
+	.tab_asize = 24, .tab_colo = 7, .tab_sizeof = 32,                    \
 	.fn_nupvalues = 7, .fn_env = 8, .fn_upvalue = 32,                    \
 	.fnc_sizeof = 40, .fnl_sizeof = 24, .uv_closed = 6, .uv_tv = 8,      \
 	.uv_next = 12, .uv_sizeof = 24, .pt_sizept = 32, .pt_k = 16,         \
 	.pt_sizekgc = 24, .pt_trace = 38, .pt_sizeuv = 36, .pt_uvinfo = 56,  \
 	.ud_len = 12, .ud_env = 8, .ud_metatable = 16, .ud_sizeof = 24,      \
-	.cd_ctypeid = 6, .cd_sizeof = 8, .cdv_sizeof = 8, .cdv_extra = 2,    \
-	.cdv_len = 4, .ct_sizeof = 16, .ct_info = 0, .ct_size = 4,           \
-	.ct_shift = 28, .ct_hassize = 5, .ct_attrib = 8, .ct_cidmask = 65535, \
-	.ct_name = 12, .T_link = 82, .T_nextroot = 86, .T_nextside = 88,     \
-	.T_traceno = 80, .ir_sizeof = 8, .ref_true = 32765, .ir_knull = 27,  \
-	.irt_is64 = 6308360, .tstr = 4, .tupval = 5, .tproto = 7,            \
-	.ttrace = 9, .tcdata = 10, .ttab = 11, .tudata = 12
+	.cd_ctypeid = 6, .cd_sizeof = 8, .ct_sizeof = 16, .ct_name = 12,     \
+	.T_link = 82, .T_nextroot = 86, .T_nextside = 88, .T_traceno = 80,   \
+	.irt_is64 = 6308360
 
 const struct lj_variant lj_variants[] = {
 	{
@@ -184,11 +187,10 @@ const struct lj_variant lj_variants[] = {
 		       .g_gc_root = 32, .g_gc_mmudata = 52, .g_gc_lightudnum = 27,
 		       .g_gc_lightudseg = 72, .g_str_tab = 104, .g_str_mask = 112,
 		       .g_tmpbuf_e = 152, .g_tmpbuf_b = 160, .g_gcroot = 336,
-		       .gcroot_max = 38, .gcroot_basemt = 22, .g_ctype_state = 296,
+		       .g_ctype_state = 296,
 		       .g_strempty = 76, .g_uvhead = 224, .gg_size = 5416,
 		       .J_sizetrace = 372, .J_irtoplim = 312, .J_irbotlim = 316,
-		       .J_sizesnap = 324, .J_sizesnapmap = 344, .cts_tab = 0,
-		       .cts_sizetab = 12, .cts_finalizer = 32, .cts_sizeof = 472,
+		       .J_sizesnap = 324, .J_sizesnapmap = 344, .cts_sizeof = 472,
 		       .cts_cbid = 192, .cts_cb_sizeid = 200 },
 	},
 	{
