@@ -86,11 +86,7 @@ int main(void)
 	long i;
 
 	V = &lj_variants[0];
-	H.var = V;
-	H.L = L;
-	H.g = L + V->lay.gg_g;
-	H.gglen = V->h.gg_size;
-	H.gg = calloc(1, H.gglen);
+	forge_gg(&H, V, L);
 	put64(H.gg, V->lay.gg_g + V->u.g_registrytv, tv(R, V->h.ttab));
 
 	/* registry R: [0] = T5, [1] = T1; T1 (weak values, metatable W):

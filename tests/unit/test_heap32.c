@@ -83,11 +83,7 @@ int main(void)
 	CHECK("the GC64 off entry has the heap walker's offsets", V && V->h.gg_size == 5416);
 	if (!V)
 		return 1;
-	H.var = V;
-	H.L = L;
-	H.g = L + V->lay.gg_g;
-	H.gglen = V->h.gg_size;
-	H.gg = calloc(1, H.gglen);
+	forge_gg(&H, V, L);
 	put64(H.gg, V->lay.gg_g + V->u.g_registrytv, tv32(R, V->h.ttab));
 	put32(H.gg, V->lay.gg_g + V->h.g_gcroot + 4 * 5, S3); /* gcroot[5] */
 	put32(H.gg, V->lay.gg_g + V->h.g_gc_total, 123456);

@@ -70,11 +70,7 @@ int main(void)
 	long l;
 
 	V = &lj_variants[0];
-	H.var = V;
-	H.L = L;
-	H.g = L + V->lay.gg_g;
-	H.gglen = V->h.gg_size;
-	H.gg = calloc(1, H.gglen);
+	forge_gg(&H, V, L);
 	put64(H.gg, V->lay.gg_g + V->u.g_registrytv, tv(R, V->h.ttab));
 
 	/* the main thread (its lua_State in GG_State; its stack a block at
