@@ -170,6 +170,7 @@ bench-heap-guest: luamemtrace $(OUT)/rusage
 	LMT_GUEST_MB=$${LMT_GUEST_MB:-4096} LMT_GUEST_TIMEOUT=$${LMT_GUEST_TIMEOUT:-5400} \
 		bash tests/kernels/run.sh -k $(GUEST_KERNEL) -r shell -c \
 		"BENCH_HEAP_MB=$${BENCH_HEAP_MB:-1024} BENCH_HEAP_REPS=$${BENCH_HEAP_REPS:-2} \
+		BENCH_HEAP_PACE=$${BENCH_HEAP_PACE:-0} \
 		BENCH_HEAP_MODES='$${BENCH_HEAP_MODES:-default stopped}' bash tests/bench/heap.sh"
 $(OUT)/rusage: tests/bench/rusage.c | $(OUT)
 	$(CC) -O2 -std=gnu11 -o $@ $<

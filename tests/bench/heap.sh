@@ -15,6 +15,8 @@ LMT=${LMT:-$PWD/luamemtrace}
 MB=${BENCH_HEAP_MB:-1024}
 REPS=${BENCH_HEAP_REPS:-3}
 MODES=${BENCH_HEAP_MODES:-default stopped}
+# microseconds the workload sleeps every 1000 rounds (0: never)
+PACE=${BENCH_HEAP_PACE:-0}
 TMP=$(mktemp -d)
 PID=
 cleanup() {
@@ -29,9 +31,9 @@ else
 	${CC:-cc} -O2 -std=gnu11 -o "$RUSAGE" tests/bench/rusage.c || exit 1
 fi
 
-echo "== heap snapshot of a ${MB} MiB Lua heap under load (tests/lua/heap_churn.lua), kernel $(uname -r), $(nproc) CPUs"
+echo "== heap snapshot of a ${MB} MiB Lua heap under load (tests/lua/heap_churn.lua, pace ${PACE} us a 1000 rounds), kernel $(uname -r), $(nproc) CPUs"
 t0=$(date +%s.%N)
-luajit tests/lua/heap_churn.lua 0 $((MB << 20)) "$TMP/ready" &
+luajit tests/lua/heap_churn.lua 0 $((MB << 20)) "$TMP/ready" "$PACE" &
 PID=$!
 until grep -q ready "$TMP/ready" 2>/dev/null; do
 	kill -0 "$PID" 2>/dev/null || { echo "heap bench: the workload ended"; exit 1; }
@@ -53,12 +55,14 @@ for r in $(seq 1 "$REPS"); do
 		f() { sed -n "s/.*$1.*/\\1/p" <<< "$line"; }
 		if grep -q 'pages written meanwhile' <<< "$line"; then
 			path=soft-dirty
+			grep -q 'copied from that image' <<< "$line" && path="soft-dirty, copied after it ran on"
+			grep -q 'pages written since: copied stopped' <<< "$line" && path="soft-dirty, image stale: copied stopped"
 			final=$(f ', then stopped \([0-9.]*\) ms')
 			pause=$(f 'longest stop \([0-9.]*\) ms')
 			passes=$(f '; \([0-9]*\) passes read again')
 			ppg=$(f 'passes read again \([0-9]*\) pages')
-			reread=$(f ': \([0-9]* of [0-9]*\) pages written')
-			reads=$(f 'read again (\([0-9]*\) reads)')
+			reread=$(f ': \([0-9]* of [0-9]*\) pages written')+$(f 'and \([0-9]*\) outside the copy')
+			reads=$(f 'outside the copy (\([0-9]*\) reads)')
 		else
 			path="full re-read stopped ($(f 'no soft-dirty bits (\(.*\))$'))"
 			final=$(f 'copied stopped \([0-9.]*\) ms')

@@ -56,7 +56,7 @@ setup() {
 	kill "$pid"
 	for i in 1 2 3; do
 		cat "$T/c.$i.err"
-		grep -qE "^luamemtrace heap: PID $pid: copied while it ran \([0-9]+ ms(; [0-9]+ passes read again [0-9]+ pages it wrote, stopped [0-9.]+ ms in all to find them)?\), then stopped [0-9.]+ ms.*: [0-9]+ of [0-9]+ pages written meanwhile, read again \([0-9]+ reads\); longest stop [0-9.]+ ms$" "$T/c.$i.err"
+		grep -qE "^luamemtrace heap: PID $pid: copied while it ran \([0-9]+ ms(; [0-9]+ passes read again [0-9]+ pages it wrote, stopped [0-9.]+ ms in all to find them)?\), then stopped [0-9.]+ ms.*: [0-9]+ of [0-9]+ pages written meanwhile, read again, and [0-9]+ outside the copy \([0-9]+ reads\); copied from that image as it ran on \([0-9]+ ms, [0-9]+ reads of it checked unwritten since\); longest stop [0-9.]+ ms$" "$T/c.$i.err"
 		[ "$(awk '/remainder \(gc.total - sum\)/ { print $NF }' "$T/c.$i")" = 0 ]
 		! grep -q '^incomplete\|^rc ' "$T/c.$i"
 		grep -qE '^ +300 +19200  package\.loaded\["app\.cache"\]\.Item$' "$T/c.$i"

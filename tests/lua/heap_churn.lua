@@ -1,6 +1,8 @@
 -- A heap that changes while it is copied, for tests/heap.bats, the nginx
 -- test's shape and make bench. Arguments: N (items kept), S (bytes of
--- strings kept besides: make bench's ~1 GB), FILE ("ready" written there).
+-- strings kept besides: make bench's ~1 GB), FILE ("ready" written there),
+-- PACE (optional: microseconds slept every 1000 rounds, a load that
+-- leaves the CPU idle between requests; 0 or none: without a pause).
 -- N tables of class Item under package.loaded["app.cache"].items, each an
 -- empty table (64 bytes), never dropped; then, forever, tables and strings
 -- allocated and dropped and 64 scratch slots replaced (pages written, the
@@ -25,10 +27,17 @@ local function build(N, S)
   out:close()
 end
 
-local function churn()
+local function churn(pace)
   local scratch, blob, pad, k = {}, BLOB, PAD, 0
+  local usleep
+  if pace > 0 then
+    local ffi = require("ffi")
+    ffi.cdef("int usleep(unsigned int)")
+    usleep = ffi.C.usleep
+  end
   while true do
     k = k + 1
+    if usleep and k % 1000 == 0 then usleep(pace) end
     scratch[k % 64] = { k, tostring(k) }
     if #blob > 0 and k % 16 == 0 then
       local t = blob[k % #blob + 1]
@@ -38,4 +47,4 @@ local function churn()
 end
 
 build(tonumber(arg[1]), tonumber(arg[2]))
-churn()
+churn(tonumber(arg[4]) or 0)

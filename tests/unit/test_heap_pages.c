@@ -100,6 +100,31 @@ int hdirty_pages(int pmfd, uint64_t addr, size_t n, uint8_t *dirty)
 	return 0;
 }
 
+int hdirty_written(int pmfd, uint64_t addr, size_t n, uint8_t *w)
+{
+	return hdirty_pages(pmfd, addr, n, w);
+}
+
+/* The target's maps: tgt, one private writable mapping. */
+int pmaps_load(pid_t pid, struct pmaps *m)
+{
+	m->v = calloc(1, sizeof(*m->v));
+	if (!m->v)
+		return -ENOMEM;
+	m->n = 1;
+	m->v->lo = (uint64_t)(uintptr_t)tgt;
+	m->v->hi = m->v->lo + sizeof(tgt);
+	memcpy(m->v->perms, "rw-p", 5);
+	return 0;
+}
+
+void pmaps_free(struct pmaps *m)
+{
+	free(m->v);
+	m->v = NULL;
+	m->n = 0;
+}
+
 /* Writes c over page p of tgt; its bit set if mark. */
 static void write_page(size_t p, char c, int mark)
 {
@@ -168,6 +193,66 @@ int main(void)
 	hole = SIZE_MAX;
 	CHECK("nothing written: nothing read", (memset(written, 0, sizeof(written)),
 	      hpages_refresh(&c, 1, UINT64_MAX, &r) == 0) && r.dirty == 0 && r.reads == 0);
+	hpages_free(&c);
+
+	/* -- Pages written outside the kept blocks, and the image's check -- */
+	memset(&c, 0, sizeof(c));
+	memset(written, 0, sizeof(written));
+	memset(tgt, 'a', sizeof(tgt));
+	ok = hpages_read(&c, 1, at(0, 0), &(uint8_t){ 0 }, 1) == 0 &&
+	     hpages_read(&c, 1, at(1, 0), &(uint8_t){ 0 }, 1) == 0;
+	write_page(PER + 1, 'e', 1);     /* kept: hpages_scan's */
+	write_page(2 * PER + 1, 'e', 1); /* block 2: two pages written */
+	write_page(2 * PER + 3, 'e', 1);
+	write_page(3 * PER, 'e', 0);     /* block 3: not written since */
+	memset(&r, 0, sizeof(r));
+	CHECK("the pages written outside the kept blocks looked up",
+	      ok && hpages_scan(&c, 1, UINT64_MAX, &r) == 0 && r.dirty == 1 &&
+	      hpages_scan_fresh(&c, 1, UINT64_MAX, &r) == 0 && r.fresh == 2 &&
+	      r.fresh_blocks == 1 && c.nfresh == 1);
+	hpages_reread(&c, 1, &r);
+	hpages_read_fresh(&c, 1, UINT64_MAX, &r);
+	CHECK("block 2 read whole, block 3 not",
+	      c.m.n == 3 && u64map_get(&c.m, at(2, 0) + 1) && !u64map_get(&c.m, at(3, 0) + 1));
+	write_page(2 * PER + 1, 'f', 0); /* after the stop: the image keeps 'e' */
+	CHECK("the image: the stop's bytes", cached(&c, PER + 1) == 'e' &&
+	      cached(&c, 2 * PER + 1) == 'e' && cached(&c, 2 * PER + 2) == 'a');
+	{
+		uint64_t stale = 9;
+
+		memset(written, 0, sizeof(written)); /* the stop's clear */
+		c.frozen = 1;
+		CHECK("a block the image lacks read, noted",
+		      cached(&c, 3 * PER) == 'e' && c.nunv == 1);
+		CHECK("the image's own blocks not noted", cached(&c, 0) == 'a' && c.nunv == 1);
+		write_page(3 * PER + 1, 'g', 1); /* the target runs on */
+		CHECK("written since the stop: stale",
+		      hpages_verify(&c, 1, &stale) == 0 && stale == 1 && c.nunv == 0);
+	}
+	hpages_free(&c);
+
+	/* A mapping that starts inside a block (its first page not there):
+	 * the block from the page asked, its first page neither looked up
+	 * nor read again */
+	memset(&c, 0, sizeof(c));
+	memset(written, 0, sizeof(written));
+	memset(tgt, 'a', sizeof(tgt));
+	hole = 0;
+	c.frozen = 1;
+	read_calls = 0;
+	CHECK("a block from its second page", cached(&c, 1) == 'a' && c.m.n == 1 &&
+	      c.direct == 0 && read_calls == 2 && c.nunv == 1 &&
+	      c.unv[0].addr == at(0, 1) && c.unv[0].len == 3 * PG);
+	{
+		uint64_t stale = 9;
+
+		CHECK("its reads unwritten since: checked",
+		      hpages_verify(&c, 1, &stale) == 0 && stale == 0);
+	}
+	written[0] = 1; /* not there: taken as written by the pagemap */
+	CHECK("its first page not looked up",
+	      hpages_scan(&c, 1, UINT64_MAX, &r) == 0 && r.dirty == 0 && c.nrun == 0);
+	hole = SIZE_MAX;
 	hpages_free(&c);
 	return fails != 0;
 }

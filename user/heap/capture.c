@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -67,7 +68,7 @@ static void passes(pid_t pid, struct hstop *s, struct hpages *pg, struct hcaptur
 
 	while (cap->soft && cap->passes < LMT_HEAP_PASSES) {
 		struct hrefresh r;
-		uint64_t ns;
+		uint64_t ns, deadline;
 		int err, expired;
 
 		if (hstop_stop(s, pid))
@@ -76,9 +77,14 @@ static void passes(pid_t pid, struct hstop *s, struct hpages *pg, struct hcaptur
 			hstop_cont(s, &expired);
 			return;
 		}
-		err = hpages_scan(pg, pid, boot_ns() + (uint64_t)LMT_HEAP_STOP_MS * 1000000, &r);
+		deadline = boot_ns() + (uint64_t)LMT_HEAP_STOP_MS * 1000000;
+		err = hpages_scan(pg, pid, deadline, &r);
+		/* memory written outside the copy: read too (not found, it is
+		 * at the final stop) */
+		if (!err && hpages_scan_fresh(pg, pid, deadline, &r))
+			r.fresh = r.fresh_blocks = 0;
 		if (!err && (err = hdirty_clear(pid)))
-			pg->nrun = 0;
+			pg->nrun = pg->nfresh = 0;
 		ns = hstop_cont(s, &expired);
 		cap->expired |= expired;
 		cap->pause_ns += ns;
@@ -90,11 +96,12 @@ static void passes(pid_t pid, struct hstop *s, struct hpages *pg, struct hcaptur
 			return;
 		}
 		hpages_reread(pg, pid, &r);
+		hpages_read_fresh(pg, pid, boot_ns() + (uint64_t)LMT_HEAP_RUNCOPY_MS * 1000000, &r);
 		cap->passes++;
-		cap->pass_pages += r.dirty;
-		if (r.dirty <= LMT_HEAP_PASS_DONE || r.dirty > last / 2)
+		cap->pass_pages += r.dirty + r.fresh;
+		if (r.dirty + r.fresh <= LMT_HEAP_PASS_DONE || r.dirty + r.fresh > last / 2)
 			return;
-		last = r.dirty;
+		last = r.dirty + r.fresh;
 	}
 }
 
@@ -142,13 +149,17 @@ static void reset(struct heap *h)
 	*h = r;
 }
 
-/* One stop: the target stopped, the kept pages it wrote read again, every
- * VM copied. With soft-dirty bits they are cleared again before it runs
- * on, for another try. 0, -errno (the copy failed: it is to be continued),
- * or an exit status (not stopped: said). */
+/* One stop: the target stopped; with soft-dirty bits, the kept pages it
+ * wrote since the last clear read again. Then either (image) the pages it
+ * wrote outside them read too, so that the cache is the stopped target's
+ * image, and each VM only checked (vi[i], its variant and address; the
+ * copy is made from the image once it runs on: copy_image); or every VM
+ * copied now. With soft-dirty bits they are cleared again before it runs
+ * on. 0, -errno (the copy failed: it is to be continued), or an exit
+ * status (not stopped: said). */
 static int stop_copy(pid_t pid, struct hstop *s, const struct pmaps *m,
 		     const struct vmscan *sc, const char *variant, struct hpages *pg,
-		     struct heap *hs, struct hcapture *cap)
+		     struct heap *hs, struct vminfo *vi, int *image, struct hcapture *cap)
 {
 	uint64_t deadline;
 	int err;
@@ -165,32 +176,70 @@ static int stop_copy(pid_t pid, struct hstop *s, const struct pmaps *m,
 	deadline = boot_ns() + (uint64_t)LMT_HEAP_STOP_MS * 1000000;
 	/* Stopped by someone else: its bits may be someone else's too, and
 	 * nothing changes: read again in full, as a stopped copy. */
-	if (s->was_stopped || !cap->soft)
+	if (s->was_stopped || !cap->soft) {
 		hpages_recycle(pg); /* nothing kept is known to be unchanged */
-	else if ((err = hpages_refresh(pg, pid, deadline, &cap->r))) {
-		cap->soft = 0;
+		*image = 0;
+	} else if ((err = hpages_scan(pg, pid, deadline, &cap->r))) {
+		cap->soft = *image = 0;
 		snprintf(cap->why, sizeof(cap->why), "pagemap: %s", strerror(-err));
+	} else {
+		if (*image && (err = hpages_scan_fresh(pg, pid, deadline, &cap->r))) {
+			*image = 0; /* what it lacks read stopped */
+			snprintf(cap->image_why, sizeof(cap->image_why), "looking up the pages "
+				 "written outside the copy: %s", strerror(-err));
+		}
+		hpages_reread(pg, pid, &cap->r);
+		if (*image)
+			hpages_read_fresh(pg, pid, deadline, &cap->r);
 	}
 	err = 0;
 	for (size_t i = 0; i < sc->n; i++) {
-		struct vminfo vi;
 		char why[256];
 
 		/* Checked again, stopped: it may have closed since the scan. */
-		if (vm_at(pid, m, variant, sc->v[i].L, &vi, why, sizeof(why))) {
+		vi[i].var = NULL;
+		if (vm_at(pid, m, variant, sc->v[i].L, &vi[i], why, sizeof(why))) {
+			vi[i].var = NULL;
 			if (cap->tries == 1)
 				fprintf(stderr, "luamemtrace heap: VM 0x%llx gone: %s\n",
 					(unsigned long long)sc->v[i].L, why);
 			continue;
 		}
-		if ((err = heap_copy_in(pid, vi.var, vi.L, deadline, pg, &hs[i])))
+		if (!*image && (err = heap_copy_in(pid, vi[i].var, vi[i].L, deadline, pg, &hs[i])))
 			break;
 	}
-	/* what it writes from here is seen at the next try */
+	/* what it writes from here is seen at the next try, and by the
+	 * check of what a copy from the image reads of it */
 	if (cap->soft && !s->was_stopped && hdirty_clear(pid)) {
-		cap->soft = 0;
+		cap->soft = *image = 0;
 		snprintf(cap->why, sizeof(cap->why), "clear_refs failed while stopped");
 	}
+	return err;
+}
+
+/* The copy from the stop's image, the target running on: what the image
+ * lacks (memory no copy had reached and the target did not write before
+ * the stop) is read of the running target and checked unwritten since the
+ * stop's clear. 0 (*stale: pages written since: the copy is not of the
+ * stop's instant), or -errno. */
+static int copy_image(pid_t pid, const struct vmscan *sc, const struct vminfo *vi,
+		      struct hpages *pg, struct heap *hs, struct hcapture *cap, uint64_t *stale)
+{
+	uint64_t t0 = boot_ns(), deadline = t0 + (uint64_t)LMT_HEAP_RUNCOPY_MS * 1000000;
+	int err = 0, e;
+
+	pg->frozen = 1;
+	for (size_t i = 0; i < sc->n && !err; i++)
+		if (vi[i].var)
+			err = heap_copy_in(pid, vi[i].var, vi[i].L, deadline, pg, &hs[i]);
+	pg->frozen = 0;
+	cap->image_reads += pg->nunv;
+	if ((e = hpages_verify(pg, pid, stale)) && !err) {
+		*stale = 1;
+		snprintf(cap->image_why, sizeof(cap->image_why), "checking its reads of the "
+			 "running target: %s", strerror(-e));
+	}
+	cap->image_ns += boot_ns() - t0;
 	return err;
 }
 
@@ -198,9 +247,10 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 		 const char *variant, int stopped, struct heap *hs, struct hcapture *cap)
 {
 	struct hpages pg = { 0 };
+	struct vminfo *vi;
 	struct hstop s;
 	uint64_t t0;
-	int err = 0, prio;
+	int err = 0, prio, image;
 
 	memset(cap, 0, sizeof(*cap));
 	if ((err = hstop_init(&s, pid, pidfd)))
@@ -225,22 +275,41 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 	prio = getpriority(PRIO_PROCESS, 0);
 	if (errno || setpriority(PRIO_PROCESS, 0, LMT_HEAP_STOP_NICE))
 		prio = INT_MIN;
+	if (!(vi = calloc(sc->n ? sc->n : 1, sizeof(*vi)))) {
+		hpages_free(&pg);
+		hstop_end(&s);
+		return fail("copying the heap", ENOMEM);
+	}
+	image = cap->soft;
 	for (cap->tries = 1;; cap->tries++) {
-		uint64_t ns;
+		uint64_t ns, stale = 0;
 		int expired;
 
-		if ((err = stop_copy(pid, &s, m, sc, variant, &pg, hs, cap)) > 0)
+		if ((err = stop_copy(pid, &s, m, sc, variant, &pg, hs, vi, &image, cap)) > 0) {
+			free(vi);
 			return err;
+		}
 		ns = hstop_cont(&s, &expired);
 		cap->expired |= expired;
 		cap->pause_ns += ns;
 		cap->stop_max = ns > cap->stop_max ? ns : cap->stop_max;
 		cap->pause_max = ns > cap->pause_max ? ns : cap->pause_max;
-		if (err || s.was_stopped || cap->tries >= LMT_HEAP_TRIES || !torn(hs, sc->n))
+		if (!err && image)
+			err = copy_image(pid, sc, vi, &pg, hs, cap, &stale);
+		cap->image = image && !stale;
+		if (err || s.was_stopped)
+			break;
+		if (stale) { /* again, copied stopped (once: image is 0 from now) */
+			cap->image_stale += stale;
+			image = 0;
+			continue;
+		}
+		if (cap->tries >= LMT_HEAP_TRIES || !torn(hs, sc->n))
 			break;
 		/* it runs on a little (out of what it was inside), then again */
 		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
 	}
+	free(vi);
 	if (prio != INT_MIN)
 		setpriority(PRIO_PROCESS, 0, prio);
 	cap->was_stopped = s.was_stopped;
@@ -256,7 +325,7 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 
 void heap_capture_say(pid_t pid, const struct hcapture *cap, FILE *f)
 {
-	char tries[96] = "", pass[200] = "";
+	char tries[96] = "", pass[200] = "", after[300] = "";
 
 	if (cap->was_stopped)
 		return; /* the report says it */
@@ -268,13 +337,23 @@ void heap_capture_say(pid_t pid, const struct hcapture *cap, FILE *f)
 		snprintf(pass, sizeof(pass), "; %d passes read again %llu pages it wrote, "
 			 "stopped %.1f ms in all to find them", cap->passes,
 			 (unsigned long long)cap->pass_pages, (double)cap->pass_ns / 1e6);
+	if (cap->image)
+		snprintf(after, sizeof(after), "; copied from that image as it ran on (%.0f ms, "
+			 "%llu reads of it checked unwritten since)", (double)cap->image_ns / 1e6,
+			 (unsigned long long)cap->image_reads);
+	else if (cap->image_stale)
+		snprintf(after, sizeof(after), "; the copy from that image read %llu pages "
+			 "written since: copied stopped", (unsigned long long)cap->image_stale);
+	else if (cap->image_why[0])
+		snprintf(after, sizeof(after), "; copied stopped (%s)", cap->image_why);
 	if (cap->soft)
 		fprintf(f, "luamemtrace heap: PID %d: copied while it ran (%.0f ms%s), then "
-			"stopped %.1f ms%s: %llu of %llu pages written meanwhile, read again "
-			"(%llu reads); longest stop %.1f ms\n",
+			"stopped %.1f ms%s: %llu of %llu pages written meanwhile, read again, "
+			"and %llu outside the copy (%llu reads)%s; longest stop %.1f ms\n",
 			(int)pid, (double)cap->run_ns / 1e6, pass, (double)cap->stop_max / 1e6, tries,
 			(unsigned long long)cap->r.dirty, (unsigned long long)cap->r.pages,
-			(unsigned long long)cap->r.reads, (double)cap->pause_max / 1e6);
+			(unsigned long long)cap->r.fresh, (unsigned long long)cap->r.reads, after,
+			(double)cap->pause_max / 1e6);
 	else
 		fprintf(f, "luamemtrace heap: PID %d: copied stopped %.1f ms%s: no soft-dirty "
 			"bits (%s)%s\n", (int)pid, (double)cap->stop_max / 1e6, tries, cap->why, pass);

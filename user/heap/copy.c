@@ -172,8 +172,7 @@ static void copy_parts(pid_t pid, struct heap *h, long i, uint64_t a, unsigned g
 
 			/* the names, as much of them as is readable, to the cap */
 			if (uvi)
-				got = !tread(pid, uvi, nm, sizeof(nm)) ? (ssize_t)sizeof(nm)
-								       : proc_read_some(pid, uvi, nm, sizeof(nm));
+				got = hpages_read_some(pages, pid, uvi, nm, sizeof(nm));
 			if (got > 0)
 				heap_append(h, nm, (size_t)got);
 		}

@@ -91,7 +91,8 @@ int hdirty_open(pid_t pid)
 	return proc_openat(pid, "pagemap", O_RDONLY);
 }
 
-int hdirty_pages(int pmfd, uint64_t addr, size_t n, uint8_t *dirty)
+/* Each page's entry from addr, n of them: dirty (written: 0) or written. */
+static int entries(int pmfd, uint64_t addr, size_t n, uint8_t *out, int written)
 {
 	uint64_t e[512];
 	long ps = sysconf(_SC_PAGESIZE);
@@ -108,10 +109,22 @@ int hdirty_pages(int pmfd, uint64_t addr, size_t n, uint8_t *dirty)
 		if ((size_t)got != m * 8)
 			return -EIO;
 		/* Changed: its bit; or neither present nor swapped (dropped
-		 * since, it reads as zeros now): taken as changed. */
+		 * since, it reads as zeros now): taken as changed. Written:
+		 * its bit, and there. */
 		for (size_t j = 0; j < m; j++)
-			dirty[k + j] = (e[j] & PM_SOFT_DIRTY) || !(e[j] & (PM_PRESENT | PM_SWAP));
+			out[k + j] = written ? (e[j] & PM_SOFT_DIRTY) && (e[j] & (PM_PRESENT | PM_SWAP))
+					     : (e[j] & PM_SOFT_DIRTY) || !(e[j] & (PM_PRESENT | PM_SWAP));
 		k += m;
 	}
 	return 0;
+}
+
+int hdirty_pages(int pmfd, uint64_t addr, size_t n, uint8_t *dirty)
+{
+	return entries(pmfd, addr, n, dirty, 0);
+}
+
+int hdirty_written(int pmfd, uint64_t addr, size_t n, uint8_t *written)
+{
+	return entries(pmfd, addr, n, written, 1);
 }

@@ -104,6 +104,15 @@
  * pass found. */
 #define LMT_HEAP_PASSES 6
 #define LMT_HEAP_PASS_DONE 2048
+/* Pages of the target's writable mappings a stop looks up for memory
+ * written outside the kept blocks (16 GiB of address space, 32 MiB of
+ * pagemap): past it, that memory is read after the target runs on and
+ * checked (LMT_HEAP_UNVERIFIED). */
+#define LMT_HEAP_FRESH_SCAN_PAGES (1u << 22)
+/* Reads of the running target noted to be checked unwritten since the
+ * stop (a copy made from the stop's image, heap.h's hpages_verify): past
+ * it the copy is not known to be of one instant and is made stopped. */
+#define LMT_HEAP_UNVERIFIED (1u << 20)
 /* Our nice value while the target is stopped (it waits for our CPU time;
  * bounded by LMT_HEAP_STOP_MS): ours first on a busy host. */
 #define LMT_HEAP_STOP_NICE (-20)
@@ -291,12 +300,24 @@ struct hpages {
 	int running;     /* the target runs: a walk that meets more than
 			  * LMT_HEAP_RUN_JUNK bad objects, or copies more
 			  * than allow, ends (copy.c) */
+	uint64_t *fresh; /* blocks not kept holding pages written since
+			  * hdirty_clear, to read (hpages_scan_fresh) */
+	size_t nfresh, capfresh;
+	int frozen;      /* the cache is the image of a stop the target has
+			  * run on from: what it reads of the target is
+			  * noted (unv), to be checked unwritten since */
+	struct hrun *unv;/* read after the stop (frozen): hpages_verify */
+	size_t nunv, capunv;
+	int unv_over;    /* more than LMT_HEAP_UNVERIFIED of them */
 };
 
 /* proc_read through the cache: 0 or -errno. Reads reaching memory a
  * block could not hold, or past LMT_HEAP_COPY_MAX, go to the target
  * directly. */
 int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len);
+/* proc_read_some through the cache (as much as is readable, up to len):
+ * bytes read, or -errno. */
+ssize_t hpages_read_some(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len);
 void hpages_free(struct hpages *c);
 /* A VM of gc_total bytes is copied through c: c may keep twice that more
  * (a copy made while the target runs can follow freed memory's stale
@@ -306,6 +327,9 @@ void hpages_allow(struct hpages *c, uint64_t gc_total);
  * made stopped then takes no page fault for the blocks it misses. */
 void hpages_spare(struct hpages *c, size_t n);
 
+/* Pages of the target's writable mappings looked up in one pagemap read
+ * (hpages_scan_fresh), in bytes of the target. */
+#define HFRESH_SCAN (8u << 20)
 /* Blocks whose pages are looked up in one pagemap read (64 KiB of it). */
 #define HREFRESH_RUN 2048u
 /* Runs of written pages read again in one system call (IOV_MAX). */
@@ -318,6 +342,9 @@ struct hrefresh {
 	uint64_t dropped;/* blocks whose pagemap entries could not be read:
 			  * dropped, read again as the copy asks */
 	uint64_t reads;  /* system calls that read them again */
+	uint64_t fresh;  /* pages written since hdirty_clear in blocks not
+			  * kept (hpages_scan_fresh) */
+	uint64_t fresh_blocks; /* their blocks, read whole */
 };
 
 /* With the target stopped, after hdirty_clear and a copy while it ran:
@@ -337,6 +364,19 @@ int hpages_scan(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh 
 void hpages_reread(struct hpages *c, pid_t pid, struct hrefresh *r);
 /* Empties the cache, its blocks kept as spares (hpages_spare). */
 void hpages_recycle(struct hpages *c);
+/* After hpages_scan, the target stopped: the pages of its private
+ * writable mappings (maps read again: a mapping made since counts) written
+ * since hdirty_clear whose blocks are not kept (memory the target
+ * allocated, or the copy had not reached) looked up, as blocks to read
+ * (c->fresh). Then hpages_read_fresh reads them, stopped or (a pass)
+ * running on, within what c may keep. 0, or -errno (nothing noted). */
+int hpages_scan_fresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r);
+void hpages_read_fresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r);
+/* Is what the cache read of the target since c->frozen was set (blocks it
+ * missed, reads past it) unwritten since the last hdirty_clear, so that it
+ * is the stopped target's? 0 (*stale: pages written since, or no longer
+ * there), or -errno (not known). Empties the list. */
+int hpages_verify(struct hpages *c, pid_t pid, uint64_t *stale);
 
 /* -- Soft-dirty bits (dirty.c) -------------------------------------------- */
 
@@ -350,6 +390,9 @@ int hdirty_open(pid_t pid);
 /* dirty[k] = 1 if page k from addr (page aligned) was written since the
  * clear, or is neither present nor swapped: 0 or -errno. */
 int hdirty_pages(int pmfd, uint64_t addr, size_t n, uint8_t *dirty);
+/* written[k] = 1 if page k from addr was written since the clear and is
+ * there (present or swapped: memory never touched is not): 0 or -errno. */
+int hdirty_written(int pmfd, uint64_t addr, size_t n, uint8_t *written);
 
 /* -- Stopping the target (stop.c) ------------------------------------------- */
 
@@ -392,6 +435,11 @@ struct hcapture {
 	uint64_t pass_pages; /* pages they read again */
 	uint64_t pass_ns; /* stopped in them, in all */
 	int was_stopped;  /* stopped by someone else: left so */
+	int image;        /* 1: copied from the stop's image after it ran on */
+	char image_why[160]; /* why a copy from the image was not tried */
+	uint64_t image_ns;   /* those copies, in all */
+	uint64_t image_reads;/* their reads of the running target, checked */
+	uint64_t image_stale;/* pages those found written since the stop */
 };
 
 /* Copies the VMs sc found in pid (hs[i] for sc->v[i]; a VM gone since is

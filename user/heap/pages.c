@@ -14,7 +14,9 @@
 #include "target/proc.h"
 
 struct block {
-	uint32_t valid; /* bytes read from its start (a mapping may end) */
+	uint32_t start; /* bytes before what was read (a mapping may start
+			 * inside the block) */
+	uint32_t valid; /* read up to here (a mapping may end) */
 	uint8_t d[HPAGES_BLOCK];
 };
 
@@ -23,16 +25,45 @@ static void free_block(void *b)
 	free(b);
 }
 
+/* Notes [addr, addr + len) read of the target after a frozen stop
+ * (hpages_verify). Past the list's room the note cannot be kept: the list
+ * marks itself so (nunv past capunv) and hpages_verify says not known. */
+static void note(struct hpages *c, uint64_t addr, size_t len)
+{
+	if (!c->frozen || !len)
+		return;
+	if (c->nunv == c->capunv) {
+		size_t m = c->capunv ? 2 * c->capunv : 1024;
+		struct hrun *v = m <= LMT_HEAP_UNVERIFIED ? realloc(c->unv, m * sizeof(*v)) : NULL;
+
+		if (!v) {
+			c->unv_over = 1;
+			return;
+		}
+		c->unv = v;
+		c->capunv = m;
+	}
+	c->unv[c->nunv++] = (struct hrun){ addr, (uint32_t)(len < UINT32_MAX ? len : UINT32_MAX) };
+	if (len >= UINT32_MAX)
+		c->unv_over = 1;
+}
+
+/* A read the cache does not serve. */
+static int direct(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	c->direct++;
+	note(c, addr, len);
+	return proc_read(pid, addr, buf, len);
+}
+
 int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	uint8_t *out = buf;
 	uint64_t a = addr;
 	size_t left = len;
 
-	if (addr > UINT64_MAX - len) {
-		c->direct++;
-		return proc_read(pid, addr, buf, len);
-	}
+	if (addr > UINT64_MAX - len)
+		return direct(c, pid, addr, buf, len);
 	while (left) {
 		uint64_t base = a & ~(uint64_t)(HPAGES_BLOCK - 1), off = a - base;
 		size_t k = HPAGES_BLOCK - off < left ? HPAGES_BLOCK - off : left;
@@ -43,7 +74,7 @@ int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t le
 			int err;
 
 			if (c->bytes + sizeof(*b) > (c->allow ? c->allow : LMT_HEAP_COPY_MAX))
-				return proc_read(pid, addr, buf, len);
+				return direct(c, pid, addr, buf, len);
 			if (c->spare) {
 				b = c->spare[--c->nspare];
 				if (!c->nspare) {
@@ -51,35 +82,52 @@ int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t le
 					c->spare = NULL;
 				}
 			} else if (!(b = malloc(sizeof(*b)))) {
-				return proc_read(pid, addr, buf, len);
+				return direct(c, pid, addr, buf, len);
 			}
+			b->start = 0;
 			n = proc_read_some(pid, base, b->d, HPAGES_BLOCK);
+			if (n <= 0) { /* the block from a's page, if it is there */
+				b->start = (uint32_t)(off & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1));
+				n = proc_read_some(pid, base + b->start, b->d + b->start,
+						   HPAGES_BLOCK - b->start);
+			}
 			if (n <= 0) { /* nothing there: not kept (nor refreshed) */
 				free(b);
-				c->direct++;
-				return proc_read(pid, addr, buf, len);
+				return direct(c, pid, addr, buf, len);
 			}
-			b->valid = (uint32_t)n;
+			b->valid = b->start + (uint32_t)n;
 			u64map_put(&c->m, base + 1, b, &err);
 			if (err) {
 				free(b);
-				return proc_read(pid, addr, buf, len);
+				return direct(c, pid, addr, buf, len);
 			}
+			note(c, base + b->start, (size_t)n);
 			c->bytes += sizeof(*b);
 			c->reads++;
 		}
 		/* Not all of it cached (its block starts or ends in unmapped
 		 * memory): read as asked. */
-		if (off + k > b->valid) {
-			c->direct++;
-			return proc_read(pid, addr, buf, len);
-		}
+		if (off < b->start || off + k > b->valid)
+			return direct(c, pid, addr, buf, len);
 		memcpy(out, b->d + off, k);
 		out += k;
 		a += k;
 		left -= k;
 	}
 	return 0;
+}
+
+ssize_t hpages_read_some(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (!hpages_read(c, pid, addr, buf, len))
+		return (ssize_t)len;
+	c->direct++;
+	n = proc_read_some(pid, addr, buf, len);
+	if (n > 0)
+		note(c, addr, (size_t)n);
+	return n;
 }
 
 void hpages_allow(struct hpages *c, uint64_t gc_total)
@@ -137,6 +185,8 @@ void hpages_free(struct hpages *c)
 	free(c->spare);
 	u64map_free(&c->m, free_block);
 	free(c->run);
+	free(c->fresh);
+	free(c->unv);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -207,8 +257,13 @@ int hpages_scan(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh 
 			continue;
 		}
 		for (size_t k = i; k < j; k++) {
-			const uint8_t *d = dirty + (k - i) * per;
+			uint8_t *d = dirty + (k - i) * per;
+			const struct block *b = u64map_get(&c->m, keys[k]);
 
+			/* its pages outside what was read: not its (unmapped) */
+			for (size_t p = 0; p < per; p++)
+				if (p * (size_t)ps < b->start || p * (size_t)ps >= b->valid)
+					d[p] = 0;
 			r->pages += per;
 			for (size_t p = 0; p < per; p++) {
 				size_t q = p;
@@ -255,7 +310,7 @@ static struct block *run_block(struct hpages *c, const struct hrun *u, size_t *l
 	struct block *b = u64map_get(&c->m, base + 1);
 
 	*len = 0;
-	if (b && off < b->valid)
+	if (b && off >= b->start && off < b->valid)
 		*len = u->len < b->valid - off ? u->len : b->valid - off;
 	return b;
 }
@@ -314,5 +369,160 @@ int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefre
 
 	if (!e)
 		hpages_reread(c, pid, r);
+	return e;
+}
+
+/* -- Pages written outside the kept blocks ----------------------------------- */
+
+/* May the VM's objects lie in mapping p: private and writable, not the
+ * main thread's stack nor the kernel's pages ([vvar], [vsyscall]). */
+static int writable(const struct pmap *p)
+{
+	return p->perms[1] == 'w' && p->perms[3] == 'p' && p->hi > p->lo &&
+	       strcmp(p->path, "[stack]") && strncmp(p->path, "[v", 2);
+}
+
+/* Notes page pa, unless the last noted is in its block. */
+static int fresh_add(struct hpages *c, uint64_t pa)
+{
+	uint64_t mask = ~(uint64_t)(HPAGES_BLOCK - 1);
+
+	if (c->nfresh && (c->fresh[c->nfresh - 1] & mask) == (pa & mask))
+		return 0;
+	if (c->nfresh == c->capfresh) {
+		size_t m = c->capfresh ? 2 * c->capfresh : 1024;
+		uint64_t *v = realloc(c->fresh, m * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->fresh = v;
+		c->capfresh = m;
+	}
+	c->fresh[c->nfresh++] = pa;
+	return 0;
+}
+
+int hpages_scan_fresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	size_t per = ps > 0 ? HFRESH_SCAN / (size_t)ps : 0;
+	struct pmaps m = { 0 };
+	uint8_t *w = NULL;
+	uint64_t total = 0;
+	int pm = -1, e;
+
+	c->nfresh = 0;
+	if (!per)
+		return -EINVAL;
+	if ((e = pmaps_load(pid, &m)))
+		return e;
+	if ((pm = hdirty_open(pid)) < 0) {
+		e = pm;
+		goto out;
+	}
+	if (!(w = malloc(per))) {
+		e = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < m.n && !e; i++) {
+		const struct pmap *p = &m.v[i];
+
+		if (!writable(p))
+			continue;
+		for (uint64_t a = p->lo; a < p->hi && !e; a += per * (uint64_t)ps) {
+			size_t n = (p->hi - a) / (uint64_t)ps < per ? (size_t)((p->hi - a) / (uint64_t)ps) : per;
+
+			/* bounded: what may be looked up, and the stop's time */
+			if ((total += n) > LMT_HEAP_FRESH_SCAN_PAGES || boot_ns() > deadline) {
+				e = -E2BIG;
+				break;
+			}
+			if ((e = hdirty_written(pm, a, n, w)))
+				break;
+			for (size_t k = 0; k < n && !e; k++) {
+				uint64_t pa = a + k * (uint64_t)ps, base = pa & ~(uint64_t)(HPAGES_BLOCK - 1);
+
+				const struct block *b;
+
+				if (!w[k])
+					continue;
+				/* kept, and the page among what was read: hpages_scan's */
+				b = u64map_get(&c->m, base + 1);
+				if (b && pa - base >= b->start && pa - base < b->valid)
+					continue;
+				r->fresh++;
+				e = fresh_add(c, pa);
+			}
+		}
+	}
+out:
+	if (e)
+		c->nfresh = 0;
+	r->fresh_blocks = c->nfresh;
+	free(w);
+	if (pm >= 0)
+		close(pm);
+	pmaps_free(&m);
+	return e;
+}
+
+void hpages_read_fresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r)
+{
+	uint8_t one;
+
+	/* hpages_read keeps each block whole, as a copy's miss would; a
+	 * kept block that did not reach the page (a mapping made or grown
+	 * next to it since) read again */
+	for (size_t i = 0; i < c->nfresh && boot_ns() <= deadline; i++) {
+		uint64_t base = c->fresh[i] & ~(uint64_t)(HPAGES_BLOCK - 1);
+
+		drop(c, base + 1);
+		if (hpages_read(c, pid, c->fresh[i], &one, 1) == 0)
+			r->reads++;
+	}
+	c->nfresh = 0;
+}
+
+int hpages_verify(struct hpages *c, pid_t pid, uint64_t *stale)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	uint8_t d[HPAGES_BLOCK / 512];
+	int pm, e = 0;
+
+	*stale = 0;
+	if (c->unv_over) {
+		e = -E2BIG;
+		goto out;
+	}
+	if (ps <= 0 || (size_t)ps < 512) {
+		e = -EINVAL;
+		goto out;
+	}
+	if (!c->nunv)
+		goto out;
+	if ((pm = hdirty_open(pid)) < 0) {
+		e = pm;
+		goto out;
+	}
+	for (size_t i = 0; i < c->nunv && !e; i++) {
+		uint64_t lo = c->unv[i].addr & ~(uint64_t)(ps - 1);
+		uint64_t hi = c->unv[i].addr + c->unv[i].len;
+
+		/* page by page, at most a block's worth of entries a read */
+		while (lo < hi && !e) {
+			size_t n = (hi - lo + (uint64_t)ps - 1) / (uint64_t)ps;
+
+			n = n < sizeof(d) ? n : sizeof(d);
+			if ((e = hdirty_pages(pm, lo, n, d)))
+				break;
+			for (size_t k = 0; k < n; k++)
+				*stale += d[k];
+			lo += n * (uint64_t)ps;
+		}
+	}
+	close(pm);
+out:
+	c->nunv = 0;
+	c->unv_over = 0;
 	return e;
 }
