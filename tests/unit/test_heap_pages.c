@@ -210,7 +210,7 @@ int main(void)
 	      ok && hpages_scan(&c, 1, UINT64_MAX, &r) == 0 && r.dirty == 1 &&
 	      hpages_scan_fresh(&c, 1, UINT64_MAX, &r) == 0 && r.fresh == 2 &&
 	      r.fresh_blocks == 1 && c.nfresh == 1);
-	hpages_reread(&c, 1, &r);
+	hpages_reread(&c, 1, UINT64_MAX, &r);
 	hpages_read_fresh(&c, 1, UINT64_MAX, &r);
 	CHECK("block 2 read whole, block 3 not",
 	      c.m.n == 3 && u64map_get(&c.m, at(2, 0) + 1) && !u64map_get(&c.m, at(3, 0) + 1));

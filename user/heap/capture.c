@@ -95,7 +95,7 @@ static void passes(pid_t pid, struct hstop *s, struct hpages *pg, struct hcaptur
 			snprintf(cap->why, sizeof(cap->why), "a pass: %s", strerror(-err));
 			return;
 		}
-		hpages_reread(pg, pid, &r);
+		hpages_reread(pg, pid, UINT64_MAX, &r);
 		hpages_read_fresh(pg, pid, boot_ns() + (uint64_t)LMT_HEAP_RUNCOPY_MS * 1000000, &r);
 		cap->passes++;
 		cap->pass_pages += r.dirty + r.fresh;
@@ -188,9 +188,16 @@ static int stop_copy(pid_t pid, struct hstop *s, const struct pmaps *m,
 			snprintf(cap->image_why, sizeof(cap->image_why), "looking up the pages "
 				 "written outside the copy: %s", strerror(-err));
 		}
-		hpages_reread(pg, pid, &cap->r);
+		hpages_reread(pg, pid, deadline, &cap->r);
 		if (*image)
 			hpages_read_fresh(pg, pid, deadline, &cap->r);
+		/* what the stop could not read in its time: read after it, it
+		 * would not be the stop's */
+		if (*image && (cap->r.late || boot_ns() > deadline)) {
+			*image = 0;
+			snprintf(cap->image_why, sizeof(cap->image_why), "the stop's re-read ended at "
+				 "its time cap");
+		}
 	}
 	err = 0;
 	for (size_t i = 0; i < sc->n; i++) {
@@ -294,6 +301,12 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 		cap->pause_ns += ns;
 		cap->stop_max = ns > cap->stop_max ? ns : cap->stop_max;
 		cap->pause_max = ns > cap->pause_max ? ns : cap->pause_max;
+		if (!err && image && expired) { /* the guardian continued it first */
+			image = 0;
+			snprintf(cap->image_why, sizeof(cap->image_why), "the guardian continued "
+				 "the target first");
+			continue;
+		}
 		if (!err && image)
 			err = copy_image(pid, sc, vi, &pg, hs, cap, &stale);
 		cap->image = image && !stale;

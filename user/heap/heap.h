@@ -345,6 +345,7 @@ struct hrefresh {
 	uint64_t fresh;  /* pages written since hdirty_clear in blocks not
 			  * kept (hpages_scan_fresh) */
 	uint64_t fresh_blocks; /* their blocks, read whole */
+	uint64_t late;   /* blocks dropped unread: the deadline passed */
 };
 
 /* With the target stopped, after hdirty_clear and a copy while it ran:
@@ -356,12 +357,12 @@ struct hrefresh {
 int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r);
 /* hpages_refresh in two: the kept pages written since hdirty_clear looked
  * up (c->run; an error as hpages_refresh's), then read again (a page that
- * cannot be read: its block dropped). With the target stopped both, or
+ * cannot be read, or not reached by the deadline: its block dropped). With the target stopped both, or
  * (capture.c's passes) the look-up stopped, before hdirty_clear, and the
  * reads while it runs on: what it writes after the clear is seen by the
  * next look-up. */
 int hpages_scan(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r);
-void hpages_reread(struct hpages *c, pid_t pid, struct hrefresh *r);
+void hpages_reread(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r);
 /* Empties the cache, its blocks kept as spares (hpages_spare). */
 void hpages_recycle(struct hpages *c);
 /* After hpages_scan, the target stopped: the pages of its private

@@ -315,7 +315,7 @@ static struct block *run_block(struct hpages *c, const struct hrun *u, size_t *l
 	return b;
 }
 
-void hpages_reread(struct hpages *c, pid_t pid, struct hrefresh *r)
+void hpages_reread(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r)
 {
 	struct iovec iov[HREREAD_IOV];
 
@@ -325,6 +325,18 @@ void hpages_reread(struct hpages *c, pid_t pid, struct hrefresh *r)
 		uint64_t want = 0;
 		ssize_t got;
 		int n = 0;
+
+		/* past the deadline: the blocks of the runs left are dropped
+		 * (what is kept is the target's as of the look-up, or nothing) */
+		if (boot_ns() > deadline) {
+			for (j = i; j < c->nrun; j++) {
+				uint64_t key = (c->run[j].addr & ~(uint64_t)(HPAGES_BLOCK - 1)) + 1;
+
+				r->late += !!u64map_get(&c->m, key);
+				drop(c, key);
+			}
+			break;
+		}
 
 		for (j = i; j < c->nrun && n < HREREAD_IOV; j++) {
 			const struct hrun *u = &c->run[j];
@@ -368,7 +380,7 @@ int hpages_refresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefre
 	int e = hpages_scan(c, pid, deadline, r);
 
 	if (!e)
-		hpages_reread(c, pid, r);
+		hpages_reread(c, pid, deadline, r);
 	return e;
 }
 
