@@ -2,14 +2,19 @@
  *
  * With soft-dirty bits (dirty.c): the target's bits cleared, its VMs
  * copied while it runs (what is read stays in the block cache, pages.c),
- * then it is stopped, the pages it wrote meanwhile are read again
- * (hpages_refresh), and the VMs are copied again from the cache: every
- * kept byte is now the stopped target's, so the copy is of one instant,
- * and the stop lasts the re-read and a walk in our memory. Without them:
- * nothing kept is trusted, the copy is made again stopped, but into memory
- * the running copy sized and touched (our page faults are not the
- * target's wait). --stopped: the whole copy with the target stopped,
- * nothing read before. */
+ * passes that read again what it wrote meanwhile, then the stop: the kept
+ * pages it wrote since the last pass read again, and the pages it wrote
+ * outside them (memory allocated since) read too, each VM checked, the bits
+ * cleared. The cache is then the stopped target's image: the target runs
+ * on, and the VMs are copied from the image; what the image lacks is read
+ * of the running target and checked unwritten since the stop (pages.c's
+ * hpages_verify). So the stop lasts the look-up and the re-read, not the
+ * walk. A check that fails, or a stop that could not read all in its time,
+ * and the copy is made stopped, as without bits. Without them: nothing
+ * kept is trusted, the copy is made again stopped, but into memory the
+ * running copy sized and touched (our page faults are not the target's
+ * wait). --stopped: the whole copy with the target stopped, nothing read
+ * before. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -58,15 +63,23 @@ static void copy_running(pid_t pid, const struct pmaps *m, const struct vmscan *
 	hpages_spare(pg, pg->m.n / 4 + 64);
 }
 
-/* The passes (LMT_HEAP_PASSES): each a short stop to look up and clear
- * the bits, the pages found read again while the target runs on. A stop
- * that fails or finds the target stopped by someone else ends them: the
- * final stop says it. */
+/* The passes (LMT_HEAP_PASSES, LMT_HEAP_PASS_MS): each a short stop to
+ * look up the pages written since the last (kept ones, and outside the
+ * copy) and clear the bits, the pages found read again while the target
+ * runs on. They wait for a quiet moment: they end when one finds few pages
+ * (LMT_HEAP_PASS_DONE), so that the final stop, right after, has few to read.
+ * A stop that fails or finds the target stopped by someone else ends
+ * them: the final stop says it. */
 static void passes(pid_t pid, struct hstop *s, struct hpages *pg, struct hcapture *cap)
 {
-	uint64_t last = UINT64_MAX;
+	uint64_t t0 = boot_ns(), end;
 
-	while (cap->soft && cap->passes < LMT_HEAP_PASSES) {
+	/* the longer of LMT_HEAP_PASS_MS and twice the copy while it ran: a
+	 * slower host (or a larger heap) takes longer to read again */
+	end = t0 + (uint64_t)LMT_HEAP_PASS_MS * 1000000;
+	if (cap->run_ns && t0 + 2 * cap->run_ns > end)
+		end = t0 + 2 * cap->run_ns;
+	while (cap->soft && cap->passes < LMT_HEAP_PASSES && boot_ns() < end) {
 		struct hrefresh r;
 		uint64_t ns, deadline;
 		int err, expired;
@@ -99,9 +112,8 @@ static void passes(pid_t pid, struct hstop *s, struct hpages *pg, struct hcaptur
 		hpages_read_fresh(pg, pid, boot_ns() + (uint64_t)LMT_HEAP_RUNCOPY_MS * 1000000, &r);
 		cap->passes++;
 		cap->pass_pages += r.dirty + r.fresh;
-		if (r.dirty + r.fresh <= LMT_HEAP_PASS_DONE || r.dirty + r.fresh > last / 2)
+		if (r.dirty + r.fresh <= LMT_HEAP_PASS_DONE)
 			return;
-		last = r.dirty + r.fresh;
 	}
 }
 
@@ -273,6 +285,7 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 	if (!stopped) {
 		t0 = boot_ns();
 		copy_running(pid, m, sc, variant, &pg, hs);
+		cap->run_ns = boot_ns() - t0;
 		passes(pid, &s, &pg, cap);
 		cap->run_ns = boot_ns() - t0;
 	}
@@ -312,9 +325,12 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 		cap->image = image && !stale;
 		if (err || s.was_stopped)
 			break;
-		if (stale) { /* again, copied stopped (once: image is 0 from now) */
+		/* Read of it after the stop, and written since: again. The
+		 * blocks read so are kept now, and read again at the next stop
+		 * if written; after LMT_HEAP_IMAGE_TRIES, copied stopped. */
+		if (stale) {
 			cap->image_stale += stale;
-			image = 0;
+			image = ++cap->image_tries < LMT_HEAP_IMAGE_TRIES;
 			continue;
 		}
 		if (cap->tries >= LMT_HEAP_TRIES || !torn(hs, sc->n))
@@ -355,8 +371,12 @@ void heap_capture_say(pid_t pid, const struct hcapture *cap, FILE *f)
 			 "%llu reads of it checked unwritten since)", (double)cap->image_ns / 1e6,
 			 (unsigned long long)cap->image_reads);
 	else if (cap->image_stale)
-		snprintf(after, sizeof(after), "; the copy from that image read %llu pages "
+		snprintf(after, sizeof(after), "; the copies from the image read %llu pages "
 			 "written since: copied stopped", (unsigned long long)cap->image_stale);
+	if (cap->image && cap->image_stale)
+		snprintf(after + strlen(after), sizeof(after) - strlen(after), " (%llu pages "
+			 "written since an earlier stop: taken again)",
+			 (unsigned long long)cap->image_stale);
 	else if (cap->image_why[0])
 		snprintf(after, sizeof(after), "; copied stopped (%s)", cap->image_why);
 	if (cap->soft)

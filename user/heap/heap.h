@@ -94,15 +94,17 @@
  * that does not add up is taken again after the target ran on a little.
  * Each stop is bounded on its own (LMT_HEAP_STOP_MS). */
 #define LMT_HEAP_TRIES 3
-/* Passes between the running copy and the stop (soft-dirty bits only):
+/* Passes made while the target runs before the final stop (capture.c):
  * each stops the target to look up the pages it wrote and clear the
  * bits, and reads them again while it runs on; the next pass finds what
  * it wrote meanwhile. They end when a pass finds no more than
- * LMT_HEAP_PASS_DONE pages, or more than half the pass before's (a
- * collector's sweep writes every page it walks: it does not converge),
- * or after LMT_HEAP_PASSES. The final stop reads again what the last
- * pass found. */
-#define LMT_HEAP_PASSES 6
+ * LMT_HEAP_PASS_DONE pages (the final stop then has about as few to
+ * read), after LMT_HEAP_PASSES, or after LMT_HEAP_PASS_MS (or twice the
+ * copy made while it ran, if longer): a target whose collector or growing
+ * heap writes most pages all along never gets there, and its final stop
+ * reads them all. */
+#define LMT_HEAP_PASSES 32
+#define LMT_HEAP_PASS_MS 10000
 #define LMT_HEAP_PASS_DONE 2048
 /* Pages of the target's writable mappings a stop looks up for memory
  * written outside the kept blocks (16 GiB of address space, 32 MiB of
@@ -113,6 +115,11 @@
  * stop (a copy made from the stop's image, heap.h's hpages_verify): past
  * it the copy is not known to be of one instant and is made stopped. */
 #define LMT_HEAP_UNVERIFIED (1u << 20)
+/* Copies from a stop's image tried for one snapshot: one that read what
+ * the target wrote since the stop is taken again (what it read is kept
+ * now); past this, the copy is made stopped. Each stop is bounded
+ * (LMT_HEAP_STOP_MS). */
+#define LMT_HEAP_IMAGE_TRIES 2
 /* Our nice value while the target is stopped (it waits for our CPU time;
  * bounded by LMT_HEAP_STOP_MS): ours first on a busy host. */
 #define LMT_HEAP_STOP_NICE (-20)
@@ -441,6 +448,7 @@ struct hcapture {
 	uint64_t image_ns;   /* those copies, in all */
 	uint64_t image_reads;/* their reads of the running target, checked */
 	uint64_t image_stale;/* pages those found written since the stop */
+	int image_tries;  /* copies from an image found stale */
 };
 
 /* Copies the VMs sc found in pid (hs[i] for sc->v[i]; a VM gone since is
