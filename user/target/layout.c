@@ -206,12 +206,13 @@ const struct lj_variant lj_variants[] = {
 		/* OpenResty luajit2 (Debian's luajit2) built with
 		 * LUAJIT_DISABLE_GC64, as older OpenResty, Kong and APISIX
 		 * run it: lua_State 16 bytes longer (exdata, exdata2),
-		 * global_State 8 (saved_jit_base, padded). No heap walker's
-		 * layout. */
+		 * global_State 8 (saved_jit_base, padded), CTState
+		 * luajit2's. */
 		.name = "OpenResty LuaJIT 2.1 GC64 off",
 		.sizeof_L = 80,
 		.lay = { LJ21_GC32_COMMON, LJ21_GC32_G, .gg_g = 80, .gg_J = 576 },
 		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER },
+		.h = { LJ21_GC32_HEAP, LJ21_GC32_G_HEAP, OR21_CTS, .gg_size = 5472 },
 	},
 	{
 		/* Tarantool 2.6's LuaJIT fork (Debian's tarantool; its
