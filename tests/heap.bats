@@ -449,11 +449,18 @@ named() {
 
 # -- GC64 off (32-bit references) ---------------------------------------------
 
-# lj32: Debian's luajit source built with LUAJIT_DISABLE_GC64
-# (tests/variants.bash; built once per clone), in LJ32.
+# lj32 [BUILD]: a GC64-off build of tests/variants.bash (built once per
+# clone): upstream's luajit (gc64off, the default) or OpenResty's luajit2
+# (lj2gc64off); its executable in LJ32, its layout entry's name in
+# LJ32_NAME.
 lj32() {
-	variant_gc64off
-	LJ32="$VARIANTS/gc64off/src/src/luajit"
+	local b=${1:-gc64off}
+	case $b in
+	gc64off) variant_gc64off; LJ32_NAME="LuaJIT 2.1 GC64 off" ;;
+	lj2gc64off) variant_lj2gc64off; LJ32_NAME="OpenResty LuaJIT 2.1 GC64 off" ;;
+	*) return 1 ;;
+	esac
+	LJ32="$VARIANTS/$b/src/src/luajit"
 }
 
 # counts: each type's objects, reachable and garbage of $T/heap.out.
@@ -472,26 +479,39 @@ paths() {
 		"$T/heap.out" | sed -E 's/stack slot [0-9]+/stack slot N/' | sort
 }
 
-@test "heap, GC64 off: the known heaps' counts are GC64's, type by type (objects, reachable, garbage), JIT off and on; the oracle's; remainder 0; named alike" {
+# plus_lib N: counts (on stdin) with N more reachable functions and N more
+# reachable strings (N library functions, each reached by one name), and
+# all's 2N more.
+plus_lib() {
+	awk -v n="$1" '$1 == "function" || $1 == "string" { $2 += n; $3 += n }
+		$1 == "all" { $2 += 2 * n; $3 += 2 * n } { print }'
+}
+
+# like_ref REF [PATH...]: heap_known.lua 100 50 3 4 2 5 7 [4], JIT off and
+# on, under REF then under $LJ32 (lj32), with one package.path (require
+# "lmtmod" makes garbage strings of it: the source's default has 4
+# templates, Debian's 6): $LJ32's walked whole by its own entry (remainder
+# 0), its reachable tables, functions, threads and userdata the oracle's,
+# its counts (every type's objects, reachable, garbage) and paths REF's;
+# plus, for each PATH, a library function REF has not, at PATH, and the
+# string that names it.
+like_ref() {
+	local ref=$1 jit p
+	shift
 	[ -f "$BATS_TEST_DIRNAME/../build/lmtmod.so" ]
-	lj32
-	local jit p
 	for jit in -joff -jon; do
 		for p in "" 4; do
-			# one package.path for both (require "lmtmod" makes garbage
-			# strings of it: the source's default has 4 templates,
-			# Debian's 6)
-			LUA_PATH="$LUA_DIR/?.lua" LJ=luajit SNAP_OPTS="--top 100000" \
+			LUA_PATH="$LUA_DIR/?.lua" LJ=$ref SNAP_OPTS="--top 100000" \
 				snap "$jit" 100 50 3 4 2 5 7 $p
 			[ "$HEAP_RC" -eq 0 ]
-			counts > "$T/c64"
-			paths > "$T/p64"
+			counts | plus_lib $# > "$T/cref"
+			{ paths; [ $# = 0 ] || printf '  function %s\n' "$@"; } | sort > "$T/pref"
 			LUA_PATH="$LUA_DIR/?.lua" LJ=$LJ32 SNAP_OPTS="--top 100000" \
 				snap "$jit" 100 50 3 4 2 5 7 $p
 			cat "$T/heap.err" "$T/heap.out"
 			[ "$HEAP_RC" -eq 0 ]
 			[ "$TARGET_STATE" = S ]
-			grep -q '^VM 0x[0-9a-f]\{8\} (LuaJIT 2\.1 GC64 off)$' "$T/heap.out"
+			grep -qx "VM 0x[0-9a-f]\{8\} ($LJ32_NAME)" "$T/heap.out"
 			[ "$(remainder)" = 0 ]
 			! grep -q '^incomplete' "$T/heap.out"
 			counts > "$T/c32"
@@ -500,19 +520,41 @@ paths() {
 			[ "$(col function 4)" = "$(oracle function)" ]
 			[ "$(col thread 4)" = "$(oracle thread)" ]
 			[ "$(col userdata 4)" = "$(oracle userdata)" ]
-			diff "$T/c64" "$T/c32"
+			diff "$T/cref" "$T/c32"
 			# every table, function, thread, upvalue, prototype named
 			# alike (hundreds of them)
 			[ "$(wc -l < "$T/p32")" -gt 400 ]
-			diff "$T/p64" "$T/p32"
+			diff "$T/pref" "$T/p32"
 		done
 	done
 }
 
-@test "heap, GC64 off: retainers named as on GC64, retained bytes exact at the 32-bit objects' sizes; a snapshot file reported the same" {
+@test "heap, GC64 off: the known heaps' counts are GC64's, type by type (objects, reachable, garbage), JIT off and on; the oracle's; remainder 0; named alike" {
 	lj32
+	like_ref luajit
+}
+
+# luajit2's library against upstream's: jit.prngstate and six loaders in
+# package.preload (named by the registry's _PRELOAD, the same table), each
+# reached by one more string (its key).
+@test "heap, OpenResty luajit2 GC64 off: the known heaps' counts are upstream GC64 off's but luajit2's 7 library functions (and their 7 keys), type by type, JIT off and on; the oracle's; remainder 0; named alike" {
+	lj32
+	local up=$LJ32
+	lj32 lj2gc64off
+	like_ref "$up" jit.prngstate \
+		'registry._PRELOAD["table.clone"]' 'registry._PRELOAD["table.isarray"]' \
+		'registry._PRELOAD["table.isempty"]' 'registry._PRELOAD["table.nkeys"]' \
+		'registry._PRELOAD["thread.exdata"]' 'registry._PRELOAD["thread.exdata2"]'
+}
+
+# rows32: heap_known.lua 100 50 3 4 2 5 7 under $LJ32, JIT off: its
+# retainers named as on GC64, retained bytes exact at the 32-bit objects'
+# sizes; its snapshot file reported the same.
+rows32() {
 	LJ=$LJ32 SNAP_OPTS="--top 100000 -o $T/s.lmh" snap -joff 100 50 3 4 2 5 7
 	cat "$T/heap.out"
+	[ "$HEAP_RC" -eq 0 ]
+	grep -qx "VM 0x[0-9a-f]\{8\} ($LJ32_NAME)" "$T/heap.out"
 	# GCtab 32, GCstr 20, one-slot frames (a coroutine's first local at
 	# slot 2), a closure of one upvalue sizeLfunc(1) 20 + 4: the cache
 	# retains 11108 bytes (GC64: 14740)
@@ -522,16 +564,39 @@ paths() {
 	diff "$T/heap.out" "$T/file.out"
 }
 
-@test "heap, GC64 off: exact bytes of M instances (32 bytes each: a GCtab, no array or hash part)" {
+@test "heap, GC64 off: retainers named as on GC64, retained bytes exact at the 32-bit objects' sizes; a snapshot file reported the same" {
 	lj32
+	rows32
+}
+
+@test "heap, OpenResty luajit2 GC64 off: retainers named as on GC64, retained bytes exact at the 32-bit objects' sizes; a snapshot file reported the same" {
+	lj32 lj2gc64off
+	rows32
+}
+
+# instances32: 50 instances under $LJ32 against none: 32 bytes each (a
+# GCtab, no array or hash part), and INST's array part.
+instances32() {
 	LJ=$LJ32 snap -joff 0 0 0 0 0 0 0
 	local b0=$(col table 5)
 	LJ=$LJ32 snap -joff 0 50 0 0 0 0 0
 	[ "$(($(col table 5) - b0))" = $((50 * 32 + 65 * 8)) ]
 }
 
-@test "heap, GC64 off: a heap that lies at 32 bits (an array part, a looping gc.root; a metatable reference outside the heap): counted, said, exit 3, not followed" {
+@test "heap, GC64 off: exact bytes of M instances (32 bytes each: a GCtab, no array or hash part)" {
 	lj32
+	instances32
+}
+
+@test "heap, OpenResty luajit2 GC64 off: exact bytes of M instances (32 bytes each: a GCtab, no array or hash part)" {
+	lj32 lj2gc64off
+	instances32
+}
+
+# hostile32 LJ...: heap_hostile.lua under $LJ32 (a looping gc.root, an
+# array part that lies), and with "stray" under each LJ and $LJ32: counted,
+# said, exit 3, the lie not followed, the target unharmed.
+hostile32() {
 	hostile "$LJ32"
 	[ "$status" -eq 3 ]
 	[ "$HOSTILE_STATE" = S ]
@@ -539,7 +604,7 @@ paths() {
 	[[ "$output" == *"  object lists cut (a repeat, or the cap): 1"* ]]
 	[ "$(printf '%s\n' "$output" | awk '$1 == "table" { print $2 }')" = 2 ]
 	local l
-	for l in luajit "$LJ32"; do
+	for l in "$@" "$LJ32"; do
 		hostile "$l" stray
 		[ "$status" -eq 3 ]
 		[ "$HOSTILE_STATE" = S ]
@@ -550,4 +615,14 @@ paths() {
 		local sz=$([ "$l" = luajit ] && echo 64 || echo 32)
 		[[ "$output" == *$'\n'"          $sz         $sz  table     STRAY"$'\n'* ]]
 	done
+}
+
+@test "heap, GC64 off: a heap that lies at 32 bits (an array part, a looping gc.root; a metatable reference outside the heap): counted, said, exit 3, not followed" {
+	lj32
+	hostile32 luajit
+}
+
+@test "heap, OpenResty luajit2 GC64 off: a heap that lies at 32 bits (an array part, a looping gc.root; a metatable reference outside the heap): counted, said, exit 3, not followed" {
+	lj32 lj2gc64off
+	hostile32
 }

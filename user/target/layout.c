@@ -73,6 +73,14 @@
 	.tupval = 5, .tproto = 7, .ttrace = 9, .tcdata = 10, .ttab = 11,     \
 	.tudata = 12
 
+/* CTState's length and its callbacks' type table (cb.cbid, cb.sizeid), the
+ * same with GC64 or not: upstream's, and luajit2's, whose CCALL_MAX_FPR is
+ * 14 against 8 (six more FPR slots in CCallback, 48 bytes before cbid). */
+#define LJ21_CTS                                                             \
+	.cts_sizeof = 472, .cts_cbid = 192, .cts_cb_sizeid = 200
+#define OR21_CTS                                                             \
+	.cts_sizeof = 520, .cts_cbid = 240, .cts_cb_sizeid = 248
+
 /* What the heap walker reads (user/heap/), the same in both builds but
  * for GG_State's and CTState's sizes. */
 #define LJ21_GC64_HEAP                                                       \
@@ -140,8 +148,8 @@
 	.ir_cnew = 83, .ir_cnewi = 84, .g_registrytv = 216, .g_cdatamt = 464
 
 /* The heap walker's GC objects without GC64 (tests/tools/ljoffsets.c with
- * -DLUAJIT_DISABLE_GC64): global_State's and jit_State's fields are each
- * entry's. */
+ * -DLUAJIT_DISABLE_GC64); global_State's and jit_State's fields apart
+ * (LJ21_GC32_G_HEAP: Tarantool's global_State is another). */
 #define LJ21_GC32_HEAP                                                       \
 	LJ21_HEAP_ANY, .L_env = 44, .L_stacksize = 56, .L_top = 24,          \
 	.L_maxstack = 32, .tab_metatable = 16, .tab_array = 8,               \
@@ -155,6 +163,17 @@
 	.T_link = 82, .T_nextroot = 86, .T_nextside = 88, .T_traceno = 80,   \
 	.irt_is64 = 6308360
 
+/* The heap walker's global_State and jit_State fields, GC64 off: upstream's
+ * and luajit2's (whose global_State only ends later), GCstr's length. */
+#define LJ21_GC32_G_HEAP                                                     \
+	.str_sizeof = 20, .g_gc_total = 16, .g_gc_root = 32,                 \
+	.g_gc_mmudata = 52, .g_gc_lightudnum = 27, .g_gc_lightudseg = 72,    \
+	.g_str_tab = 104, .g_str_mask = 112, .g_tmpbuf_e = 152,              \
+	.g_tmpbuf_b = 160, .g_gcroot = 336, .g_ctype_state = 296,            \
+	.g_strempty = 76, .g_uvhead = 224, .J_sizetrace = 372,               \
+	.J_irtoplim = 312, .J_irbotlim = 316, .J_sizesnap = 324,             \
+	.J_sizesnapmap = 344
+
 const struct lj_variant lj_variants[] = {
 	{
 		/* LuaJIT 2.1 (Debian luajit, libluajit-5.1-2) */
@@ -163,8 +182,7 @@ const struct lj_variant lj_variants[] = {
 		.vmdef = &lj_vmdef_lj21,
 		.lay = { LJ21_GC64_COMMON, .gg_g = 96, .gg_J = 824 },
 		.u = { LJ21_GC64_USER },
-		.h = { LJ21_GC64_HEAP, .gg_size = 6240, .cts_sizeof = 472,
-		       .cts_cbid = 192, .cts_cb_sizeid = 200 },
+		.h = { LJ21_GC64_HEAP, LJ21_CTS, .gg_size = 6240 },
 	},
 	{
 		/* OpenResty luajit2 (Debian luajit2): lua_State has 16 more
@@ -174,8 +192,7 @@ const struct lj_variant lj_variants[] = {
 		.vmdef = &lj_vmdef_or21,
 		.lay = { LJ21_GC64_COMMON, .gg_g = 112, .gg_J = 848 },
 		.u = { LJ21_GC64_USER },
-		.h = { LJ21_GC64_HEAP, .gg_size = 6296, .cts_sizeof = 520,
-		       .cts_cbid = 240, .cts_cb_sizeid = 248 },
+		.h = { LJ21_GC64_HEAP, OR21_CTS, .gg_size = 6296 },
 	},
 	{
 		/* LuaJIT 2.1 built with LUAJIT_DISABLE_GC64. */
@@ -183,26 +200,19 @@ const struct lj_variant lj_variants[] = {
 		.sizeof_L = 64,
 		.lay = { LJ21_GC32_COMMON, LJ21_GC32_G, .gg_g = 64, .gg_J = 552 },
 		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER },
-		.h = { LJ21_GC32_HEAP, .str_sizeof = 20, .g_gc_total = 16,
-		       .g_gc_root = 32, .g_gc_mmudata = 52, .g_gc_lightudnum = 27,
-		       .g_gc_lightudseg = 72, .g_str_tab = 104, .g_str_mask = 112,
-		       .g_tmpbuf_e = 152, .g_tmpbuf_b = 160, .g_gcroot = 336,
-		       .g_ctype_state = 296,
-		       .g_strempty = 76, .g_uvhead = 224, .gg_size = 5416,
-		       .J_sizetrace = 372, .J_irtoplim = 312, .J_irbotlim = 316,
-		       .J_sizesnap = 324, .J_sizesnapmap = 344, .cts_sizeof = 472,
-		       .cts_cbid = 192, .cts_cb_sizeid = 200 },
+		.h = { LJ21_GC32_HEAP, LJ21_GC32_G_HEAP, LJ21_CTS, .gg_size = 5416 },
 	},
 	{
 		/* OpenResty luajit2 (Debian's luajit2) built with
 		 * LUAJIT_DISABLE_GC64, as older OpenResty, Kong and APISIX
 		 * run it: lua_State 16 bytes longer (exdata, exdata2),
-		 * global_State 8 (saved_jit_base, padded). No heap walker's
-		 * layout. */
+		 * global_State 8 (saved_jit_base, padded), CTState
+		 * luajit2's. */
 		.name = "OpenResty LuaJIT 2.1 GC64 off",
 		.sizeof_L = 80,
 		.lay = { LJ21_GC32_COMMON, LJ21_GC32_G, .gg_g = 80, .gg_J = 576 },
 		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER },
+		.h = { LJ21_GC32_HEAP, LJ21_GC32_G_HEAP, OR21_CTS, .gg_size = 5472 },
 	},
 	{
 		/* Tarantool 2.6's LuaJIT fork (Debian's tarantool; its
