@@ -58,7 +58,7 @@ cmds="bash bats cat cp mv rm ln ls mkdir rmdir mktemp touch chmod chown
 	basename dirname realpath readlink stat od dd truncate yes nproc id expr
 	grep sed awk mawk find xargs cmp diff ps pgrep pkill kill timeout
 	setsid unshare prlimit flock mount umount nsenter chroot ss gzip
-	luajit bpftool wrk curl nginx"
+	luajit bpftool wrk curl nginx tarantool"
 for c in $cmds; do
 	p=$(type -P "$c") || { echo "mkroot: no command $c here" >&2; exit 1; }
 	add "$p"
@@ -109,11 +109,14 @@ for b in mpdump host collapse lmtmod.so rusage; do
 	[ -e "$top/build/$b" ] && cp "$top/build/$b" "$R/lmt/build/"
 done
 cp -r "$top/tests" "$R/lmt/"
-# The GC64-off luajit tests/variants.bats built, if it is (static but libc).
-v=build/variants/gc64off/src/src/luajit
-if [ -x "$top/$v" ]; then
-	mkdir -p "$R/lmt/${v%/*}" && cp "$top/$v" "$R/lmt/$v" && libs "${elfs[@]}" "$top/$v"
-fi
+# The GC64-off luajits tests/variants.bats built, if they are (static but
+# libc): the guest's variants.bats finds them built.
+for b in gc64off lj2gc64off; do
+	v=build/variants/$b/src/src/luajit
+	if [ -x "$top/$v" ]; then
+		mkdir -p "$R/lmt/${v%/*}" && cp "$top/$v" "$R/lmt/$v" && libs "${elfs[@]}" "$top/$v"
+	fi
+done
 # Their libraries, and those of everything added.
 libs "${elfs[@]}" "$top/luamemtrace" "$top"/build/host "$top"/build/lmtmod.so
 libs "${elfs[@]}"

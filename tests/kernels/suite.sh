@@ -39,7 +39,9 @@ case $(uname -r) in
 	# fnames.bats: names read before the process is gone (exit())
 	'frame names of a process that exits at once') ;;
 esac
-tests+=('--check: the paths this kernel takes' 'heap on Debian.s kernel: copied while the target ran')
+tests+=('--check: the paths this kernel takes' 'heap on Debian.s kernel: copied while the target ran'
+	# variants.bats: Tarantool (its fork's layout, GC64 off) on this kernel
+	'Tarantool, -p: ' 'Tarantool, -- COMMAND: ')
 re=$(IFS='|'; echo "^(${tests[*]})")
 exec bats --tap -f "$re" tests/tracer.bats tests/stacks.bats tests/fnames.bats tests/system.bats \
-	tests/faults.bats tests/duty.bats tests/hosts.bats tests/kernels/guest.bats
+	tests/faults.bats tests/duty.bats tests/hosts.bats tests/variants.bats tests/kernels/guest.bats
