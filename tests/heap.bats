@@ -626,3 +626,26 @@ hostile32() {
 	lj32 lj2gc64off
 	hostile32
 }
+
+# One snapshot of a process at a time (user/heap/capture.c: another's
+# clear_refs would erase the bits a copy made while it runs relies on):
+# while another holds PID's lock, heap -p PID says so in one line, exit 1,
+# and the target runs on; once it is let go, the snapshot is taken.
+@test "heap: one snapshot of a process at a time (another holding it: one line, exit 1, the target untouched)" {
+	luajit -e 'io.stdout:write("ready\n") io.stdout:flush() io.stdin:read("*l")' \
+		< <(sleep 60) > "$T/w.out" 3>&- &
+	local pid=$!
+	wait_for "$T/w.out" ready
+	mkdir -p /run/luamemtrace
+	exec 6> "/run/luamemtrace/heap.$pid"
+	flock -n 6
+	run "$LMT" heap -p "$pid"
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[ "${lines[0]}" = "luamemtrace heap: PID $pid: another luamemtrace heap is copying it; one at a time" ]
+	[ "$(awk '{print $3}' "/proc/$pid/stat")" = S ]
+	exec 6>&-
+	"$LMT" heap -p "$pid" > "$T/h.out" 2> "$T/h.err"
+	[ "$(awk '/remainder \(gc.total - sum\)/ { print $NF }' "$T/h.out")" = 0 ]
+	kill "$pid"
+}

@@ -206,10 +206,22 @@ int main(void)
 	write_page(2 * PER + 3, 'e', 1);
 	write_page(3 * PER, 'e', 0);     /* block 3: not written since */
 	memset(&r, 0, sizeof(r));
-	CHECK("the pages written outside the kept blocks looked up",
-	      ok && hpages_scan(&c, 1, UINT64_MAX, &r) == 0 && r.dirty == 1 &&
-	      hpages_scan_fresh(&c, 1, UINT64_MAX, &r) == 0 && r.fresh == 2 &&
-	      r.fresh_blocks == 1 && c.nfresh == 1);
+	{
+		struct pmaps mm;
+
+		ok &= pmaps_load(1, &mm) == 0;
+		CHECK("the pages written outside the kept blocks looked up",
+		      ok && hpages_scan(&c, 1, UINT64_MAX, &r) == 0 && r.dirty == 1 &&
+		      hpages_scan_fresh(&c, 1, &mm, UINT64_MAX, &r) == 0 && r.fresh == 2 &&
+		      r.fresh_blocks == 1 && c.nfresh == 1);
+		mm.v->hi = mm.v->lo + ((uint64_t)LMT_HEAP_FRESH_SCAN_PAGES + 1) * PG;
+		CHECK("mappings past what may be looked up: none read",
+		      hpages_scan_fresh(&c, 1, &mm, UINT64_MAX, &r) == -E2BIG && c.nfresh == 0);
+		mm.v->hi = mm.v->lo + sizeof(tgt);
+		CHECK("looked up again", hpages_scan_fresh(&c, 1, &mm, UINT64_MAX, &r) == 0 &&
+		      c.nfresh == 1);
+		pmaps_free(&mm);
+	}
 	hpages_reread(&c, 1, UINT64_MAX, &r);
 	hpages_read_fresh(&c, 1, UINT64_MAX, &r);
 	CHECK("block 2 read whole, block 3 not",
@@ -252,7 +264,36 @@ int main(void)
 	written[0] = 1; /* not there: taken as written by the pagemap */
 	CHECK("its first page not looked up",
 	      hpages_scan(&c, 1, UINT64_MAX, &r) == 0 && r.dirty == 0 && c.nrun == 0);
-	hole = SIZE_MAX;
+	{
+		uint8_t nm[2 * PG];
+		uint64_t stale = 9;
+
+		/* a read from the block's last page on, past what the block
+		 * holds (hole: the page after tgt's end is not there either):
+		 * what the cache holds, nothing noted */
+		hole = SIZE_MAX;
+		c.nunv = 0;
+		memset(nm, 0, sizeof(nm));
+		CHECK("a read past the end of what is there: the cache's part, not noted",
+		      hpages_read_some(&c, 1, at(NB - 1, PER - 1), nm, sizeof(nm)) == (ssize_t)PG &&
+		      nm[0] == 'a' && c.nunv == 1 && hpages_verify(&c, 1, &stale) == 0);
+	}
+	hpages_free(&c);
+
+	/* The stop's re-read past its deadline: the blocks of the runs left
+	 * dropped (read again as the copy asks), not kept stale */
+	memset(&c, 0, sizeof(c));
+	memset(written, 0, sizeof(written));
+	for (size_t b = 0; b < NB; b++)
+		hpages_read(&c, 1, at(b, 0), &(uint8_t){ 0 }, 1);
+	write_page(1, 'h', 1);
+	write_page(2 * PER + 1, 'h', 1);
+	memset(&r, 0, sizeof(r));
+	CHECK("looked up", hpages_scan(&c, 1, UINT64_MAX, &r) == 0 && r.dirty == 2 && c.nrun == 2);
+	hpages_reread(&c, 1, 0, &r);
+	CHECK("past the deadline: both blocks dropped, counted",
+	      r.late == 2 && c.m.n == NB - 2 && !u64map_get(&c.m, at(0, 0) + 1) &&
+	      !u64map_get(&c.m, at(2, 0) + 1) && cached(&c, 1) == 'h');
 	hpages_free(&c);
 	return fails != 0;
 }

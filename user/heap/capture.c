@@ -18,7 +18,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -29,6 +33,31 @@
 #include "heap/heap.h"
 #include "target/proc.h"
 #include "target/vmscan.h"
+
+/* One snapshot of a process at a time: another's clear_refs would erase
+ * the soft-dirty bits this one's passes and check rely on. A lock on
+ * LMT_HEAP_LOCK_DIR/heap.PID (root's directory: no one else can hold it);
+ * the descriptor held until the capture ends. fd, -EBUSY (another holds
+ * it), or -errno (no lock to be had: the capture goes on without). */
+static int hold_pid(pid_t pid)
+{
+	char path[64];
+	int fd;
+
+	if (mkdir(LMT_HEAP_LOCK_DIR, 0700) && errno != EEXIST)
+		return -errno;
+	snprintf(path, sizeof(path), LMT_HEAP_LOCK_DIR "/heap.%d", (int)pid);
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
 
 static int fail(const char *what, int err)
 {
@@ -79,13 +108,20 @@ static void passes(pid_t pid, struct hstop *s, struct hpages *pg, struct hcaptur
 	end = t0 + (uint64_t)LMT_HEAP_PASS_MS * 1000000;
 	if (cap->run_ns && t0 + 2 * cap->run_ns > end)
 		end = t0 + 2 * cap->run_ns;
-	while (cap->soft && cap->passes < LMT_HEAP_PASSES && boot_ns() < end) {
+	while (cap->soft && cap->passes < LMT_HEAP_PASSES && boot_ns() < end &&
+	       cap->pass_ns < (uint64_t)LMT_HEAP_PASS_STOPS_MS * 1000000) {
 		struct hrefresh r;
+		struct pmaps m = { 0 };
 		uint64_t ns, deadline;
-		int err, expired;
+		int err, expired, mok;
 
-		if (hstop_stop(s, pid))
+		/* its maps before the stop (a mapping made after them is read
+		 * at the final stop) */
+		mok = !pmaps_load(pid, &m);
+		if (hstop_stop(s, pid)) {
+			pmaps_free(&m);
 			return;
+		}
 		if (s->was_stopped) {
 			hstop_cont(s, &expired);
 			return;
@@ -94,8 +130,9 @@ static void passes(pid_t pid, struct hstop *s, struct hpages *pg, struct hcaptur
 		err = hpages_scan(pg, pid, deadline, &r);
 		/* memory written outside the copy: read too (not found, it is
 		 * at the final stop) */
-		if (!err && hpages_scan_fresh(pg, pid, deadline, &r))
+		if (!err && (!mok || hpages_scan_fresh(pg, pid, &m, deadline, &r)))
 			r.fresh = r.fresh_blocks = 0;
+		pmaps_free(&m);
 		if (!err && (err = hdirty_clear(pid)))
 			pg->nrun = pg->nfresh = 0;
 		ns = hstop_cont(s, &expired);
@@ -103,7 +140,11 @@ static void passes(pid_t pid, struct hstop *s, struct hpages *pg, struct hcaptur
 		cap->pause_ns += ns;
 		cap->pass_ns += ns;
 		cap->pause_max = ns > cap->pause_max ? ns : cap->pause_max;
-		if (err) { /* the final stop reads all again */
+		/* Continued by the guardian before the clear: what it wrote
+		 * meanwhile has no bit. The final stop reads all again. */
+		if (!err && expired)
+			err = -ETIMEDOUT;
+		if (err) {
 			cap->soft = 0;
 			snprintf(cap->why, sizeof(cap->why), "a pass: %s", strerror(-err));
 			return;
@@ -173,19 +214,28 @@ static int stop_copy(pid_t pid, struct hstop *s, const struct pmaps *m,
 		     const struct vmscan *sc, const char *variant, struct hpages *pg,
 		     struct heap *hs, struct vminfo *vi, int *image, struct hcapture *cap)
 {
+	struct pmaps now = { 0 };
 	uint64_t deadline;
-	int err;
+	int err, was_image;
 
 	for (size_t i = 0; i < sc->n; i++)
 		if (hs[i].var)
 			reset(&hs[i]);
+	/* its maps before the stop: a mapping made after them is read after
+	 * it runs on, and checked */
+	if (*image && pmaps_load(pid, &now)) {
+		*image = 0;
+		snprintf(cap->image_why, sizeof(cap->image_why), "its maps could not be read");
+	}
 	if ((err = hstop_stop(s, pid))) {
+		pmaps_free(&now);
 		hpages_free(pg);
 		hstop_end(s);
 		return fail(err == -ETIMEDOUT ? "the target did not stop in time (continued)"
 					      : "stopping the target", -err);
 	}
 	deadline = boot_ns() + (uint64_t)LMT_HEAP_STOP_MS * 1000000;
+	was_image = *image;
 	/* Stopped by someone else: its bits may be someone else's too, and
 	 * nothing changes: read again in full, as a stopped copy. */
 	if (s->was_stopped || !cap->soft) {
@@ -195,7 +245,7 @@ static int stop_copy(pid_t pid, struct hstop *s, const struct pmaps *m,
 		cap->soft = *image = 0;
 		snprintf(cap->why, sizeof(cap->why), "pagemap: %s", strerror(-err));
 	} else {
-		if (*image && (err = hpages_scan_fresh(pg, pid, deadline, &cap->r))) {
+		if (*image && (err = hpages_scan_fresh(pg, pid, &now, deadline, &cap->r))) {
 			*image = 0; /* what it lacks read stopped */
 			snprintf(cap->image_why, sizeof(cap->image_why), "looking up the pages "
 				 "written outside the copy: %s", strerror(-err));
@@ -211,6 +261,7 @@ static int stop_copy(pid_t pid, struct hstop *s, const struct pmaps *m,
 				 "its time cap");
 		}
 	}
+	pmaps_free(&now);
 	err = 0;
 	for (size_t i = 0; i < sc->n; i++) {
 		char why[256];
@@ -224,7 +275,11 @@ static int stop_copy(pid_t pid, struct hstop *s, const struct pmaps *m,
 					(unsigned long long)sc->v[i].L, why);
 			continue;
 		}
-		if (!*image && (err = heap_copy_in(pid, vi[i].var, vi[i].L, deadline, pg, &hs[i])))
+		/* An image given up for its time: copied at the next stop,
+		 * which has its own (the cache is this stop's, the bits
+		 * cleared below) */
+		if (!*image && !was_image &&
+		    (err = heap_copy_in(pid, vi[i].var, vi[i].L, deadline, pg, &hs[i])))
 			break;
 	}
 	/* what it writes from here is seen at the next try, and by the
@@ -233,6 +288,9 @@ static int stop_copy(pid_t pid, struct hstop *s, const struct pmaps *m,
 		cap->soft = *image = 0;
 		snprintf(cap->why, sizeof(cap->why), "clear_refs failed while stopped");
 	}
+	/* nothing copied in this stop: another one, copied stopped */
+	if (!err && was_image && !*image)
+		return -EAGAIN;
 	return err;
 }
 
@@ -252,6 +310,12 @@ static int copy_image(pid_t pid, const struct vmscan *sc, const struct vminfo *v
 		if (vi[i].var)
 			err = heap_copy_in(pid, vi[i].var, vi[i].L, deadline, pg, &hs[i]);
 	pg->frozen = 0;
+	/* a read that failed (the process or the VM gone since the stop):
+	 * not the stop's instant, another stop says which */
+	if (err == -EIO) {
+		err = 0;
+		*stale = 1;
+	}
 	cap->image_reads += pg->nunv;
 	if ((e = hpages_verify(pg, pid, stale)) && !err) {
 		*stale = 1;
@@ -262,8 +326,8 @@ static int copy_image(pid_t pid, const struct vmscan *sc, const struct vminfo *v
 	return err;
 }
 
-int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
-		 const char *variant, int stopped, struct heap *hs, struct hcapture *cap)
+static int capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
+		   const char *variant, int stopped, struct heap *hs, struct hcapture *cap)
 {
 	struct hpages pg = { 0 };
 	struct vminfo *vi;
@@ -271,7 +335,6 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 	uint64_t t0;
 	int err = 0, prio, image;
 
-	memset(cap, 0, sizeof(*cap));
 	if ((err = hstop_init(&s, pid, pidfd)))
 		return fail("starting the guardian", -err);
 	if (stopped)
@@ -307,6 +370,8 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 
 		if ((err = stop_copy(pid, &s, m, sc, variant, &pg, hs, vi, &image, cap)) > 0) {
 			free(vi);
+			if (prio != INT_MIN)
+				setpriority(PRIO_PROCESS, 0, prio);
 			return err;
 		}
 		ns = hstop_cont(&s, &expired);
@@ -314,10 +379,22 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 		cap->pause_ns += ns;
 		cap->stop_max = ns > cap->stop_max ? ns : cap->stop_max;
 		cap->pause_max = ns > cap->pause_max ? ns : cap->pause_max;
-		if (!err && image && expired) { /* the guardian continued it first */
+		/* Continued by the guardian before the clear: what it wrote
+		 * meanwhile has no bit, nothing kept is trusted from here. An
+		 * image is given up: another stop, a full copy stopped. */
+		if (expired && cap->soft) {
+			cap->soft = 0;
+			snprintf(cap->why, sizeof(cap->why), "the guardian continued the target "
+				 "during a stop");
+		}
+		if (!err && image && expired) {
 			image = 0;
 			snprintf(cap->image_why, sizeof(cap->image_why), "the guardian continued "
 				 "the target first");
+			continue;
+		}
+		if (err == -EAGAIN) { /* an image given up in its stop */
+			err = 0;
 			continue;
 		}
 		if (!err && image)
@@ -350,6 +427,23 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 		hs[i].pid = (uint32_t)pid;
 	}
 	return err ? fail("copying the heap", -err) : 0;
+}
+
+int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
+		 const char *variant, int stopped, struct heap *hs, struct hcapture *cap)
+{
+	int lock = hold_pid(pid), rc;
+
+	memset(cap, 0, sizeof(*cap));
+	if (lock == -EBUSY) {
+		fprintf(stderr, "luamemtrace heap: PID %d: another luamemtrace heap is copying "
+			"it; one at a time\n", (int)pid);
+		return LMT_ERR;
+	}
+	rc = capture(pid, pidfd, m, sc, variant, stopped, hs, cap);
+	if (lock >= 0)
+		close(lock);
+	return rc;
 }
 
 void heap_capture_say(pid_t pid, const struct hcapture *cap, FILE *f)

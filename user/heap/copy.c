@@ -1,4 +1,5 @@
-/* Copying a VM's objects out of the stopped target (heap.h). */
+/* Copying a VM's objects out of the stopped target, or out of the image
+ * of a stop (heap.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -250,9 +251,10 @@ static long copy_obj(pid_t pid, struct heap *h, uint64_t a, uint64_t *next)
 /* Does a copy made while the target runs end here (pages->running)? */
 static int run_over(const struct heap *h)
 {
-	return pages->running &&
-	       (h->c.unreadable + h->c.bad_type + h->c.list_cut > LMT_HEAP_RUN_JUNK ||
-		h->alen > pages->allow);
+	return (pages->running &&
+		(h->c.unreadable + h->c.bad_type + h->c.list_cut > LMT_HEAP_RUN_JUNK ||
+		 h->alen > pages->allow)) ||
+	       (pages->frozen && pages->unv_over); /* rejected whatever follows */
 }
 
 /* Walks a list linked by nextgc from a, up to (not past) stop, or to 0;

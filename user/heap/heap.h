@@ -120,6 +120,16 @@
  * now); past this, the copy is made stopped. Each stop is bounded
  * (LMT_HEAP_STOP_MS). */
 #define LMT_HEAP_IMAGE_TRIES 2
+/* The passes' stops, in all, in ms: past it they end (each is bounded by
+ * LMT_HEAP_STOP_MS; the final stop comes next). */
+#define LMT_HEAP_PASS_STOPS_MS 3000
+/* Of what the cache may keep, the share (1/N) blocks read because the
+ * target wrote them outside the copy may take: memory that is not the
+ * VM's (C buffers, stacks) leaves room for the VM's own. */
+#define LMT_HEAP_FRESH_SHARE 2
+/* Where the lock that keeps one snapshot of a process at a time lives
+ * (capture.c): root's, made 0700. */
+#define LMT_HEAP_LOCK_DIR "/run/luamemtrace"
 /* Our nice value while the target is stopped (it waits for our CPU time;
  * bounded by LMT_HEAP_STOP_MS): ours first on a busy host. */
 #define LMT_HEAP_STOP_NICE (-20)
@@ -162,7 +172,9 @@ struct hcounts {
 	uint64_t bad_type;     /* objects with an unknown type tag */
 	uint64_t list_cut;     /* lists ended by a repeat or the cap */
 	uint64_t dup;          /* objects found twice (lists overlap) */
-	uint64_t timed_out;    /* 1: the copy ended at LMT_HEAP_STOP_MS */
+	uint64_t timed_out;    /* 1: the copy ended at its time cap
+				* (LMT_HEAP_STOP_MS; from an image,
+				* LMT_HEAP_RUNCOPY_MS) */
 	uint64_t dangling;     /* references to no walked object */
 };
 
@@ -289,6 +301,7 @@ void heap_sizes(struct heap *h);
  * a block serves many. */
 #define HPAGES_BLOCK (16u << 10)
 
+struct pmaps;
 struct hrun {
 	uint64_t addr;   /* in the target, within one block */
 	uint32_t len;
@@ -316,6 +329,7 @@ struct hpages {
 	struct hrun *unv;/* read after the stop (frozen): hpages_verify */
 	size_t nunv, capunv;
 	int unv_over;    /* more than LMT_HEAP_UNVERIFIED of them */
+	uint64_t fresh_bytes; /* kept blocks read by hpages_read_fresh */
 };
 
 /* proc_read through the cache: 0 or -errno. Reads reaching memory a
@@ -353,6 +367,8 @@ struct hrefresh {
 			  * kept (hpages_scan_fresh) */
 	uint64_t fresh_blocks; /* their blocks, read whole */
 	uint64_t late;   /* blocks dropped unread: the deadline passed */
+	uint64_t fresh_over; /* fresh blocks not read: over their share of
+			  * the cache (LMT_HEAP_FRESH_SHARE) */
 };
 
 /* With the target stopped, after hdirty_clear and a copy while it ran:
@@ -378,7 +394,8 @@ void hpages_recycle(struct hpages *c);
  * allocated, or the copy had not reached) looked up, as blocks to read
  * (c->fresh). Then hpages_read_fresh reads them, stopped or (a pass)
  * running on, within what c may keep. 0, or -errno (nothing noted). */
-int hpages_scan_fresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r);
+int hpages_scan_fresh(struct hpages *c, pid_t pid, const struct pmaps *m, uint64_t deadline,
+		      struct hrefresh *r);
 void hpages_read_fresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r);
 /* Is what the cache read of the target since c->frozen was set (blocks it
  * missed, reads past it) unwritten since the last hdirty_clear, so that it

@@ -1,7 +1,10 @@
 /* Reads of the target through a cache of blocks (heap.h): objects lie
  * close together, so most of a copy's reads cost no system call. A cache
  * filled while the target ran is made that of the stopped target by
- * re-reading the pages it wrote meanwhile (hpages_refresh, dirty.c). */
+ * re-reading the pages it wrote meanwhile (hpages_scan, hpages_reread,
+ * dirty.c) and reading those it wrote outside it (hpages_scan_fresh,
+ * hpages_read_fresh); a copy made from it after the target runs on notes
+ * what it reads of the target, checked by hpages_verify. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -26,8 +29,8 @@ static void free_block(void *b)
 }
 
 /* Notes [addr, addr + len) read of the target after a frozen stop
- * (hpages_verify). Past the list's room the note cannot be kept: the list
- * marks itself so (nunv past capunv) and hpages_verify says not known. */
+ * (hpages_verify). Past the list's room (LMT_HEAP_UNVERIFIED) the note
+ * cannot be kept: unv_over is set and hpages_verify says not known. */
 static void note(struct hpages *c, uint64_t addr, size_t len)
 {
 	if (!c->frozen || !len)
@@ -51,9 +54,12 @@ static void note(struct hpages *c, uint64_t addr, size_t len)
 /* A read the cache does not serve. */
 static int direct(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len)
 {
+	int e = proc_read(pid, addr, buf, len);
+
 	c->direct++;
-	note(c, addr, len);
-	return proc_read(pid, addr, buf, len);
+	if (!e) /* what failed gave the copy nothing to check */
+		note(c, addr, len);
+	return e;
 }
 
 int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len)
@@ -119,11 +125,20 @@ int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t le
 
 ssize_t hpages_read_some(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len)
 {
+	uint64_t base = addr & ~(uint64_t)(HPAGES_BLOCK - 1), off = addr - base;
+	const struct block *b;
 	ssize_t n;
 
 	if (!hpages_read(c, pid, addr, buf, len))
 		return (ssize_t)len;
-	c->direct++;
+	/* what its block holds of it, if it starts there (a block ends
+	 * where its mapping does): the cache's, not read again */
+	b = u64map_get(&c->m, base + 1);
+	if (b && off >= b->start && off < b->valid) {
+		n = (ssize_t)(b->valid - off < len ? b->valid - off : len);
+		memcpy(buf, b->d + off, (size_t)n);
+		return n;
+	}
 	n = proc_read_some(pid, addr, buf, len);
 	if (n > 0)
 		note(c, addr, (size_t)n);
@@ -414,46 +429,45 @@ static int fresh_add(struct hpages *c, uint64_t pa)
 	return 0;
 }
 
-int hpages_scan_fresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r)
+int hpages_scan_fresh(struct hpages *c, pid_t pid, const struct pmaps *m, uint64_t deadline,
+		      struct hrefresh *r)
 {
 	long ps = sysconf(_SC_PAGESIZE);
 	size_t per = ps > 0 ? HFRESH_SCAN / (size_t)ps : 0;
-	struct pmaps m = { 0 };
 	uint8_t *w = NULL;
 	uint64_t total = 0;
-	int pm = -1, e;
+	int pm = -1, e = 0;
 
 	c->nfresh = 0;
 	if (!per)
 		return -EINVAL;
-	if ((e = pmaps_load(pid, &m)))
-		return e;
-	if ((pm = hdirty_open(pid)) < 0) {
-		e = pm;
-		goto out;
-	}
+	/* bounded before a pagemap read: what may be looked up */
+	for (size_t i = 0; i < m->n; i++)
+		if (writable(&m->v[i]) &&
+		    (total += (m->v[i].hi - m->v[i].lo) / (uint64_t)ps) > LMT_HEAP_FRESH_SCAN_PAGES)
+			return -E2BIG;
+	if ((pm = hdirty_open(pid)) < 0)
+		return pm;
 	if (!(w = malloc(per))) {
 		e = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < m.n && !e; i++) {
-		const struct pmap *p = &m.v[i];
+	for (size_t i = 0; i < m->n && !e; i++) {
+		const struct pmap *p = &m->v[i];
 
 		if (!writable(p))
 			continue;
 		for (uint64_t a = p->lo; a < p->hi && !e; a += per * (uint64_t)ps) {
 			size_t n = (p->hi - a) / (uint64_t)ps < per ? (size_t)((p->hi - a) / (uint64_t)ps) : per;
 
-			/* bounded: what may be looked up, and the stop's time */
-			if ((total += n) > LMT_HEAP_FRESH_SCAN_PAGES || boot_ns() > deadline) {
-				e = -E2BIG;
+			if (boot_ns() > deadline) {
+				e = -ETIMEDOUT;
 				break;
 			}
 			if ((e = hdirty_written(pm, a, n, w)))
 				break;
 			for (size_t k = 0; k < n && !e; k++) {
 				uint64_t pa = a + k * (uint64_t)ps, base = pa & ~(uint64_t)(HPAGES_BLOCK - 1);
-
 				const struct block *b;
 
 				if (!w[k])
@@ -472,14 +486,13 @@ out:
 		c->nfresh = 0;
 	r->fresh_blocks = c->nfresh;
 	free(w);
-	if (pm >= 0)
-		close(pm);
-	pmaps_free(&m);
+	close(pm);
 	return e;
 }
 
 void hpages_read_fresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh *r)
 {
+	uint64_t share = (c->allow ? c->allow : LMT_HEAP_COPY_MAX) / LMT_HEAP_FRESH_SHARE;
 	uint8_t one;
 
 	/* hpages_read keeps each block whole, as a copy's miss would; a
@@ -487,10 +500,18 @@ void hpages_read_fresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hr
 	 * next to it since) read again */
 	for (size_t i = 0; i < c->nfresh && boot_ns() <= deadline; i++) {
 		uint64_t base = c->fresh[i] & ~(uint64_t)(HPAGES_BLOCK - 1);
+		int kept = !!u64map_get(&c->m, base + 1);
 
+		if (!kept && c->fresh_bytes + sizeof(struct block) > share) {
+			r->fresh_over += c->nfresh - i;
+			break;
+		}
 		drop(c, base + 1);
-		if (hpages_read(c, pid, c->fresh[i], &one, 1) == 0)
+		if (hpages_read(c, pid, c->fresh[i], &one, 1) == 0) {
 			r->reads++;
+			if (!kept)
+				c->fresh_bytes += sizeof(struct block);
+		}
 	}
 	c->nfresh = 0;
 }
@@ -520,6 +541,10 @@ int hpages_verify(struct hpages *c, pid_t pid, uint64_t *stale)
 		uint64_t lo = c->unv[i].addr & ~(uint64_t)(ps - 1);
 		uint64_t hi = c->unv[i].addr + c->unv[i].len;
 
+		if (hi < lo) { /* wrapped: no such read succeeds */
+			e = -EINVAL;
+			break;
+		}
 		/* page by page, at most a block's worth of entries a read */
 		while (lo < hi && !e) {
 			size_t n = (hi - lo + (uint64_t)ps - 1) / (uint64_t)ps;
