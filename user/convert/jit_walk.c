@@ -165,9 +165,15 @@ static uint64_t builtin_at(struct walk *w, uint64_t pt, const struct tproto *tp,
  * in *cfn when the snapshot keeps it. */
 static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
 {
-	uint64_t link;
+	uint64_t link = 0;
 
-	if (!w->stop || jit_fr_get(w->stop, slot + 1, &link) || (link & 3) != 0)
+	if (!w->stop)
+		return 0;
+	/* The trace's base frame (slot 0: a tail call from it): FR2 flags its
+	 * link's slot when tail-called; without FR2 no snapshot holds it. */
+	if (jit_fr_get(w->stop, slot + 1, &link) && (slot || w->v->var->lay.gc64))
+		return 0;
+	if ((link & 3) != 0)
 		return 0;
 	if (!jit_fr_get(w->stop, slot, cfn))
 		return jit_fn_proto(w->v, w->tr, *cfn & ((1ULL << 47) - 1));
