@@ -121,6 +121,8 @@ READERS := user/convert/jit.c user/convert/jit_read.c user/convert/jit_walk.c us
 	user/convert/luanames.c user/target/vmscan.c user/convert/lines.c user/util/u64set.c
 $(OUT)/unit/test_forged: UNIT_EXTRA := $(READERS)
 $(OUT)/unit/test_forged: $(READERS) $(BPF_SKEL)
+$(OUT)/unit/test_jit32: UNIT_EXTRA := $(READERS)
+$(OUT)/unit/test_jit32: $(READERS) $(BPF_SKEL)
 
 # Function names from forged prototypes (it defines proc_read too).
 FNAMES := user/convert/fnames.c user/convert/lines.c user/convert/luanames.c user/util/u64set.c

@@ -175,3 +175,69 @@ cmd_counts() {
 	count_is REALLOCATIONS @tarantool_fibers.lua:10 "$T/t.txt" "9"
 	no_probes_of "$T"
 }
+
+# -- The JIT on ---------------------------------------------------------------
+
+# jit_lines LJ ENTRY: tests/lua/jit.lua (two hot loops, compiled) run by LJ
+# with the JIT on and off: found as ENTRY, no trace cut or refused, every
+# line's allocations with the JIT on those of the JIT-off run, and the
+# known counts (tests/tracer.bats says why each is what it is), none
+# charged to a trace.
+jit_lines() {
+	local m
+	cd "$LUA_DIR"
+	for m in on off; do
+		"$LMT" -o "$T/$m.bin" -- "$1" "-j$m" jit.lua > "$T/$m.out" 2> "$T/$m.err"
+		[ "$(cat "$T/$m.out")" = 25000 ]
+		grep -q "traced PID [0-9]*, 1 VM ($2)" "$T/$m.err"
+		[ "$(info_val "$T/$m.bin.info" lost_symbols)" = 0 ]
+		"$LMT" report "$T/$m.bin" > "$T/$m.txt"
+		sed -n '/^ALLOCATIONS$/,/^$/p' "$T/$m.txt" | grep '^@jit' |
+			cut -d' ' -f1,2 | sort > "$T/$m.lines"
+	done
+	cat "$T/on.lines"
+	diff "$T/on.lines" "$T/off.lines"
+	count_is ALLOCATIONS @jit.lua:4 "$T/on.txt" 20001
+	count_is ALLOCATIONS @jit.lua:8 "$T/on.txt" 5006
+	absent '^TRACE' "$T/on.txt"
+	no_probes_of "$T"
+}
+
+@test "GC64 off, JIT on: compiled loops' allocations charged to their lines through the snapshots (no FR2), as with the JIT off and as GC64's" {
+	jit_lines "$LJ32" "LuaJIT 2.1 GC64 off"
+}
+
+@test "OpenResty luajit2 GC64 off, JIT on: compiled loops' allocations charged to their lines through the snapshots (no FR2), as with the JIT off and as GC64's" {
+	jit_lines "$LJ2_32" "OpenResty LuaJIT 2.1 GC64 off"
+}
+
+# jit_exact LJ W...: tests/lua/corpus/W.lua run by LJ with the JIT on and
+# off (tests/tools/jitcmp.sh, as tests/jitexact.bats compares Debian's
+# GC64 luajit): every line's count within 1% of the JIT-off run's (or 2
+# events: the Lua stack's resizes), at least 99% of the JIT-off events
+# with the same stack, no trace cut or refused.
+jit_exact() {
+	local lj=$1 w out r ok n e t
+	shift
+	cd "$LUA_DIR/corpus"
+	for w in "$@"; do
+		r=0
+		out=$(LUAJIT=$lj "$BATS_TEST_DIRNAME/tools/jitcmp.sh" "$T/$w" "$w.lua") || r=$?
+		echo "$w: $out"
+		[ "$r" -eq 0 ]
+		[[ "$out" =~ ^lines\ ([0-9]+)/([0-9]+)\ within\ 1%\;\ stacks\ ([0-9]+)/([0-9]+)\ equal ]]
+		ok=${BASH_REMATCH[1]} n=${BASH_REMATCH[2]} e=${BASH_REMATCH[3]} t=${BASH_REMATCH[4]}
+		[ "$n" -gt 0 ] && [ "$ok" -eq "$n" ]
+		[ "$t" -gt 0 ] && [ $((100 * e)) -ge $((99 * t)) ]
+		[ "$(info_val "$T/$w/on.bin.info" lost_symbols)" = 0 ]
+	done
+	no_probes_of "$T"
+}
+
+@test "GC64 off, JIT on: corpus helpers.lua and closures.lua (inlined calls, closures), every line and stack as with the JIT off" {
+	jit_exact "$LJ32" helpers closures
+}
+
+@test "OpenResty luajit2 GC64 off, JIT on: corpus helpers.lua and closures.lua (inlined calls, closures), every line and stack as with the JIT off" {
+	jit_exact "$LJ2_32" helpers closures
+}

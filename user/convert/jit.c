@@ -2,9 +2,9 @@
  * the trace's snapshots (see convert/jit.h).
  *
  * LuaJIT's own lj_trace_unwind maps an address to the rightmost snapshot
- * whose mcofs is not above it; the snapshot's PC (under FR2 the map word
- * after its entries, PC << 8 | base slot) is the bytecode the trace
- * resumes at there. Its prototype is found by the PC: the trace's starting
+ * whose mcofs is not above it; the snapshot's PC (after its entries in
+ * the map: under FR2 a word PC << 8 | base slot, else a 32-bit PC) is the
+ * bytecode the trace resumes at there. Its prototype is found by the PC: the trace's starting
  * prototype, or by walking back over the bytecode to its header
  * instruction (FUNCF and kin occur at a prototype's bc[0] and nowhere
  * else). A trace keeps the prototypes it runs alive, so what a trace
@@ -74,7 +74,7 @@ static void snaps_read(struct conv_vm *v, struct ttrace *tr, const uint8_t *sb,
 		uint32_t mapofs;
 		uint16_t mcofs, ref;
 		uint8_t nent;
-		uint64_t pcbase;
+		uint32_t rawbase;
 
 		memcpy(&mapofs, e + u->snap_mapofs, 4);
 		memcpy(&mcofs, e + u->snap_mcofs, 2);
@@ -82,18 +82,16 @@ static void snaps_read(struct conv_vm *v, struct ttrace *tr, const uint8_t *sb,
 		nent = e[u->snap_nent];
 		tr->s[i].mcofs = mcofs;
 		tr->s[i].ref = ref;
-		if ((uint64_t)mapofs + nent + 2 > nsnapmap) {
+		if ((uint64_t)mapofs + nent > nsnapmap ||
+		    jit_snap_read(v, tr, &tr->s[i], map + mapofs, nent,
+				  map + mapofs + nent, nsnapmap - mapofs - nent,
+				  &rawbase)) {
 			tr->s[i].resolved = tr->s[i].xresolved = 2;
 			tr->over = 1;
 			continue;
 		}
-		memcpy(&pcbase, map + mapofs + nent, 8);
-		tr->s[i].pc = pcbase >> 8; /* FR2: PC << 8 | base slot - 2 */
-		tr->s[i].baseslot = (uint32_t)(pcbase & 0xff) + 2;
-		jit_frame_slots(tr, &tr->s[i], map + mapofs, nent);
 		/* tr->protos is filled on the way: tr is not shared yet. */
-		jit_sunk_origins(v, tr, i, map + mapofs, nent,
-			     (uint32_t)(pcbase & 0xff) + 2);
+		jit_sunk_origins(v, tr, i, map + mapofs, nent, rawbase);
 	}
 }
 

@@ -79,8 +79,11 @@ struct chain {
 	int64_t line[MAX_DEPTH];
 };
 
-/* A snapshot's frame slot: its constant, under FR2 a frame link or PC
- * (SNAP_FRAME, SNAP_CONT) or the GCfunc in the slot below a frame link. */
+/* A snapshot's frame slot: its constant, a frame link or PC (SNAP_FRAME,
+ * SNAP_CONT) or the GCfunc in the slot below a frame link. Numbered as
+ * FR2 numbers them (a frame two slots: its function, then its link), also
+ * for a VM without FR2 (GC64 off), whose snapshots are read into it
+ * (jit_frame_slots). */
 struct sfr {
 	uint32_t slot;
 	uint64_t v;
@@ -139,9 +142,18 @@ int jit_keep(struct ttrace *tr, size_t n);
 void jit_trace_free(void *p);
 /* The trace's IR [nk, nins) at T: read for the functions it inlined. */
 void jit_read_ir(struct conv_vm *v, struct ttrace *tr, uint64_t T);
-/* The frame slots of snapshot sn's entries ent, for stacks. */
-void jit_frame_slots(struct ttrace *tr, struct tsnap *sn, const uint32_t *ent,
-		     uint32_t nent);
+/* The pointer constant at IR ref of trace tr (IR_KGC's GCobj, IR_KPTR's
+ * pointer): GC64 keeps it in the next slot, else it is the instruction's
+ * own op12 (32 bits). 0, or -1 if ref's slots lie outside the IR. */
+int jit_kref(const struct conv_vm *v, const struct ttrace *tr, uint32_t ref,
+	     uint64_t *out);
+/* Snapshot sn's entries ent and what follows them in its map (map, of
+ * nmap entries): its PC, its innermost frame's base slot (FR2's
+ * numbering) and its frame slots, for stacks; *rawbase the base slot in
+ * ent's numbering. 0, or -1 if the map is short or not LuaJIT's. */
+int jit_snap_read(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn,
+		  const uint32_t *ent, uint32_t nent, const uint32_t *map,
+		  uint32_t nmap, uint32_t *rawbase);
 /* The constant of snapshot sn's frame slot slot, in *v: 0, or -1. */
 int jit_fr_get(const struct tsnap *sn, uint32_t slot, uint64_t *v);
 /* Prototype pt of trace tr: its bytecode and lines, read once; its

@@ -9,16 +9,17 @@
 #include <string.h>
 
 #include "convert/jit_int.h"
+#include "target/ljref.h"
 
 /* The prototype of Lua function fn (a GCfunc), or 0. */
 uint64_t jit_fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn)
 {
 	const struct lj_layout *l = &v->var->lay;
-	uint64_t pc;
+	uint64_t pc = 0;
 	uint8_t ffid;
 
 	if (jit_rd(v, tr, fn + l->fn_ffid, &ffid, 1) || ffid != 0 /* FF_LUA */ ||
-	    jit_rd(v, tr, fn + l->fn_pc, &pc, 8))
+	    jit_rd(v, tr, fn + l->fn_pc, &pc, lj_refsz(v->var)))
 		return 0;
 	return pc - l->pt_size;
 }
@@ -74,9 +75,10 @@ int jit_mm_kind(struct conv_vm *v, struct ttrace *tr, const uint8_t *ins, int k)
 	key = jit_ir_opn(u, r, 1);
 	if (r[u->ir_o] == u->ir_hrefk)
 		key = (c = jit_ir_at(tr, key)) && c[u->ir_o] == u->ir_kslot ? jit_ir_opn(u, c, 0) : 0;
-	if (!(c = jit_ir_at(tr, key)) || c[u->ir_o] != u->ir_kgc || key + 1 >= tr->nins)
+	if (!(c = jit_ir_at(tr, key)) || c[u->ir_o] != u->ir_kgc ||
+	    jit_kref(v, tr, key, &str))
 		return MM_OTHER;
-	str = tr->ir[key + 1 - tr->nk] & ((1ULL << 47) - 1);
+	str &= (1ULL << 47) - 1;
 	if (jit_rd(v, tr, str + v->var->lay.str_len, &len, 4) || len >= sizeof(name) ||
 	    jit_rd(v, tr, str + v->var->lay.str_size, name, len))
 		return MM_OTHER;
@@ -118,13 +120,14 @@ unsigned jit_inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
 			unsigned j;
 
 			/* A function constant (IRT_FUNC; the type's low bits),
-			 * its pointer in the next slot: both read. */
-			if (c < tr->nk || c + 1 >= tr->nins || c + 1 >= u->ref_bias)
+			 * its pointer (jit_kref) read. */
+			if (c < tr->nk || c >= tr->nins || c >= u->ref_bias)
 				continue;
 			kg = (const uint8_t *)&tr->ir[c - tr->nk];
-			if (kg[u->ir_o] != u->ir_kgc || (kg[u->ir_t] & 0x1f) != u->irt_func)
+			if (kg[u->ir_o] != u->ir_kgc || (kg[u->ir_t] & 0x1f) != u->irt_func ||
+			    jit_kref(v, tr, c, &fn))
 				continue;
-			fn = tr->ir[c + 1 - tr->nk] & ((1ULL << 47) - 1);
+			fn &= (1ULL << 47) - 1;
 			if (!(pt = jit_fn_proto(v, tr, fn))) {
 				/* a builtin or C function (bfns), once */
 				for (j = 0; j < *nb && bfns[j] != fn; j++)

@@ -9,6 +9,7 @@
 
 #include "convert/jit_int.h"
 #include "streams/out.h"
+#include "target/ljref.h"
 #include "target/proc.h"
 
 /* A read of the target for trace tr, within its read budget and its
@@ -97,13 +98,20 @@ void jit_read_ir(struct conv_vm *v, struct ttrace *tr, uint64_t T)
 	tr->nins = nins;
 }
 
-/* Entry k of ent is a frame's: a link, or the function below one (FR2
- * flags the link only). Entries are in slot order. */
-static int frame_entry(const uint32_t *ent, uint32_t nent, uint32_t k)
+/* The pointer constant at IR ref of trace tr (IR_KGC, IR_KPTR). */
+int jit_kref(const struct conv_vm *v, const struct ttrace *tr, uint32_t ref,
+	     uint64_t *out)
 {
-	return (ent[k] & (SNAP_FRAME | SNAP_CONT)) ||
-	       (k + 1 < nent && (ent[k + 1] & SNAP_FRAME) &&
-		ent[k + 1] >> 24 == (ent[k] >> 24) + 1);
+	if (!tr->ir || ref < tr->nk || ref >= tr->nins)
+		return -1;
+	if (!v->var->lay.gc64) { /* the instruction's op12: lj_ir.h's gcr, ptr */
+		*out = (uint32_t)tr->ir[ref - tr->nk];
+		return 0;
+	}
+	if (ref + 1 >= tr->nins || ref + 1 >= v->var->u.ref_bias)
+		return -1;
+	*out = tr->ir[ref + 1 - tr->nk];
+	return 0;
 }
 
 /* The constant of snapshot sn's frame slot slot, in *v. */
@@ -117,27 +125,142 @@ int jit_fr_get(const struct tsnap *sn, uint32_t slot, uint64_t *v)
 	return -1;
 }
 
-/* The frame slots of snapshot sn's entries ent, for stacks. */
-void jit_frame_slots(struct ttrace *tr, struct tsnap *sn, const uint32_t *ent,
-		     uint32_t nent)
+/* -- Snapshots' frames, FR2 ------------------------------------------------ */
+
+/* Entry k of ent is a frame's: a link, or the function below one (FR2
+ * flags the link only). Entries are in slot order. */
+static int frame_entry(const uint32_t *ent, uint32_t nent, uint32_t k)
 {
+	return (ent[k] & (SNAP_FRAME | SNAP_CONT)) ||
+	       (k + 1 < nent && (ent[k + 1] & SNAP_FRAME) &&
+		ent[k + 1] >> 24 == (ent[k] >> 24) + 1);
+}
+
+/* FR2 (GC64): after the entries, one 64-bit word, PC << 8 | base slot - 2
+ * (snapshot_framelinks); the frames' links and functions are entries,
+ * 64-bit constants (IR_KNUM, IR_KGC) whose value is in the next IR slot. */
+static int snap_fr2(struct ttrace *tr, struct tsnap *sn, const uint32_t *ent,
+		    uint32_t nent, const uint32_t *map, uint32_t nmap)
+{
+	uint64_t pcbase;
 	uint32_t n = 0;
 
+	if (nmap < 2)
+		return -1;
+	memcpy(&pcbase, map, 8);
+	sn->pc = pcbase >> 8;
+	sn->baseslot = (uint32_t)(pcbase & 0xff) + 2;
 	for (uint32_t k = 0; k < nent; k++)
 		n += frame_entry(ent, nent, k);
 	if (!n || !tr->ir || jit_keep(tr, n * sizeof(*sn->fr)) ||
 	    !(sn->fr = calloc(n, sizeof(*sn->fr))))
-		return;
+		return 0;
 	for (uint32_t k = 0; k < nent; k++) {
 		const uint32_t ref = ent[k] & 0xffff;
 
-		/* 64-bit constants keep their value in the next IR slot. */
 		if (!frame_entry(ent, nent, k) || ref < tr->nk ||
 		    ref + 1 >= tr->nins || ref >= REF_BIAS)
 			continue;
 		sn->fr[sn->nfr++] = (struct sfr){ .slot = ent[k] >> 24,
 						  .v = tr->ir[ref + 1 - tr->nk] };
 	}
+	return 0;
+}
+
+/* -- Snapshots' frames, without FR2 ---------------------------------------- */
+
+/* Without FR2 (GC64 off, lj_frame.h) a frame is one slot, its function
+ * in the low 32 bits, its link in the high: the entry flagged SNAP_FRAME
+ * holds the function (an IR_KGC when constant), one flagged SNAP_CONT a
+ * continuation (its PC in the slot's high half). The links follow the
+ * entries (snapshot_framelinks): the PC, then per frame above slot 0,
+ * innermost first, a Lua frame's return PC, a continuation's size and
+ * type then its PC, another frame's size and type; lj_snap_restore hands
+ * them out from the last, to the flagged entries above slot 0 in slot
+ * order. The base slot is the innermost frame's + 1.
+ *
+ * They are renumbered as FR2 numbers them, which the walks of stretches
+ * and of frames read (convert/jit_walk.c, jit_frames.c): each frame slot,
+ * slot 0's too, one more slot (FR2: a continuation's function, then its
+ * PC; a frame's function, then its link), so slot s with k flagged slots
+ * at or below it (slot 0 counted) is s + k; a size is renumbered by the
+ * flagged slots it spans. */
+#define MAX_SNAP_FRAMES 256 /* a snapshot's flagged slots: one per slot, a
+			     * slot number is 8 bits */
+
+static int snap_fr1(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn,
+		    const uint32_t *ent, uint32_t nent, const uint32_t *map,
+		    uint32_t nmap, uint32_t *rawbase)
+{
+	uint32_t fslot[MAX_SNAP_FRAMES], nf = 0, j = 0, top = 0, last = 0;
+
+	if (nmap < 1)
+		return -1;
+	sn->pc = map[0];
+	/* the flagged slots above 0, ascending (a map not so is not LuaJIT's) */
+	for (uint32_t k = 0; k < nent; k++) {
+		const uint32_t slot = ent[k] >> 24;
+
+		if (k && slot <= last)
+			return -1;
+		last = slot;
+		if ((ent[k] & (SNAP_FRAME | SNAP_CONT)) && slot)
+			fslot[nf++] = slot;
+	}
+	if (nmap < 1 + nf)
+		return -1;
+	top = nf ? fslot[nf - 1] : 0;
+	*rawbase = top + 1;
+	sn->baseslot = top + nf + 2;
+	if (!tr->ir || jit_keep(tr, (2 * nf + 1) * sizeof(*sn->fr)) ||
+	    !(sn->fr = calloc(2 * nf + 1, sizeof(*sn->fr))))
+		return 0;
+	for (uint32_t k = 0; k < nent; k++) {
+		const uint32_t slot = ent[k] >> 24, ref = ent[k] & 0xffff;
+		const uint8_t *ins = jit_ir_at(tr, ref);
+		uint64_t link = 0, fn, d, p;
+		uint32_t kp;
+
+		if (!(ent[k] & (SNAP_FRAME | SNAP_CONT)))
+			continue;
+		if (slot) { /* now j + 1 flagged slots at or below it, slot 0 too */
+			link = map[nf - j];
+			j++;
+		}
+		if ((ent[k] & SNAP_FRAME) && ins && ref < REF_BIAS &&
+		    ins[v->var->u.ir_o] == v->var->u.ir_kgc && !jit_kref(v, tr, ref, &fn))
+			sn->fr[sn->nfr++] = (struct sfr){ .slot = slot + j, .v = fn };
+		if (!slot)
+			continue; /* the base frame's link: not in the map */
+		if ((ent[k] & SNAP_FRAME) && (link & 3) != 0) {
+			/* a size: slots down to the frame below, flagged too */
+			d = link >> 3;
+			p = slot - (d < slot ? d : slot);
+			for (kp = 0; kp < j - 1 && fslot[kp] < p; kp++)
+				;
+			if (!d || d > slot || (p && (kp == j - 1 || fslot[kp] != p))) {
+				tr->over = 1; /* a forged link */
+				continue;
+			}
+			/* frames at or below p: kp + 1 (p = 0: 1) */
+			link = (d + j + 1 - (p ? kp + 2 : 1)) << 3 | (link & 7);
+		}
+		sn->fr[sn->nfr++] = (struct sfr){ .slot = slot + j + 1, .v = link };
+	}
+	return 0;
+}
+
+/* Snapshot sn's PC, base slot and frame slots. */
+int jit_snap_read(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn,
+		  const uint32_t *ent, uint32_t nent, const uint32_t *map,
+		  uint32_t nmap, uint32_t *rawbase)
+{
+	if (!v->var->lay.gc64)
+		return snap_fr1(v, tr, sn, ent, nent, map, nmap, rawbase);
+	if (snap_fr2(tr, sn, ent, nent, map, nmap))
+		return -1;
+	*rawbase = sn->baseslot;
+	return 0;
 }
 
 /* -- Prototypes ------------------------------------------------------------ */
@@ -162,8 +285,8 @@ struct tproto *jit_proto_get(struct conv_vm *v, struct ttrace *tr, uint64_t pt)
 	memcpy(&sizebc, w + l->pt_sizebc, 4);
 	memcpy(&numline, w + l->pt_numline, 4);
 	memcpy(&first, w + l->pt_firstline, 4);
-	memcpy(&str, w + l->pt_chunkname, 8);
-	memcpy(&li, w + l->pt_lineinfo, 8);
+	str = lj_ref_at(v->var, w, l->pt_chunkname);
+	li = lj_ref_at(v->var, w, l->pt_lineinfo);
 	if (!sizebc || sizebc > MAX_BC)
 		return NULL;
 	width = numline < 256 ? 1 : numline < 65536 ? 2 : 4;

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "convert/jit_int.h"
+#include "target/ljref.h"
 
 /* -- A stretch ------------------------------------------------------------- */
 
@@ -104,7 +105,8 @@ static uint64_t uget_callee(struct walk *w, const struct tproto *tp,
 {
 	const struct lj_ulayout *u = &w->v->var->u;
 	const uint32_t a = tp->bc[pos] >> 8 & 0xff;
-	uint64_t uv, tvp, tv;
+	const unsigned rs = lj_refsz(w->v->var); /* GCRef, MRef */
+	uint64_t uv = 0, tvp = 0, tv;
 
 	if (!fn)
 		return 0;
@@ -114,12 +116,12 @@ static uint64_t uget_callee(struct walk *w, const struct tproto *tp,
 		if ((ins >> 8 & 0xff) != a)
 			continue;
 		if ((ins & 0xff) != u->bc_uget ||
-		    jit_rd(w->v, w->tr, fn + u->fn_uvptr + 8 * (ins >> 16), &uv, 8) ||
-		    jit_rd(w->v, w->tr, uv + u->uv_v, &tvp, 8) ||
+		    jit_rd(w->v, w->tr, fn + u->fn_uvptr + rs * (ins >> 16), &uv, rs) ||
+		    jit_rd(w->v, w->tr, uv + u->uv_v, &tvp, rs) ||
 		    jit_rd(w->v, w->tr, tvp, &tv, 8) ||
-		    (int32_t)((int64_t)tv >> 47) != u->itype_func)
+		    lj_itype(w->v->var, tv) != u->itype_func)
 			return 0;
-		*cfn = tv & ((1ULL << 47) - 1);
+		*cfn = lj_tv_gc(w->v->var, tv);
 		return jit_fn_proto(w->v, w->tr, *cfn);
 	}
 	return 0;
@@ -163,9 +165,15 @@ static uint64_t builtin_at(struct walk *w, uint64_t pt, const struct tproto *tp,
  * in *cfn when the snapshot keeps it. */
 static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
 {
-	uint64_t link;
+	uint64_t link = 0;
 
-	if (!w->stop || jit_fr_get(w->stop, slot + 1, &link) || (link & 3) != 0)
+	if (!w->stop)
+		return 0;
+	/* The trace's base frame (slot 0: a tail call from it): FR2 flags its
+	 * link's slot when tail-called; without FR2 no snapshot holds it. */
+	if (jit_fr_get(w->stop, slot + 1, &link) && (slot || w->v->var->lay.gc64))
+		return 0;
+	if ((link & 3) != 0)
 		return 0;
 	if (!jit_fr_get(w->stop, slot, cfn))
 		return jit_fn_proto(w->v, w->tr, *cfn & ((1ULL << 47) - 1));
@@ -260,14 +268,16 @@ static struct tproto *retf_caller(struct walk *w, uint64_t *pt, uint32_t *pos,
 
 	for (; w->retf < w->ir_hi; w->retf++) {
 		const uint8_t *ins = jit_ir_at(tr, w->retf), *k;
+		uint64_t pc;
 		uint32_t c;
 
 		if (!ins || ins[u->ir_o] != u->ir_retf)
 			continue;
 		w->retf++;
 		c = jit_ir_opn(u, ins, 1);
-		if (!(k = jit_ir_at(tr, c)) || k[u->ir_o] != u->ir_kptr || c + 1 >= tr->nins ||
-		    !(tp = jit_at_pc(w->v, w->tr, tr->ir[c + 1 - tr->nk], pt, pos)) ||
+		if (!(k = jit_ir_at(tr, c)) || k[u->ir_o] != u->ir_kptr ||
+		    jit_kref(w->v, tr, c, &pc) ||
+		    !(tp = jit_at_pc(w->v, w->tr, pc, pt, pos)) ||
 		    !*pos || *pos - 1 >= tp->sizebc)
 			return NULL;
 		*cbase = 2;

@@ -145,7 +145,18 @@
 
 #define LJ21_GC32_G_USER                                                     \
 	.snap_mcofs = 6, .snap_nent = 10, .ir_tnew = 81, .ir_tdup = 82,      \
-	.ir_cnew = 83, .ir_cnewi = 84, .g_registrytv = 216, .g_cdatamt = 464
+	.ir_cnew = 83, .ir_cnewi = 84, .g_registrytv = 216, .g_cdatamt = 464, \
+	.ir_fload = 69, .ir_hrefk = 57, .ir_href = 58, .ir_hload = 67,       \
+	.ir_kslot = 30, .ir_retf = 11, .ir_kptr = 25, .ir_newref = 59,       \
+	.bc_unm = 20, .bc_pow = 37, .bc_tgetv = 56, .bc_tgetb = 58
+
+/* The IR's field numbers (lj_ir.h IRFLDEF) of a metatable's lookup:
+ * upstream's, and luajit2's (THREAD_EXDATA and THREAD_EXDATA2 before
+ * TAB_META, UDATA_UDTYPE before UDATA_FILE: two more). */
+#define LJ21_GC32_IRFL                                                       \
+	.irfl_tab_meta = 5, .irfl_tab_node = 7, .irfl_udata_meta = 11
+#define OR21_GC32_IRFL                                                       \
+	.irfl_tab_meta = 7, .irfl_tab_node = 9, .irfl_udata_meta = 13
 
 /* The heap walker's GC objects without GC64 (tests/tools/ljoffsets.c with
  * -DLUAJIT_DISABLE_GC64); global_State's and jit_State's fields apart
@@ -199,7 +210,7 @@ const struct lj_variant lj_variants[] = {
 		.name = "LuaJIT 2.1 GC64 off",
 		.sizeof_L = 64,
 		.lay = { LJ21_GC32_COMMON, LJ21_GC32_G, .gg_g = 64, .gg_J = 552 },
-		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER },
+		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER, LJ21_GC32_IRFL },
 		.h = { LJ21_GC32_HEAP, LJ21_GC32_G_HEAP, LJ21_CTS, .gg_size = 5416 },
 	},
 	{
@@ -211,7 +222,7 @@ const struct lj_variant lj_variants[] = {
 		.name = "OpenResty LuaJIT 2.1 GC64 off",
 		.sizeof_L = 80,
 		.lay = { LJ21_GC32_COMMON, LJ21_GC32_G, .gg_g = 80, .gg_J = 576 },
-		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER },
+		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER, OR21_GC32_IRFL },
 		.h = { LJ21_GC32_HEAP, LJ21_GC32_G_HEAP, OR21_CTS, .gg_size = 5472 },
 	},
 	{
