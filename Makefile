@@ -150,7 +150,7 @@ bats: luamemtrace
 	bats tests/*.bats
 
 # The README's test command.
-test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host $(OUT)/lmtmod.so $(OUT)/collapse $(HEAP_DEVTOOLS)
+test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host $(OUT)/lmtmod.so $(OUT)/collapse $(OUT)/layoutdump $(HEAP_DEVTOOLS)
 	@bash tests/run-all.sh $(UNIT_BIN)
 
 asan:
@@ -241,3 +241,8 @@ $(OUT)/lmtmod.so: tests/c/lmtmod.c | $(OUT)
 .SECONDARY:
 # A recipe that fails leaves no half-built target for the next make to trust.
 .DELETE_ON_ERROR:
+
+# The layout table's numbers, for tests/layout.bats to compare with a
+# LuaJIT source tree's (tests/tools/ljoffsets.c).
+$(OUT)/layoutdump: tests/tools/layoutdump.c tests/tools/ljfields.h user/target/layout.c user/target/vmdef.c $(USER_H) | $(OUT)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/tools/layoutdump.c user/target/layout.c user/target/vmdef.c

@@ -10,12 +10,28 @@ load variants
 setup_file() {
 	variant_gc64off
 	variant_lj2gc64off
+	variant_tarantool
 }
 
 setup() {
 	T="$BATS_TEST_TMPDIR"
 	LJ32="$VARIANTS/gc64off/src/src/luajit"
 	LJ2_32="$VARIANTS/lj2gc64off/src/src/luajit"
+}
+
+# The layout table (user/target/layout.c) against the headers of the
+# sources it was measured on: every offset, size, opcode and field number
+# of each entry the same (tests/tools/ljfields.h lists them).
+@test "the layout table: each entry's every number as its LuaJIT's headers define it (Debian's luajit and luajit2, GC64 on and off; Tarantool's fork)" {
+	layout_check "LuaJIT 2.1 GC64" "$VARIANTS/gc64off/src"
+	layout_check "LuaJIT 2.1 GC64 off" "$VARIANTS/gc64off/src" -DLUAJIT_DISABLE_GC64
+	layout_check "OpenResty LuaJIT 2.1 GC64" "$VARIANTS/lj2gc64off/src"
+	layout_check "OpenResty LuaJIT 2.1 GC64 off" "$VARIANTS/lj2gc64off/src" -DLUAJIT_DISABLE_GC64
+	# as its cmake/luajit.cmake builds it
+	layout_check "Tarantool 2.6 LuaJIT 2.1 GC64 off" "$VARIANTS/tarantool/src/third_party/luajit" \
+		-DLUAJIT_DISABLE_GC64 -DLUAJIT_SMART_STRINGS=1 -DLJOFF_OLD21
+	# and it would tell: luajit2's IR field numbers are not upstream's
+	! layout_check "OpenResty LuaJIT 2.1 GC64" "$VARIANTS/gc64off/src" > /dev/null
 }
 
 # below4g LJ: LJ's objects lie below 4 GiB (32-bit references hold them:
@@ -209,6 +225,33 @@ jit_lines() {
 
 @test "OpenResty luajit2 GC64 off, JIT on: compiled loops' allocations charged to their lines through the snapshots (no FR2), as with the JIT off and as GC64's" {
 	jit_lines "$LJ2_32" "OpenResty LuaJIT 2.1 GC64 off"
+}
+
+# Tarantool's older 2.1 keeps no machine code offsets in its snapshots
+# (SnapShot.mcofs, lj_trace_unwind's): what its traces allocate is charged
+# to the trace, as its own in-VM memprof charges it ("TRACE [N] started
+# at LINE"), never to a line guessed; the interpreter's lines stay exact.
+@test "Tarantool, JIT on: compiled code's events charged to their trace, said in one line; with the interpreter's, each loop's count exact" {
+	local m n
+	cd "$LUA_DIR"
+	for m in on off; do
+		"$LMT" -o "$T/$m.bin" -- tarantool -e "jit.$m()" jit.lua > "$T/$m.out" 2> "$T/$m.err"
+		[ "$(cat "$T/$m.out")" = 25000 ]
+		grep -q "traced PID [0-9]*, 1 VM (Tarantool 2.6 LuaJIT 2.1 GC64 off)" "$T/$m.err"
+		"$LMT" report "$T/$m.bin" > "$T/$m.txt"
+	done
+	cat "$T/on.err"
+	count_is ALLOCATIONS @jit.lua:4 "$T/off.txt" 20001
+	count_is ALLOCATIONS @jit.lua:8 "$T/off.txt" 5002
+	absent '^TRACE' "$T/off.txt"
+	# JIT on: each loop's events, its line's and its trace's, as many
+	a() { sed -n '/^ALLOCATIONS$/,/^$/p' "$T/on.txt" | awk -v k="$1" 'index($0, k) == 1 { print $(NF - 3) }'; }
+	[ $(($(a "@jit.lua:4: ") + $(a "TRACE [1] started at @jit.lua:3: "))) -eq 20001 ]
+	[ $(($(a "@jit.lua:8: ") + $(a "TRACE [2] started at @jit.lua:7: "))) -eq 5002 ]
+	# every event of compiled code said: the traces' (and their frees')
+	n=$(grep -o 'compiled code: [0-9]* events charged to their trace' "$T/on.err" | grep -o '[0-9]*')
+	[ "$n" -eq "$(awk '/^TRACE \[.*: [0-9]+ events/ { s += $(NF - 3) } END { print s }' "$T/on.txt")" ]
+	no_probes_of "$T"
 }
 
 # jit_exact LJ W...: tests/lua/corpus/W.lua run by LJ with the JIT on and

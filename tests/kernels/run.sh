@@ -77,6 +77,8 @@ for s in "${series[@]}"; do
 			got=$(tr -d '\r' < "$log" | grep -cE '^(ok|not ok) ')
 			if [ -z "$plan" ] || [ "$got" -lt "$plan" ]; then
 				echo "not ok 0 [$rel] the guest suite ended after $got of ${plan:-?} tests"
+				# what the kernel said last (a panic, an oops, init gone)
+				tr -d '\r' < "$con" | tail -40 | sed 's/^/# console: /'
 				rc=1
 			fi
 		fi

@@ -32,6 +32,9 @@ struct conv_proc {
 	 * names cut; traces not resolved over the process's budget of reads
 	 * (LMT_PROC_READS_MAX), and the reads made */
 	uint64_t tr_cut, tr_evicted, tr_bytes, tr_budget, tr_reads;
+	/* events in compiled code left on their trace: the build's snapshots
+	 * keep no machine code offsets (lj_ulayout.snap_nomcofs) */
+	uint64_t tr_nomcofs;
 	uint64_t nm_walks, nm_nodes, nm_cut, names_long;
 	/* function names (convert/fnames.c): not read (a prototype that
 	 * could not be read or lies), cut to LMT_FNAME_ID_MAX */

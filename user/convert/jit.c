@@ -80,7 +80,7 @@ static void snaps_read(struct conv_vm *v, struct ttrace *tr, const uint8_t *sb,
 		memcpy(&mcofs, e + u->snap_mcofs, 2);
 		memcpy(&ref, e + u->snap_ref, 2);
 		nent = e[u->snap_nent];
-		tr->s[i].mcofs = mcofs;
+		tr->s[i].mcofs = u->snap_nomcofs ? 0 : mcofs;
 		tr->s[i].ref = ref;
 		if ((uint64_t)mapofs + nent > nsnapmap ||
 		    jit_snap_read(v, tr, &tr->s[i], map + mapofs, nent,
@@ -264,6 +264,11 @@ static int line_of(struct conv_vm *v, struct mp_event *m, uint8_t flags, struct 
 		m->loc = tr->s[i].xpt;
 		m->line = (uint64_t)tr->s[i].xline;
 		return 0;
+	}
+	/* Without mcofs, only a trace of one snapshot tells its stretch. */
+	if (v->var->u.snap_nomcofs && tr->nsnap > 1) {
+		v->p->tr_nomcofs++;
+		return -1;
 	}
 	i = snap_of(tr, (uint32_t)m->line);
 	at->snap = i;

@@ -134,7 +134,7 @@ static void streams(const struct tr *t)
 /* What was over a cap of target/caps.h; with -v, the walks for names. */
 static void caps_said(const struct tr *t)
 {
-	uint64_t c[11] = { 0 };
+	uint64_t c[12] = { 0 };
 
 	for (const struct tproc *p = t->procs; p; p = p->next) {
 		c[9] += p->cv.fn_unread;
@@ -148,7 +148,12 @@ static void caps_said(const struct tr *t)
 		c[6] += p->cv.nm_nodes;
 		c[7] += p->vms_over;
 		c[8] += p->cv.tr_budget;
+		c[11] += p->cv.tr_nomcofs;
 	}
+	if (c[11])
+		fprintf(stderr, "  compiled code: %" PRIu64 " events charged to their trace "
+			"(TRACE in the report, as this LuaJIT's own memprof charges them), "
+			"not to a line: its snapshots keep no machine code offsets\n", c[11]);
 	if (c[0] || c[1])
 		fprintf(stderr, "  over caps: %" PRIu64 " traces cut or refused (a count, "
 			"link or index no LuaJIT makes, or over %u reads or %u MiB), %"

@@ -33,6 +33,14 @@
 		  LMT_VMST_EXIT, LMT_VMST_RECORD, LMT_VMST_INTERNAL,          \
 		  LMT_VMST_ASM }
 
+/* The IR's field numbers (lj_ir.h IRFLDEF) of a metatable's lookup, GC64
+ * or not: upstream's, and luajit2's (THREAD_EXDATA and THREAD_EXDATA2
+ * before TAB_META, UDATA_UDTYPE before UDATA_FILE: two more). */
+#define LJ21_IRFL                                                            \
+	.irfl_tab_meta = 5, .irfl_tab_node = 7, .irfl_udata_meta = 11
+#define OR21_IRFL                                                            \
+	.irfl_tab_meta = 7, .irfl_tab_node = 9, .irfl_udata_meta = 13
+
 /* What user space alone reads (traces' snapshots, prototypes found by a
  * PC), the same in both builds. */
 #define LJ21_GC64_USER                                                       \
@@ -53,8 +61,7 @@
 	.pt_gct = 9, .tproto = 7, .bc_func_lo = 89, .bc_func_hi = 94,       \
 	.fn_uvptr = 40, .uv_v = 32, .bc_uget = 45,                           \
 	.ir_fload = 69, .ir_hrefk = 57, .ir_href = 58, .ir_hload = 67,       \
-	.ir_kslot = 30, .irfl_tab_meta = 5, .irfl_tab_node = 7,              \
-	.irfl_udata_meta = 11, .bc_unm = 20, .bc_pow = 37, .bc_tgetv = 56,   \
+	.ir_kslot = 30, .bc_unm = 20, .bc_pow = 37, .bc_tgetv = 56,          \
 	.bc_tgetb = 58, .ir_retf = 11, .ir_kptr = 25, .ir_newref = 59,      \
 	.g_registrytv = 272, .g_cdatamt = 680, .tab_node = 40, .tab_hmask = 52, .node_size = 24, \
 	.node_val = 0, .node_key = 8, .itype_str = -5, .itype_tab = -12,     \
@@ -150,14 +157,6 @@
 	.ir_kslot = 30, .ir_retf = 11, .ir_kptr = 25, .ir_newref = 59,       \
 	.bc_unm = 20, .bc_pow = 37, .bc_tgetv = 56, .bc_tgetb = 58
 
-/* The IR's field numbers (lj_ir.h IRFLDEF) of a metatable's lookup:
- * upstream's, and luajit2's (THREAD_EXDATA and THREAD_EXDATA2 before
- * TAB_META, UDATA_UDTYPE before UDATA_FILE: two more). */
-#define LJ21_GC32_IRFL                                                       \
-	.irfl_tab_meta = 5, .irfl_tab_node = 7, .irfl_udata_meta = 11
-#define OR21_GC32_IRFL                                                       \
-	.irfl_tab_meta = 7, .irfl_tab_node = 9, .irfl_udata_meta = 13
-
 /* The heap walker's GC objects without GC64 (tests/tools/ljoffsets.c with
  * -DLUAJIT_DISABLE_GC64); global_State's and jit_State's fields apart
  * (LJ21_GC32_G_HEAP: Tarantool's global_State is another). */
@@ -192,7 +191,7 @@ const struct lj_variant lj_variants[] = {
 		.sizeof_L = 96,
 		.vmdef = &lj_vmdef_lj21,
 		.lay = { LJ21_GC64_COMMON, .gg_g = 96, .gg_J = 824 },
-		.u = { LJ21_GC64_USER },
+		.u = { LJ21_GC64_USER, LJ21_IRFL },
 		.h = { LJ21_GC64_HEAP, LJ21_CTS, .gg_size = 6240 },
 	},
 	{
@@ -202,7 +201,7 @@ const struct lj_variant lj_variants[] = {
 		.sizeof_L = 112,
 		.vmdef = &lj_vmdef_or21,
 		.lay = { LJ21_GC64_COMMON, .gg_g = 112, .gg_J = 848 },
-		.u = { LJ21_GC64_USER },
+		.u = { LJ21_GC64_USER, OR21_IRFL },
 		.h = { LJ21_GC64_HEAP, OR21_CTS, .gg_size = 6296 },
 	},
 	{
@@ -210,7 +209,7 @@ const struct lj_variant lj_variants[] = {
 		.name = "LuaJIT 2.1 GC64 off",
 		.sizeof_L = 64,
 		.lay = { LJ21_GC32_COMMON, LJ21_GC32_G, .gg_g = 64, .gg_J = 552 },
-		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER, LJ21_GC32_IRFL },
+		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER, LJ21_IRFL },
 		.h = { LJ21_GC32_HEAP, LJ21_GC32_G_HEAP, LJ21_CTS, .gg_size = 5416 },
 	},
 	{
@@ -222,7 +221,7 @@ const struct lj_variant lj_variants[] = {
 		.name = "OpenResty LuaJIT 2.1 GC64 off",
 		.sizeof_L = 80,
 		.lay = { LJ21_GC32_COMMON, LJ21_GC32_G, .gg_g = 80, .gg_J = 576 },
-		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER, OR21_GC32_IRFL },
+		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER, OR21_IRFL },
 		.h = { LJ21_GC32_HEAP, LJ21_GC32_G_HEAP, OR21_CTS, .gg_size = 5472 },
 	},
 	{
@@ -240,9 +239,13 @@ const struct lj_variant lj_variants[] = {
 			 .g_mainthref = 160, .g_cur_L = 280, .g_jit_base = 284,
 			 .J_trace = 368, .J_parent = 2480, .str_size = 16,
 			 .str_len = 12 },
-		.u = { LJ21_GC32_USER, .snap_mcofs = 0 /* none */, .snap_nent = 8,
+		.u = { LJ21_GC32_USER, .snap_nomcofs = 1, .snap_nent = 8,
 		       .ir_tnew = 80, .ir_tdup = 81, .ir_cnew = 82, .ir_cnewi = 83,
-		       .g_registrytv = 168, .g_cdatamt = 420 },
+		       .g_registrytv = 168, .g_cdatamt = 420, .ir_fload = 69,
+		       .ir_hrefk = 58, .ir_href = 59, .ir_hload = 67,
+		       .ir_kslot = 30, .ir_retf = 11, .ir_kptr = 25,
+		       .ir_newref = 60, .bc_unm = 20, .bc_pow = 37,
+		       .bc_tgetv = 56, .bc_tgetb = 58, LJ21_IRFL },
 	},
 };
 

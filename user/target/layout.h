@@ -11,6 +11,9 @@ struct lj_ulayout {
 	unsigned T_nsnap, T_nsnapmap, T_snap, T_snapmap, T_nins, T_ir, T_nk;
 	/* SnapShot */
 	unsigned snap_size, snap_mapofs, snap_ref, snap_mcofs, snap_nent;
+	/* 1: SnapShot has no mcofs (an older 2.1: Tarantool's), so a machine
+	 * code offset cannot be told its snapshot (convert/jit.c) */
+	unsigned snap_nomcofs;
 	/* IR: an instruction's op1, op2, opcode and register; constants
 	 * below ref_bias; IR_KGC's 64-bit pointer in the next slot (GC64);
 	 * the allocations the JIT may sink, and the register of one sunk */
