@@ -56,7 +56,7 @@ compare() {
 }
 
 @test "JIT exact, corpus: FFI buffers and structs, ffi.string" {
-	corpus ffi 3 5
+	corpus ffi 2 400
 }
 
 @test "JIT exact, corpus: small inlined helpers returning tables, a ring of records" {

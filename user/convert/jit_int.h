@@ -120,6 +120,8 @@ struct ttrace {
 	 * in the first stretch calling it (MAX_BLOADS: a trace calls few) */
 	uint32_t nbloads;
 	uint64_t bload_pc[MAX_BLOADS], bload_fn[MAX_BLOADS];
+	uint64_t bload_pt[MAX_BLOADS]; /* the load's prototype */
+	uint32_t bload_ins[MAX_BLOADS]; /* and its instruction */
 	struct origin replay; /* allocations before the first snapshot */
 	struct origin *xsunk; /* per snapshot: objects its exits restore */
 	struct tsnap s[];
@@ -173,19 +175,25 @@ enum { MM_NONE, MM_INDEX, MM_NEWINDEX, MM_CALL, MM_CONCAT, MM_ARITH, MM_OTHER };
 
 /* The prototype of Lua function fn (a GCfunc), or 0. */
 uint64_t jit_fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn);
-/* Instruction ref of trace tr, NULL if outside its IR. */
-const uint8_t *jit_ir_at(const struct ttrace *tr, uint32_t ref);
+/* Instruction ref of trace tr, NULL if outside its IR (inline: jit_read.c
+ * reads constants through it, and jit_ir.c calls jit_read.c). */
+static inline const uint8_t *jit_ir_at(const struct ttrace *tr, uint32_t ref)
+{
+	return ref >= tr->nk && ref < tr->nins ? (const uint8_t *)&tr->ir[ref - tr->nk] :
+						 NULL;
+}
 /* Operand k (0, 1) of instruction ins. */
 uint32_t jit_ir_opn(const struct lj_ulayout *u, const uint8_t *ins, int k);
 /* The kind of metamethod (MM_*) a function constant is when instruction
  * ins compares it (its operand k) with one looked up in a metatable. */
 int jit_mm_kind(struct conv_vm *v, struct ttrace *tr, const uint8_t *ins, int k);
 /* The Lua functions trace tr inlined in IR refs [lo, hi), their
- * prototypes and how each was called (at most max); the builtins in bfns
- * (*nb, at most max). */
+ * prototypes, how each was called and the IR ref that first took it (at
+ * most max); the builtins in bfns and theirs in brefs (*nb, at most max). */
 unsigned jit_inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
 		     uint32_t hi, uint64_t *pts, uint64_t *fns, uint8_t *mms,
-		     unsigned max, uint64_t *bfns, unsigned *nb);
+		     uint32_t *crefs, unsigned max, uint64_t *bfns, uint32_t *brefs,
+		     unsigned *nb);
 /* NEWREF instructions of trace tr in IR refs [lo, hi). */
 unsigned jit_newrefs(struct conv_vm *v, const struct ttrace *tr, uint32_t lo, uint32_t hi);
 

@@ -25,13 +25,6 @@ uint64_t jit_fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn)
 }
 
 
-/* Instruction ref of trace tr, NULL if outside its IR. */
-const uint8_t *jit_ir_at(const struct ttrace *tr, uint32_t ref)
-{
-	return ref >= tr->nk && ref < tr->nins ? (const uint8_t *)&tr->ir[ref - tr->nk] :
-						 NULL;
-}
-
 /* Operand k (0, 1) of instruction ins. */
 uint32_t jit_ir_opn(const struct lj_ulayout *u, const uint8_t *ins, int k)
 {
@@ -44,7 +37,9 @@ uint32_t jit_ir_opn(const struct lj_ulayout *u, const uint8_t *ins, int k)
 /* The kind of metamethod a function constant is, when instruction ins
  * compares it (its operand k) with a metamethod looked up in a metatable
  * (lj_record_mm_lookup: HLOAD of HREFK or HREF of the node of FLOAD
- * tab.meta or udata.meta, by the metamethod's name). MM_NONE if not. */
+ * tab.meta or udata.meta, by the metamethod's name; or of a metatable the
+ * recorder made a constant, a KGC, as it does for one it guards on, by
+ * such a name). MM_NONE if not. */
 int jit_mm_kind(struct conv_vm *v, struct ttrace *tr, const uint8_t *ins, int k)
 {
 	static const struct { const char *name; int kind; } mms[] = {
@@ -60,33 +55,37 @@ int jit_mm_kind(struct conv_vm *v, struct ttrace *tr, const uint8_t *ins, int k)
 	uint64_t str;
 	uint32_t len;
 	char name[12];
+	int other;
 
 	if (!(h = jit_ir_at(tr, jit_ir_opn(u, ins, !k))) || h[u->ir_o] != u->ir_hload ||
 	    !(r = jit_ir_at(tr, jit_ir_opn(u, h, 0))) ||
 	    (r[u->ir_o] != u->ir_hrefk && r[u->ir_o] != u->ir_href) ||
 	    !(n = jit_ir_at(tr, jit_ir_opn(u, r, 0))) || n[u->ir_o] != u->ir_fload ||
 	    jit_ir_opn(u, n, 1) != u->irfl_tab_node || !(m = jit_ir_at(tr, jit_ir_opn(u, n, 0))) ||
-	    m[u->ir_o] != u->ir_fload)
+	    (m[u->ir_o] != u->ir_fload && m[u->ir_o] != u->ir_kgc))
 		return MM_NONE;
 	fl = jit_ir_opn(u, m, 1);
-	if (fl != u->irfl_tab_meta && fl != u->irfl_udata_meta)
+	if (m[u->ir_o] == u->ir_fload && fl != u->irfl_tab_meta && fl != u->irfl_udata_meta)
 		return MM_NONE;
+	/* a constant table looked up by another name: a field, not a
+	 * metamethod (a module's function through an upvalue) */
+	other = m[u->ir_o] == u->ir_kgc ? MM_NONE : MM_OTHER;
 	/* Its name: a string constant, the KSLOT's under HREFK. */
 	key = jit_ir_opn(u, r, 1);
 	if (r[u->ir_o] == u->ir_hrefk)
 		key = (c = jit_ir_at(tr, key)) && c[u->ir_o] == u->ir_kslot ? jit_ir_opn(u, c, 0) : 0;
 	if (!(c = jit_ir_at(tr, key)) || c[u->ir_o] != u->ir_kgc ||
 	    jit_kref(v, tr, key, &str))
-		return MM_OTHER;
+		return other;
 	str &= (1ULL << 47) - 1;
 	if (jit_rd(v, tr, str + v->var->lay.str_len, &len, 4) || len >= sizeof(name) ||
 	    jit_rd(v, tr, str + v->var->lay.str_size, name, len))
-		return MM_OTHER;
+		return other;
 	name[len] = 0;
 	for (size_t j = 0; j < sizeof(mms) / sizeof(mms[0]); j++)
 		if (!strcmp(name, mms[j].name))
 			return mms[j].kind;
-	return MM_OTHER;
+	return other;
 }
 
 /* The Lua functions trace tr inlined in IR refs [lo, hi): the GCfuncs its
@@ -95,7 +94,8 @@ int jit_mm_kind(struct conv_vm *v, struct ttrace *tr, const uint8_t *ins, int k)
  * (builtins the trace compiled in) in bfns, *nb of them (at most max). */
 unsigned jit_inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
 			uint32_t hi, uint64_t *pts, uint64_t *fns, uint8_t *mms,
-			unsigned max, uint64_t *bfns, unsigned *nb)
+			uint32_t *crefs, unsigned max, uint64_t *bfns, uint32_t *brefs,
+			unsigned *nb)
 {
 	const struct lj_ulayout *u = &v->var->u;
 	unsigned n = 0;
@@ -132,14 +132,17 @@ unsigned jit_inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
 				/* a builtin or C function (bfns), once */
 				for (j = 0; j < *nb && bfns[j] != fn; j++)
 					;
-				if (j == *nb && *nb < max)
+				if (j == *nb && *nb < max) {
+					brefs[*nb] = ref;
 					bfns[(*nb)++] = fn;
+				}
 				continue;
 			}
 			for (j = 0; j < n && pts[j] != pt; j++)
 				;
 			if (j == n) {
 				mms[n] = (uint8_t)jit_mm_kind(v, tr, ins, k);
+				crefs[n] = ref;
 				fns[n] = fn;
 				pts[n++] = pt;
 			}

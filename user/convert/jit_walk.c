@@ -58,6 +58,8 @@ struct walk {
 	 * order; the next not yet taken */
 	const uint64_t *bfns;
 	unsigned nbfns, bnext;
+	/* the IR refs where each callee and builtin is first guarded */
+	const uint32_t *crefs, *brefs;
 	uint64_t pts[MAX_SITES]; /* the allocating, in order */
 	uint32_t poss[MAX_SITES];
 	struct chain path;       /* the inlined calls walked into now */
@@ -127,37 +129,82 @@ static uint64_t uget_callee(struct walk *w, const struct tproto *tp,
 	return 0;
 }
 
+/* The load that filled the slot a CALL at pos of prototype pt (tp) calls:
+ * its PC (0 if none is near) and instruction. */
+static uint64_t load_of(struct walk *w, uint64_t pt, const struct tproto *tp,
+			uint32_t pos, uint32_t *ins)
+{
+	const uint32_t a = tp->bc[pos] >> 8 & 0xff;
+
+	for (uint32_t p = pos; p-- > 1 && pos - p <= 16;)
+		if ((tp->bc[p] >> 8 & 0xff) == a) {
+			*ins = tp->bc[p];
+			return pt + w->v->var->lay.pt_size + 4 * (uint64_t)p;
+		}
+	return 0;
+}
+
+/* The builtin an earlier call of the trace took from load (PC, in
+ * prototype pt, instruction ins): the same load, or (same) one by the
+ * same instruction in pt into another slot (ffi.new loaded twice by
+ * TGETS "new" from one table: the IR folds the second load into the
+ * first and guards once). Its index in tr's, or -1. */
+static int bload_find(const struct ttrace *tr, uint64_t pt, uint64_t load, uint32_t ins,
+		      int same)
+{
+	for (unsigned k = 0; load && k < tr->nbloads; k++)
+		if (same ? tr->bload_pt[k] == pt &&
+				   (tr->bload_ins[k] & 0xffff00ff) == (ins & 0xffff00ff) :
+			   tr->bload_pc[k] == load)
+			return (int)k;
+	return -1;
+}
+
 /* The builtin a CALL at pos of prototype pt (tp) calls, compiled into
  * the trace: the one the same load (the instruction that filled the
  * called slot, by its PC) gave an earlier call of the trace, else the
- * next the stretch's IR guards on. Its GCfunc, or 0 if not known. */
+ * next the stretch's IR guards on, else (past the last guard) the one a
+ * load by the same instruction gave. Its GCfunc, or 0 if not known. */
 static uint64_t builtin_at(struct walk *w, uint64_t pt, const struct tproto *tp,
 			   uint32_t pos)
 {
 	struct ttrace *tr = w->tr;
-	const uint32_t a = tp->bc[pos] >> 8 & 0xff;
-	uint64_t load = 0, fn;
+	uint32_t lins = 0;
+	const uint64_t load = load_of(w, pt, tp, pos, &lins);
+	uint64_t fn;
+	int k;
 
-	for (uint32_t p = pos; p-- > 1 && pos - p <= 16;)
-		if ((tp->bc[p] >> 8 & 0xff) == a) {
-			load = pt + w->v->var->lay.pt_size + 4 * (uint64_t)p;
-			break;
-		}
-	for (unsigned k = 0; load && k < tr->nbloads; k++)
-		if (tr->bload_pc[k] == load) {
-			/* its guard again, if the IR made one */
-			if (w->bnext < w->nbfns && w->bfns[w->bnext] == tr->bload_fn[k])
-				w->bnext++;
-			return tr->bload_fn[k];
-		}
+	if ((k = bload_find(tr, pt, load, lins, 0)) >= 0) {
+		/* its guard again, if the IR made one */
+		if (w->bnext < w->nbfns && w->bfns[w->bnext] == tr->bload_fn[k])
+			w->bnext++;
+		return tr->bload_fn[k];
+	}
 	if (w->bnext >= w->nbfns)
-		return 0;
+		return (k = bload_find(tr, pt, load, lins, 1)) >= 0 ? tr->bload_fn[k] : 0;
 	fn = w->bfns[w->bnext++];
 	if (load && tr->nbloads < MAX_BLOADS && !w->dry) {
 		tr->bload_pc[tr->nbloads] = load;
+		tr->bload_pt[tr->nbloads] = pt;
+		tr->bload_ins[tr->nbloads] = lins;
 		tr->bload_fn[tr->nbloads++] = fn;
 	}
 	return fn;
+}
+
+/* A CALL at pos of pt (tp) calls a builtin, not the next inlined Lua
+ * function: its slot's load gave an earlier call a builtin, or the
+ * stretch's IR guards on the next builtin before the next Lua function
+ * (brefs, crefs: where each is first guarded). */
+static int builtin_first(struct walk *w, uint64_t pt, const struct tproto *tp,
+			 uint32_t pos, unsigned nx)
+{
+	uint32_t lins = 0;
+	const uint64_t load = load_of(w, pt, tp, pos, &lins);
+
+	if (bload_find(w->tr, pt, load, lins, 0) >= 0)
+		return 1;
+	return w->bnext < w->nbfns && nx < w->ncallees && w->brefs[w->bnext] < w->crefs[nx];
 }
 
 /* The Lua function the stretch's next snapshot has framed at slot (a call
@@ -442,7 +489,7 @@ static int walk_call(struct walk *w, uint64_t pt, uint64_t fn, const struct tpro
 		w->next = nx + (nx < w->ncallees);
 	} else if (!callee && nx < w->ncallees &&
 		   (w->callee_mm[nx] == MM_NONE ||
-		    w->callee_mm[nx] == MM_CALL)) {
+		    w->callee_mm[nx] == MM_CALL) && !builtin_first(w, pt, tp, pos, nx)) {
 		callee = w->callees[nx];
 		cfn = w->callee_fns[nx];
 		w->next = nx + 1;
@@ -611,6 +658,7 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	struct tproto *tp;
 	struct walk w = { .v = v, .tr = tr, .sn = sn };
 	uint64_t callees[16], fns[16], bfns[16];
+	uint32_t crefs[16], brefs[16];
 	uint8_t mms[16];
 	uint64_t pt = 0, fn;
 	uint32_t pos;
@@ -629,9 +677,11 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	w.callee_mm = mms;
 	w.retf = sn->ref;
 	w.ir_hi = i + 1 < tr->nsnap ? tr->s[i + 1].ref : tr->nins;
-	w.ncallees = jit_inlined(v, tr, sn->ref, w.ir_hi, callees, fns, mms, 16, bfns,
-			     &w.nbfns);
+	w.ncallees = jit_inlined(v, tr, sn->ref, w.ir_hi, callees, fns, mms, crefs, 16,
+				 bfns, brefs, &w.nbfns);
 	w.bfns = bfns;
+	w.crefs = crefs;
+	w.brefs = brefs;
 	/* the stretch's own function, when the snapshot keeps it */
 	if (jit_fr_get(sn, sn->baseslot - 2, &fn))
 		fn = 0;
@@ -663,7 +713,9 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 		if (sn->nb != w.nalloc)
 			sn->nb = sn->rsite = 0;
 	}
-	/* several: which allocated first is not known, nor so their builtins */
+	/* several: which allocated first is not known, nor so their builtins
+	 * (a site by its rank, site_line, is one only if each allocates:
+	 * tostring(i % 10) .. "/" of a number interned makes one) */
 	for (uint32_t k = 0; sn->nb && k < sn->nb; k++) {
 		w.chs[k].bfn = 0;
 		keep_chain(v, tr, sn, k, &w.chs[k]);
