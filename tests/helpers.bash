@@ -27,6 +27,12 @@ count_is() {
 	return 1
 }
 
+# alloc_lines PREFIX [REPORT]: the sites of REPORT's (default: stdin)
+# ALLOCATIONS section that start with PREFIX, "SITE: N" a line, sorted.
+alloc_lines() {
+	sed -n '/^ALLOCATIONS$/,/^$/p' "${2:--}" | grep "^$1" | cut -d' ' -f1,2 | sort
+}
+
 # Starts a traced command's stand-in: waits until FILE contains TEXT.
 wait_for() {
 	local file=$1 text=$2 i

@@ -130,8 +130,7 @@ setup() {
 		for m in 0 1; do
 			# shellcheck disable=SC2086
 			LMT_NO_DIRECT=$m "$LMT" -f -o "$T/$m.bin" -- luajit $w > /dev/null 2> "$T/$m.err"
-			"$LMT" report "$T/$m.bin" | sed -n '/^ALLOCATIONS$/,/^$/p' |
-				grep '^@' | cut -d' ' -f1,2 | sort > "$T/$m.lines"
+			"$LMT" report "$T/$m.bin" | alloc_lines @ > "$T/$m.lines"
 		done
 		grep -q "per event (0% through" "$T/1.err"
 		pct=$(sed -n 's/.*per event (\([0-9]*\)% through the page tables).*/\1/p' "$T/0.err")
@@ -257,8 +256,7 @@ jit_on_off() {
 	local m
 	jit_on_off jitlines.lua
 	for m in on off; do
-		sed -n '/^ALLOCATIONS$/,/^$/p' "$T/$m.txt" | grep '^@jitlines' |
-			cut -d' ' -f1,2 | sort > "$T/$m.lines"
+		alloc_lines @jitlines "$T/$m.txt" > "$T/$m.lines"
 	done
 	cat "$T/on.lines"
 	diff "$T/on.lines" "$T/off.lines"

@@ -208,8 +208,7 @@ jit_lines() {
 		grep -q "traced PID [0-9]*, 1 VM ($2)" "$T/$m.err"
 		[ "$(info_val "$T/$m.bin.info" lost_symbols)" = 0 ]
 		"$LMT" report "$T/$m.bin" > "$T/$m.txt"
-		sed -n '/^ALLOCATIONS$/,/^$/p' "$T/$m.txt" | grep '^@jit' |
-			cut -d' ' -f1,2 | sort > "$T/$m.lines"
+		alloc_lines @jit "$T/$m.txt" > "$T/$m.lines"
 	done
 	cat "$T/on.lines"
 	diff "$T/on.lines" "$T/off.lines"

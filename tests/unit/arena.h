@@ -1,8 +1,8 @@
 /* The target of a unit test that forges VM structures: one arena of this
  * process, in which every forged structure is and nothing else is
- * readable. zalloc carves it (16-byte aligned, zeroed); proc_read reads
- * it as target/proc.c reads a process (so the test links no proc.c), and
- * counts its calls in reads. ARENA (bytes) may be set before including
+ * readable. zalloc carves it (16-byte aligned, zeroed); proc_read and
+ * proc_read_some read it as target/proc.c reads a process (so the test
+ * links no proc.c), and count their calls in reads. ARENA (bytes) may be set before including
  * it; included by one file of a test. */
 #ifndef LMT_UNIT_ARENA_H
 #define LMT_UNIT_ARENA_H
@@ -49,6 +49,20 @@ int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 		return -EFAULT;
 	memcpy(buf, (void *)(uintptr_t)addr, len);
 	return 0;
+}
+
+/* proc_read_some's: what of [addr, addr + len) the arena holds, from addr
+ * (at least its first byte), as a partial read of a process. */
+ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	size_t n;
+
+	if (!readable(addr, 1))
+		return -EFAULT;
+	reads++;
+	n = (uintptr_t)arena + used - addr < len ? (uintptr_t)arena + used - addr : len;
+	memcpy(buf, (void *)(uintptr_t)addr, n);
+	return (ssize_t)n;
 }
 
 #endif

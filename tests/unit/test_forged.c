@@ -27,18 +27,6 @@
 #define ARENA (64u << 20)
 #include "arena.h"
 
-ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	size_t n;
-
-	if (!readable(addr, 1))
-		return -EFAULT;
-	reads++;
-	n = (uintptr_t)arena + used - addr < len ? (uintptr_t)arena + used - addr : len;
-	memcpy(buf, (void *)(uintptr_t)addr, n);
-	return (ssize_t)n;
-}
-
 const struct pmap *pmaps_find(const struct pmaps *m, uint64_t addr)
 {
 	for (size_t i = 0; i < m->n; i++)
