@@ -111,7 +111,7 @@ HEAP_MODEL := user/heap/model.c user/heap/sizes.c user/heap/edges.c user/heap/ma
 	user/heap/dom.c user/heap/paths.c user/heap/snapfile.c user/heap/view_text.c user/heap/join.c \
 	user/heap/groups.c user/heap/suspects.c user/heap/view_diff.c user/util/u64set.c
 HEAP_UNITS := $(OUT)/unit/test_heap $(OUT)/unit/test_heap_snap $(OUT)/unit/test_heap_join \
-	$(OUT)/unit/test_heap_views $(OUT)/unit/test_heap32
+	$(OUT)/unit/test_heap_views $(OUT)/unit/test_heap32 $(OUT)/unit/test_heap_locals
 $(HEAP_UNITS): UNIT_EXTRA := $(HEAP_MODEL)
 $(HEAP_UNITS): $(HEAP_MODEL) tests/unit/heap_forge.h
 

@@ -91,7 +91,7 @@ static uint64_t proto(const struct fproto *f)
 	}
 	if (f->varinfo) {
 		a = (uintptr_t)pt + hdr + bcsz + f->uvlen;
-		memcpy(pt + var->vmdef->pt_varinfo, &a, 8);
+		memcpy(pt + var->h.pt_varinfo, &a, 8);
 		memcpy(pt + hdr + bcsz + f->uvlen, f->varinfo, f->varlen);
 	}
 	return (uintptr_t)pt;
@@ -314,7 +314,7 @@ static void lies(void)
 					     .varlen = sizeof(vi) });
 		CHECK("an endless uleb in varinfo: no local, the global found",
 		      is(fname_at(v, pt, ret_pc(pt, 2)), "function 'render'"));
-		memcpy((uint8_t *)(uintptr_t)pt + var->vmdef->pt_varinfo, &far, 8);
+		memcpy((uint8_t *)(uintptr_t)pt + var->h.pt_varinfo, &far, 8);
 		fnames_forget(v, pt);
 		CHECK("varinfo outside the prototype: not read, the global found",
 		      is(fname_at(v, pt, ret_pc(pt, 2)), "function 'render'"));

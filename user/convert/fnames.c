@@ -19,17 +19,11 @@
 #include "util/hash.h"
 #include "streams/stknum.h"
 #include "target/caps.h"
+#include "target/ljdebug.h"
 #include "target/proc.h"
 
 #define GCVMASK ((1ULL << 47) - 1)
 #define WIN 64 /* instructions read at once, walking back */
-
-/* lj_debug.h's VARNAMEDEF: a local without a name of its own. */
-static const char *const varname_special[] = {
-	"(for index)", "(for limit)", "(for step)", "(for generator)",
-	"(for state)", "(for control)",
-};
-#define VARNAME__MAX 7
 
 /* A prototype's names by call site (pos + 1, or LINEKEY | line), and
  * the names its calls gave where the interpreter showed them, by line and
@@ -86,7 +80,8 @@ static int rd_init(struct rd *r, struct conv_vm *v, uint64_t pt)
 	r->v = v;
 	r->d = var->vmdef;
 	r->pt = pt;
-	if (!r->d || var->lay.pt_size > sizeof(h) || r->d->pt_varinfo + 8 > var->lay.pt_size ||
+	if (!r->d || var->lay.pt_size > sizeof(h) || !var->h.pt_varinfo ||
+	    var->h.pt_varinfo + 8 > var->lay.pt_size ||
 	    rd_mem(r, pt, h, var->lay.pt_size))
 		return -1;
 	memcpy(&gct, h + var->u.pt_gct, 1);
@@ -96,7 +91,7 @@ static int rd_init(struct rd *r, struct conv_vm *v, uint64_t pt)
 	memcpy(&sizept, h + var->h.pt_sizept, 4);
 	memcpy(&r->k, h + var->h.pt_k, 8);
 	memcpy(&r->uvinfo, h + var->h.pt_uvinfo, 8);
-	memcpy(&r->varinfo, h + r->d->pt_varinfo, 8);
+	memcpy(&r->varinfo, h + var->h.pt_varinfo, 8);
 	r->sizeuv = sizeuv;
 	r->bc0 = pt + var->lay.pt_size;
 	r->end = pt + sizept;
@@ -145,28 +140,12 @@ static void name_copy(struct rd *r, const uint8_t *p, size_t avail, char *buf)
 
 /* -- lj_debug.c, over the target's memory ---------------------------------- */
 
-/* lj_buf_ruleb128, inside [*p, end): 0, or -1 past the end. */
-static int uleb(const uint8_t **p, const uint8_t *end, uint32_t *out)
-{
-	uint32_t v = 0;
-
-	for (unsigned sh = 0; sh < 35; sh += 7) {
-		if (*p >= end)
-			return -1;
-		v |= (uint32_t)(**p & 0x7f) << sh;
-		if (*(*p)++ < 0x80) {
-			*out = v;
-			return 0;
-		}
-	}
-	return -1;
-}
-
 /* debug_varname: the local in slot at pos, into buf. 0, or -1 none. */
 static int varname(struct rd *r, uint32_t pos, uint32_t slot, char *buf)
 {
-	const uint8_t *p, *end;
-	uint32_t lastpc = 0;
+	const uint8_t *name = NULL;
+	size_t avail = 0;
+	int k;
 
 	if (!r->vi_state) {
 		r->vi_state = -1;
@@ -180,35 +159,12 @@ static int varname(struct rd *r, uint32_t pos, uint32_t slot, char *buf)
 	}
 	if (r->vi_state < 0)
 		return -1;
-	p = r->vi;
-	end = r->vi + r->vilen;
-	while (p < end) {
-		const uint8_t *name = p;
-		const uint32_t vn = *p;
-		uint32_t startpc, len;
-
-		if (vn < VARNAME__MAX) {
-			if (vn == 0)
-				break; /* VARNAME_END */
-		} else {
-			while (p < end && *p)
-				p++;
-		}
-		p++;
-		if (uleb(&p, end, &startpc))
-			break;
-		lastpc = startpc = lastpc + startpc;
-		if (startpc > pos || uleb(&p, end, &len))
-			break;
-		if (pos < startpc + len && slot-- == 0) {
-			if (vn < VARNAME__MAX)
-				snprintf(buf, LMT_FNAME_ID_MAX + 1, "%s", varname_special[vn - 1]);
-			else
-				name_copy(r, name, (size_t)(end - name), buf);
-			return 0;
-		}
-	}
-	return -1;
+	k = lj_varname(r->vi, r->vilen, pos, slot, &name, &avail);
+	if (k > 0)
+		snprintf(buf, LMT_FNAME_ID_MAX + 1, "%s", lj_varname_special((uint32_t)k));
+	else if (!k)
+		name_copy(r, name, avail, buf);
+	return k < 0 ? -1 : 0;
 }
 
 /* proto_kgc(pt, ~idx): a string constant, into buf. 0, or -1. */

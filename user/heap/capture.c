@@ -59,6 +59,17 @@ static int hold_pid(pid_t pid)
 	return fd;
 }
 
+static uint64_t ms_ns(unsigned ms)
+{
+	return (uint64_t)ms * 1000000;
+}
+
+/* A deadline ms from now (boot time, ns). */
+static uint64_t ms_on(unsigned ms)
+{
+	return boot_ns() + ms_ns(ms);
+}
+
 static int fail(const char *what, int err)
 {
 	fprintf(stderr, "luamemtrace heap: %s: %s\n", what, strerror(err));
@@ -73,7 +84,7 @@ static int fail(const char *what, int err)
 static void copy_running(pid_t pid, const struct pmaps *m, const struct vmscan *sc,
 			 const char *variant, struct hpages *pg, struct heap *hs)
 {
-	uint64_t deadline = boot_ns() + (uint64_t)LMT_HEAP_RUNCOPY_MS * 1000000;
+	uint64_t deadline = ms_on(LMT_HEAP_RUNCOPY_MS);
 
 	pg->running = 1;
 	for (size_t i = 0; i < sc->n; i++) {
@@ -105,11 +116,11 @@ static void passes(pid_t pid, struct hstop *s, struct hpages *pg, struct hcaptur
 
 	/* the longer of LMT_HEAP_PASS_MS and twice the copy while it ran: a
 	 * slower host (or a larger heap) takes longer to read again */
-	end = t0 + (uint64_t)LMT_HEAP_PASS_MS * 1000000;
+	end = t0 + ms_ns(LMT_HEAP_PASS_MS);
 	if (cap->run_ns && t0 + 2 * cap->run_ns > end)
 		end = t0 + 2 * cap->run_ns;
 	while (cap->soft && cap->passes < LMT_HEAP_PASSES && boot_ns() < end &&
-	       cap->pass_ns < (uint64_t)LMT_HEAP_PASS_STOPS_MS * 1000000) {
+	       cap->pass_ns < ms_ns(LMT_HEAP_PASS_STOPS_MS)) {
 		struct hrefresh r;
 		struct pmaps m = { 0 };
 		uint64_t ns, deadline;
@@ -126,7 +137,7 @@ static void passes(pid_t pid, struct hstop *s, struct hpages *pg, struct hcaptur
 			hstop_cont(s, &expired);
 			return;
 		}
-		deadline = boot_ns() + (uint64_t)LMT_HEAP_STOP_MS * 1000000;
+		deadline = ms_on(LMT_HEAP_STOP_MS);
 		err = hpages_scan(pg, pid, deadline, &r);
 		/* memory written outside the copy: read too (not found, it is
 		 * at the final stop) */
@@ -150,7 +161,7 @@ static void passes(pid_t pid, struct hstop *s, struct hpages *pg, struct hcaptur
 			return;
 		}
 		hpages_reread(pg, pid, UINT64_MAX, &r);
-		hpages_read_fresh(pg, pid, boot_ns() + (uint64_t)LMT_HEAP_RUNCOPY_MS * 1000000, &r);
+		hpages_read_fresh(pg, pid, ms_on(LMT_HEAP_RUNCOPY_MS), &r);
 		cap->passes++;
 		cap->pass_pages += r.dirty + r.fresh;
 		if (r.dirty + r.fresh <= LMT_HEAP_PASS_DONE)
@@ -234,7 +245,7 @@ static int stop_copy(pid_t pid, struct hstop *s, const struct pmaps *m,
 		return fail(err == -ETIMEDOUT ? "the target did not stop in time (continued)"
 					      : "stopping the target", -err);
 	}
-	deadline = boot_ns() + (uint64_t)LMT_HEAP_STOP_MS * 1000000;
+	deadline = ms_on(LMT_HEAP_STOP_MS);
 	was_image = *image;
 	/* Stopped by someone else: its bits may be someone else's too, and
 	 * nothing changes: read again in full, as a stopped copy. */
@@ -302,7 +313,7 @@ static int stop_copy(pid_t pid, struct hstop *s, const struct pmaps *m,
 static int copy_image(pid_t pid, const struct vmscan *sc, const struct vminfo *vi,
 		      struct hpages *pg, struct heap *hs, struct hcapture *cap, uint64_t *stale)
 {
-	uint64_t t0 = boot_ns(), deadline = t0 + (uint64_t)LMT_HEAP_RUNCOPY_MS * 1000000;
+	uint64_t t0 = boot_ns(), deadline = t0 + ms_ns(LMT_HEAP_RUNCOPY_MS);
 	int err = 0, e;
 
 	pg->frozen = 1;

@@ -86,44 +86,48 @@ static int hdr_size(const struct lj_variant *v, unsigned gct, unsigned *hdr)
 	return 0;
 }
 
-/* Without FR2 (GC64 off), a frame's function is untyped in its slot (its
- * GCRef in the low 32 bits, the link in the high 32): lj_gc.c's
- * gc_traverse_frames marks it. Appends the frame slots of thread i, whose
- * n stack slots from st were just copied, as uint32 indexes (heap.h's
- * heap_stack), from base - 1 down to slot 1: a Lua frame's caller is
- * 1 + A of the call before its PC (read from the target) below it, any
- * other's its link's size. Each step goes down: n steps at most; a link
- * that does not (or a PC not read) ends the walk, the thread short. */
+/* The frames of thread i, whose n stack slots from st were just copied:
+ * appends their link slots as uint32 indexes (heap.h's heap_stack), from
+ * base - 1 down to slot LJ_FR2 (the thread's own first slot, or FR2's
+ * two): a Lua frame's caller is 1 + LJ_FR2 + A of the call before its PC
+ * (read from the target) below it, any other's its link's size
+ * (lj_frame.h's frame_prevl, frame_prevd). The link is the slot's 64 bits
+ * with FR2 (GC64), its high 32 without, where lj_gc.c's
+ * gc_traverse_frames marks the frame's untyped function (the low 32).
+ * Each step goes down: n steps at most. A link that does not, or a PC
+ * not read, ends the walk: without FR2 the thread is then short (its
+ * functions unmarked); with FR2 only the names of its locals are lost. */
 static void copy_frames(pid_t pid, struct heap *h, long i, uint64_t st, uint64_t base,
 			uint64_t n)
 {
+	const uint64_t fr2 = h->var->lay.gc64;
 	uint64_t k = base > st && !((base - st) % 8) ? (base - st) / 8 - 1 : 0;
 
-	if (k >= n) {
-		h->o[i].flags |= HOBJ_SHORT;
+	if (k >= n || k < fr2) {
+		if (!fr2)
+			h->o[i].flags |= HOBJ_SHORT;
 		return;
 	}
-	while (k > 0) {
+	while (k > fr2) {
 		uint32_t slot = (uint32_t)k, ins;
-		uint64_t tv, d;
-		int32_t ftsz;
+		uint64_t tv, d, link;
 
 		memcpy(&tv, heap_raw(h, &h->o[i]) + h->var->sizeof_L + k * 8, 8);
 		if (heap_append(h, &slot, 4))
-			break; /* marked short */
-		ftsz = (int32_t)(tv >> 32);
-		if (!(ftsz & 3)) { /* FRAME_LUA: its link a PC */
-			if (tread(pid, (uint32_t)ftsz - 4u, &ins, 4))
+			return; /* marked short */
+		link = fr2 ? tv : (uint64_t)(int64_t)(int32_t)(tv >> 32);
+		if (!(link & 3)) { /* FRAME_LUA: its link a PC */
+			if (tread(pid, (fr2 ? link : (uint32_t)link) - 4u, &ins, 4))
 				break;
-			d = 1 + (ins >> 8 & 0xff); /* bc_a */
+			d = 1 + fr2 + (ins >> 8 & 0xff); /* bc_a */
 		} else {
-			d = ftsz > 0 ? (uint64_t)(ftsz & ~7) / 8 : 0; /* frame_sized */
+			d = (int64_t)link > 0 ? (link & ~7ULL) / 8 : 0; /* frame_sized */
 		}
-		if (!d || d > k)
+		if (!d || d > k - fr2)
 			break;
 		k -= d;
 	}
-	if (k)
+	if (k != fr2 && !fr2)
 		h->o[i].flags |= HOBJ_SHORT;
 }
 
@@ -168,12 +172,15 @@ static void copy_parts(pid_t pid, struct heap *h, long i, uint64_t a, unsigned g
 		}
 		if (!append_from(pid, h, k - nk * rs, nk * rs) && !(h->o[i].flags & HOBJ_SHORT)) {
 			uint64_t uvi = lj_ref_at(v, b, hl->pt_uvinfo);
-			uint8_t nm[LMT_HEAP_UVNAMES_KEEP];
+			uint64_t end = a + b32(b, hl->pt_sizept);
+			uint8_t nm[LMT_HEAP_DEBUG_KEEP];
 			ssize_t got = 0;
 
-			/* the names, as much of them as is readable, to the cap */
-			if (uvi)
-				got = hpages_read_some(pages, pid, uvi, nm, sizeof(nm));
+			/* the names, as much of them as is readable, to the
+			 * prototype's end and the cap */
+			if (uvi > a && uvi < end)
+				got = hpages_read_some(pages, pid, uvi, nm,
+						       end - uvi < sizeof(nm) ? end - uvi : sizeof(nm));
 			if (got > 0)
 				heap_append(h, nm, (size_t)got);
 		}
@@ -185,7 +192,7 @@ static void copy_parts(pid_t pid, struct heap *h, long i, uint64_t a, unsigned g
 			h->o[i].flags |= HOBJ_SHORT;
 			n = n > LMT_HEAP_STACK_MAX ? LMT_HEAP_STACK_MAX : 0;
 		}
-		if (!append_from(pid, h, st, n * 8) && !v->lay.gc64)
+		if (!append_from(pid, h, st, n * 8))
 			copy_frames(pid, h, i, st, b64(b, v->lay.L_base), n);
 	} else if (gct == hl->tcdata && (b[v->lay.L_gct - 1] & 0x80)) {
 		append_from(pid, h, a - hl->cdv_sizeof, hl->cdv_sizeof); /* GCcdataVar */

@@ -245,6 +245,8 @@ static int thread_edges(struct emit *m, const struct hobj *o)
 	int r = 0;
 
 	s = heap_stack(h, o, &n, &fr, &nf);
+	if (v->lay.gc64)
+		nf = 0; /* FR2's frames: typed functions, links of no object */
 	for (uint64_t k = 1 + (uint64_t)v->lay.gc64; k < n && !r; k++) {
 		uint64_t tv;
 		uint32_t f = UINT32_MAX;

@@ -36,9 +36,12 @@
  * and LJ_MAX_HBITS are 2^27 and 2^26; a table past 2^24 is counted, its
  * references past the cap not followed. */
 #define LMT_HEAP_TAB_SLOTS_MAX (1u << 24)
-/* Bytes of a prototype's upvalue names kept (proto_uvinfo: sizeuv
- * NUL-terminated names, at most 60 upvalues; names past it are "?"). */
-#define LMT_HEAP_UVNAMES_KEEP 1024
+/* Bytes of a prototype's debug names kept: its upvalue names
+ * (proto_uvinfo: sizeuv NUL-terminated names, at most 60 upvalues) and
+ * the names of its locals after them (varinfo), to the prototype's end
+ * (sizept). A name past it is "#N" for an upvalue, the slot's number for
+ * a local. */
+#define LMT_HEAP_DEBUG_KEEP 4096
 /* Edges of the reachable graph kept for the dominator tree (8 bytes
  * each): past it the tree is not built, said. */
 #define LMT_HEAP_EDGES_MAX (1u << 28)
@@ -158,9 +161,11 @@ struct hobj {
  *   str    its first LMT_HEAP_STR_KEEP bytes
  *   tab    array slots (asize, capped), then hash nodes (hmask+1, capped)
  *   func   Lua: upvalue refs; C: upvalue TValues (nupvalues)
- *   proto  its GC constants, kgc[-sizekgc .. -1], then its upvalue
- *          names (LMT_HEAP_UVNAMES_KEEP bytes at most)
- *   thread stack slots [stack, top), capped
+ *   proto  its GC constants, kgc[-sizekgc .. -1], then its debug
+ *          names from uvinfo: upvalue names, then varinfo (at varinfo -
+ *          uvinfo), LMT_HEAP_DEBUG_KEEP bytes at most
+ *   thread stack slots [stack, top), capped, then its frames' link slot
+ *          indexes (uint32, the top frame first)
  *   trace  IR [nk, REF_TRUE) */
 
 /* Counts of what was skipped, each said in the report. */
@@ -256,9 +261,11 @@ uint64_t heap_gref(const struct heap *h, unsigned off);
 /* The GC object a TValue holds (tvisgcv), or 0. */
 uint64_t heap_tv_gc(const struct heap *h, uint64_t tv);
 /* Thread th's copied stack: its slots (TValues, from sizeof_L), *nslot
- * of them; and, without FR2 (GC64 off), the slots holding a frame, whose
- * function is untyped (its GCRef in the low 32 bits): *nframe uint32
- * slot indexes after the slots, the top frame first (copy.c). */
+ * of them; and the slots holding a frame's link (the PC or size of
+ * lj_frame.h's frame; without FR2, GC64 off, the frame's function is
+ * untyped in its low 32 bits): *nframe uint32 slot indexes after the
+ * slots, the top frame first, from L->base down (copy.c; a file of an
+ * older build has them only without FR2). */
 const uint8_t *heap_stack(const struct heap *h, const struct hobj *th, uint64_t *nslot,
 			  const uint8_t **frames, uint64_t *nframe);
 /* The object at addr: its index, or -1. */

@@ -96,7 +96,7 @@ const uint8_t *heap_stack(const struct heap *h, const struct hobj *th, uint64_t 
 		n = LMT_HEAP_STACK_MAX;
 	*nslot = n < have / 8 ? n : have / 8;
 	*frames = heap_raw(h, th) + v->sizeof_L + *nslot * 8;
-	*nframe = !v->lay.gc64 && *nslot == n ? (have - n * 8) / 4 : 0;
+	*nframe = *nslot == n ? (have - n * 8) / 4 : 0;
 	return heap_raw(h, th) + v->sizeof_L;
 }
 

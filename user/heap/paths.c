@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "heap/heap.h"
+#include "target/ljdebug.h"
 #include "target/ljref.h"
 
 struct out {
@@ -198,23 +199,20 @@ static void put_uvname(struct out *o, const struct heap *h, uint32_t i, uint64_t
 	}
 }
 
-/* A thread as a Lua programmer knows it: the main thread, or a coroutine
- * by its first Lua function (its body). */
-static void put_thread(struct out *o, const struct heap *h, uint32_t i)
+/* A coroutine's body: its first Lua function from the stack's bottom
+ * (the object's index), or -1 (the main thread, or none). */
+static long thread_body(const struct heap *h, uint32_t i)
 {
 	const struct lj_variant *v = h->var;
 	const struct hobj *th = &h->o[i];
 	const uint8_t *s, *fr;
 	uint64_t n, nf, low = UINT64_MAX;
 	uint32_t f32;
-	char w[256];
 
-	if (th->flags & HOBJ_MAIN) {
-		put(o, "main thread");
-		return;
-	}
+	if (th->flags & HOBJ_MAIN)
+		return -1;
 	s = heap_stack(h, th, &n, &fr, &nf);
-	if (nf) { /* the lowest frame (the last): its function untyped */
+	if (nf && !v->lay.gc64) { /* the lowest frame (the last): its function untyped */
 		memcpy(&f32, fr + (nf - 1) * 4, 4);
 		low = f32;
 	}
@@ -226,13 +224,96 @@ static void put_thread(struct out *o, const struct heap *h, uint32_t i)
 		if (k != low && lj_itype(v, tv) != ~(int32_t)v->lay.tfunc)
 			continue;
 		f = heap_find(h, lj_tv_gc(v, tv));
-		if (f >= 0 && proto_of(h, (uint32_t)f) >= 0) {
-			heap_where(h, (uint32_t)f, w, sizeof(w));
-			put(o, "coroutine at %s", w);
-			return;
-		}
+		if (f >= 0 && proto_of(h, (uint32_t)f) >= 0)
+			return f;
 	}
-	put(o, "coroutine 0x%" PRIx64, th->addr);
+	return -1;
+}
+
+/* A thread as a Lua programmer knows it: the main thread, or a coroutine
+ * by its body. */
+static void put_thread(struct out *o, const struct heap *h, uint32_t i)
+{
+	long f = thread_body(h, i);
+	char w[256];
+
+	if (h->o[i].flags & HOBJ_MAIN) {
+		put(o, "main thread");
+	} else if (f >= 0) {
+		heap_where(h, (uint32_t)f, w, sizeof(w));
+		put(o, "coroutine at %s", w);
+	} else {
+		put(o, "coroutine 0x%" PRIx64, h->o[i].addr);
+	}
+}
+
+/* The local that stack slot k of thread th is, as lj_debug.c's
+ * debug_varname names it: the frame whose registers hold k (heap_stack's
+ * frames: above its link, below the next frame's function), its Lua
+ * function's prototype, and its PC, the link of the frame above it (a Lua
+ * call's return PC, inside the prototype's bytecode; the top frame's PC
+ * is not kept: its slots keep their number). Names the local into o and
+ * returns the frame's function (its index); -1: none named. */
+static long put_local(struct out *o, const struct heap *h, uint32_t th, uint64_t k)
+{
+	const struct lj_variant *v = h->var;
+	const uint64_t fr2 = v->lay.gc64;
+	const uint8_t *s, *fr, *name = NULL;
+	uint64_t n, nf;
+
+	s = heap_stack(h, &h->o[th], &n, &fr, &nf);
+	for (uint64_t j = 1; j < nf; j++) {
+		uint32_t f, above;
+		uint64_t tv, link, pc, bc0, pos, uvi, vi, off;
+		const struct hobj *pt;
+		size_t avail = 0;
+		long fi, p;
+		int r;
+
+		memcpy(&f, fr + j * 4, 4);
+		memcpy(&above, fr + (j - 1) * 4, 4);
+		if (f >= k)
+			continue; /* top first: the frame below */
+		if (above >= n || f < fr2 || k + fr2 >= above)
+			return -1; /* the frame above's function, or a link */
+		memcpy(&tv, s + (uint64_t)above * 8, 8);
+		link = fr2 ? tv : (uint64_t)(uint32_t)(tv >> 32);
+		if (link & 3)
+			return -1; /* not a Lua call: no PC kept */
+		memcpy(&tv, s + (uint64_t)(f - fr2) * 8, 8);
+		fi = heap_find(h, fr2 ? heap_tv_gc(h, tv) : lj_ref(v, tv));
+		p = fi >= 0 ? proto_of(h, (uint32_t)fi) : -1;
+		if (p < 0 || (h->o[p].flags & HOBJ_SHORT))
+			return -1;
+		pt = &h->o[p];
+		pc = fr2 ? link & ((1ULL << 47) - 1) : link;
+		bc0 = pt->addr + v->lay.pt_size;
+		if (pc <= bc0 || (pc - bc0) % 4)
+			return -1;
+		pos = (pc - bc0) / 4 - 1;
+		uvi = heap_ref(h, pt, v->h.pt_uvinfo);
+		vi = heap_ref(h, pt, v->h.pt_varinfo);
+		off = v->lay.pt_size + (uint64_t)heap_u32(h, pt, v->h.pt_sizekgc) * lj_refsz(v);
+		if (pos >= heap_u32(h, pt, v->lay.pt_sizebc) || !uvi || vi < uvi ||
+		    vi - uvi >= pt->rawlen || off + (vi - uvi) >= pt->rawlen)
+			return -1;
+		off += vi - uvi;
+		r = lj_varname(heap_raw(h, pt) + off, pt->rawlen - off, (uint32_t)pos,
+			       (uint32_t)(k - f - 1), &name, &avail);
+		if (r < 0)
+			return -1;
+		put(o, "local ");
+		if (r > 0) {
+			put(o, "%s", lj_varname_special((uint32_t)r));
+		} else {
+			const uint8_t *z = memchr(name, 0, avail);
+
+			put_str(o, (const char *)name, (uint32_t)(z ? (size_t)(z - name) : avail),
+				!z, 60);
+		}
+		return fi;
+	}
+	return -1;
 }
 
 static int is_main_env(const struct heap *h, uint32_t t)
@@ -331,11 +412,22 @@ static void put_step(struct out *o, const struct heap *h, const struct hedge *co
 		heap_where(h, e->from, w, sizeof(w));
 		put(o, " of function %s", w);
 		break;
-	case HE_STACK:
+	case HE_STACK: {
+		long fn;
+
 		o->n = 0;
-		put(o, "stack slot %" PRIu64 " of ", e->a);
+		fn = put_local(o, h, e->from, e->a);
+		if (fn < 0) {
+			o->n = 0;
+			put(o, "stack slot %" PRIu64, e->a);
+		} else if (fn != thread_body(h, e->from)) {
+			heap_where(h, (uint32_t)fn, w, sizeof(w));
+			put(o, " of function %s", w);
+		}
+		put(o, fn < 0 ? " of " : " in ");
 		put_thread(o, h, e->from);
 		break;
+	}
 	case HE_PROTO:
 		put(o, "[prototype]");
 		break;

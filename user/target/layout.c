@@ -96,6 +96,7 @@
 	.g_str_mask = 160, .g_tmpbuf_e = 208, .g_tmpbuf_b = 216,             \
 	.g_gcroot = 424, .g_ctype_state = 384, .g_strempty = 120,            \
 	.g_uvhead = 280, .uv_next = 24, .pt_sizeuv = 60, .pt_uvinfo = 88,    \
+	.pt_varinfo = 96,                                                    \
 	.J_sizetrace = 396, .J_irtoplim = 336, .J_irbotlim = 340,            \
 	.J_sizesnap = 348, .J_sizesnapmap = 368,                             \
 	.L_env = 72, .L_stacksize = 88, .L_top = 40, .L_maxstack = 48,       \
@@ -168,6 +169,7 @@
 	.fnc_sizeof = 40, .fnl_sizeof = 24, .uv_closed = 6, .uv_tv = 8,      \
 	.uv_next = 12, .uv_sizeof = 24, .pt_sizept = 32, .pt_k = 16,         \
 	.pt_sizekgc = 24, .pt_trace = 38, .pt_sizeuv = 36, .pt_uvinfo = 56,  \
+	.pt_varinfo = 60,                                                    \
 	.ud_len = 12, .ud_env = 8, .ud_metatable = 16, .ud_sizeof = 24,      \
 	.cd_ctypeid = 6, .cd_sizeof = 8, .ct_sizeof = 16, .ct_name = 12,     \
 	.T_link = 82, .T_nextroot = 86, .T_nextside = 88, .T_traceno = 80,   \

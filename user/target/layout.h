@@ -63,7 +63,7 @@ struct lj_hlayout {
 	unsigned str_sizeof;
 	unsigned fn_nupvalues, fn_env, fn_upvalue, fnc_sizeof, fnl_sizeof;
 	unsigned uv_closed, uv_tv, uv_next, uv_sizeof;
-	unsigned pt_sizept, pt_k, pt_sizekgc, pt_trace, pt_sizeuv, pt_uvinfo;
+	unsigned pt_sizept, pt_k, pt_sizekgc, pt_trace, pt_sizeuv, pt_uvinfo, pt_varinfo;
 	unsigned ud_len, ud_env, ud_metatable, ud_sizeof;
 	unsigned cd_ctypeid, cd_sizeof, cdv_sizeof, cdv_extra, cdv_len;
 	unsigned cts_tab, cts_sizetab, cts_finalizer, cts_sizeof, cts_cbid, cts_cb_sizeid;

@@ -224,8 +224,7 @@ static const char *const ff_or21[] = {
 
 #define LJ21_BC                                                              \
 	.bc = bc21, .nbc = N(bc21), .bc_mov = 18, .bc_knil = 44,              \
-	.bc_uget = 45, .bc_gget = 54, .bc_tgets = 57, .bc_iterc = 69,        \
-	.pt_varinfo = 96
+	.bc_uget = 45, .bc_gget = 54, .bc_tgets = 57, .bc_iterc = 69
 
 const struct lj_vmdef lj_vmdef_lj21 = { .ffnames = ff_lj21, .nff = N(ff_lj21), LJ21_BC };
 const struct lj_vmdef lj_vmdef_or21 = { .ffnames = ff_or21, .nff = N(ff_or21), LJ21_BC };

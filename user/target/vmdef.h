@@ -2,10 +2,10 @@
  * (each entry of target/layout.c points to one): its fast functions' names
  * by ffid (vmdef.lua's ffnames: "string.gmatch_aux"), its bytecode's
  * modes (lj_bc.h's BCDEF: what an instruction's A operand is, the
- * metamethod it may call), and the GCproto field the names of locals come
- * from. The numbering differs between builds (OpenResty's luajit2 adds
- * thread.exdata, table.isempty, ... among the ffids): a name is only
- * given through the variant the target was found to be. */
+ * metamethod it may call). The numbering differs between builds
+ * (OpenResty's luajit2 adds thread.exdata, table.isempty, ... among the
+ * ffids): a name is only given through the variant the target was found
+ * to be. */
 #ifndef LMT_VMDEF_H
 #define LMT_VMDEF_H
 
@@ -31,9 +31,6 @@ struct lj_vmdef {
 	unsigned nbc;
 	/* the opcodes lj_debug_slotname tells apart */
 	unsigned bc_mov, bc_knil, bc_uget, bc_gget, bc_tgets, bc_iterc;
-	/* GCproto.varinfo (the names of locals; uvinfo and the rest are in
-	 * struct lj_hlayout) */
-	unsigned pt_varinfo;
 };
 
 /* The fast function ffid's name in build d: NULL if d has none (an ffid
