@@ -98,6 +98,7 @@ F(u, bc_jmp, BC_JMP)
 F(u, bc_cond_hi, BC_MOV - 1) /* the last comparison or test */
 F(u, bc_iterc, BC_ITERC)
 F(u, bc_isnext, BC_ISNEXT)
+F(u, bc_varg, BC_VARG)
 F(u, bc_fori, BC_FORI)
 F(u, bc_jloop, BC_JLOOP)
 F(u, pt_gct, offsetof(GCproto, gct))

@@ -100,6 +100,11 @@ void jit_snap_frames(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn)
 		if (d > (uint64_t)fs)
 			break;
 		fs -= (int64_t)d;
+		/* FRAME_VARG: the frame below is the same call's (a vararg
+		 * function's, its fixed arguments copied up: rec_func_vararg),
+		 * its link the caller's: no frame of its own */
+		if ((link & 7) == 3)
+			continue;
 		if (pc ? lua_frame(v, tr, pc, -1, &out[n]) :
 			 /* a builtin's (pcall) or a C function's frame */
 			 jit_fr_get(sn, (uint32_t)fs, &pc) || jit_fn_frame(v, tr, pc, &out[n]))

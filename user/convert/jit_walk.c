@@ -352,6 +352,17 @@ static struct tproto *caller_of(struct walk *w, uint32_t base, uint64_t *pt,
 		return NULL;
 	if (jit_fr_get(w->sn, base - 1, &link))
 		return base == 2 ? retf_caller(w, pt, pos, cbase) : NULL;
+	if ((link & 7) == 3) {
+		/* FRAME_VARG: a vararg function's frame, its fixed arguments
+		 * copied up from the call's own frame below (rec_func_vararg),
+		 * whose link is the caller's */
+		d = (uint32_t)(link >> 3);
+		if (link >> 3 > base || d < 2 || base - d < 2)
+			return NULL;
+		base -= d;
+		if (jit_fr_get(w->sn, base - 1, &link))
+			return base == 2 ? retf_caller(w, pt, pos, cbase) : NULL;
+	}
 	if ((link & 3) == 0)
 		pc = link; /* a Lua frame: its return PC */
 	else if ((link & 7) != 2 || base < 3 || jit_fr_get(w->sn, base - 3, &pc))
@@ -453,6 +464,35 @@ static uint32_t branch_to(struct walk *w, uint64_t pt, uint64_t fn,
 /* Walks prototype pt (of GCfunc fn, if known) from position pos (see the
  * head of this file). depth: inside an inlined function, which returns to
  * its caller; base: its frame's first slot, in the snapshot's numbering. */
+/* Builtin bfn (a GCfunc, 0: not known) allocates nothing (vmdef's list). */
+static int builtin_noalloc(struct walk *w, uint64_t bfn)
+{
+	uint8_t ffid;
+
+	return bfn && !jit_rd(w->v, w->tr, (bfn & ((1ULL << 47) - 1)) + w->v->var->lay.fn_ffid,
+			      &ffid, 1) &&
+	       vmdef_ff_noalloc(w->v->var->vmdef, ffid);
+}
+
+/* How far above its call's frame an inlined callee's frame is: a vararg
+ * function's (BC_FUNCV, IFUNCV, JFUNCV, the last of lj_bc.h's function
+ * headers) is moved up past its arguments, the function's slot and its
+ * link (rec_func_vararg: J->maxslot + 1 + LJ_FR2, FR2's numbering); 0 for
+ * another, or when the call passes a variable number (CALLM, CALLMT). */
+static uint32_t varg_shift(struct walk *w, uint64_t callee, unsigned op, uint32_t ins)
+{
+	const struct lj_ulayout *u = &w->v->var->u;
+	const struct tproto *tp = jit_proto_get(w->v, w->tr, callee);
+	unsigned f;
+
+	if (!tp || !tp->sizebc || (op != u->bc_call && op != u->bc_callt))
+		return 0;
+	f = tp->bc[0] & 0xff;
+	if (f + 2 < u->bc_func_hi || f > u->bc_func_hi)
+		return 0;
+	return (ins >> 16 & 0xff) - 1 + 2; /* C - 1 arguments */
+}
+
 /* The call at pos of prototype pt (tp, of function fn; instruction ins),
  * its frame at base: an inlined Lua function walked into, or a builtin
  * charged to it. 1 when the walk of pt ends there (a tail call, the
@@ -496,7 +536,7 @@ static int walk_call(struct walk *w, uint64_t pt, uint64_t fn, const struct tpro
 	}
 	if (callee && tail) {
 		w->path.tailed |= !depth;
-		walk(w, callee, cfn, 1, depth, base);
+		walk(w, callee, cfn, 1, depth, base + varg_shift(w, callee, op, ins));
 		if (!depth)
 			w->steps = WALK_MAX;
 		return 1;
@@ -504,7 +544,7 @@ static int walk_call(struct walk *w, uint64_t pt, uint64_t fn, const struct tpro
 		w->path.pt[depth] = pt;
 		w->path.pos[depth] = pos;
 		w->path.n = (uint32_t)depth + 1;
-		walk(w, callee, cfn, 1, depth + 1, slot + 2);
+		walk(w, callee, cfn, 1, depth + 1, slot + 2 + varg_shift(w, callee, op, ins));
 		w->path.n = (uint32_t)depth;
 		if (w->steps >= WALK_MAX)
 			return 1;
@@ -516,11 +556,14 @@ static int walk_call(struct walk *w, uint64_t pt, uint64_t fn, const struct tpro
 		return 1;
 	} else {
 		/* a builtin: charged to the call, its frame
-		 * on top of the stack as the interpreter's */
+		 * on top of the stack as the interpreter's; one
+		 * that never allocates is no site */
 		w->path.bfn = builtin_at(w, pt, tp, pos);
-		walk_alloc(w, pt, pos);
+		if (!builtin_noalloc(w, w->path.bfn)) {
+			walk_alloc(w, pt, pos);
+			w->builtins++;
+		}
 		w->path.bfn = 0;
-		w->builtins++;
 	}
 	return 0;
 }
@@ -592,6 +635,8 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		} else if (op == u->bc_jmp) {
 			pos = pos + 1 + (ins >> 16) - 0x8000;
 			continue;
+		} else if (op == u->bc_varg) {
+			/* a vararg function's extra arguments copied: on */
 		} else if ((op >= u->bc_iterc && op <= u->bc_isnext) ||
 			   (op >= u->bc_fori && op <= u->bc_jloop) || op > u->bc_jmp) {
 			return; /* iterators, loops, headers */

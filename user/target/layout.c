@@ -57,7 +57,7 @@
 	.bc_tsetm = 63, .bc_callm = 65, .bc_call = 66, .bc_callmt = 67,      \
 	.bc_callt = 68, .bc_retm = 73, .bc_ret = 74, .bc_ret0 = 75,          \
 	.bc_ret1 = 76, .bc_jmp = 88, .bc_cond_hi = 17, .bc_iterc = 69,       \
-	.bc_isnext = 72, .bc_fori = 77, .bc_jloop = 87,                      \
+	.bc_isnext = 72, .bc_fori = 77, .bc_jloop = 87, .bc_varg = 71,       \
 	.pt_gct = 9, .tproto = 7, .bc_func_lo = 89, .bc_func_hi = 94,       \
 	.fn_uvptr = 40, .uv_v = 32, .bc_uget = 45,                           \
 	.ir_fload = 69, .ir_hrefk = 57, .ir_href = 58, .ir_hload = 67,       \
@@ -137,7 +137,7 @@
 	.bc_tsetm = 63, .bc_callm = 65, .bc_call = 66, .bc_callmt = 67,      \
 	.bc_callt = 68, .bc_retm = 73, .bc_ret = 74, .bc_ret0 = 75,          \
 	.bc_ret1 = 76, .bc_jmp = 88, .bc_cond_hi = 17, .bc_iterc = 69,       \
-	.bc_isnext = 72, .bc_fori = 77, .bc_jloop = 87,                      \
+	.bc_isnext = 72, .bc_fori = 77, .bc_jloop = 87, .bc_varg = 71,       \
 	.pt_gct = 5, .tproto = 7, .bc_func_lo = 89, .bc_func_hi = 94,       \
 	.fn_uvptr = 20, .uv_v = 16, .bc_uget = 45,                           \
 	.tab_node = 20, .tab_hmask = 28,                                      \

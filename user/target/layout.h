@@ -24,7 +24,7 @@ struct lj_ulayout {
 	unsigned bc_tnew, bc_tdup, bc_cat, bc_fnew, bc_kcdata, bc_tsetv,
 		bc_tsets, bc_tsetb, bc_tsetm, bc_callm, bc_call, bc_callmt,
 		bc_callt, bc_retm, bc_ret, bc_ret0, bc_ret1, bc_jmp, bc_cond_hi,
-		bc_iterc, bc_isnext, bc_fori, bc_jloop;
+		bc_iterc, bc_isnext, bc_fori, bc_jloop, bc_varg;
 	/* GCproto's type tag, and the opcodes of a Lua function's header
 	 * instruction (bc[0]; no other instruction has them) */
 	unsigned pt_gct, tproto, bc_func_lo, bc_func_hi;

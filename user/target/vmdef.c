@@ -4,6 +4,8 @@
  * /usr/share/luajit-2.1.0-beta3/jit/vmdef.lua), index for index; the
  * bytecode modes are lj_bc.h's BCDEF of the same sources (both builds
  * have the same 97 opcodes, vmdef.lua's bcnames). */
+#include <string.h>
+
 #include "target/vmdef.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -228,3 +230,32 @@ static const char *const ff_or21[] = {
 
 const struct lj_vmdef lj_vmdef_lj21 = { .ffnames = ff_lj21, .nff = N(ff_lj21), LJ21_BC };
 const struct lj_vmdef lj_vmdef_or21 = { .ffnames = ff_or21, .nff = N(ff_or21), LJ21_BC };
+
+/* -- Builtins that allocate nothing ----------------------------------------
+ * By name, the same in every build: each returns its arguments, a number,
+ * a boolean, a value it reads or an object it was given (type's names and
+ * tostring's are not here: tostring may make a string), and fails only by
+ * an error the interpreter raises after a trace exits. A call that grows
+ * the Lua stack is not among them (unpack, string.byte of many). */
+static const char *const ff_noalloc[] = {
+	"assert", "type", "next", "pairs", "ipairs_aux", "ipairs", "getmetatable",
+	"setmetatable", "rawget", "rawequal", "rawlen", "select", "tonumber",
+	"coroutine.status", "coroutine.running", "coroutine.isyieldable",
+	"math.abs", "math.floor", "math.ceil", "math.sqrt", "math.log10", "math.exp",
+	"math.sin", "math.cos", "math.tan", "math.asin", "math.acos", "math.atan",
+	"math.sinh", "math.cosh", "math.tanh", "math.frexp", "math.modf", "math.log",
+	"math.atan2", "math.pow", "math.fmod", "math.ldexp", "math.min", "math.max",
+	"math.random", "bit.tobit", "bit.bnot", "bit.bswap", "bit.lshift",
+	"bit.rshift", "bit.arshift", "bit.rol", "bit.ror", "bit.band", "bit.bor",
+	"bit.bxor", "string.len", "table.maxn", "table.isempty", "table.nkeys",
+};
+
+int vmdef_ff_noalloc(const struct lj_vmdef *d, unsigned ffid)
+{
+	const char *name = vmdef_ffname(d, ffid);
+
+	for (size_t k = 0; name && k < N(ff_noalloc); k++)
+		if (!strcmp(name, ff_noalloc[k]))
+			return 1;
+	return 0;
+}

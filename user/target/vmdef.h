@@ -40,6 +40,10 @@ static inline const char *vmdef_ffname(const struct lj_vmdef *d, unsigned ffid)
 	return d && ffid > 1 && ffid < d->nff ? d->ffnames[ffid] : NULL;
 }
 
+/* Does builtin ffid of build d never allocate (target/vmdef.c's list, by
+ * name)? 0 if not, or not known. */
+int vmdef_ff_noalloc(const struct lj_vmdef *d, unsigned ffid);
+
 /* LuaJIT 2.1 GC64 as Debian builds it (luajit 2.1.0~beta3+git20220320),
  * and OpenResty's luajit2 (Debian's luajit2 2.1-20230119). */
 extern const struct lj_vmdef lj_vmdef_lj21, lj_vmdef_or21;
