@@ -253,6 +253,21 @@ static void test_frames(void)
 		      fr[1].src == MP_SRC_CFUNC && fr[1].addr == 0x1234 && whole == 1);
 		CHECK("frames: a real trace is not counted cut", proc.tr_cut == 0);
 	}
+	/* A vararg function's frame: FRAME_VARG, two slots above the call's
+	 * own frame (slots 2 and 3), whose link is the Lua caller's return
+	 * PC (after bc[1]): walked through, no frame of its own. */
+	{
+		const struct fent e[] = { { 0, 0, cfn }, { 1, SNAP_FRAME, 0 },
+					  { 2, 0, cfn }, { 3, SNAP_FRAME, pc_of(pt, 2) },
+					  { 5, SNAP_FRAME, 2 << 3 | 3 } };
+		struct ftrace varg = frames_trace(pt, e, 5);
+
+		add(v, 9, &varg, pt);
+		n = event(v, 9, 0, &m, fr, 16, &whole);
+		CHECK("frames: FRAME_VARG walked through to the caller's return PC",
+		      n == 2 && fr[0].addr == pt && fr[1].src == MP_SRC_LFUNC &&
+		      fr[1].addr == pt && fr[1].line == 11 && whole == 1);
+	}
 	/* A link of 1 or 2 (a continuation, its PC below it): a frame of no
 	 * slots; the walk used to stay at the slot and write past its
 	 * output. */
