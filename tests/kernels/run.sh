@@ -57,7 +57,14 @@ for s in "${series[@]}"; do
 	append="console=ttyS0 panic=-1 quiet lmt.run=$run"
 	[ -n "$cmd" ] && append="$append lmt.cmd=$(printf '%s' "$cmd" | base64 -w0)"
 	# A hang guard, not a timing: a guest that never ends is a failure.
-	timeout "${LMT_GUEST_TIMEOUT:-1500}" qemu-system-x86_64 -accel tcg,thread=multi -smp 2 \
+	# One host thread for both vCPUs (thread=single): with a thread each
+	# (multi), the guest kernel's own code patching (a static key's
+	# text_poke_bp, as a BPF program's attach flips one) was seen twice to
+	# leave another vCPU running the patch's int3 after it was done:
+	# "Oops: int3" in __schedule, a panic mid-suite (6.12, two fresh-clone
+	# runs of about eight).
+	timeout "${LMT_GUEST_TIMEOUT:-1500}" qemu-system-x86_64 \
+		-accel "tcg,thread=${LMT_GUEST_TCG_THREAD:-single}" -smp 2 \
 		-m "${LMT_GUEST_MB:-3072}" \
 		-cpu max,la57=off -nographic -no-reboot -monitor none \
 		-kernel "$vm" -initrd "$root" -append "$append" \
