@@ -153,7 +153,14 @@ sb_lines() {
 	[ "$st" -eq 0 ]
 	no_lost "$T/err"
 	[ "$KR_COUNT" -eq 20000 ]
-	[ "$(line_of "$(ls "$T"/d/kresd.*.vm0.bin)" "@$T/kresd.conf:12")" -eq 200000 ]
+	# its count, and where the rest went when it is not exact (one
+	# fresh-clone run of about ten had it otherwise, not seen again in
+	# 12 runs, 6 of them under CPU load)
+	local s n
+	s=$(ls "$T"/d/kresd.*.vm0.bin)
+	n=$(line_of "$s" "@$T/kresd.conf:12")
+	echo "line 12: $n"
+	[ "$n" -eq 200000 ] || { "$LMT" report "$s" | sed -n '/^ALLOCATIONS$/,/^$/p' | head -20; false; }
 }
 
 @test "--all --exe kresd,sysbench: a running knot-resolver and a sysbench started after the tracer, both exact; nothing else traced" {
