@@ -461,16 +461,12 @@ static uint32_t branch_to(struct walk *w, uint64_t pt, uint64_t fn,
 	return got ? got - 1 : 0;
 }
 
-/* Walks prototype pt (of GCfunc fn, if known) from position pos (see the
- * head of this file). depth: inside an inlined function, which returns to
- * its caller; base: its frame's first slot, in the snapshot's numbering. */
 /* Builtin bfn (a GCfunc, 0: not known) allocates nothing (vmdef's list). */
 static int builtin_noalloc(struct walk *w, uint64_t bfn)
 {
 	uint8_t ffid;
 
-	return bfn && !jit_rd(w->v, w->tr, (bfn & ((1ULL << 47) - 1)) + w->v->var->lay.fn_ffid,
-			      &ffid, 1) &&
+	return bfn && !jit_rd(w->v, w->tr, (bfn & LJ_GCVMASK) + w->v->var->lay.fn_ffid, &ffid, 1) &&
 	       vmdef_ff_noalloc(w->v->var->vmdef, ffid);
 }
 
@@ -493,6 +489,9 @@ static uint32_t varg_shift(struct walk *w, uint64_t callee, unsigned op, uint32_
 	return (ins >> 16 & 0xff) - 1 + 2; /* C - 1 arguments */
 }
 
+/* Walks prototype pt (of GCfunc fn, if known) from position pos (see the
+ * head of this file). depth: inside an inlined function, which returns to
+ * its caller; base: its frame's first slot, in the snapshot's numbering. */
 /* The call at pos of prototype pt (tp, of function fn; instruction ins),
  * its frame at base: an inlined Lua function walked into, or a builtin
  * charged to it. 1 when the walk of pt ends there (a tail call, the

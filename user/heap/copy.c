@@ -110,18 +110,19 @@ static void copy_frames(pid_t pid, struct heap *h, long i, uint64_t st, uint64_t
 	}
 	while (k > fr2) {
 		uint32_t slot = (uint32_t)k, ins;
-		uint64_t tv, d, link;
+		uint64_t tv, d;
+		int64_t link;
 
 		memcpy(&tv, heap_raw(h, &h->o[i]) + h->var->sizeof_L + k * 8, 8);
 		if (heap_append(h, &slot, 4))
 			return; /* marked short */
-		link = fr2 ? tv : (uint64_t)(int64_t)(int32_t)(tv >> 32);
+		link = lj_frame_link(h->var, tv);
 		if (!(link & 3)) { /* FRAME_LUA: its link a PC */
-			if (tread(pid, (fr2 ? link : (uint32_t)link) - 4u, &ins, 4))
+			if (tread(pid, lj_frame_pc(h->var, link) - 4u, &ins, 4))
 				break;
 			d = 1 + fr2 + (ins >> 8 & 0xff); /* bc_a */
 		} else {
-			d = (int64_t)link > 0 ? (link & ~7ULL) / 8 : 0; /* frame_sized */
+			d = link > 0 ? ((uint64_t)link & ~7ULL) / 8 : 0; /* frame_sized */
 		}
 		if (!d || d > k - fr2)
 			break;

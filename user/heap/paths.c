@@ -231,10 +231,9 @@ static long thread_body(const struct heap *h, uint32_t i)
 }
 
 /* A thread as a Lua programmer knows it: the main thread, or a coroutine
- * by its body. */
-static void put_thread(struct out *o, const struct heap *h, uint32_t i)
+ * by its body f (thread_body). */
+static void put_thread(struct out *o, const struct heap *h, uint32_t i, long f)
 {
-	long f = thread_body(h, i);
 	char w[256];
 
 	if (h->o[i].flags & HOBJ_MAIN) {
@@ -264,7 +263,8 @@ static long put_local(struct out *o, const struct heap *h, uint32_t th, uint64_t
 	s = heap_stack(h, &h->o[th], &n, &fr, &nf);
 	for (uint64_t j = 1; j < nf; j++) {
 		uint32_t f, above;
-		uint64_t tv, link, pc, bc0, pos, uvi, vi, off;
+		uint64_t tv, pc, bc0, pos, uvi, vi, off;
+		int64_t link;
 		const struct hobj *pt;
 		size_t avail = 0;
 		long fi, p;
@@ -277,7 +277,7 @@ static long put_local(struct out *o, const struct heap *h, uint32_t th, uint64_t
 		if (above >= n || f < fr2 || k + fr2 >= above)
 			return -1; /* the frame above's function, or a link */
 		memcpy(&tv, s + (uint64_t)above * 8, 8);
-		link = fr2 ? tv : (uint64_t)(uint32_t)(tv >> 32);
+		link = lj_frame_link(v, tv);
 		if (link & 3)
 			return -1; /* not a Lua call: no PC kept */
 		memcpy(&tv, s + (uint64_t)(f - fr2) * 8, 8);
@@ -286,7 +286,7 @@ static long put_local(struct out *o, const struct heap *h, uint32_t th, uint64_t
 		if (p < 0 || (h->o[p].flags & HOBJ_SHORT))
 			return -1;
 		pt = &h->o[p];
-		pc = fr2 ? link & ((1ULL << 47) - 1) : link;
+		pc = lj_frame_pc(v, link);
 		bc0 = pt->addr + v->lay.pt_size;
 		if (pc <= bc0 || (pc - bc0) % 4)
 			return -1;
@@ -413,6 +413,7 @@ static void put_step(struct out *o, const struct heap *h, const struct hedge *co
 		put(o, " of function %s", w);
 		break;
 	case HE_STACK: {
+		const long body = thread_body(h, e->from);
 		long fn;
 
 		o->n = 0;
@@ -420,12 +421,12 @@ static void put_step(struct out *o, const struct heap *h, const struct hedge *co
 		if (fn < 0) {
 			o->n = 0;
 			put(o, "stack slot %" PRIu64, e->a);
-		} else if (fn != thread_body(h, e->from)) {
+		} else if (fn != body) {
 			heap_where(h, (uint32_t)fn, w, sizeof(w));
 			put(o, " of function %s", w);
 		}
 		put(o, fn < 0 ? " of " : " in ");
-		put_thread(o, h, e->from);
+		put_thread(o, h, e->from, body);
 		break;
 	}
 	case HE_PROTO:

@@ -70,4 +70,20 @@ static inline uint64_t lj_tv_gc(const struct lj_variant *v, uint64_t tv)
 	return v->lay.gc64 ? tv & LJ_GCVMASK : (uint32_t)tv;
 }
 
+/* -- Frames ---------------------------------------------------------------- */
+
+/* A frame's link (lj_frame.h's ftsz: a Lua frame's return PC, low bits 0,
+ * or a size and type) from its link slot: FR2's (GC64) whole slot, else
+ * the slot's high 32 bits, signed (the low 32 hold the frame's function). */
+static inline int64_t lj_frame_link(const struct lj_variant *v, uint64_t tv)
+{
+	return v->lay.gc64 ? (int64_t)tv : (int64_t)(int32_t)(tv >> 32);
+}
+
+/* A Lua frame's return PC from its link (without FR2, a 32-bit address). */
+static inline uint64_t lj_frame_pc(const struct lj_variant *v, int64_t link)
+{
+	return v->lay.gc64 ? (uint64_t)link : (uint32_t)link;
+}
+
 #endif
