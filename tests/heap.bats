@@ -238,17 +238,16 @@ has_row() {
 		END { print found + 0 }' "$T/heap.out"
 }
 
-# known_rows TAB STR FN: the retainers of heap_known.lua 100 50 3 4 2 5 7
-# in $T/heap.out, at a build's sizes: sizeof(GCtab) TAB, sizeof(GCstr)
-# STR, a Lua closure of one upvalue FN bytes (a Node is 24 bytes, a TValue
-# 8, either way).
+# known_rows TAB KEYS FN: the retainers of heap_known.lua 100 50 3 4 2 5 7
+# in $T/heap.out, at a build's sizes: sizeof(GCtab) TAB, the cache's key
+# strings it alone holds KEYS bytes in all (key_bytes), a Lua closure of
+# one upvalue FN bytes (a Node is 24 bytes, a TValue 8, either way).
 known_rows() {
-	local tab=$1 str=$2 fn=$3
+	local tab=$1 fn=$3
 	local cache=$(($1 + 128 * 24)) x=$(($1 + 2 * 24)) inst=$(($1 + 65 * 8)) r
 	# the cache: its 128 nodes (its hash part); each of the 100 entries a
-	# table with an array part of 3 slots and its key's string:
-	# "u1".."u99" STR + 4, "u100" STR + 8
-	r=$((cache + 100 * (tab + 24) + 99 * (str + 4) + str + 8))
+	# table with an array part of 3 slots, and their keys' strings
+	r=$((cache + 100 * (tab + 24) + $2))
 	[ "$(has_row $r $cache table package.loaded.x.cache)" = 1 ]
 	# x: 2 nodes (hmask 1)
 	[ "$(has_row $((x + r)) $x table package.loaded.x)" = 1 ]
@@ -263,6 +262,13 @@ known_rows() {
 	grep -qE "^ +50 +$((50 * tab))  package\.loaded\[\"app\.models\"\]\.User\$" "$T/heap.out"
 	# functions by prototype: the three upvalue holders
 	grep -qE "^ +3 +$((3 * fn))  $LUA_DIR/heap_known.lua:35\$" "$T/heap.out"
+}
+
+# key_bytes STR: the cache's keys "u1".."u100" at sizeof(GCstr) STR,
+# lj_str_size's (the length and its NUL rounded up to 4): "u1".."u99"
+# STR + 4, "u100" STR + 8.
+key_bytes() {
+	echo $((99 * ($1 + 4) + $1 + 8))
 }
 
 @test "heap: retainers named as Lua writes them, retained bytes exact (dominator tree), JIT off and on" {
@@ -280,12 +286,42 @@ known_rows() {
 		wait "$TARGET"
 		# GC64: sizeof(GCtab) 64, sizeof(GCstr) 24, a closure of one
 		# upvalue 40 + 8
-		known_rows 64 24 48
+		known_rows 64 "$(key_bytes 24)" 48
 		# a main chunk's local, in the frame below the one that reads
 		# stdin (the top frame's PC is not kept: its slots keep their
 		# numbers), a closure of one upvalue and its upvalue
 		[ "$(has_row 96 48 function "local oracle of function $LUA_DIR/heap_known.lua:0 in main thread")" = 1 ]
 	done
+}
+
+# cont_local LJ...: heap_cont.lua under each LJ (-joff, -jon: jit.off(),
+# jit.on()): the coroutine's table named by its local, the body's PC read
+# from the continuation frame above it (frame_contpc); without it, a stack
+# slot's number.
+cont_local() {
+	local lj jit
+	for lj in "$@"; do
+		for jit in -joff -jon; do
+			rm -f "$T/in"
+			mkfifo "$T/in"
+			"$lj" "$jit" "$LUA_DIR/heap_cont.lua" < "$T/in" > "$T/target.out" 3>&- &
+			TARGET=$!
+			exec 5> "$T/in"
+			wait_for "$T/target.out" ready
+			"$LMT" heap -p "$TARGET" --top 100000 > "$T/heap.out"
+			echo go >&5
+			exec 5>&-
+			wait "$TARGET"
+			[ "$(grep -cE "^ +[0-9]+ +[0-9]+  table     local kept in coroutine at $LUA_DIR/heap_cont.lua:7\$" "$T/heap.out")" = 1 ]
+		done
+	done
+}
+
+@test "heap: a local of a coroutine suspended inside a metamethod named (its PC from the continuation frame), GC64 on and off, Tarantool's fork, JIT off and on" {
+	lj32
+	local up=$LJ32
+	tarantool_lj
+	cont_local luajit "$up" "$LJ32"
 }
 
 @test "heap -o FILE: a snapshot file, reported later the same (mode 0600)" {
@@ -551,31 +587,32 @@ like_ref() {
 		'registry._PRELOAD["thread.exdata"]' 'registry._PRELOAD["thread.exdata2"]'
 }
 
-# rows32: heap_known.lua 100 50 3 4 2 5 7 under $LJ32, JIT off: its
-# retainers named as on GC64, retained bytes exact at the 32-bit objects'
-# sizes; its snapshot file reported the same.
+# rows32 KEYS CACHE: heap_known.lua 100 50 3 4 2 5 7 under $LJ32, JIT
+# off: its retainers named as on GC64, retained bytes exact at the 32-bit
+# objects' sizes (KEYS: known_rows'), the cache retaining CACHE bytes; its
+# snapshot file reported the same.
 rows32() {
 	LJ=$LJ32 SNAP_OPTS="--top 100000 -o $T/s.lmh" snap -joff 100 50 3 4 2 5 7
 	cat "$T/heap.out"
 	[ "$HEAP_RC" -eq 0 ]
 	grep -qx "VM 0x[0-9a-f]\{8\} ($LJ32_NAME)" "$T/heap.out"
-	# GCtab 32, GCstr 20, a closure of one upvalue sizeLfunc(1) 20 + 4,
-	# locals named by the one-slot frames' walk: the cache
-	# retains 11108 bytes (GC64: 14740)
-	known_rows 32 20 24
-	[ "$(has_row 11108 3104 table package.loaded.x.cache)" = 1 ]
+	# GCtab 32, a closure of one upvalue sizeLfunc(1) 20 + 4, locals
+	# named by the one-slot frames' walk
+	known_rows 32 "$1" 24
+	[ "$(has_row "$2" 3104 table package.loaded.x.cache)" = 1 ]
 	"$LMT" heap --top 100000 "$T/s.lmh" > "$T/file.out"
 	diff "$T/heap.out" "$T/file.out"
 }
 
+# GCstr 20: the cache retains 11108 bytes (GC64: 14740)
 @test "heap, GC64 off: retainers named as on GC64, retained bytes exact at the 32-bit objects' sizes; a snapshot file reported the same" {
 	lj32
-	rows32
+	rows32 "$(key_bytes 20)" 11108
 }
 
 @test "heap, OpenResty luajit2 GC64 off: retainers named as on GC64, retained bytes exact at the 32-bit objects' sizes; a snapshot file reported the same" {
 	lj32 lj2gc64off
-	rows32
+	rows32 "$(key_bytes 20)" 11108
 }
 
 # instances32: 50 instances under $LJ32 against none: 32 bytes each (a
@@ -629,6 +666,58 @@ hostile32() {
 @test "heap, OpenResty luajit2 GC64 off: a heap that lies at 32 bits (an array part, a looping gc.root; a metatable reference outside the heap): counted, said, exit 3, not followed" {
 	lj32 lj2gc64off
 	hostile32
+}
+
+# -- Tarantool 2.6 (its LuaJIT fork in the executable, GC64 off) ------------
+
+# tarantool_lj: Debian's tarantool as snap's $LJ ($T/tarantool-lj: -joff,
+# -jon as jit.off(), jit.on() before the script), in LJ32; its layout
+# entry's name in LJ32_NAME.
+tarantool_lj() {
+	printf '%s\n' '#!/bin/sh' \
+		'case $1 in -joff) j="jit.off()" ;; -jon) j="jit.on()" ;; *) exit 2 ;; esac' \
+		'shift' 'exec tarantool -e "$j" "$@"' > "$T/tarantool-lj"
+	chmod +x "$T/tarantool-lj"
+	LJ32=$T/tarantool-lj
+	LJ32_NAME="Tarantool 2.6 LuaJIT 2.1 GC64 off"
+}
+
+# Its older 2.1's global_State (g->strhash, an SBuf of MRefs, no
+# lightuserdata segments) and unrounded strings: every byte of gc.total
+# walked, the known graph's deltas upstream's (its own library holds
+# tables Lua cannot see, constructors' templates: no oracle of all).
+@test "heap, Tarantool 2.6 (its fork, GC64 off): the known graph's exact counts against a baseline, JIT off and on; remainder 0" {
+	tarantool_lj
+	local jit
+	for jit in -joff -jon; do
+		LJ=$LJ32 snap "$jit" 0 0 0 0 0 0 0
+		[ "$HEAP_RC" -eq 0 ]
+		[ "$(remainder)" = 0 ]
+		record base
+		LJ=$LJ32 snap "$jit" 100 50 3 4 2 5 7
+		cat "$T/heap.out"
+		[ "$HEAP_RC" -eq 0 ]
+		[ "$TARGET_STATE" = S ]
+		grep -qx "VM 0x[0-9a-f]\{8\} ($LJ32_NAME)" "$T/heap.out"
+		[ "$(remainder)" = 0 ]
+		! grep -q '^incomplete' "$T/heap.out"
+		record full
+		[ "$(delta table 4)" = 155 ]
+		[ "$(delta function 4)" = 5 ]
+		[ "$(delta thread 4)" = 2 ]
+		[ "$(delta upvalue 4)" = 3 ]
+		[ "$(delta userdata 2)" = 0 ]
+		[ "$jit" = -jon ] || [ "$(delta table 6)" = 29 ]
+	done
+}
+
+# Its strings: GCstr 16, the length and its NUL unrounded (sizestring):
+# "u1".."u9" 19 bytes, "u10".."u99" 20, "u100" 21; but its own msgpack
+# code holds "u16", "u32" and "u64" (reg.u16 ...), not the cache's alone:
+# 9 * 19 + 87 * 20 + 21 = 1932, the cache retaining 10636 bytes.
+@test "heap, Tarantool 2.6 (its fork, GC64 off): retainers named as on GC64, retained bytes exact at its sizes; a snapshot file reported the same" {
+	tarantool_lj
+	rows32 1932 10636
 }
 
 # One snapshot of a process at a time (user/heap/capture.c: another's

@@ -5,8 +5,10 @@
  * tests/tools/ljoffsets.c prints EXPR (compiled against the tree),
  * tests/tools/layoutdump.c the entry's value (EXPR never compiled there);
  * tests/layout.bats compares the two for each tree the tests build.
- * LJOFF_OLD21 (Tarantool 2.6's older 2.1): no SnapShot.mcofs, no heap
- * walker's part. Not the table's meaning (vmst: enum lmt_vmst). */
+ * LJOFF_OLD21 (Tarantool 2.6's older 2.1): no SnapShot.mcofs; its string
+ * table is g->strhash and g->strmask (chains of GCstr as the newer
+ * g->str.tab's), no lightuserdata segments (0: none). Not the table's
+ * meaning (vmst: enum lmt_vmst). */
 
 /* -- struct lj_layout (BPF's) ---------------------------------------------- */
 F(lay, g_allocf, offsetof(global_State, allocf))
@@ -135,16 +137,23 @@ F(u, itype_tab, (int)LJ_TTAB)
 F(u, itype_func, (int)LJ_TFUNC)
 
 /* -- struct lj_hlayout (the heap walker's) --------------------------------- */
-#ifndef LJOFF_OLD21
 F(h, g_gc_total, offsetof(global_State, gc.total))
 F(h, g_gc_root, offsetof(global_State, gc.root))
 F(h, g_gc_mmudata, offsetof(global_State, gc.mmudata))
+#ifdef LJOFF_OLD21
+F(h, g_gc_lightudnum, 0)
+F(h, g_gc_lightudseg, 0)
+F(h, g_str_tab, offsetof(global_State, strhash))
+F(h, g_str_mask, offsetof(global_State, strmask))
+#else
 F(h, g_gc_lightudnum, offsetof(global_State, gc.lightudnum))
 F(h, g_gc_lightudseg, offsetof(global_State, gc.lightudseg))
 F(h, g_str_tab, offsetof(global_State, str.tab))
 F(h, g_str_mask, offsetof(global_State, str.mask))
+#endif
 F(h, g_tmpbuf_e, offsetof(global_State, tmpbuf.e))
 F(h, g_tmpbuf_b, offsetof(global_State, tmpbuf.b))
+F(h, g_tmpbuf_sz, sizeof(((global_State *)0)->tmpbuf.e))
 F(h, g_gcroot, offsetof(global_State, gcroot))
 F(h, gcroot_max, GCROOT_MAX)
 F(h, gcroot_basemt, GCROOT_BASEMT)
@@ -167,6 +176,11 @@ F(h, tab_asize, offsetof(GCtab, asize))
 F(h, tab_colo, offsetof(GCtab, colo))
 F(h, tab_sizeof, sizeof(GCtab))
 F(h, str_sizeof, sizeof(GCstr))
+#ifdef lj_str_size
+F(h, str_round4, lj_str_size(4) - sizeof(GCstr) == 8)
+#else
+F(h, str_round4, sizestring(&(GCstr){ .len = 4 }) - sizeof(GCstr) == 8)
+#endif
 F(h, fn_nupvalues, offsetof(GCfuncC, nupvalues))
 F(h, fn_env, offsetof(GCfuncC, env))
 F(h, fn_upvalue, offsetof(GCfuncC, upvalue))
@@ -221,4 +235,3 @@ F(h, ttrace, ~LJ_TTRACE)
 F(h, tcdata, ~LJ_TCDATA)
 F(h, ttab, ~LJ_TTAB)
 F(h, tudata, ~LJ_TUDATA)
-#endif

@@ -11,6 +11,7 @@
 #include "lj_frame.h"
 #include "lj_dispatch.h"
 #include "lj_ctype.h"
+#include "lj_str.h"
 #include "lj_ir.h"
 #include "lj_bc.h"
 #include "lj_target.h"

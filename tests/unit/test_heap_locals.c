@@ -5,7 +5,8 @@
  * part made to lie (the PC outside the bytecode or not an instruction's,
  * a link of no Lua call, varinfo outside the copy, a frame list past the
  * stack, a local not live at the PC, a prototype cut short): the slot's
- * number, never a name read from elsewhere. */
+ * number, never a name read from elsewhere. And a continuation frame above
+ * the body: its PC read where frame_contpc reads it, and made to lie. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +62,7 @@ int main(void)
 	static const uint8_t vi[] = { 'b', 'u', 'f', 0, 0, 10, 1, 0, 10, 0 };
 	const char *slot = "stack slot 4 of coroutine at w.lua:30";
 	uint8_t b[256];
-	uint64_t slots[8], arr[1], bc0, pc;
+	uint64_t slots[10], arr[1], bc0, pc;
 	uint32_t frames[2];
 	uint8_t *co, *pt;
 
@@ -109,7 +110,8 @@ int main(void)
 
 	/* CO's stack, FR2: [0] itself, [1] nil, [2] F1 and [3] its link (a C
 	 * frame's), [4] buf = T, [5] (for index) = 1.0, [6] F2 and [7] its
-	 * link: the return PC after instruction 2 of P. Frames, top first: 7, 3. */
+	 * link: the return PC after instruction 2 of P; [8], [9] nil (a
+	 * continuation's, below). Frames, top first: 7, 3. */
 	pc = bc0 + 3 * 4;
 	slots[0] = tv(CO, V->lay.tthread);
 	slots[1] = ~0ull;
@@ -119,11 +121,12 @@ int main(void)
 	slots[5] = 0x3ff0000000000000ull;
 	slots[6] = tv(F2, V->lay.tfunc);
 	slots[7] = pc;
+	slots[8] = slots[9] = ~0ull;
 	frames[0] = 7;
 	frames[1] = 3;
 	memset(b, 0, sizeof(b));
 	put64(b, V->lay.L_stack, ST);
-	put64(b, V->h.L_top, ST + 8 * 8);
+	put64(b, V->h.L_top, ST + 10 * 8);
 	put64(b, V->h.L_env, G);
 	{
 		uint8_t ex[sizeof(slots) + sizeof(frames)];
@@ -166,14 +169,37 @@ int main(void)
 	H.o[heap_find(&H, P)].flags &= (uint8_t)~HOBJ_SHORT;
 
 	frames[0] = 100;
-	memcpy(co + 8 * 8, frames, 4);
+	memcpy(co + 10 * 8, frames, 4);
 	CHECK("a frame above past the stack", !strcmp(path_of_t(), slot));
 	frames[0] = 5;
-	memcpy(co + 8 * 8, frames, 4);
+	memcpy(co + 10 * 8, frames, 4);
 	CHECK("a frame above whose function is the slot", !strcmp(path_of_t(), slot));
 	frames[0] = 7;
-	memcpy(co + 8 * 8, frames, 4);
+	memcpy(co + 10 * 8, frames, 4);
 	CHECK("all restored", !strcmp(path_of_t(), "local buf in coroutine at w.lua:30"));
+
+	/* -- A continuation frame above the body (a metamethod's call, a
+	 * stitched trace's C call): [6] its continuation, [7] the PC to
+	 * resume the body at (frame_contpc), [8] F2, [9] its link -- */
+	put64(co, 6 * 8, 0x1234);
+	put64(co, 8 * 8, tv(F2, V->lay.tfunc));
+	put64(co, 9 * 8, 6 * 8 | 2);
+	frames[0] = 9;
+	memcpy(co + 10 * 8, frames, 4);
+	CHECK("a local below a continuation frame: named by its PC",
+	      !strcmp(path_of_t(), "local buf in coroutine at w.lua:30"));
+	put64(co, 7 * 8, bc0 + 11 * 4);
+	CHECK("a continuation's PC past the bytecode", !strcmp(path_of_t(), slot));
+	put64(co, 7 * 8, pc | 1);
+	CHECK("a continuation's PC not an instruction's", !strcmp(path_of_t(), slot));
+	put64(co, 7 * 8, pc);
+	put64(co, 9 * 8, 6 * 8 | 6);
+	CHECK("a pcall's frame: no PC", !strcmp(path_of_t(), slot));
+	put64(co, 9 * 8, 6 * 8 | 2);
+	frames[0] = 7;
+	memcpy(co + 10 * 8, frames, 4);
+	put64(co, 7 * 8, 6 * 8 | 2);
+	CHECK("a continuation whose own slots hold the local", !strcmp(path_of_t(), slot));
 	heap_free(&H);
 	return fails != 0;
 }

@@ -356,7 +356,8 @@ static void copy_other(pid_t pid, struct heap *h)
 	const struct lj_variant *v = h->var;
 	const struct lj_hlayout *hl = &v->h;
 	unsigned J = v->lay.gg_J - v->lay.gg_g; /* J from g */
-	uint64_t e = heap_g64(h, hl->g_tmpbuf_e), b = heap_g64(h, hl->g_tmpbuf_b);
+	uint64_t e = hl->g_tmpbuf_sz == 4 ? heap_g32(h, hl->g_tmpbuf_e) : heap_g64(h, hl->g_tmpbuf_e);
+	uint64_t b = hl->g_tmpbuf_sz == 4 ? heap_g32(h, hl->g_tmpbuf_b) : heap_g64(h, hl->g_tmpbuf_b);
 	uint64_t cts = heap_gref(h, hl->g_ctype_state);
 	uint32_t ntr = heap_g32(h, J + hl->J_sizetrace), num;
 	unsigned rs = lj_refsz(v);
@@ -369,7 +370,7 @@ static void copy_other(pid_t pid, struct heap *h)
 			       (uint64_t)heap_g32(h, J + hl->J_sizesnapmap) * 4 +
 			       (uint64_t)(heap_g32(h, J + hl->J_irtoplim) -
 					  heap_g32(h, J + hl->J_irbotlim)) * hl->ir_sizeof;
-	if (heap_gref(h, hl->g_gc_lightudseg)) { /* LJ_64: GC64 or not */
+	if (hl->g_gc_lightudseg && heap_gref(h, hl->g_gc_lightudseg)) { /* LJ_64 */
 		num = h->gg[v->lay.gg_g + hl->g_gc_lightudnum];
 		h->other[HOTHER_LIGHTUD] = (num ? 2u << fls32(num) : 2u) * 4;
 	}

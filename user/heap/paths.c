@@ -250,8 +250,10 @@ static void put_thread(struct out *o, const struct heap *h, uint32_t i, long f)
  * debug_varname names it: the frame whose registers hold k (heap_stack's
  * frames: above its link, below the next frame's function), its Lua
  * function's prototype, and its PC, the link of the frame above it (a Lua
- * call's return PC, inside the prototype's bytecode; the top frame's PC
- * is not kept: its slots keep their number). Names the local into o and
+ * call's return PC, or a continuation's PC to resume the frame at: a
+ * metamethod's call, or a trace stitched around a C function's; inside the
+ * prototype's bytecode; the top frame's PC is not kept: its slots keep
+ * their number). Names the local into o and
  * returns the frame's function (its index); -1: none named. */
 static long put_local(struct out *o, const struct heap *h, uint32_t th, uint64_t k)
 {
@@ -278,8 +280,14 @@ static long put_local(struct out *o, const struct heap *h, uint32_t th, uint64_t
 			return -1; /* the frame above's function, or a link */
 		memcpy(&tv, s + (uint64_t)above * 8, 8);
 		link = lj_frame_link(v, tv);
-		if (link & 3)
-			return -1; /* not a Lua call: no PC kept */
+		if ((link & 7) == 2) { /* FRAME_CONT: frame_contpc, below its function */
+			if (above < 2 + 2 * fr2 || k + 1 + 2 * fr2 >= above)
+				return -1; /* a slot of the continuation's own */
+			memcpy(&tv, s + (uint64_t)(above - 1 - fr2) * 8, 8);
+			link = lj_frame_link(v, tv);
+		} else if (link & 3) {
+			return -1; /* a C call, a pcall's, varargs: no PC kept */
+		}
 		memcpy(&tv, s + (uint64_t)(f - fr2) * 8, 8);
 		fi = heap_find(h, fr2 ? heap_tv_gc(h, tv) : lj_ref(v, tv));
 		p = fi >= 0 ? proto_of(h, (uint32_t)fi) : -1;

@@ -1,7 +1,8 @@
 /* Objects' sizes as LuaJIT accounts them: what lj_gc.c's sweep frees
  * (lj_str_free, lj_tab_free, lj_func_free, lj_state_free, lj_udata_free,
  * lj_cdata_free, lj_trace_free, the prototype's sizept). Strings:
- * lj_str_size, the length and its NUL rounded up to 4 bytes. */
+ * lj_str_size, the length and its NUL rounded up to 4 bytes (an older
+ * 2.1's sizestring: not rounded). */
 #include "heap/heap.h"
 #include "target/ljref.h"
 
@@ -37,8 +38,11 @@ static uint64_t size_of(struct heap *h, struct hobj *o)
 	const struct lj_hlayout *hl = &v->h;
 	unsigned g = o->gct;
 
-	if (g == hl->tstr)
-		return hl->str_sizeof + (((uint64_t)heap_u32(h, o, v->lay.str_len) + 4) & ~3ull);
+	if (g == hl->tstr) {
+		uint64_t len = heap_u32(h, o, v->lay.str_len);
+
+		return hl->str_sizeof + (hl->str_round4 ? (len + 4) & ~3ull : len + 1);
+	}
 	if (g == hl->ttab) {
 		uint64_t asize = heap_u32(h, o, hl->tab_asize), hmask = heap_u32(h, o, v->u.tab_hmask);
 		int8_t colo = (int8_t)heap_u8(h, o, hl->tab_colo);

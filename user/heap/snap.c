@@ -154,7 +154,7 @@ int heap_snap(pid_t pid, const struct hopts *o, const char *out, const char *tit
 		close(pidfd);
 		return err ? fail("scanning for VMs", -err) : LMT_ERR;
 	}
-	/* an entry without the heap walker's offsets (Tarantool's) */
+	/* an entry without the heap walker's offsets */
 	for (size_t i = 0; i < sc.n; i++)
 		if (!sc.v[i].var->h.gg_size) {
 			fprintf(stderr, "luamemtrace heap: PID %d: %s: no heap snapshot for this "

@@ -93,7 +93,7 @@
 #define LJ21_GC64_HEAP                                                       \
 	LJ21_HEAP_ANY, .g_gc_total = 16, .g_gc_root = 40, .g_gc_mmudata = 80, \
 	.g_gc_lightudnum = 35, .g_gc_lightudseg = 112, .g_str_tab = 152,     \
-	.g_str_mask = 160, .g_tmpbuf_e = 208, .g_tmpbuf_b = 216,             \
+	.g_str_mask = 160, .g_tmpbuf_e = 208, .g_tmpbuf_b = 216, .g_tmpbuf_sz = 8, \
 	.g_gcroot = 424, .g_ctype_state = 384, .g_strempty = 120,            \
 	.g_uvhead = 280, .uv_next = 24, .pt_sizeuv = 60, .pt_uvinfo = 88,    \
 	.pt_varinfo = 96,                                                    \
@@ -101,7 +101,7 @@
 	.J_sizesnap = 348, .J_sizesnapmap = 368,                             \
 	.L_env = 72, .L_stacksize = 88, .L_top = 40, .L_maxstack = 48,       \
 	.tab_metatable = 32, .tab_array = 16, .tab_asize = 48,               \
-	.tab_colo = 11, .tab_sizeof = 64, .str_sizeof = 24,                  \
+	.tab_colo = 11, .tab_sizeof = 64, .str_sizeof = 24, .str_round4 = 1, \
 	.fn_nupvalues = 11, .fn_env = 16, .fn_upvalue = 48,                  \
 	.fnc_sizeof = 56, .fnl_sizeof = 48, .uv_closed = 10, .uv_tv = 16,    \
 	.uv_sizeof = 48, .pt_sizept = 56, .pt_k = 32, .pt_sizekgc = 48,      \
@@ -178,9 +178,9 @@
 /* The heap walker's global_State and jit_State fields, GC64 off: upstream's
  * and luajit2's (whose global_State only ends later), GCstr's length. */
 #define LJ21_GC32_G_HEAP                                                     \
-	.str_sizeof = 20, .g_gc_total = 16, .g_gc_root = 32,                 \
+	.str_sizeof = 20, .str_round4 = 1, .g_gc_total = 16, .g_gc_root = 32, \
 	.g_gc_mmudata = 52, .g_gc_lightudnum = 27, .g_gc_lightudseg = 72,    \
-	.g_str_tab = 104, .g_str_mask = 112, .g_tmpbuf_e = 152,              \
+	.g_str_tab = 104, .g_str_mask = 112, .g_tmpbuf_e = 152, .g_tmpbuf_sz = 8, \
 	.g_tmpbuf_b = 160, .g_gcroot = 336, .g_ctype_state = 296,            \
 	.g_strempty = 76, .g_uvhead = 224, .J_sizetrace = 372,               \
 	.J_irtoplim = 312, .J_irbotlim = 316, .J_sizesnap = 324,             \
@@ -230,10 +230,11 @@ const struct lj_variant lj_variants[] = {
 		/* Tarantool 2.6's LuaJIT fork (Debian's tarantool; its
 		 * third_party/luajit, built with LUAJIT_SMART_STRINGS as its
 		 * cmake/luajit.cmake does): an older 2.1, GC64 off. Its
-		 * global_State has the string table (and bloom filters)
-		 * first and no string ids (GCstr 16 bytes); its SnapShot has
-		 * no mcofs and its IR one opcode fewer before TNEW. No heap
-		 * walker's layout. */
+		 * global_State has the string table (g->strhash, and bloom
+		 * filters) first, an SBuf of MRefs, no lightuserdata segments
+		 * and no string ids (GCstr 16 bytes); its SnapShot has no
+		 * mcofs and its IR one opcode fewer before TNEW. Its GC
+		 * objects are upstream's with GC64 off. */
 		.name = "Tarantool 2.6 LuaJIT 2.1 GC64 off",
 		.sizeof_L = 64,
 		.lay = { LJ21_GC32_COMMON, .gg_g = 64, .gg_J = 512,
@@ -248,6 +249,13 @@ const struct lj_variant lj_variants[] = {
 		       .ir_kslot = 30, .ir_retf = 11, .ir_kptr = 25,
 		       .ir_newref = 60, .bc_unm = 20, .bc_pow = 37,
 		       .bc_tgetv = 56, .bc_tgetb = 58, LJ21_IRFL },
+		.h = { LJ21_GC32_HEAP, LJ21_CTS, .gg_size = 5384,
+		       .str_sizeof = 16, .g_gc_total = 64, .g_gc_root = 80,
+		       .g_gc_mmudata = 100, .g_str_tab = 0, .g_str_mask = 8,
+		       .g_tmpbuf_e = 128, .g_tmpbuf_b = 132, .g_tmpbuf_sz = 4,
+		       .g_gcroot = 292, .g_ctype_state = 288, .g_strempty = 140,
+		       .g_uvhead = 216, .J_sizetrace = 380, .J_irtoplim = 320,
+		       .J_irbotlim = 324, .J_sizesnap = 332, .J_sizesnapmap = 352 },
 	},
 };
 

@@ -55,12 +55,19 @@ struct lj_ulayout {
 struct lj_hlayout {
 	unsigned g_gc_total, g_gc_root, g_gc_mmudata, g_gc_lightudnum, g_gc_lightudseg;
 	unsigned g_str_tab, g_str_mask, g_tmpbuf_e, g_tmpbuf_b, g_gcroot, gcroot_max;
+	/* g->tmpbuf's pointers' size: 8, or 4 (an older 2.1's MRefs); no
+	 * lightuserdata segments (an older 2.1): g_gc_lightudseg 0 */
+	unsigned g_tmpbuf_sz;
 	unsigned gcroot_basemt; /* GCROOT_BASEMT: gcroot[] below it are metamethod names */
 	unsigned g_ctype_state, g_strempty, g_uvhead, gg_size;
 	unsigned J_sizetrace, J_irtoplim, J_irbotlim, J_sizesnap, J_sizesnapmap;
 	unsigned L_env, L_stacksize, L_top, L_maxstack;
 	unsigned tab_metatable, tab_array, tab_asize, tab_colo, tab_sizeof;
 	unsigned str_sizeof;
+	/* a string's size: 1: GCstr, the length and its NUL rounded up to 4
+	 * (lj_str_size); 0: GCstr, the length and its NUL (an older 2.1's
+	 * sizestring) */
+	unsigned str_round4;
 	unsigned fn_nupvalues, fn_env, fn_upvalue, fnc_sizeof, fnl_sizeof;
 	unsigned uv_closed, uv_tv, uv_next, uv_sizeof;
 	unsigned pt_sizept, pt_k, pt_sizekgc, pt_trace, pt_sizeuv, pt_uvinfo, pt_varinfo;
