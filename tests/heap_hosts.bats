@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # luamemtrace heap on a real host under load: nginx with OpenResty's Lua
 # module (tests/hosts.bash's setup), two workers, each holding a known
-# cache, snapshotted all at once with heap --all while wrk loads them.
+# cache, snapshotted all at once with heap --all while wrk loads them; a
+# Tarantool instance, a fiber writing while it is copied.
 
 load helpers
 load hosts
@@ -69,4 +70,56 @@ ngx.say("ok ", #keep)'
 	[ -s "$T/snaps/$NGX_MASTER.lmh" ]
 	"$LMT" heap "$T/snaps/$NGX_MASTER.lmh" > "$T/m.out"
 	! grep -q 'app\.cache' "$T/m.out"
+}
+
+# A real Tarantool 2.6 instance (Debian's: its LuaJIT fork, GC64 off, in the
+# executable): box.cfg{} with a space a fiber writes to without end, three
+# fibers sleeping, and CACHE, 1000 records { id = i, name = "user" .. i }:
+# GCtab 32 bytes and 2 nodes (48) each, CACHE's array 1025 slots, the names
+# unrounded strings (sizestring: 16 + len + 1; user1..user9 22 bytes,
+# user10..user99 23, user100..user999 24, user1000 25): CACHE retains
+# 32 + 1025 * 8 + 1000 * 80 + 23893 = 112125 bytes.
+@test "heap on a real Tarantool 2.6 instance (box.cfg, a fiber writing, its fork GC64 off): remainder 0, its known cache exact, left running" {
+	mkdir -p "$T/tt"
+	cat > "$T/tt/box.lua" <<'LUA'
+box.cfg{ work_dir = os.getenv('TT_DIR'), log = 'tt.log', listen = box.NULL }
+local s = box.schema.space.create('kv', { if_not_exists = true })
+s:create_index('pk', { if_not_exists = true })
+CACHE = {}
+for i = 1, 1000 do CACHE[i] = { id = i, name = 'user' .. i } end
+local fiber = require('fiber')
+N = 0
+fiber.create(function()
+  while true do
+    N = N + 1
+    s:replace({ N % 100, string.rep('x', N % 50) })
+    if N % 100 == 0 then fiber.sleep(0.001) end
+  end
+end)
+for i = 1, 3 do fiber.create(function() local mine = { i } while true do fiber.sleep(0.05) end end) end
+io.stdout:write('ready\n') io.stdout:flush()
+fiber.sleep(0.5)
+io.stdout:write('before ', N, '\n') io.stdout:flush()
+while not io.open(os.getenv('TT_DIR') .. '/go') do fiber.sleep(0.01) end
+io.stdout:write('after ', N, '\n') io.stdout:flush()
+os.exit(0)
+LUA
+	(cd "$T/tt" && TT_DIR="$T/tt" exec tarantool box.lua) > "$T/tt.out" 2>&1 3>&- &
+	local tt=$!
+	wait_for "$T/tt.out" before
+	run "$LMT" heap -p "$tt" --top 100000
+	local st=$(awk '{print $3}' "/proc/$tt/stat")
+	touch "$T/tt/go"
+	wait "$tt"
+	printf '%s\n' "$output" | head -40
+	[ "$status" -eq 0 ]
+	[[ "$st" != T ]]
+	printf '%s\n' "$output" | grep -qx 'VM 0x[0-9a-f]\{8\} (Tarantool 2.6 LuaJIT 2.1 GC64 off)'
+	[ "$(printf '%s\n' "$output" | awk '/remainder \(gc.total - sum\)/ { print $NF }')" = 0 ]
+	! printf '%s\n' "$output" | grep -q '^incomplete'
+	printf '%s\n' "$output" | grep -qE '^ +112125 +8232  table     CACHE$'
+	# the writer ran on after the snapshot
+	local before=$(awk '$1 == "before" { print $2 }' "$T/tt.out")
+	local after=$(awk '$1 == "after" { print $2 }' "$T/tt.out")
+	[ "$after" -gt "$before" ]
 }
