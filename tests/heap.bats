@@ -11,16 +11,18 @@ setup() {
 }
 
 # snap JITFLAG N M U K C Y G [P]: runs heap_known.lua with those counts
-# (under $LJ, Debian's luajit by default), snapshots it into $T/heap.out
-# (status in HEAP_RC; more options to heap in SNAP_OPTS), lets it end;
-# its output in $T/target.out.
+# (under $LJ, Debian's luajit by default; another script of tests/lua in
+# SNAP_LUA), snapshots it into $T/heap.out (status in HEAP_RC; more
+# options to heap in SNAP_OPTS), lets it end; its output in
+# $T/target.out.
 snap() {
 	local jit=$1
 	shift
 	rm -f "$T/in"
 	mkfifo "$T/in"
 	LUA_CPATH="$BATS_TEST_DIRNAME/../build/?.so" \
-		"${LJ:-luajit}" "$jit" "$LUA_DIR/heap_known.lua" "$@" < "$T/in" > "$T/target.out" 3>&- &
+		"${LJ:-luajit}" "$jit" "$LUA_DIR/${SNAP_LUA:-heap_known.lua}" "$@" < "$T/in" \
+		> "$T/target.out" 3>&- &
 	TARGET=$!
 	exec 5> "$T/in"
 	wait_for "$T/target.out" ready
@@ -302,16 +304,8 @@ cont_local() {
 	local lj jit
 	for lj in "$@"; do
 		for jit in -joff -jon; do
-			rm -f "$T/in"
-			mkfifo "$T/in"
-			"$lj" "$jit" "$LUA_DIR/heap_cont.lua" < "$T/in" > "$T/target.out" 3>&- &
-			TARGET=$!
-			exec 5> "$T/in"
-			wait_for "$T/target.out" ready
-			"$LMT" heap -p "$TARGET" --top 100000 > "$T/heap.out"
-			echo go >&5
-			exec 5>&-
-			wait "$TARGET"
+			LJ=$lj SNAP_LUA=heap_cont.lua SNAP_OPTS="--top 100000" snap "$jit"
+			[ "$HEAP_RC" -eq 0 ]
 			[ "$(grep -cE "^ +[0-9]+ +[0-9]+  table     local kept in coroutine at $LUA_DIR/heap_cont.lua:7\$" "$T/heap.out")" = 1 ]
 		done
 	done
