@@ -292,6 +292,62 @@ static void test_frames(void)
 
 /* -- IR ------------------------------------------------------------------ */
 
+/* -- A stretch's sites by its calls ------------------------------------- */
+
+/* Trace traceno of pt (bc[1], bc[2]: TNEW, lines 11 and 12; bc[3] RET0),
+ * one snapshot at bc[1], its machine code mc (sz bytes): an event at
+ * offset ofs, its line. */
+static int64_t calls_line(struct conv_vm *v, uint64_t traceno, uint64_t pt, const uint8_t *mc,
+			  uint32_t sz, uint32_t ofs)
+{
+	struct ftrace f = frames_trace(pt, NULL, 0);
+	struct lmt_trace r = { .traceno = traceno, .T = (uintptr_t)f.T, .proto = pt,
+			       .mcode = (uintptr_t)mc, .szmcode = sz };
+	struct mp_event m = { .kind = MP_ALLOC, .src = MP_SRC_TRACE, .loc = traceno,
+			      .line = ofs };
+	struct tloc at;
+
+	traces_add(v, &r);
+	return traces_line(v, &m, 0, &at) ? -1 : (int64_t)m.line;
+}
+
+static void test_calls(void)
+{
+	const uint64_t pt = fproto(8, fstr("@c.lua", 6, 6));
+	uint32_t *bc = (uint32_t *)(uintptr_t)(pt + LAY->pt_size);
+	uint8_t *mc = zalloc(64);
+	struct conv_vm *v = fvm();
+	int32_t rel;
+
+	proc.tr_cut = 0;
+	bc[1] = bc[2] = U->bc_tnew;
+	bc[3] = U->bc_ret0;
+	/* two calls of one function (lj_tab_new1), returning at 5 and 10 */
+	memset(mc, 0x90, 64);
+	for (int k = 0; k < 2; k++) {
+		mc[5 * k] = 0xe8;
+		rel = 0x1000 - 5 * (k + 1);
+		memcpy(mc + 5 * k + 1, &rel, 4);
+	}
+	/* The first call made nothing this time (the site's rank among those
+	 * seen would make the second the first bytecode's): the second's
+	 * new block is the second TNEW's, the call told by its place. */
+	CHECK("calls: a stretch's second allocating call is its second bytecode's",
+	      calls_line(v, 1, pt, mc, 64, 10) == 12);
+	CHECK("calls: ... and its first the first's", calls_line(v, 1, pt, mc, 64, 5) == 11);
+	/* Machine code that does not decode to its end, or over the cap:
+	 * no calls told, the rank among the sites seen (the first seen, the
+	 * first bytecode). */
+	mc[20] = 0x06; /* no instruction in 64-bit mode */
+	CHECK("calls: machine code that does not decode: by rank",
+	      calls_line(v, 2, pt, mc, 64, 10) == 11);
+	mc[20] = 0x90;
+	CHECK("calls: machine code over LMT_TRACE_MCODE_MAX: by rank",
+	      calls_line(v, 3, pt, mc, LMT_TRACE_MCODE_MAX + 1, 10) == 11);
+	CHECK("calls: none of them counted cut", proc.tr_cut == 0);
+	vm_gone(v);
+}
+
 /* An instruction naming, as its operand, a function constant whose
  * pointer would be past the IR's end. */
 static void test_ir(void)
@@ -668,6 +724,7 @@ int main(void)
 {
 	proc.pid = getpid();
 	test_frames();
+	test_calls();
 	test_ir();
 	test_caps();
 	test_budget();

@@ -48,6 +48,9 @@ struct conv_vm {
 	uint64_t g;           /* its global_State */
 	const struct lj_variant *var;
 	unsigned depth;       /* --stacks: frames per stack at most; 0: none */
+	int by_trace;         /* --jit=trace: compiled code's events charged to
+			       * their trace, whose snapshots are not read
+			       * (BPF does not hold the process for them) */
 	struct tout *out;     /* its stream */
 	struct u64map lines;  /* prototype -> struct pline */
 	struct u64map pnames; /* prototype -> its chunk name (malloc'd, up to
@@ -60,6 +63,8 @@ struct conv_vm {
 	struct u64map cnames; /* C function -> the name Lua gives it */
 	struct u64set cnamed; /* C functions the stream has by that name */
 	struct u64set cmissed; /* ones cnames did not name when last read */
+	struct u64set alloc_to; /* where compiled code's calls were seen
+				 * making new blocks below (convert/jit.c) */
 	double cnames_at;     /* when cnames was read */
 	struct u64map stacks; /* --stacks: BPF's stack id -> its frames */
 	struct u64map fnames; /* --stacks: prototype -> the names its calls

@@ -114,7 +114,8 @@ void ev_trace(struct conv_vm *v, const struct lmt_trace *r)
 
 	out_at(v->out, v, r->seq);
 	out_sym(v->out, &s);
-	traces_add(v, r);
+	if (!v->by_trace) /* its process runs on: a read could see it freed */
+		traces_add(v, r);
 	out_at(v->out, NULL, 0);
 	v->p->traces++;
 }

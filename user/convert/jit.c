@@ -165,6 +165,8 @@ void traces_add(struct conv_vm *v, const struct lmt_trace *r)
 	if (!tr->xsunk)
 		goto fail;
 	jit_read_ir(v, tr, r->T);
+	if (!u->snap_nomcofs) /* else no stretch is told by its offsets */
+		jit_read_mcode(v, tr, r->mcode, r->szmcode);
 	snaps_read(v, tr, sb, map, nsnapmap);
 	free(sb);
 	free(map);
@@ -208,6 +210,81 @@ static uint32_t snap_of(const struct ttrace *tr, uint32_t ofs)
 	return hi ? hi - 1 : 0;
 }
 
+/* -- A stretch's sites by its calls ----------------------------------------- */
+
+/* The call of trace tr that returns at offset ofs, or NULL. */
+static const struct tcall *call_at(struct ttrace *tr, uint32_t ofs)
+{
+	uint32_t lo, hi;
+
+	jit_calls(tr);
+	lo = 0;
+	hi = tr->ncalls;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) >> 1;
+
+		if (tr->calls[mid].ret == ofs)
+			return &tr->calls[mid];
+		if (tr->calls[mid].ret < ofs)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* A new block made below compiled code's call at ofs: what it calls
+ * allocates (lj_tab_dup, lj_buf_tostr, lj_tab_newkey...). One first seen
+ * so changes the answers given: a stretch has one more allocating call. */
+static void learn(struct conv_vm *v, struct ttrace *tr, uint32_t ofs)
+{
+	const struct tcall *c = call_at(tr, ofs);
+
+	if (c && c->to && v->alloc_to.n < LMT_ALLOC_CALLEES_MAX &&
+	    u64set_add(&v->alloc_to, c->to) == 1)
+		tl_changed(v);
+}
+
+/* The site of snapshot i's call at ofs, told by its stretch's calls to
+ * what allocates (seen so anywhere in the VM's compiled code), in the
+ * machine code's order, which is the IR's and so the bytecode's: when
+ * they are as many as its allocating bytecodes, the k-th call is the k-th
+ * bytecode's, whether the calls before it allocated this time or not (a
+ * CAT whose string is interned, a store that did not grow its table).
+ * -1: not told so (the rank among the sites seen tells it, site_line). */
+static int call_site(const struct conv_vm *v, struct ttrace *tr, uint32_t i,
+		     uint32_t ofs)
+{
+	const struct tsnap *sn = &tr->s[i];
+	const uint32_t lo = sn->mcofs, hi = i + 1 < tr->nsnap ? tr->s[i + 1].mcofs : tr->szmcode;
+	uint32_t n = 0;
+	int k = -1;
+
+	if (sn->nb < 2)
+		return -1;
+	jit_calls(tr);
+	for (uint32_t j = 0; j < tr->ncalls && tr->calls[j].ret < hi; j++) {
+		const struct tcall *c = &tr->calls[j];
+
+		if (c->ret < lo || !c->to || !u64set_has(&v->alloc_to, c->to))
+			continue;
+		if (c->ret == ofs)
+			k = (int)n;
+		n++;
+	}
+	return n == sn->nb ? k : -1;
+}
+
+/* Snapshot sn's k-th site charged with event m. */
+static int site_k(struct tsnap *sn, uint32_t k, struct mp_event *m, struct tloc *at)
+{
+	m->src = MP_SRC_LFUNC;
+	m->loc = sn->b_pt[k];
+	m->line = (uint64_t)sn->b_line[k];
+	at->chain = (int)k;
+	return 0;
+}
+
 /* -- Events ---------------------------------------------------------------- */
 
 /* A new block from call site ofs of a stretch with several allocating
@@ -227,11 +304,7 @@ static int site_line(struct tsnap *sn, uint32_t ofs, struct mp_event *m,
 		sn->site[k] = ofs;
 		sn->nsite++;
 	}
-	m->src = MP_SRC_LFUNC;
-	m->loc = sn->b_pt[k];
-	m->line = (uint64_t)sn->b_line[k];
-	at->chain = (int)k;
-	return 0;
+	return site_k(sn, k, m, at);
 }
 
 static int origin_line(const struct origin *o, struct mp_event *m)
@@ -247,6 +320,7 @@ static int line_of(struct conv_vm *v, struct mp_event *m, uint8_t flags, struct 
 	struct ttrace *tr = u64map_get(&v->traces, m->loc | 1ULL << 32);
 	struct tsnap *sn;
 	uint32_t i;
+	int k;
 
 	if (!tr)
 		return -1;
@@ -272,6 +346,11 @@ static int line_of(struct conv_vm *v, struct mp_event *m, uint8_t flags, struct 
 	}
 	i = snap_of(tr, (uint32_t)m->line);
 	at->snap = i;
+	if (m->kind == MP_ALLOC)
+		learn(v, tr, (uint32_t)m->line);
+	if (i < tr->nsnap && (m->kind == MP_ALLOC || m->kind == MP_REALLOC) &&
+	    !jit_resolve(v, tr, i) && (k = call_site(v, tr, i, (uint32_t)m->line)) >= 0)
+		return site_k(&tr->s[i], (uint32_t)k, m, at);
 	if (i < tr->nsnap && m->kind == MP_ALLOC && !jit_resolve(v, tr, i) &&
 	    tr->s[i].nb) {
 		const uint32_t nsite = tr->s[i].nsite;
@@ -284,15 +363,8 @@ static int line_of(struct conv_vm *v, struct mp_event *m, uint8_t flags, struct 
 	}
 	/* A reallocation where the stretch's one store grows its table */
 	if (i < tr->nsnap && m->kind == MP_REALLOC && !jit_resolve(v, tr, i) &&
-	    tr->s[i].rsite && tr->s[i].nb) {
-		const uint32_t k = tr->s[i].rsite - 1;
-
-		m->src = MP_SRC_LFUNC;
-		m->loc = tr->s[i].b_pt[k];
-		m->line = (uint64_t)tr->s[i].b_line[k];
-		at->chain = (int)k;
-		return 0;
-	}
+	    tr->s[i].rsite && tr->s[i].nb)
+		return site_k(&tr->s[i], tr->s[i].rsite - 1, m, at);
 	/* A side trace's first stretch: replayed objects come first, and
 	 * when its own bytecode allocates nothing, what it makes anew are
 	 * they (a table it stores to grows by reallocation). */
@@ -400,6 +472,7 @@ void traces_free(struct conv_vm *v)
 		if (v->traces.v[j])
 			trace_drop(v, v->traces.v[j]);
 	u64map_free(&v->traces, NULL);
+	u64set_free(&v->alloc_to);
 	free(v->tlm);
 	v->tlm = NULL;
 }

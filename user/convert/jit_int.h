@@ -103,9 +103,22 @@ struct tproto {
 	uint32_t *bc;
 };
 
+/* A call in a trace's machine code: the offset of its return (what BPF
+ * sends for what is allocated below it) and where it goes (a call rel32's
+ * target; 0 another call's). */
+struct tcall {
+	uint32_t ret;
+	uint64_t to;
+};
+
 struct ttrace {
 	uint64_t T, startpt;
 	uint32_t nsnap;
+	uint32_t szmcode; /* its machine code's length */
+	uint8_t *mc;      /* and its bytes, until decoded (jit_calls) */
+	uint64_t mcaddr;  /* where they were */
+	uint32_t ncalls;  /* its calls, by offset (jit_calls) */
+	struct tcall *calls;
 	/* Its budgets (target/caps.h): target reads made, bytes kept; over:
 	 * one was hit, what was left unread is not resolved */
 	uint32_t reads;
@@ -144,6 +157,11 @@ int jit_keep(struct ttrace *tr, size_t n);
 void jit_trace_free(void *p);
 /* The trace's IR [nk, nins) at T: read for the functions it inlined. */
 void jit_read_ir(struct conv_vm *v, struct ttrace *tr, uint64_t T);
+/* The trace's machine code (sz bytes at mc) read and kept, for jit_calls. */
+void jit_read_mcode(struct conv_vm *v, struct ttrace *tr, uint64_t mc, uint32_t sz);
+/* Its calls decoded in order into tr->calls, once, the bytes freed; none
+ * if there are none kept or they do not decode whole. */
+void jit_calls(struct ttrace *tr);
 /* The pointer constant at IR ref of trace tr (IR_KGC's GCobj, IR_KPTR's
  * pointer): GC64 keeps it in the next slot, else it is the instruction's
  * own op12 (32 bits). 0, or -1 if ref's slots lie outside the IR. */
@@ -194,8 +212,10 @@ unsigned jit_inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
 		     uint32_t hi, uint64_t *pts, uint64_t *fns, uint8_t *mms,
 		     uint32_t *crefs, unsigned max, uint64_t *bfns, uint32_t *brefs,
 		     unsigned *nb);
-/* NEWREF instructions of trace tr in IR refs [lo, hi). */
-unsigned jit_newrefs(struct conv_vm *v, const struct ttrace *tr, uint32_t lo, uint32_t hi);
+/* NEWREF instructions of trace tr in IR refs [lo, hi); in *nv those whose
+ * key is not a GC constant. */
+unsigned jit_newrefs(struct conv_vm *v, const struct ttrace *tr, uint32_t lo, uint32_t hi,
+		     unsigned *nv);
 
 /* -- jit_walk.c: stretches ------------------------------------------------- */
 

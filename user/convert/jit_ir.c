@@ -152,15 +152,23 @@ unsigned jit_inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
 }
 
 /* NEWREF instructions of trace tr's IR refs [lo, hi): stores of a new key,
- * which may grow the table (lj_tab_newkey). */
+ * which may grow the table (lj_tab_newkey); in *nv those whose key is not
+ * a GC constant (a field's name: TSETS's). */
 unsigned jit_newrefs(struct conv_vm *v, const struct ttrace *tr, uint32_t lo,
-			uint32_t hi)
+			uint32_t hi, unsigned *nv)
 {
+	const struct lj_ulayout *u = &v->var->u;
 	unsigned n = 0;
 
+	*nv = 0;
 	for (uint32_t ref = lo; ref < hi; ref++) {
-		const uint8_t *ins = jit_ir_at(tr, ref);
-		n += ins && ins[v->var->u.ir_o] == v->var->u.ir_newref;
+		const uint8_t *ins = jit_ir_at(tr, ref), *key;
+
+		if (!ins || ins[u->ir_o] != u->ir_newref)
+			continue;
+		n++;
+		key = jit_ir_at(tr, jit_ir_opn(u, ins, 1));
+		*nv += !key || key[u->ir_o] != u->ir_kgc;
 	}
 	return n;
 }

@@ -3,6 +3,7 @@
  * trace's IR constants and snapshots' frame slots, and the prototypes it
  * runs (bytecode and line tables, found by a PC). */
 #define _GNU_SOURCE
+#include <capstone/capstone.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,8 +67,81 @@ void jit_trace_free(void *p)
 		u64map_free(&tr->protos, tproto_free);
 		free(tr->ir);
 		free(tr->xsunk);
+		free(tr->calls);
+		free(tr->mc);
 	}
 	free(tr);
+}
+
+/* The trace's machine code, sz bytes at mc, kept for jit_calls (read
+ * while BPF holds the process: the trace may be gone by its first event).
+ * A read that fails or a length over LMT_TRACE_MCODE_MAX: none kept, no
+ * calls told. */
+void jit_read_mcode(struct conv_vm *v, struct ttrace *tr, uint64_t mc, uint32_t sz)
+{
+	if (!mc || !sz || sz > LMT_TRACE_MCODE_MAX || jit_keep(tr, sz) || !(tr->mc = malloc(sz)))
+		return;
+	if (jit_rd(v, tr, mc, tr->mc, sz)) {
+		free(tr->mc);
+		tr->mc = NULL;
+		return;
+	}
+	tr->mcaddr = mc;
+	tr->szmcode = sz;
+}
+
+/* The calls of the kept machine code, in order, decoded at the first
+ * need (not while the process is held): each instruction from the first
+ * (LuaJIT's trace code holds no data: its constants live in the IR and
+ * the dispatch table, its exit stubs apart). Bytes that do not decode to
+ * the end: no calls, the trace's sites by rank alone. */
+void jit_calls(struct ttrace *tr)
+{
+	uint8_t *code = tr->mc;
+	const uint8_t *p = code;
+	size_t n = tr->szmcode, cap = 0;
+	uint64_t a = tr->mcaddr;
+	struct tcall *c = NULL;
+	csh h;
+	cs_insn *in = NULL;
+
+	if (!code)
+		return;
+	tr->mc = NULL; /* decoded once */
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) == CS_ERR_OK) {
+		if ((in = cs_malloc(h))) {
+			while (n && cs_disasm_iter(h, &p, &n, &a, in)) {
+				struct tcall *m;
+
+				if (in->id != X86_INS_CALL)
+					continue;
+				if (tr->ncalls == cap) {
+					cap = cap ? 2 * cap : 16;
+					if (!(m = realloc(c, cap * sizeof(*c))))
+						break;
+					c = m;
+				}
+				c[tr->ncalls].ret = (uint32_t)(a - tr->mcaddr);
+				c[tr->ncalls].to = 0;
+				if (in->size == 5 && in->bytes[0] == 0xe8) { /* call rel32 */
+					int32_t rel;
+
+					memcpy(&rel, in->bytes + 1, 4);
+					c[tr->ncalls].to = a + (uint64_t)(int64_t)rel;
+				}
+				tr->ncalls++;
+			}
+			cs_free(in, 1);
+		}
+		cs_close(&h);
+	}
+	free(code);
+	if (!in || n || jit_keep(tr, (size_t)tr->ncalls * sizeof(*c))) {
+		free(c);
+		c = NULL;
+		tr->ncalls = 0;
+	}
+	tr->calls = c;
 }
 
 /* The trace's IR [nk, nins): read for the functions it inlined. */

@@ -17,12 +17,13 @@
  * a builtin, charged to its caller's line as the interpreter's are), or
  * else exactly one table store (which may grow the table), the stretch's
  * allocations are charged to its line. A stretch with several (up to
- * MAX_SITES) runs their calls in order: the k-th distinct call site
- * (machine code offset) its new blocks come from is charged to the k-th.
- * Not exact when an earlier site allocates later than a later one (a CAT
- * whose string is already interned makes none), or a builtin allocates
- * from several call sites; with more sites than bytecodes, and otherwise,
- * the snapshot's line.
+ * MAX_SITES) runs their calls in order: the k-th of its calls to what
+ * allocates is the k-th's, when they are as many (convert/jit.c's
+ * call_site); else the k-th distinct call site (machine code offset) its
+ * new blocks come from is charged to the k-th, not exact when an earlier
+ * site allocates later than a later one (a CAT whose string is already
+ * interned makes none) or a builtin allocates from several call sites;
+ * with more sites than bytecodes, and otherwise, the snapshot's line.
  *
  * Sunk allocations: convert/jit_sunk.c. */
 #define _GNU_SOURCE
@@ -51,8 +52,8 @@ struct walk {
 	unsigned ncallees, next;
 	unsigned steps; /* bytecodes walked; WALK_MAX: the stretch ended */
 	unsigned nalloc, nstore; /* bytecodes that allocate / store */
-	uint64_t alloc_pt, store_pt;
-	uint32_t alloc_pos, store_pos;
+	uint64_t alloc_pt, store_pt, vstore_pt; /* the last of each */
+	uint32_t alloc_pos, store_pos, vstore_pos;
 	unsigned builtins;       /* calls among the allocating */
 	/* The builtins the stretch's IR guards on (not Lua functions), in
 	 * order; the next not yet taken */
@@ -620,6 +621,8 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 			 * out[#out + 1]); a field's store is left out */
 			if (op != u->bc_tsets) {
 				w->nvstore++;
+				w->vstore_pt = pt;
+				w->vstore_pos = pos;
 				walk_site(w, pt, pos);
 			}
 		} else if (op == u->bc_call || op == u->bc_callm || op == u->bc_callt ||
@@ -706,6 +709,7 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	uint8_t mms[16];
 	uint64_t pt = 0, fn;
 	uint32_t pos;
+	unsigned nref, nvref;
 	int64_t line;
 
 	sn->resolved = 2;
@@ -731,18 +735,21 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 		fn = 0;
 	walk(&w, sn->pt, fn & ((1ULL << 47) - 1), pos, 0, sn->baseslot);
 	sn->nalloc = w.nalloc;
-	/* Stores that may grow their table (by a key not a constant string,
-	 * all of the stretch's stores, as many as the IR's NEWREFs: each is
-	 * one) are sites among the allocating bytecodes, in order. */
-	if (w.nstore && w.nvstore == w.nstore && w.nalloc + w.nstore >= 2 &&
-	    w.nsites <= MAX_SITES && jit_newrefs(v, tr, sn->ref, w.ir_hi) == w.nstore) {
+	/* Stores that may grow their table (by a key not a constant string:
+	 * all of the stretch's stores, as many as the IR's NEWREFs, or as
+	 * many as its NEWREFs by a key not a GC constant, each one) are
+	 * sites among the allocating bytecodes, in order. */
+	nref = jit_newrefs(v, tr, sn->ref, w.ir_hi, &nvref);
+	if (w.nvstore && w.nalloc + w.nvstore >= 2 && w.nsites <= MAX_SITES &&
+	    ((w.nvstore == w.nstore && nref == w.nstore) || nvref == w.nvstore)) {
 		memcpy(w.pts, w.spts, sizeof(w.pts));
 		memcpy(w.poss, w.sposs, sizeof(w.poss));
 		memcpy(w.chs, w.schs, sizeof(w.schs));
 		w.nalloc = w.nsites;
-		/* one store: a table's growth by reallocation is its */
-		for (uint32_t k = 0; w.nstore == 1 && k < w.nsites; k++)
-			if (w.spts[k] == w.store_pt && w.sposs[k] == w.store_pos)
+		/* one store that may grow a table: a growth by reallocation
+		 * is its */
+		for (uint32_t k = 0; w.nvstore == 1 && nref == nvref && k < w.nsites; k++)
+			if (w.spts[k] == w.vstore_pt && w.sposs[k] == w.vstore_pos)
 				sn->rsite = k + 1;
 	}
 	if (w.nalloc >= 2 && w.nalloc <= MAX_SITES) {

@@ -300,6 +300,7 @@ static struct tvm *vm_new(struct tr *t, struct tproc *p, uint32_t id,
 	}
 	*v = (struct tvm){ .p = p, .id = id, .num = num, .L = L, .cv.g = g, .ud = ud,
 			   .cv.var = p->var, .cv.depth = t->o->stacks,
+			   .cv.by_trace = t->o->jit_trace,
 			   .cap.tgid = (uint32_t)p->pid, .cap.id = id };
 	v->cap.cv = &v->cv;
 	if (num >= p->next_num)

@@ -40,6 +40,14 @@
  * a new one would pass it (1000 traces a VM by default, a few hundred
  * KiB the largest). */
 #define LMT_PROC_TRACE_BYTES_MAX (128u << 20)
+/* Machine code of one trace read for its calls (convert/jit_read.c's
+ * jit_read_calls): LuaJIT's own mcode area is 64 KiB by default
+ * (JIT_P_sizemcode 32 KiB on x64, maxmcode 512 KiB in all), and a trace
+ * is a few KiB; past it, the trace's calls are not told. */
+#define LMT_TRACE_MCODE_MAX (64u << 10)
+/* Call targets one VM's compiled code was seen making new blocks below
+ * (convert/jit.c): a handful of LuaJIT's allocating functions. */
+#define LMT_ALLOC_CALLEES_MAX 256
 /* Reads of the target made for one trace, all while BPF holds the process
  * stopped (a real trace takes a few per snapshot). */
 #define LMT_TRACE_READS_MAX 32768
