@@ -7,7 +7,8 @@
  *                 it charges, and where sunk objects were made;
  *   jit_frames.c  a snapshot's stack frames, told at once;
  *   jit_read.c    reads of the target within the trace's budgets, a
- *                 prototype's bytecode and lines, a snapshot's slots.
+ *                 prototype's bytecode and lines, a snapshot's slots, the
+ *                 machine code's calls.
  * jit.c calls the three others; jit_walk.c and jit_frames.c call only
  * jit_read.c; jit_read.c calls none of them. */
 #ifndef LMT_JIT_INT_H

@@ -103,13 +103,15 @@ void jit_calls(struct ttrace *tr)
 	uint64_t a = tr->mcaddr;
 	struct tcall *c = NULL;
 	csh h;
-	cs_insn *in = NULL;
+	cs_insn *in;
+	int ran = 0;
 
 	if (!code)
 		return;
 	tr->mc = NULL; /* decoded once */
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) == CS_ERR_OK) {
 		if ((in = cs_malloc(h))) {
+			ran = 1;
 			while (n && cs_disasm_iter(h, &p, &n, &a, in)) {
 				struct tcall *m;
 
@@ -136,7 +138,7 @@ void jit_calls(struct ttrace *tr)
 		cs_close(&h);
 	}
 	free(code);
-	if (!in || n || jit_keep(tr, (size_t)tr->ncalls * sizeof(*c))) {
+	if (!ran || n || jit_keep(tr, (size_t)tr->ncalls * sizeof(*c))) {
 		free(c);
 		c = NULL;
 		tr->ncalls = 0;
