@@ -9,15 +9,16 @@ setup() {
 	T="$BATS_TEST_TMPDIR"
 }
 
-# traced JIT STACKS: heap_join.lua 1000 300 (JIT on or off) traced from
-# after its "ready" (-p; --stacks if STACKS is 1) until it has built;
-# snapshotted into $T/s.lmh while traced, then the trace ended: the
-# target waits on (PID in PID, its stdin on fd 8).
+# traced JIT STACKS [LJ]: heap_join.lua 1000 300 (JIT on or off) under LJ
+# (luajit by default) traced from after its "ready" (-p; --stacks if
+# STACKS is 1) until it has built; snapshotted into $T/s.lmh while traced,
+# then the trace ended: the target waits on (PID in PID, its stdin on fd
+# 8).
 traced() {
 	cd "$LUA_DIR"
 	rm -f "$T/in" "$T/p.bin"* "$T/s.lmh"
 	mkfifo "$T/in"
-	luajit heap_join.lua 1000 300 "$1" < "$T/in" > "$T/out" 3>&- &
+	"${3:-luajit}" heap_join.lua 1000 300 "$1" < "$T/in" > "$T/out" 3>&- &
 	PID=$!
 	exec 8> "$T/in"
 	wait_for "$T/out" ready
@@ -93,6 +94,21 @@ exact() {
 			$0 ~ /@heap_join\.lua:18;@heap_join\.lua:12 local \047build\047$/' \
 			"$T/j.out" | wc -l)" = 1 ]
 	done
+}
+
+# Tarantool 2.6 (its fork, GC64 off; JIT off: with it on, its compiled
+# code is charged to its traces): the N tables of 32 bytes (its GCtab) at
+# line 12, x at line 11 (32 + 1001 * 8), with their stacks.
+@test "heap --with on Tarantool 2.6 (its fork, GC64 off), JIT off: the tables allocated while traced at their lines and stacks, exact bytes at its sizes" {
+	traced off 1 tarantool
+	"$LMT" heap --top 40 --with "$T/p.bin" "$T/s.lmh" > "$T/j.out"
+	ends
+	cat "$T/j.out"
+	grep -qx 'VM 0x[0-9a-f]\{8\} (Tarantool 2.6 LuaJIT 2.1 GC64 off)' "$T/j.out"
+	[ "$(row sites "1000 32000 table @heap_join.lua:12")" = 1 ]
+	[ "$(row sites "1 8040 table @heap_join.lua:11")" = 1 ]
+	[ "$(row stacks "1000 32000 table @heap_join.lua:18;@heap_join.lua:12")" = 1 ]
+	[ "$(row "top retainers" "40040 40040 0 table package.loaded.joined")" = 1 ]
 }
 
 @test "heap -p PID --with: the finished trace of the process joined with it now" {
