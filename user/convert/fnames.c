@@ -20,6 +20,7 @@
 #include "streams/stknum.h"
 #include "target/caps.h"
 #include "target/ljdebug.h"
+#include "target/ljref.h"
 #include "target/proc.h"
 
 #define GCVMASK ((1ULL << 47) - 1)
@@ -81,7 +82,7 @@ static int rd_init(struct rd *r, struct conv_vm *v, uint64_t pt)
 	r->d = var->vmdef;
 	r->pt = pt;
 	if (!r->d || var->lay.pt_size > sizeof(h) || !var->h.pt_varinfo ||
-	    var->h.pt_varinfo + 8 > var->lay.pt_size ||
+	    var->h.pt_varinfo + lj_refsz(var) > var->lay.pt_size ||
 	    rd_mem(r, pt, h, var->lay.pt_size))
 		return -1;
 	memcpy(&gct, h + var->u.pt_gct, 1);
@@ -89,9 +90,9 @@ static int rd_init(struct rd *r, struct conv_vm *v, uint64_t pt)
 	memcpy(&r->sizekgc, h + var->h.pt_sizekgc, 4);
 	memcpy(&sizeuv, h + var->h.pt_sizeuv, 1);
 	memcpy(&sizept, h + var->h.pt_sizept, 4);
-	memcpy(&r->k, h + var->h.pt_k, 8);
-	memcpy(&r->uvinfo, h + var->h.pt_uvinfo, 8);
-	memcpy(&r->varinfo, h + var->h.pt_varinfo, 8);
+	r->k = lj_ref_at(var, h, var->h.pt_k); /* MRefs: 4 bytes without GC64 */
+	r->uvinfo = lj_ref_at(var, h, var->h.pt_uvinfo);
+	r->varinfo = lj_ref_at(var, h, var->h.pt_varinfo);
 	r->sizeuv = sizeuv;
 	r->bc0 = pt + var->lay.pt_size;
 	r->end = pt + sizept;
@@ -171,13 +172,14 @@ static int varname(struct rd *r, uint32_t pos, uint32_t slot, char *buf)
 static int kgc_str(struct rd *r, uint32_t idx, char *buf)
 {
 	const struct lj_variant *var = r->v->var;
+	const unsigned rs = lj_refsz(var);
 	uint8_t s[LMT_FNAME_ID_MAX + 1];
-	uint64_t gcr, str;
+	uint64_t gcr = 0, str;
 	uint32_t len, n;
 	uint8_t gct;
 
 	if (idx >= r->sizekgc || !r->k ||
-	    rd_mem(r, r->k - 8 * ((uint64_t)idx + 1), &gcr, 8) || !(str = gcr & GCVMASK) ||
+	    rd_mem(r, r->k - rs * ((uint64_t)idx + 1), &gcr, rs) || !(str = gcr & GCVMASK) ||
 	    rd_mem(r, str + var->u.pt_gct, &gct, 1) || gct != var->h.tstr ||
 	    rd_mem(r, str + var->lay.str_len, &len, 4))
 		return -1;
@@ -269,9 +271,10 @@ restart:
 				if (kgc_str(r, RC(ins), buf))
 					return NULL;
 				/* obj:m(): MOV of the object beside the method
-				 * (LJ_FR2: ra + 2) */
+				 * (ra + 1, LJ_FR2: ra + 2) */
 				if (!rd_ins(r, ip - 1, &insp) && OP(insp) == d->bc_mov &&
-				    RA(insp) == ra + 2 && RD(insp) == RB(ins))
+				    RA(insp) == ra + 1 + r->v->var->lay.gc64 &&
+				    RD(insp) == RB(ins))
 					return "method";
 				return "field";
 			}

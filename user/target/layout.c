@@ -210,6 +210,7 @@ const struct lj_variant lj_variants[] = {
 		/* LuaJIT 2.1 built with LUAJIT_DISABLE_GC64. */
 		.name = "LuaJIT 2.1 GC64 off",
 		.sizeof_L = 64,
+		.vmdef = &lj_vmdef_lj21, /* GC64 changes no bytecode or ffid */
 		.lay = { LJ21_GC32_COMMON, LJ21_GC32_G, .gg_g = 64, .gg_J = 552 },
 		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER, LJ21_IRFL },
 		.h = { LJ21_GC32_HEAP, LJ21_GC32_G_HEAP, LJ21_CTS, .gg_size = 5416 },
@@ -222,6 +223,7 @@ const struct lj_variant lj_variants[] = {
 		 * luajit2's. */
 		.name = "OpenResty LuaJIT 2.1 GC64 off",
 		.sizeof_L = 80,
+		.vmdef = &lj_vmdef_or21,
 		.lay = { LJ21_GC32_COMMON, LJ21_GC32_G, .gg_g = 80, .gg_J = 576 },
 		.u = { LJ21_GC32_USER, LJ21_GC32_G_USER, OR21_IRFL },
 		.h = { LJ21_GC32_HEAP, LJ21_GC32_G_HEAP, OR21_CTS, .gg_size = 5472 },
