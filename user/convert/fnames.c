@@ -23,7 +23,6 @@
 #include "target/ljref.h"
 #include "target/proc.h"
 
-#define GCVMASK ((1ULL << 47) - 1)
 #define WIN 64 /* instructions read at once, walking back */
 
 /* A prototype's names by call site (pos + 1, or LINEKEY | line), and
@@ -179,7 +178,7 @@ static int kgc_str(struct rd *r, uint32_t idx, char *buf)
 	uint8_t gct;
 
 	if (idx >= r->sizekgc || !r->k ||
-	    rd_mem(r, r->k - rs * ((uint64_t)idx + 1), &gcr, rs) || !(str = gcr & GCVMASK) ||
+	    rd_mem(r, r->k - rs * ((uint64_t)idx + 1), &gcr, rs) || !(str = gcr & LJ_GCVMASK) ||
 	    rd_mem(r, str + var->u.pt_gct, &gct, 1) || gct != var->h.tstr ||
 	    rd_mem(r, str + var->lay.str_len, &len, 4))
 		return -1;
