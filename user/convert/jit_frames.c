@@ -9,6 +9,7 @@
 #include "convert/jit_int.h"
 #include "convert/cnames.h"
 #include "convert/luanames.h"
+#include "target/ljref.h"
 
 /* -- Stacks ------------------------------------------------------------ */
 
@@ -37,7 +38,7 @@ int jit_fn_frame(struct conv_vm *v, struct ttrace *tr, uint64_t fn, struct sk_fr
 	uint8_t ffid;
 	uint64_t cf;
 
-	fn &= (1ULL << 47) - 1;
+	fn &= LJ_GCVMASK;
 	if (jit_rd(v, tr, fn + l->fn_ffid, &ffid, 1) || ffid == 0 /* Lua */ ||
 	    jit_rd(v, tr, fn + l->fn_f, &cf, 8))
 		return -1;
@@ -69,7 +70,7 @@ void jit_snap_frames(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn)
 	for (fs = (int64_t)sn->baseslot - 2; fs > 0 && n < cap;) {
 		if (jit_fr_get(sn, (uint32_t)fs + 1, &link))
 			break;
-		if ((link & 3) == 0) { /* a Lua frame: its caller's return PC */
+		if ((link & LJ_FRAME_TYPE) == 0) { /* a Lua frame: its caller's return PC */
 			const struct tproto *tp;
 			uint64_t pt;
 			uint32_t pos;
@@ -88,9 +89,10 @@ void jit_snap_frames(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn)
 			continue;
 		}
 		/* A continuation keeps the caller's PC below it. */
-		if ((link & 7) == 2 && jit_fr_get(sn, (uint32_t)fs - 1, &pc))
+		if ((link & LJ_FRAME_TYPEP) == LJ_FRAME_CONT &&
+		    jit_fr_get(sn, (uint32_t)fs - 1, &pc))
 			break;
-		if ((link & 7) != 2)
+		if ((link & LJ_FRAME_TYPEP) != LJ_FRAME_CONT)
 			pc = 0;
 		d = (link & ~7ULL) / 8;
 		if (d < 2) {
@@ -103,7 +105,7 @@ void jit_snap_frames(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn)
 		/* FRAME_VARG: the frame below is the same call's (a vararg
 		 * function's, its fixed arguments copied up: rec_func_vararg),
 		 * its link the caller's: no frame of its own */
-		if ((link & 7) == 3)
+		if ((link & LJ_FRAME_TYPEP) == LJ_FRAME_VARG)
 			continue;
 		if (pc ? lua_frame(v, tr, pc, -1, &out[n]) :
 			 /* a builtin's (pcall) or a C function's frame */

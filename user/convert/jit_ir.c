@@ -77,7 +77,7 @@ int jit_mm_kind(struct conv_vm *v, struct ttrace *tr, const uint8_t *ins, int k)
 	if (!(c = jit_ir_at(tr, key)) || c[u->ir_o] != u->ir_kgc ||
 	    jit_kref(v, tr, key, &str))
 		return other;
-	str &= (1ULL << 47) - 1;
+	str &= LJ_GCVMASK;
 	if (jit_rd(v, tr, str + v->var->lay.str_len, &len, 4) || len >= sizeof(name) ||
 	    jit_rd(v, tr, str + v->var->lay.str_size, name, len))
 		return other;
@@ -127,7 +127,7 @@ unsigned jit_inlined(struct conv_vm *v, struct ttrace *tr, uint32_t lo,
 			if (kg[u->ir_o] != u->ir_kgc || (kg[u->ir_t] & 0x1f) != u->irt_func ||
 			    jit_kref(v, tr, c, &fn))
 				continue;
-			fn &= (1ULL << 47) - 1;
+			fn &= LJ_GCVMASK;
 			if (!(pt = jit_fn_proto(v, tr, fn))) {
 				/* a builtin or C function (bfns), once */
 				for (j = 0; j < *nb && bfns[j] != fn; j++)

@@ -312,7 +312,7 @@ static int snap_fr1(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn,
 			sn->fr[sn->nfr++] = (struct sfr){ .slot = slot + j, .v = fn };
 		if (!slot)
 			continue; /* the base frame's link: not in the map */
-		if ((ent[k] & SNAP_FRAME) && (link & 3) != 0) {
+		if ((ent[k] & SNAP_FRAME) && (link & LJ_FRAME_TYPE) != 0) {
 			/* a size: slots down to the frame below, flagged too */
 			d = link >> 3;
 			p = slot - (d < slot ? d : slot);

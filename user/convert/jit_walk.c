@@ -221,10 +221,10 @@ static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
 	 * link's slot when tail-called; without FR2 no snapshot holds it. */
 	if (jit_fr_get(w->stop, slot + 1, &link) && (slot || w->v->var->lay.gc64))
 		return 0;
-	if ((link & 3) != 0)
+	if ((link & LJ_FRAME_TYPE) != 0)
 		return 0;
 	if (!jit_fr_get(w->stop, slot, cfn))
-		return jit_fn_proto(w->v, w->tr, *cfn & ((1ULL << 47) - 1));
+		return jit_fn_proto(w->v, w->tr, *cfn & LJ_GCVMASK);
 	*cfn = 0;
 	return w->stop->baseslot == slot + 2 ? w->stop_pt : 0;
 }
@@ -290,7 +290,7 @@ static int walk_mm(struct walk *w, uint64_t pt, const struct tproto *tp,
 		cfn = w->callee_fns[nx];
 		w->next = nx + 1;
 	} else if (at == pos && sfn && (callee = jit_fn_proto(w->v, w->tr,
-						      sfn & ((1ULL << 47) - 1)))) {
+						      sfn & LJ_GCVMASK))) {
 		cfn = sfn;
 	} else {
 		return 0;
@@ -298,7 +298,7 @@ static int walk_mm(struct walk *w, uint64_t pt, const struct tproto *tp,
 	w->path.pt[depth] = pt;
 	w->path.pos[depth] = pos;
 	w->path.n = (uint32_t)depth + 1;
-	walk(w, callee, cfn & ((1ULL << 47) - 1), 1, depth + 1, slot + 2);
+	walk(w, callee, cfn & LJ_GCVMASK, 1, depth + 1, slot + 2);
 	w->path.n = (uint32_t)depth;
 	return 1;
 }
@@ -353,7 +353,7 @@ static struct tproto *caller_of(struct walk *w, uint32_t base, uint64_t *pt,
 		return NULL;
 	if (jit_fr_get(w->sn, base - 1, &link))
 		return base == 2 ? retf_caller(w, pt, pos, cbase) : NULL;
-	if ((link & 7) == 3) {
+	if ((link & LJ_FRAME_TYPEP) == LJ_FRAME_VARG) {
 		/* FRAME_VARG: a vararg function's frame, its fixed arguments
 		 * copied up from the call's own frame below (rec_func_vararg),
 		 * whose link is the caller's */
@@ -364,14 +364,14 @@ static struct tproto *caller_of(struct walk *w, uint32_t base, uint64_t *pt,
 		if (jit_fr_get(w->sn, base - 1, &link))
 			return base == 2 ? retf_caller(w, pt, pos, cbase) : NULL;
 	}
-	if ((link & 3) == 0)
+	if ((link & LJ_FRAME_TYPE) == 0)
 		pc = link; /* a Lua frame: its return PC */
 	else if ((link & 7) != 2 || base < 3 || jit_fr_get(w->sn, base - 3, &pc))
 		return NULL;
 	if (!(tp = jit_at_pc(w->v, w->tr, pc, pt, pos)) || !*pos ||
 	    *pos - 1 >= tp->sizebc)
 		return NULL;
-	if ((link & 3) == 0)
+	if ((link & LJ_FRAME_TYPE) == 0)
 		d = (tp->bc[*pos - 1] >> 8 & 0xff) + 2; /* FR2: func and link slots */
 	else if ((tp->bc[*pos - 1] & 0xff) > u->bc_cond_hi && link >> 3 <= base)
 		d = (uint32_t)(link >> 3); /* the continuation's delta */
@@ -398,7 +398,7 @@ static void walk_out(struct walk *w, uint32_t base)
 	if (cbase < 2 || jit_fr_get(w->sn, cbase - 2, &cfn))
 		cfn = 0;
 	w->path.popped++;
-	walk(w, pt, cfn & ((1ULL << 47) - 1), pos, 0, cbase);
+	walk(w, pt, cfn & LJ_GCVMASK, pos, 0, cbase);
 }
 
 /* A builtin (GCfunc bfn, 0 if not known) tail-called from the frame at
@@ -490,9 +490,6 @@ static uint32_t varg_shift(struct walk *w, uint64_t callee, unsigned op, uint32_
 	return (ins >> 16 & 0xff) - 1 + 2; /* C - 1 arguments */
 }
 
-/* Walks prototype pt (of GCfunc fn, if known) from position pos (see the
- * head of this file). depth: inside an inlined function, which returns to
- * its caller; base: its frame's first slot, in the snapshot's numbering. */
 /* The call at pos of prototype pt (tp, of function fn; instruction ins),
  * its frame at base: an inlined Lua function walked into, or a builtin
  * charged to it. 1 when the walk of pt ends there (a tail call, the
@@ -568,6 +565,9 @@ static int walk_call(struct walk *w, uint64_t pt, uint64_t fn, const struct tpro
 	return 0;
 }
 
+/* Walks prototype pt (of GCfunc fn, if known) from position pos (see the
+ * head of this file). depth: inside an inlined function, which returns to
+ * its caller; base: its frame's first slot, in the snapshot's numbering. */
 static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		 int depth, uint32_t base)
 {
@@ -733,7 +733,7 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	/* the stretch's own function, when the snapshot keeps it */
 	if (jit_fr_get(sn, sn->baseslot - 2, &fn))
 		fn = 0;
-	walk(&w, sn->pt, fn & ((1ULL << 47) - 1), pos, 0, sn->baseslot);
+	walk(&w, sn->pt, fn & LJ_GCVMASK, pos, 0, sn->baseslot);
 	sn->nalloc = w.nalloc;
 	/* Stores that may grow their table (by a key not a constant string:
 	 * all of the stretch's stores, as many as the IR's NEWREFs, or as

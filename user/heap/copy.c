@@ -117,7 +117,7 @@ static void copy_frames(pid_t pid, struct heap *h, long i, uint64_t st, uint64_t
 		if (heap_append(h, &slot, 4))
 			return; /* marked short */
 		link = lj_frame_link(h->var, tv);
-		if (!(link & 3)) { /* FRAME_LUA: its link a PC */
+		if (!(link & LJ_FRAME_TYPE)) { /* FRAME_LUA: its link a PC */
 			if (tread(pid, lj_frame_pc(h->var, link) - 4u, &ins, 4))
 				break;
 			d = 1 + fr2 + (ins >> 8 & 0xff); /* bc_a */
@@ -350,14 +350,20 @@ static unsigned fls32(uint32_t x)
 	return 31u - (unsigned)__builtin_clz(x);
 }
 
+/* A pointer of g->tmpbuf at off of g: g_tmpbuf_sz bytes (an older 2.1's
+ * SBuf holds MRefs). */
+static uint64_t tmpbuf_ptr(const struct heap *h, unsigned off)
+{
+	return h->var->h.g_tmpbuf_sz == 4 ? heap_g32(h, off) : heap_g64(h, off);
+}
+
 /* The VM's accounted memory besides its objects (lj_state.c's close). */
 static void copy_other(pid_t pid, struct heap *h)
 {
 	const struct lj_variant *v = h->var;
 	const struct lj_hlayout *hl = &v->h;
 	unsigned J = v->lay.gg_J - v->lay.gg_g; /* J from g */
-	uint64_t e = hl->g_tmpbuf_sz == 4 ? heap_g32(h, hl->g_tmpbuf_e) : heap_g64(h, hl->g_tmpbuf_e);
-	uint64_t b = hl->g_tmpbuf_sz == 4 ? heap_g32(h, hl->g_tmpbuf_b) : heap_g64(h, hl->g_tmpbuf_b);
+	uint64_t e = tmpbuf_ptr(h, hl->g_tmpbuf_e), b = tmpbuf_ptr(h, hl->g_tmpbuf_b);
 	uint64_t cts = heap_gref(h, hl->g_ctype_state);
 	uint32_t ntr = heap_g32(h, J + hl->J_sizetrace), num;
 	unsigned rs = lj_refsz(v);

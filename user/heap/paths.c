@@ -280,12 +280,12 @@ static long put_local(struct out *o, const struct heap *h, uint32_t th, uint64_t
 			return -1; /* the frame above's function, or a link */
 		memcpy(&tv, s + (uint64_t)above * 8, 8);
 		link = lj_frame_link(v, tv);
-		if ((link & 7) == 2) { /* FRAME_CONT: frame_contpc, below its function */
+		if ((link & LJ_FRAME_TYPEP) == LJ_FRAME_CONT) { /* frame_contpc, below its function */
 			if (above < 2 + 2 * fr2 || k + 1 + 2 * fr2 >= above)
 				return -1; /* a slot of the continuation's own */
 			memcpy(&tv, s + (uint64_t)(above - 1 - fr2) * 8, 8);
 			link = lj_frame_link(v, tv);
-		} else if (link & 3) {
+		} else if (link & LJ_FRAME_TYPE) {
 			return -1; /* a C call, a pcall's, varargs: no PC kept */
 		}
 		memcpy(&tv, s + (uint64_t)(f - fr2) * 8, 8);

@@ -72,6 +72,14 @@ static inline uint64_t lj_tv_gc(const struct lj_variant *v, uint64_t tv)
 
 /* -- Frames ---------------------------------------------------------------- */
 
+/* lj_frame.h's frame types: the link's low 3 bits (FRAME_TYPEP); a Lua
+ * frame's are 0 (its PC's, low 2 bits: FRAME_TYPE), a continuation's 2, a
+ * vararg function's 3. */
+#define LJ_FRAME_TYPE 3
+#define LJ_FRAME_TYPEP 7
+#define LJ_FRAME_CONT 2
+#define LJ_FRAME_VARG 3
+
 /* A frame's link (lj_frame.h's ftsz: a Lua frame's return PC, low bits 0,
  * or a size and type) from its link slot: FR2's (GC64) whole slot, else
  * the slot's high 32 bits, signed (the low 32 hold the frame's function). */
