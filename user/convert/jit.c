@@ -37,7 +37,7 @@ struct tlmemo {
 	uint64_t loc, line;
 	uint32_t ofs, gen, snap;
 	int32_t chain;
-	uint8_t src;
+	uint8_t src, by_call;
 };
 
 static void tl_changed(struct conv_vm *v)
@@ -349,8 +349,10 @@ static int line_of(struct conv_vm *v, struct mp_event *m, uint8_t flags, struct 
 	if (m->kind == MP_ALLOC)
 		learn(v, tr, (uint32_t)m->line);
 	if (i < tr->nsnap && (m->kind == MP_ALLOC || m->kind == MP_REALLOC) &&
-	    !jit_resolve(v, tr, i) && (k = call_site(v, tr, i, (uint32_t)m->line)) >= 0)
+	    !jit_resolve(v, tr, i) && (k = call_site(v, tr, i, (uint32_t)m->line)) >= 0) {
+		at->by_call = 1;
 		return site_k(&tr->s[i], (uint32_t)k, m, at);
+	}
 	if (i < tr->nsnap && m->kind == MP_ALLOC && !jit_resolve(v, tr, i) &&
 	    tr->s[i].nb) {
 		const uint32_t nsite = tr->s[i].nsite;
@@ -395,7 +397,7 @@ int traces_line(struct conv_vm *v, struct mp_event *m, uint8_t flags, struct tlo
 		m->line = e->line;
 		if (at)
 			*at = (struct tloc){ .trace = (uint32_t)key, .snap = e->snap,
-					     .chain = e->chain };
+					     .chain = e->chain, .by_call = e->by_call };
 		return 0;
 	}
 	if (!at)
@@ -405,7 +407,8 @@ int traces_line(struct conv_vm *v, struct mp_event *m, uint8_t flags, struct tlo
 	if (e)
 		*e = (struct tlmemo){ .key = key, .loc = m->loc, .line = m->line,
 				      .ofs = ofs, .gen = v->tlgen, .snap = at->snap,
-				      .chain = at->chain, .src = m->src };
+				      .chain = at->chain, .src = m->src,
+				      .by_call = (uint8_t)at->by_call };
 	return 0;
 }
 
@@ -425,8 +428,10 @@ unsigned traces_frames(struct conv_vm *v, const struct tloc *at, const struct mp
 	sn = &tr->s[at->snap];
 	ch = at->chain >= 0 ? sn->ch[at->chain] : NULL;
 	/* A builtin compiled in, what the event is charged to, then the
-	 * inlined calls to it. */
-	if (ch && ch->bfn) {
+	 * inlined calls to it; in a stretch of several sites, only where
+	 * its calls told the site (by rank, the site may be another's: a
+	 * builtin's frame would be a lie) */
+	if (ch && ch->bfn && (at->chain == MAX_SITES || at->by_call)) {
 		out[n++] = ch->leaf;
 		if (n == max)
 			return n;

@@ -22,6 +22,7 @@ void traces_add(struct conv_vm *v, const struct lmt_trace *r);
 struct tloc {
 	uint32_t trace, snap;
 	int chain;
+	int by_call; /* its site told by the stretch's calls (call_site) */
 };
 
 /* An event of compiled code (LMT_EV_MCOFS, LMT_EV_EXIT): to the Lua line

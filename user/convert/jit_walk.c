@@ -766,11 +766,10 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	}
 	/* several: which allocated first is not known, nor so their builtins
 	 * (a site by its rank, site_line, is one only if each allocates:
-	 * tostring(i % 10) .. "/" of a number interned makes one) */
-	for (uint32_t k = 0; sn->nb && k < sn->nb; k++) {
-		w.chs[k].bfn = 0;
+	 * tostring(i % 10) .. "/" of a number interned makes one); a builtin
+	 * kept, framed only where the calls tell the site (traces_frames) */
+	for (uint32_t k = 0; sn->nb && k < sn->nb; k++)
 		keep_chain(v, tr, sn, k, &w.chs[k]);
-	}
 	if (sn->nalloc == 1) {
 		pt = w.alloc_pt;
 		pos = w.alloc_pos;

@@ -248,6 +248,8 @@ static const char *const ff_noalloc[] = {
 	"math.random", "bit.tobit", "bit.bnot", "bit.bswap", "bit.lshift",
 	"bit.rshift", "bit.arshift", "bit.rol", "bit.ror", "bit.band", "bit.bor",
 	"bit.bxor", "string.len", "table.maxn", "table.isempty", "table.nkeys",
+	/* lib_ffi.c: pointers and lengths converted in place, no ctype parsed */
+	"ffi.copy", "ffi.fill", "ffi.errno", "ffi.abi",
 };
 
 int vmdef_ff_noalloc(const struct lj_vmdef *d, unsigned ffid)
