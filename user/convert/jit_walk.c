@@ -48,6 +48,8 @@ struct walk {
 	const uint8_t *callee_mm; /* and how each was called (mm_kind) */
 	uint32_t retf, ir_hi; /* the stretch's IR: the next RETF looked at, its end */
 	int dry, at_stop; /* a way tried at a branch (branch_to); it got to the stop */
+	int stop_depth;   /* the depth it got there at */
+	int skip_stop;    /* the stop's PC met once in an inlined call: not yet it */
 	unsigned branches; /* branches tried (LMT_WALK_BRANCHES) */
 	unsigned ncallees, next;
 	unsigned steps; /* bytecodes walked; WALK_MAX: the stretch ended */
@@ -431,20 +433,35 @@ static void tail_builtin(struct walk *w, uint64_t bfn, int depth, uint32_t base)
  * far as its first branch) for the one that gets to the next snapshot's
  * PC, or either when both get there past the same allocating bytecodes;
  * 0 if not told. ISTYPE and ISNUM go on or raise. */
+static uint32_t two_ways(struct walk *w, uint64_t pt, uint64_t fn, const uint32_t to[2],
+			 int depth, uint32_t base);
+
 static uint32_t branch_to(struct walk *w, uint64_t pt, uint64_t fn,
 			  const struct tproto *tp, uint32_t pos, int depth,
 			  uint32_t base)
 {
 	const struct lj_ulayout *u = &w->v->var->u;
-	uint32_t to[2], got = 0;
-	struct walk t[2];
+	uint32_t to[2];
 
 	if (pos + 1 >= tp->sizebc || (tp->bc[pos + 1] & 0xff) != u->bc_jmp)
 		return (tp->bc[pos] & 0xff) >= u->bc_cond_hi - 1 ? pos + 1 : 0;
-	if (w->dry || !w->stop || w->branches++ >= LMT_WALK_BRANCHES)
-		return 0;
 	to[0] = pos + 2;
 	to[1] = pos + 2 + (tp->bc[pos + 1] >> 16) - 0x8000;
+	return two_ways(w, pt, fn, to, depth, base);
+}
+
+/* The way of two (positions to[0], to[1] of pt) the trace went on at:
+ * each tried as far as its first branch, the one that gets to the next
+ * snapshot's PC, or either when both get there past the same allocating
+ * bytecodes; 0 if not told (LMT_WALK_BRANCHES tried, no next snapshot). */
+static uint32_t two_ways(struct walk *w, uint64_t pt, uint64_t fn, const uint32_t to[2],
+			 int depth, uint32_t base)
+{
+	uint32_t got = 0;
+	struct walk t[2];
+
+	if (w->dry || !w->stop || w->branches++ >= LMT_WALK_BRANCHES)
+		return 0;
 	for (int k = 0; k < 2; k++) {
 		t[k] = *w;
 		t[k].dry = 1;
@@ -460,6 +477,53 @@ static uint32_t branch_to(struct walk *w, uint64_t pt, uint64_t fn,
 	    !memcmp(t[0].poss, t[1].poss, t[0].nalloc * sizeof(t[0].poss[0])))
 		got = to[0] + 1;
 	return got ? got - 1 : 0;
+}
+
+/* The position of pt (tp) in its loop's body, from the loop's instruction
+ * at pos (FORL, ITERL and their J forms; a J form keeps a trace's number
+ * where the others keep the jump): the instruction after its FORI, or
+ * after the JMP (ISNEXT for pairs) to its ITERC (ITERN). 0 if not found. */
+static uint32_t loop_body(const struct walk *w, const struct tproto *tp, uint32_t pos)
+{
+	const struct lj_ulayout *u = &w->v->var->u;
+	const unsigned op = tp->bc[pos] & 0xff;
+
+	if (op != u->bc_fori + 4 && op != u->bc_fori + 7) /* JFORL, JITERL */
+		return pos + 1 + (tp->bc[pos] >> 16) - 0x8000;
+	for (uint32_t q = pos; q-- > 0;) {
+		const uint32_t ins = tp->bc[q];
+		const unsigned qop = ins & 0xff;
+		const uint32_t to = q + 1 + (ins >> 16) - 0x8000;
+
+		if (op == u->bc_fori + 4 ? (qop == u->bc_fori || qop == u->bc_fori + 1) && to == pos + 1
+					 : (qop == u->bc_jmp || qop == u->bc_isnext) && to + 1 == pos)
+			return q + 1;
+	}
+	return 0;
+}
+
+/* A loop's instruction at pos of pt (tp): the position the trace went on
+ * at, told as a branch's (two_ways): into the loop's body or out of it;
+ * 0 if not told. A LOOP (while, repeat) only marks where one begins. */
+static uint32_t loop_to(struct walk *w, uint64_t pt, uint64_t fn, const struct tproto *tp,
+			uint32_t pos, int depth, uint32_t base)
+{
+	const struct lj_ulayout *u = &w->v->var->u;
+	const unsigned op = tp->bc[pos] & 0xff;
+	uint32_t to[2];
+
+	if (op >= u->bc_fori + 8) /* LOOP, ILOOP, JLOOP */
+		return pos + 1;
+	if (op <= u->bc_fori + 1) { /* FORI, JFORI: in, or past it */
+		to[0] = pos + 1;
+		to[1] = pos + 1 + (tp->bc[pos] >> 16) - 0x8000;
+	} else { /* FORL, ITERL and theirs: out, or round again */
+		to[0] = pos + 1;
+		to[1] = loop_body(w, tp, pos);
+	}
+	if (!to[1] || to[1] >= tp->sizebc || to[0] >= tp->sizebc)
+		return 0;
+	return two_ways(w, pt, fn, to, depth, base);
 }
 
 /* Builtin bfn (a GCfunc, 0: not known) allocates nothing (vmdef's list). */
@@ -551,6 +615,12 @@ static int walk_call(struct walk *w, uint64_t pt, uint64_t fn, const struct tpro
 		tail_builtin(w, builtin_at(w, pt, tp, pos), depth, base);
 		w->steps = WALK_MAX;
 		return 1;
+	} else if (op == u->bc_iterc) {
+		/* An iterator compiled in that is no Lua function:
+		 * ipairs_aux or next, neither allocates (one the trace
+		 * does not compile is where it stitched: its stop) */
+		if (w->bnext < w->nbfns && builtin_noalloc(w, w->bfns[w->bnext]))
+			w->bnext++;
 	} else {
 		/* a builtin: charged to the call, its frame
 		 * on top of the stack as the interpreter's; one
@@ -588,9 +658,14 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		 * function called again) have its whole way round between. */
 		if (w->steps > 1 && pt == w->stop_pt &&
 		    pt + ptsz + 4 * (uint64_t)pos == w->stop_pc) {
-			w->steps = WALK_MAX; /* the stretch ends here */
-			w->at_stop = 1;
-			return;
+			if (w->skip_stop && depth > 0) {
+				w->skip_stop = 0;
+			} else {
+				w->steps = WALK_MAX; /* the stretch ends here */
+				w->at_stop = 1;
+				w->stop_depth = depth;
+				return;
+			}
 		}
 		if (op <= u->bc_cond_hi) {
 			/* a branch: the way to the next snapshot, if one */
@@ -626,7 +701,7 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 				walk_site(w, pt, pos);
 			}
 		} else if (op == u->bc_call || op == u->bc_callm || op == u->bc_callt ||
-			   op == u->bc_callmt) {
+			   op == u->bc_callmt || op == u->bc_iterc) {
 			if (walk_call(w, pt, fn, tp, pos, depth, base, ins))
 				return;
 		} else if (op == u->bc_ret || op == u->bc_ret0 || op == u->bc_ret1 ||
@@ -637,11 +712,18 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		} else if (op == u->bc_jmp) {
 			pos = pos + 1 + (ins >> 16) - 0x8000;
 			continue;
-		} else if (op == u->bc_varg) {
-			/* a vararg function's extra arguments copied: on */
-		} else if ((op >= u->bc_iterc && op <= u->bc_isnext) ||
-			   (op >= u->bc_fori && op <= u->bc_jloop) || op > u->bc_jmp) {
-			return; /* iterators, loops, headers */
+		} else if (op == u->bc_varg || op == u->bc_iterc + 1) {
+			/* a vararg function's extra arguments copied, the
+			 * next key of pairs (ITERN, allocates nothing): on */
+		} else if (op == u->bc_isnext) {
+			pos = pos + 1 + (ins >> 16) - 0x8000; /* to its ITERN */
+			continue;
+		} else if (op >= u->bc_fori && op <= u->bc_jloop) {
+			if (!(pos = loop_to(w, pt, fn, tp, pos, depth, base)))
+				return;
+			continue;
+		} else if (op > u->bc_jmp) {
+			return; /* headers */
 		}
 		pos++;
 	}
@@ -703,7 +785,7 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 {
 	struct tsnap *sn = &tr->s[i];
 	struct tproto *tp;
-	struct walk w = { .v = v, .tr = tr, .sn = sn };
+	struct walk w = { .v = v, .tr = tr, .sn = sn }, w0;
 	uint64_t callees[16], fns[16], bfns[16];
 	uint32_t crefs[16], brefs[16];
 	uint8_t mms[16];
@@ -733,13 +815,29 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 	/* the stretch's own function, when the snapshot keeps it */
 	if (jit_fr_get(sn, sn->baseslot - 2, &fn))
 		fn = 0;
+	w0 = w;
 	walk(&w, sn->pt, fn & LJ_GCVMASK, pos, 0, sn->baseslot);
+	nref = jit_newrefs(v, tr, sn->ref, w.ir_hi, &nvref);
+	/* Got to the next snapshot's PC in an inlined function with fewer
+	 * stores by a variable key than the IR's NEWREFs by one: the same
+	 * function called again with its frame at the same slot (chained
+	 * calls, b:add(x):add(y), the IR guarding the function once) has the
+	 * snapshot, its first call's store still ahead. Walked again past
+	 * that first meeting: taken if it gets to the snapshot's PC again
+	 * with as many stores as NEWREFs. */
+	if (w.at_stop && w.stop_depth > 0 && w.nvstore < nvref) {
+		struct walk w2 = w0;
+
+		w2.skip_stop = 1;
+		walk(&w2, sn->pt, fn & LJ_GCVMASK, pos, 0, sn->baseslot);
+		if (w2.at_stop && w2.nvstore == nvref)
+			w = w2;
+	}
 	sn->nalloc = w.nalloc;
 	/* Stores that may grow their table (by a key not a constant string:
 	 * all of the stretch's stores, as many as the IR's NEWREFs, or as
 	 * many as its NEWREFs by a key not a GC constant, each one) are
 	 * sites among the allocating bytecodes, in order. */
-	nref = jit_newrefs(v, tr, sn->ref, w.ir_hi, &nvref);
 	if (w.nvstore && w.nalloc + w.nvstore >= 2 && w.nsites <= MAX_SITES &&
 	    ((w.nvstore == w.nstore && nref == w.nstore) || nvref == w.nvstore)) {
 		memcpy(w.pts, w.spts, sizeof(w.pts));
