@@ -392,10 +392,21 @@ static void builtins(void)
 	      is(vmdef_ffname(&lj_vmdef_lj21, 222), "buffer.decode") &&
 	      is(vmdef_ffname(&lj_vmdef_or21, 229), "buffer.decode") &&
 	      !vmdef_ffname(&lj_vmdef_lj21, 223) && !vmdef_ffname(&lj_vmdef_or21, 230));
+	CHECK("Tarantool 2.6's fork: Debian's ffids up to jit.attach at 147 (no jit.security), "
+	      "ffi.load its last at 202 (no string buffers)",
+	      is(vmdef_ffname(&lj_vmdef_tt26, 86), "string.gmatch_aux") &&
+	      is(vmdef_ffname(&lj_vmdef_tt26, 146), "jit.status") &&
+	      is(vmdef_ffname(&lj_vmdef_tt26, 147), "jit.attach") &&
+	      is(vmdef_ffname(&lj_vmdef_tt26, 202), "ffi.load") &&
+	      !vmdef_ffname(&lj_vmdef_tt26, 203));
 	CHECK("ffid 0 and 1 (Lua, C) are no builtin", !vmdef_ffname(&lj_vmdef_lj21, 0) &&
 						  !vmdef_ffname(&lj_vmdef_lj21, 1));
 	CHECK("the variants point to their builds",
 	      lj_variants[0].vmdef == &lj_vmdef_lj21 && lj_variants[1].vmdef == &lj_vmdef_or21);
+	for (unsigned i = 0; i < lj_nvariants; i++)
+		if (strstr(lj_variants[i].name, "Tarantool"))
+			CHECK("Tarantool's variant points to its list",
+			      lj_variants[i].vmdef == &lj_vmdef_tt26);
 	/* package.loaded's string.gmatch at Debian's 87 */
 	u64map_put(&m, LUANAMES_FF(87), strdup("string.gmatch"), &err);
 	u64map_put(&m, LUANAMES_FF(20), strdup("pcall"), &err);

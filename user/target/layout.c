@@ -238,6 +238,7 @@ const struct lj_variant lj_variants[] = {
 		 * mcofs and its IR one opcode fewer before TNEW. Its GC
 		 * objects are upstream's with GC64 off. */
 		.name = "Tarantool 2.6 LuaJIT 2.1 GC64 off",
+		.vmdef = &lj_vmdef_tt26,
 		.sizeof_L = 64,
 		.lay = { LJ21_GC32_COMMON, .gg_g = 64, .gg_J = 512,
 			 .g_allocf = 48, .g_allocd = 56, .g_vmstate = 120,

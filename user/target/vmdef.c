@@ -2,7 +2,7 @@
  * ffnames are vmdef.lua's, as each build's own package installs it
  * (libluajit-5.1-common's and libluajit2-5.1-common's
  * /usr/share/luajit-2.1.0-beta3/jit/vmdef.lua), index for index; the
- * bytecode modes are lj_bc.h's BCDEF of the same sources (both builds
+ * bytecode modes are lj_bc.h's BCDEF of the same sources (the builds
  * have the same 97 opcodes, vmdef.lua's bcnames). */
 #include <string.h>
 
@@ -224,12 +224,64 @@ static const char *const ff_or21[] = {
 	"buffer.method.__len", "buffer.new", "buffer.encode", "buffer.decode",
 };
 
+/* Tarantool 2.6's LuaJIT fork (its third_party/luajit: the jit/vmdef.lua
+ * its src/Makefile's buildvm writes, the libraries Tarantool's
+ * cmake/luajit.cmake builds): Debian's list without jit.security and the
+ * string buffers; the same 97 opcodes. */
+static const char *const ff_tt26[] = {
+	"Lua", "C", "assert", "type", "next", "pairs", "ipairs_aux", "ipairs",
+	"getmetatable", "setmetatable", "getfenv", "setfenv", "rawget", "rawset",
+	"rawequal", "unpack", "select", "tonumber", "tostring", "error", "pcall",
+	"xpcall", "loadfile", "load", "loadstring", "dofile", "gcinfo",
+	"collectgarbage", "newproxy", "print", "coroutine.status",
+	"coroutine.running", "coroutine.isyieldable", "coroutine.create",
+	"coroutine.yield", "coroutine.resume", "coroutine.wrap_aux", "coroutine.wrap",
+	"math.abs", "math.floor", "math.ceil", "math.sqrt", "math.log10", "math.exp",
+	"math.sin", "math.cos", "math.tan", "math.asin", "math.acos", "math.atan",
+	"math.sinh", "math.cosh", "math.tanh", "math.frexp", "math.modf", "math.log",
+	"math.atan2", "math.pow", "math.fmod", "math.ldexp", "math.min", "math.max",
+	"math.random", "math.randomseed", "bit.tobit", "bit.bnot", "bit.bswap",
+	"bit.lshift", "bit.rshift", "bit.arshift", "bit.rol", "bit.ror", "bit.band",
+	"bit.bor", "bit.bxor", "bit.tohex", "string.byte", "string.char",
+	"string.sub", "string.rep", "string.reverse", "string.lower", "string.upper",
+	"string.dump", "string.find", "string.match", "string.gmatch_aux",
+	"string.gmatch", "string.gsub", "string.format", "table.maxn", "table.insert",
+	"table.concat", "table.sort", "table.new", "table.clear", "io.method.close",
+	"io.method.read", "io.method.write", "io.method.flush", "io.method.seek",
+	"io.method.setvbuf", "io.method.lines", "io.method.__gc",
+	"io.method.__tostring", "io.open", "io.popen", "io.tmpfile", "io.close",
+	"io.read", "io.write", "io.flush", "io.input", "io.output", "io.lines",
+	"io.type", "os.execute", "os.remove", "os.rename", "os.tmpname", "os.getenv",
+	"os.exit", "os.clock", "os.date", "os.time", "os.difftime", "os.setlocale",
+	"debug.getregistry", "debug.getmetatable", "debug.setmetatable",
+	"debug.getfenv", "debug.setfenv", "debug.getinfo", "debug.getlocal",
+	"debug.setlocal", "debug.getupvalue", "debug.setupvalue", "debug.upvalueid",
+	"debug.upvaluejoin", "debug.sethook", "debug.gethook", "debug.debug",
+	"debug.traceback", "jit.on", "jit.off", "jit.flush", "jit.status",
+	"jit.attach", "jit.util.funcinfo", "jit.util.funcbc", "jit.util.funck",
+	"jit.util.funcuvname", "jit.util.traceinfo", "jit.util.traceir",
+	"jit.util.tracek", "jit.util.tracesnap", "jit.util.tracemc",
+	"jit.util.traceexitstub", "jit.util.ircalladdr", "jit.opt.start",
+	"jit.profile.start", "jit.profile.stop", "jit.profile.dumpstack",
+	"ffi.meta.__index", "ffi.meta.__newindex", "ffi.meta.__eq", "ffi.meta.__len",
+	"ffi.meta.__lt", "ffi.meta.__le", "ffi.meta.__concat", "ffi.meta.__call",
+	"ffi.meta.__add", "ffi.meta.__sub", "ffi.meta.__mul", "ffi.meta.__div",
+	"ffi.meta.__mod", "ffi.meta.__pow", "ffi.meta.__unm", "ffi.meta.__tostring",
+	"ffi.meta.__pairs", "ffi.meta.__ipairs", "ffi.clib.__index",
+	"ffi.clib.__newindex", "ffi.clib.__gc", "ffi.callback.free",
+	"ffi.callback.set", "ffi.cdef", "ffi.new", "ffi.cast", "ffi.typeof",
+	"ffi.typeinfo", "ffi.istype", "ffi.sizeof", "ffi.alignof", "ffi.offsetof",
+	"ffi.errno", "ffi.string", "ffi.copy", "ffi.fill", "ffi.abi", "ffi.metatype",
+	"ffi.gc", "ffi.load",
+};
+
 #define LJ21_BC                                                              \
 	.bc = bc21, .nbc = N(bc21), .bc_mov = 18, .bc_knil = 44,              \
 	.bc_uget = 45, .bc_gget = 54, .bc_tgets = 57, .bc_iterc = 69
 
 const struct lj_vmdef lj_vmdef_lj21 = { .ffnames = ff_lj21, .nff = N(ff_lj21), LJ21_BC };
 const struct lj_vmdef lj_vmdef_or21 = { .ffnames = ff_or21, .nff = N(ff_or21), LJ21_BC };
+const struct lj_vmdef lj_vmdef_tt26 = { .ffnames = ff_tt26, .nff = N(ff_tt26), LJ21_BC };
 
 /* -- Builtins that allocate nothing ----------------------------------------
  * By name, the same in every build: each returns its arguments, a number,

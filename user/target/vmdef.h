@@ -46,6 +46,6 @@ int vmdef_ff_noalloc(const struct lj_vmdef *d, unsigned ffid);
 
 /* LuaJIT 2.1 GC64 as Debian builds it (luajit 2.1.0~beta3+git20220320),
  * and OpenResty's luajit2 (Debian's luajit2 2.1-20230119). */
-extern const struct lj_vmdef lj_vmdef_lj21, lj_vmdef_or21;
+extern const struct lj_vmdef lj_vmdef_lj21, lj_vmdef_or21, lj_vmdef_tt26;
 
 #endif
