@@ -231,6 +231,22 @@ static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
 	return w->stop->baseslot == slot + 2 ? w->stop_pt : 0;
 }
 
+/* Does the stretch's next snapshot have a frame of prototype p (its
+ * GCfunc, then a Lua frame's link) above slot: a call made inside the
+ * one at slot? */
+static int stop_frames_above(struct walk *w, uint32_t slot, uint64_t p)
+{
+	uint64_t f, link;
+
+	if (!w->stop || !p)
+		return 0;
+	for (uint32_t k = slot + 1; k + 2 <= w->stop->baseslot; k++)
+		if (!jit_fr_get(w->stop, k + 1, &link) && link && (link & LJ_FRAME_TYPE) == 0 &&
+		    !jit_fr_get(w->stop, k, &f) && jit_fn_proto(w->v, w->tr, f & LJ_GCVMASK) == p)
+			return 1;
+	return 0;
+}
+
 static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 		 int depth, uint32_t base);
 
@@ -588,6 +604,12 @@ static int walk_call(struct walk *w, uint64_t pt, uint64_t fn, const struct tpro
 		callee = scallee;
 		cfn = sfn;
 		w->next = nx + (nx < w->ncallees);
+	} else if (!callee && scallee && stop_frames_above(w, slot, w->callees[nx])) {
+		/* the IR's next is called inside this call (the snapshot
+		 * frames it above): this one is the snapshot's, which
+		 * the IR did not guard (a closure in an upvalue) */
+		callee = scallee;
+		cfn = sfn;
 	} else if (!callee && nx < w->ncallees &&
 		   (w->callee_mm[nx] == MM_NONE ||
 		    w->callee_mm[nx] == MM_CALL) && !builtin_first(w, pt, tp, pos, nx)) {
