@@ -604,7 +604,8 @@ static int walk_call(struct walk *w, uint64_t pt, uint64_t fn, const struct tpro
 		callee = scallee;
 		cfn = sfn;
 		w->next = nx + (nx < w->ncallees);
-	} else if (!callee && scallee && stop_frames_above(w, slot, w->callees[nx])) {
+	} else if (!callee && scallee && nx < w->ncallees &&
+		   stop_frames_above(w, slot, w->callees[nx])) {
 		/* the IR's next is called inside this call (the snapshot
 		 * frames it above): this one is the snapshot's, which
 		 * the IR did not guard (a closure in an upvalue) */
