@@ -182,11 +182,20 @@ static void vm_gone(struct conv_vm *v)
 	free(v);
 }
 
-static void add(struct conv_vm *v, uint64_t traceno, const struct ftrace *f, uint64_t pt)
+/* Trace traceno (f, its start prototype pt, machine code mc of sz bytes
+ * if mc) added as BPF announces one. */
+static void add_mc(struct conv_vm *v, uint64_t traceno, const struct ftrace *f, uint64_t pt,
+		   const uint8_t *mc, uint32_t sz)
 {
-	struct lmt_trace r = { .traceno = traceno, .T = (uintptr_t)f->T, .proto = pt };
+	struct lmt_trace r = { .traceno = traceno, .T = (uintptr_t)f->T, .proto = pt,
+			       .mcode = (uintptr_t)mc, .szmcode = mc ? sz : 0 };
 
 	traces_add(v, &r);
+}
+
+static void add(struct conv_vm *v, uint64_t traceno, const struct ftrace *f, uint64_t pt)
+{
+	add_mc(v, traceno, f, pt, NULL, 0);
 }
 
 /* An event at machine code offset ofs of trace traceno: its line and
@@ -301,13 +310,11 @@ static int64_t calls_line(struct conv_vm *v, uint64_t traceno, uint64_t pt, cons
 			  uint32_t sz, uint32_t ofs)
 {
 	struct ftrace f = frames_trace(pt, NULL, 0);
-	struct lmt_trace r = { .traceno = traceno, .T = (uintptr_t)f.T, .proto = pt,
-			       .mcode = (uintptr_t)mc, .szmcode = sz };
 	struct mp_event m = { .kind = MP_ALLOC, .src = MP_SRC_TRACE, .loc = traceno,
 			      .line = ofs };
 	struct tloc at;
 
-	traces_add(v, &r);
+	add_mc(v, traceno, &f, pt, mc, sz);
 	return traces_line(v, &m, 0, &at) ? -1 : (int64_t)m.line;
 }
 

@@ -212,25 +212,31 @@ static uint32_t snap_of(const struct ttrace *tr, uint32_t ofs)
 
 /* -- A stretch's sites by its calls ----------------------------------------- */
 
-/* The call of trace tr that returns at offset ofs, or NULL. */
-static const struct tcall *call_at(struct ttrace *tr, uint32_t ofs)
+/* The first call of trace tr (by offset) returning at ofs or after:
+ * its index, tr->ncalls if none. */
+static uint32_t calls_from(struct ttrace *tr, uint32_t ofs)
 {
-	uint32_t lo, hi;
+	uint32_t lo = 0, hi;
 
 	jit_calls(tr);
-	lo = 0;
 	hi = tr->ncalls;
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) >> 1;
 
-		if (tr->calls[mid].ret == ofs)
-			return &tr->calls[mid];
 		if (tr->calls[mid].ret < ofs)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return NULL;
+	return lo;
+}
+
+/* The call of trace tr that returns at offset ofs, or NULL. */
+static const struct tcall *call_at(struct ttrace *tr, uint32_t ofs)
+{
+	const uint32_t k = calls_from(tr, ofs);
+
+	return k < tr->ncalls && tr->calls[k].ret == ofs ? &tr->calls[k] : NULL;
 }
 
 /* A new block made below compiled code's call at ofs: what it calls
@@ -262,11 +268,10 @@ static int call_site(const struct conv_vm *v, struct ttrace *tr, uint32_t i,
 
 	if (sn->nb < 2)
 		return -1;
-	jit_calls(tr);
-	for (uint32_t j = 0; j < tr->ncalls && tr->calls[j].ret < hi; j++) {
+	for (uint32_t j = calls_from(tr, lo); j < tr->ncalls && tr->calls[j].ret < hi; j++) {
 		const struct tcall *c = &tr->calls[j];
 
-		if (c->ret < lo || !c->to || !u64set_has(&v->alloc_to, c->to))
+		if (!c->to || !u64set_has(&v->alloc_to, c->to))
 			continue;
 		if (c->ret == ofs)
 			k = (int)n;

@@ -39,7 +39,7 @@ int jit_fn_frame(struct conv_vm *v, struct ttrace *tr, uint64_t fn, struct sk_fr
 	uint64_t cf;
 
 	fn &= LJ_GCVMASK;
-	if (jit_rd(v, tr, fn + l->fn_ffid, &ffid, 1) || ffid == 0 /* Lua */ ||
+	if (jit_fn_ffid(v, tr, fn, &ffid) || ffid == 0 /* Lua */ ||
 	    jit_rd(v, tr, fn + l->fn_f, &cf, 8))
 		return -1;
 	*f = ffid == 1 ? (struct sk_frame){ .src = MP_SRC_CFUNC, .addr = cf } :

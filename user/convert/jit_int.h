@@ -194,6 +194,9 @@ enum { MM_NONE, MM_INDEX, MM_NEWINDEX, MM_CALL, MM_CONCAT, MM_ARITH, MM_OTHER };
 
 /* The prototype of Lua function fn (a GCfunc), or 0. */
 uint64_t jit_fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn);
+/* The ffid of function fn (a GCfunc: 0 a Lua function, 1 a C function,
+ * else a builtin), in *ffid: 0, or -1 if unreadable. */
+int jit_fn_ffid(struct conv_vm *v, struct ttrace *tr, uint64_t fn, uint8_t *ffid);
 /* Instruction ref of trace tr, NULL if outside its IR (inline: jit_read.c
  * reads constants through it, and jit_ir.c calls jit_read.c). */
 static inline const uint8_t *jit_ir_at(const struct ttrace *tr, uint32_t ref)

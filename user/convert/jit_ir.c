@@ -11,6 +11,11 @@
 #include "convert/jit_int.h"
 #include "target/ljref.h"
 
+int jit_fn_ffid(struct conv_vm *v, struct ttrace *tr, uint64_t fn, uint8_t *ffid)
+{
+	return jit_rd(v, tr, (fn & LJ_GCVMASK) + v->var->lay.fn_ffid, ffid, 1);
+}
+
 /* The prototype of Lua function fn (a GCfunc), or 0. */
 uint64_t jit_fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn)
 {
@@ -18,7 +23,7 @@ uint64_t jit_fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn)
 	uint64_t pc = 0;
 	uint8_t ffid;
 
-	if (jit_rd(v, tr, fn + l->fn_ffid, &ffid, 1) || ffid != 0 /* FF_LUA */ ||
+	if (jit_fn_ffid(v, tr, fn, &ffid) || ffid != 0 /* FF_LUA */ ||
 	    jit_rd(v, tr, fn + l->fn_pc, &pc, lj_refsz(v->var)))
 		return 0;
 	return pc - l->pt_size;

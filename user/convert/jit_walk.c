@@ -547,7 +547,7 @@ static int builtin_noalloc(struct walk *w, uint64_t bfn)
 {
 	uint8_t ffid;
 
-	return bfn && !jit_rd(w->v, w->tr, (bfn & LJ_GCVMASK) + w->v->var->lay.fn_ffid, &ffid, 1) &&
+	return bfn && !jit_fn_ffid(w->v, w->tr, bfn, &ffid) &&
 	       vmdef_ff_noalloc(w->v->var->vmdef, ffid);
 }
 
