@@ -157,6 +157,17 @@ compare() {
 	compare g62 0 990
 }
 
+# Seed 147, not yet exact: in about 1 run of 3 the trace that runs f2
+# (under m2's __index) ends at a call of bump, a function with a trace
+# of its own, and string.format's events at line 20 lose their builtin
+# frame (3.2% of its events; their line is right): the trace's last
+# snapshot is at bump's entry, which the walk cannot tell from bump's
+# earlier call at the same slot. Held at 96% until made exact.
+@test "JIT exact, differential regressions: a trace that links to another at a function's entry, string.format before it (seed 147)" {
+	cd "$LUA_DIR/jitdiff"
+	compare g147 0 960
+}
+
 @test "JIT exact, differential: fresh programs from seeds 4 5 6 10 12 (make fuzz runs many more)" {
 	local s
 	for s in 4 5 6 10 12; do
