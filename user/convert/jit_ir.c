@@ -23,6 +23,7 @@ uint64_t jit_fn_proto(struct conv_vm *v, struct ttrace *tr, uint64_t fn)
 	uint64_t pc = 0;
 	uint8_t ffid;
 
+	fn &= LJ_GCVMASK;
 	if (jit_fn_ffid(v, tr, fn, &ffid) || ffid != 0 /* FF_LUA */ ||
 	    jit_rd(v, tr, fn + l->fn_pc, &pc, lj_refsz(v->var)))
 		return 0;

@@ -232,18 +232,24 @@ static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
 }
 
 /* Does the stretch's next snapshot have a frame of prototype p (its
- * GCfunc, then a Lua frame's link) above slot: a call made inside the
- * one at slot? */
+ * GCfunc, then a Lua frame's link in the next slot) above slot: a call
+ * made inside the one at slot? One pass over its frame slots (in slot
+ * order), a function read only below a Lua frame's link. */
 static int stop_frames_above(struct walk *w, uint32_t slot, uint64_t p)
 {
-	uint64_t f, link;
+	const struct tsnap *s = w->stop;
 
-	if (!w->stop || !p)
+	if (!s || !p)
 		return 0;
-	for (uint32_t k = slot + 1; k + 2 <= w->stop->baseslot; k++)
-		if (!jit_fr_get(w->stop, k + 1, &link) && link && (link & LJ_FRAME_TYPE) == 0 &&
-		    !jit_fr_get(w->stop, k, &f) && jit_fn_proto(w->v, w->tr, f & LJ_GCVMASK) == p)
+	for (uint32_t k = 0; k + 1 < s->nfr; k++) {
+		const uint64_t link = s->fr[k + 1].v;
+
+		if (s->fr[k].slot > slot && s->fr[k].slot + 2 <= s->baseslot &&
+		    s->fr[k + 1].slot == s->fr[k].slot + 1 && link &&
+		    (link & LJ_FRAME_TYPE) == 0 &&
+		    jit_fn_proto(w->v, w->tr, s->fr[k].v & LJ_GCVMASK) == p)
 			return 1;
+	}
 	return 0;
 }
 
@@ -498,15 +504,17 @@ static uint32_t two_ways(struct walk *w, uint64_t pt, uint64_t fn, const uint32_
 /* The position of pt (tp) in its loop's body, from the loop's instruction
  * at pos (FORL, ITERL and their J forms; a J form keeps a trace's number
  * where the others keep the jump): the instruction after its FORI, or
- * after the JMP (ISNEXT for pairs) to its ITERC (ITERN). 0 if not found. */
+ * after the JMP (ISNEXT for pairs) to its ITERC (ITERN), looked for as
+ * far back as a jump reaches (D: 16 bits). 0 if not found. */
 static uint32_t loop_body(const struct walk *w, const struct tproto *tp, uint32_t pos)
 {
 	const struct lj_ulayout *u = &w->v->var->u;
 	const unsigned op = tp->bc[pos] & 0xff;
+	const uint32_t lo = pos > 0x8002 ? pos - 0x8002 : 0;
 
 	if (op != u->bc_fori + 4 && op != u->bc_fori + 7) /* JFORL, JITERL */
 		return pos + 1 + (tp->bc[pos] >> 16) - 0x8000;
-	for (uint32_t q = pos; q-- > 0;) {
+	for (uint32_t q = pos; q-- > lo;) {
 		const uint32_t ins = tp->bc[q];
 		const unsigned qop = ins & 0xff;
 		const uint32_t to = q + 1 + (ins >> 16) - 0x8000;
@@ -530,6 +538,9 @@ static uint32_t loop_to(struct walk *w, uint64_t pt, uint64_t fn, const struct t
 
 	if (op >= u->bc_fori + 8) /* LOOP, ILOOP, JLOOP */
 		return pos + 1;
+	/* as two_ways would not try (before the scan for the body) */
+	if (w->dry || !w->stop || w->branches >= LMT_WALK_BRANCHES)
+		return 0;
 	if (op <= u->bc_fori + 1) { /* FORI, JFORI: in, or past it */
 		to[0] = pos + 1;
 		to[1] = pos + 1 + (tp->bc[pos] >> 16) - 0x8000;
@@ -537,8 +548,10 @@ static uint32_t loop_to(struct walk *w, uint64_t pt, uint64_t fn, const struct t
 		to[0] = pos + 1;
 		to[1] = loop_body(w, tp, pos);
 	}
-	if (!to[1] || to[1] >= tp->sizebc || to[0] >= tp->sizebc)
+	if (!to[1] || to[1] >= tp->sizebc || to[0] >= tp->sizebc) {
+		w->branches++; /* a loop not told counts as one tried */
 		return 0;
+	}
 	return two_ways(w, pt, fn, to, depth, base);
 }
 
