@@ -94,7 +94,7 @@ void jit_snap_frames(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn)
 			break;
 		if ((link & LJ_FRAME_TYPEP) != LJ_FRAME_CONT)
 			pc = 0;
-		d = (link & ~7ULL) / 8;
+		d = (link & ~(uint64_t)LJ_FRAME_TYPEP) / 8;
 		if (d < 2) {
 			tr->over = 1; /* a forged link */
 			break;

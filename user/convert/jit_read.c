@@ -323,7 +323,7 @@ static int snap_fr1(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn,
 				continue;
 			}
 			/* frames at or below p: kp + 1 (p = 0: 1) */
-			link = (d + j + 1 - (p ? kp + 2 : 1)) << 3 | (link & 7);
+			link = (d + j + 1 - (p ? kp + 2 : 1)) << 3 | (link & LJ_FRAME_TYPEP);
 		}
 		sn->fr[sn->nfr++] = (struct sfr){ .slot = slot + j + 1, .v = link };
 	}

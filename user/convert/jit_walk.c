@@ -275,7 +275,7 @@ static uint32_t stop_mm(struct walk *w, uint64_t pt, const struct tproto *tp,
 
 		if (f->v <= bc0 || f->v >= bc0 + 4 * (uint64_t)tp->sizebc ||
 		    (f->v - bc0) % 4 || jit_fr_get(w->stop, f->slot + 2, &link) ||
-		    (link & 7) != 2)
+		    (link & LJ_FRAME_TYPEP) != LJ_FRAME_CONT)
 			continue;
 		at = (uint32_t)((f->v - bc0) / 4) - 1;
 		if (at >= from && (!best || at < best)) {
@@ -390,7 +390,8 @@ static struct tproto *caller_of(struct walk *w, uint32_t base, uint64_t *pt,
 	}
 	if ((link & LJ_FRAME_TYPE) == 0)
 		pc = link; /* a Lua frame: its return PC */
-	else if ((link & 7) != 2 || base < 3 || jit_fr_get(w->sn, base - 3, &pc))
+	else if ((link & LJ_FRAME_TYPEP) != LJ_FRAME_CONT || base < 3 ||
+		 jit_fr_get(w->sn, base - 3, &pc))
 		return NULL;
 	if (!(tp = jit_at_pc(w->v, w->tr, pc, pt, pos)) || !*pos ||
 	    *pos - 1 >= tp->sizebc)
@@ -458,6 +459,13 @@ static void tail_builtin(struct walk *w, uint64_t bfn, int depth, uint32_t base)
 static uint32_t two_ways(struct walk *w, uint64_t pt, uint64_t fn, const uint32_t to[2],
 			 int depth, uint32_t base);
 
+/* May the walk try two ways: not itself a way tried, a next snapshot to
+ * get to, LMT_WALK_BRANCHES not spent? */
+static int may_try(const struct walk *w)
+{
+	return !w->dry && w->stop && w->branches < LMT_WALK_BRANCHES;
+}
+
 static uint32_t branch_to(struct walk *w, uint64_t pt, uint64_t fn,
 			  const struct tproto *tp, uint32_t pos, int depth,
 			  uint32_t base)
@@ -482,8 +490,9 @@ static uint32_t two_ways(struct walk *w, uint64_t pt, uint64_t fn, const uint32_
 	uint32_t got = 0;
 	struct walk t[2];
 
-	if (w->dry || !w->stop || w->branches++ >= LMT_WALK_BRANCHES)
+	if (!may_try(w))
 		return 0;
+	w->branches++;
 	for (int k = 0; k < 2; k++) {
 		t[k] = *w;
 		t[k].dry = 1;
@@ -538,8 +547,7 @@ static uint32_t loop_to(struct walk *w, uint64_t pt, uint64_t fn, const struct t
 
 	if (op >= u->bc_fori + 8) /* LOOP, ILOOP, JLOOP */
 		return pos + 1;
-	/* as two_ways would not try (before the scan for the body) */
-	if (w->dry || !w->stop || w->branches >= LMT_WALK_BRANCHES)
+	if (!may_try(w)) /* before the scan for the body */
 		return 0;
 	if (op <= u->bc_fori + 1) { /* FORI, JFORI: in, or past it */
 		to[0] = pos + 1;
