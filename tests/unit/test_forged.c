@@ -37,13 +37,14 @@ const struct pmap *pmaps_find(const struct pmaps *m, uint64_t addr)
 
 /* -- The tracer's side: what convert/jit.c writes ---------------------------- */
 
-static unsigned syms;
+static unsigned syms, syms_noname;
 static size_t last_name_len;
 static char last_name[LMT_CHUNKNAME_MAX + 1];
 
 void out_sym(struct tout *o, const struct mp_sym *s)
 {
 	syms++;
+	syms_noname += !s->name_len;
 	last_name_len = s->name_len;
 	if (s->name_len <= LMT_CHUNKNAME_MAX)
 		memcpy(last_name, s->name, s->name_len);
@@ -85,8 +86,10 @@ static uint64_t fstr(const char *s, uint32_t len, uint32_t flen)
  * (mod 256), chunk name name. */
 static uint64_t fproto(uint32_t sizebc, uint64_t name)
 {
-	uint8_t *b = zalloc(LAY->pt_size + 4 * sizebc);
-	uint8_t *li = zalloc(sizebc);
+	/* one block, as lj_parse.c makes it: header, bytecode, lines */
+	const uint32_t sizept = LAY->pt_size + 4 * sizebc + sizebc;
+	uint8_t *b = zalloc(sizept);
+	uint8_t *li = b + LAY->pt_size + 4 * sizebc;
 	uint32_t *bc = (uint32_t *)(b + LAY->pt_size);
 
 	b[U->pt_gct] = (uint8_t)U->tproto;
@@ -95,6 +98,7 @@ static uint64_t fproto(uint32_t sizebc, uint64_t name)
 	PUT(b, LAY->pt_firstline, (int32_t)10);
 	PUT(b, LAY->pt_numline, (uint32_t)200); /* one byte a line */
 	PUT(b, LAY->pt_lineinfo, (uint64_t)(uintptr_t)li);
+	PUT(b, var->h.pt_sizept, sizept);
 	bc[0] = OP_FUNCF;
 	for (uint32_t i = 1; i < sizebc; i++) {
 		bc[i] = OP_KSHORT;
@@ -380,6 +384,81 @@ static int64_t loop_line(struct conv_vm *v, uint64_t traceno, uint64_t pt, uint3
 	fsnap(&f, 1, 2, REF_BIAS, 100, 0);
 	add(v, traceno, &f, pt);
 	return event(v, traceno, 10, &m, fr, 4, &whole) ? (int64_t)m.line : -1;
+}
+
+/* -- PCs in no prototype ------------------------------------------------ */
+
+/* Trace traceno of pt, its first snapshot at bc[1] and its last at PC pc:
+ * the line of an event in the first's stretch; the symbols written
+ * without a name in *noname. */
+static int64_t nopc_line(struct conv_vm *v, uint64_t traceno, uint64_t pt, uint64_t pc,
+			 unsigned *noname)
+{
+	struct ftrace f = ftrace(2, 4, REF_BIAS, REF_BIAS + 1);
+	const uint64_t pcs[2] = { pc_of(pt, 1) << 8 | 4, pc << 8 | 4 };
+	struct mp_event m;
+	struct sk_frame fr[4];
+	int whole;
+
+	memcpy(&f.map[0], &pcs[0], 8);
+	memcpy(&f.map[2], &pcs[1], 8);
+	fsnap(&f, 0, 0, REF_BIAS, 0, 0);
+	fsnap(&f, 1, 2, REF_BIAS, 100, 0);
+	syms_noname = 0;
+	add(v, traceno, &f, pt);
+	*noname = syms_noname;
+	return event(v, traceno, 10, &m, fr, 4, &whole) ? (int64_t)m.line : -1;
+}
+
+/* At b: words that pass for a GCproto's header (its type tag, sizebc,
+ * sizept, lineinfo), a FUNCF 64 bytes before b + at. */
+static void fake_header(uint8_t *b, unsigned at, uint32_t sizebc, uint32_t sizept, uint64_t li)
+{
+	uint8_t *h = b + at - 64 - LAY->pt_size;
+
+	h[U->pt_gct] = (uint8_t)U->tproto;
+	PUT(h, LAY->pt_sizebc, sizebc);
+	PUT(h, var->h.pt_sizept, sizept);
+	PUT(h, LAY->pt_lineinfo, li);
+	PUT(h, LAY->pt_size, (uint32_t)OP_FUNCF);
+}
+
+/* A trace that returns into pcall's frame ends at a snapshot whose PC is
+ * g->bc_cfunc_ext, a C function's, inside GG_State. Scanning back from it
+ * met words that passed for a header (the tag, a function header's
+ * opcode, sizebc from a pointer's top half) in ~1 run of 100: the stretch
+ * before it was walked as a prototype with no name and line 0. */
+static void test_nopc(void)
+{
+	const uint64_t pt = fproto(4, fstr("@f.lua", 6, 6));
+	const unsigned gsz = var->h.gg_size;
+	uint8_t *gg = zalloc(gsz + 4096), *blk = zalloc(4096);
+	struct conv_vm *v = fvm();
+	unsigned noname;
+	int64_t line;
+
+	v->g = (uintptr_t)gg + LAY->gg_g;
+	/* in GG_State: no prototype's, whatever is before it (here a
+	 * header that holds together) */
+	fake_header(gg, LAY->gg_g + 360, 256, LAY->pt_size + 4 * 256, 0);
+	line = nopc_line(v, 1, pt, (uintptr_t)gg + LAY->gg_g + 360, &noname);
+	CHECK("no PC: a C function's (in GG_State): no prototype found, none named empty",
+	      line == 11 && noname == 0);
+	/* elsewhere: a header whose block does not hold its bytecode */
+	fake_header(blk, 1024, 200, 0, 0);
+	line = nopc_line(v, 2, pt, (uintptr_t)blk + 1024, &noname);
+	CHECK("no PC: a header whose sizept does not hold its bytecode is none",
+	      line == 11 && noname == 0);
+	/* its lines outside its block */
+	fake_header(blk, 2048, 200, 2000, (uintptr_t)blk);
+	line = nopc_line(v, 3, pt, (uintptr_t)blk + 2048, &noname);
+	CHECK("no PC: a header whose line table is outside its block is none",
+	      line == 11 && noname == 0);
+	/* one that holds together is a prototype (of no name: forged so) */
+	fake_header(blk, 3072, 200, LAY->pt_size + 4 * 200, 0);
+	line = nopc_line(v, 4, pt, (uintptr_t)blk + 3072, &noname);
+	CHECK("no PC: a header that holds together is read as a prototype", noname == 1);
+	vm_gone(v);
 }
 
 /* for k, v in it() do local t = {} end; local u = {}: JMP to the ITERC,
@@ -797,6 +876,7 @@ int main(void)
 	test_frames();
 	test_calls();
 	test_loops();
+	test_nopc();
 	test_ir();
 	test_caps();
 	test_budget();

@@ -84,8 +84,10 @@ static uint32_t fstr(const char *s)
  * line 10 + pos. Its bytecode in *bc. */
 static uint32_t fproto(uint32_t sizebc, uint32_t **bc)
 {
-	uint8_t *b = zalloc(LAY->pt_size + 4 * sizebc);
-	uint8_t *li = zalloc(sizebc);
+	/* one block, as lj_parse.c makes it: header, bytecode, lines */
+	const uint32_t sizept = LAY->pt_size + 4 * sizebc + sizebc;
+	uint8_t *b = zalloc(sizept);
+	uint8_t *li = b + LAY->pt_size + 4 * sizebc;
 
 	*bc = (uint32_t *)(b + LAY->pt_size);
 	b[U->pt_gct] = (uint8_t)U->tproto;
@@ -94,6 +96,7 @@ static uint32_t fproto(uint32_t sizebc, uint32_t **bc)
 	PUT(b, LAY->pt_firstline, (int32_t)10);
 	PUT(b, LAY->pt_numline, (uint32_t)200);
 	PUT(b, LAY->pt_lineinfo, ref32(li));
+	PUT(b, var->h.pt_sizept, sizept);
 	(*bc)[0] = OP_FUNCF | 3 << 8;
 	for (uint32_t i = 1; i < sizebc; i++) {
 		(*bc)[i] = OP_KSHORT;

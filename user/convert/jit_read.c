@@ -345,6 +345,37 @@ int jit_snap_read(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn,
 
 /* -- Prototypes ------------------------------------------------------------ */
 
+/* The instructions of the GCproto whose header is w (LMT_PTWIN bytes
+ * at pt), 0 if w is none: its type tag, and one block (sizept) holding
+ * its bytecode, then its line table (lj_func.c's layout). A header found
+ * scanning back from a PC (proto_of) may be another object's words that
+ * pass the tag by chance: their sizept and lineinfo do not hold together. */
+static uint32_t proto_header(const struct conv_vm *v, const uint8_t *w, uint64_t pt)
+{
+	const struct lj_variant *var = v->var;
+	const struct lj_layout *l = &var->lay;
+	uint32_t sizebc, numline, sizept;
+	uint64_t bcend, li;
+
+	if (var->u.pt_gct >= LMT_PTWIN || var->h.pt_sizept + 4 > LMT_PTWIN ||
+	    w[var->u.pt_gct] != var->u.tproto)
+		return 0;
+	memcpy(&sizebc, w + l->pt_sizebc, 4);
+	memcpy(&numline, w + l->pt_numline, 4);
+	memcpy(&sizept, w + var->h.pt_sizept, 4);
+	li = lj_ref_at(var, w, l->pt_lineinfo);
+	if (!sizebc || sizebc > MAX_BC)
+		return 0;
+	bcend = pt + l->pt_size + 4 * (uint64_t)sizebc;
+	if (sizept < bcend - pt)
+		return 0;
+	/* the line table: (sizebc - 1) entries of 1, 2 or 4 bytes */
+	if (li && (li < bcend || li - pt + (uint64_t)(sizebc - 1) *
+		   (numline < 256 ? 1 : numline < 65536 ? 2 : 4) > sizept))
+		return 0;
+	return sizebc;
+}
+
 /* Prototype pt of trace tr: its bytecode and lines, read once; its
  * symbol written to the stream the first time. NULL if unreadable. */
 struct tproto *jit_proto_get(struct conv_vm *v, struct ttrace *tr, uint64_t pt)
@@ -362,13 +393,12 @@ struct tproto *jit_proto_get(struct conv_vm *v, struct ttrace *tr, uint64_t pt)
 		return tp;
 	if (jit_rd(v, tr, pt, w, sizeof(w)))
 		return NULL;
-	memcpy(&sizebc, w + l->pt_sizebc, 4);
+	if (!(sizebc = proto_header(v, w, pt)))
+		return NULL;
 	memcpy(&numline, w + l->pt_numline, 4);
 	memcpy(&first, w + l->pt_firstline, 4);
 	str = lj_ref_at(v->var, w, l->pt_chunkname);
 	li = lj_ref_at(v->var, w, l->pt_lineinfo);
-	if (!sizebc || sizebc > MAX_BC)
-		return NULL;
 	width = numline < 256 ? 1 : numline < 65536 ? 2 : 4;
 	n = sizebc > 1 ? (sizebc - 1) * width : 0;
 	if (jit_keep(tr, sizeof(*tp) + sizeof(*tp->lines) + n + (size_t)sizebc * 4))
@@ -408,14 +438,18 @@ struct tproto *jit_proto_get(struct conv_vm *v, struct ttrace *tr, uint64_t pt)
 }
 
 /* The prototype whose bytecode holds pc: the trace's start, else found
- * by walking back to the header instruction. 0 if none. */
+ * by walking back to the header instruction. 0 if none: a C function's
+ * PC (a snapshot where the trace returns into pcall's frame has
+ * g->bc_cfunc_ext, inside GG_State) is in none. */
 static uint64_t proto_of(struct conv_vm *v, struct ttrace *tr, uint64_t pc)
 {
 	const struct lj_ulayout *u = &v->var->u;
-	const uint64_t ptsz = v->var->lay.pt_size;
+	const uint64_t ptsz = v->var->lay.pt_size, gg = v->g - v->var->lay.gg_g;
+	uint8_t hw[LMT_PTWIN];
 	uint32_t w[64], sizebc;
-	uint8_t gct;
 
+	if (pc - gg < v->var->h.gg_size)
+		return 0;
 	if (tr->startpt) {
 		const struct tproto *k = u64map_get(&tr->protos, tr->startpt);
 		if (k && pc >= tr->startpt + ptsz &&
@@ -440,9 +474,9 @@ static uint64_t proto_of(struct conv_vm *v, struct ttrace *tr, uint64_t pc)
 
 			if (op < u->bc_func_lo || op > u->bc_func_hi)
 				continue;
-			if (jit_rd(v, tr, pt + u->pt_gct, &gct, 1) ||
-			    jit_rd(v, tr, pt + v->var->lay.pt_sizebc, &sizebc, 4) ||
-			    gct != u->tproto || (pc - bc0) / 4 >= sizebc)
+			/* the first header met is pc's, or pc is in none */
+			if (jit_rd(v, tr, pt, hw, sizeof(hw)) ||
+			    !(sizebc = proto_header(v, hw, pt)) || (pc - bc0) / 4 >= sizebc)
 				return 0;
 			return pt;
 		}
