@@ -359,31 +359,60 @@ static void test_calls(void)
 	vm_gone(v);
 }
 
-/* -- A stretch over a loop's instruction ----------------------------------- */
+/* -- A stretch that ends at a function's entry -------------------------- */
 
-/* An instruction op A D, D a jump from pos to to. */
-static uint32_t jump(unsigned op, uint32_t pos, uint32_t to)
+/* Trace traceno of pt: its first snapshot at bc[1] (base slot 6), its
+ * last at the entry of pt2, called from slot 9 (base slot 11), the link of
+ * that frame (slot 10) link. The lines of events at offsets 10, 20, 30,
+ * 40 of the first stretch, in l[]. */
+static void entry_lines(struct conv_vm *v, uint64_t traceno, uint64_t pt, uint64_t pt2,
+			uint64_t link, int64_t l[4])
 {
-	return op | (to - (pos + 1) + 0x8000) << 16;
-}
-
-/* Trace traceno of pt: snapshot 0 at bc[from], snapshot 1 (machine code
- * from offset 100) at bc[stop]; an event at offset 10, its line. */
-static int64_t loop_line(struct conv_vm *v, uint64_t traceno, uint64_t pt, uint32_t from,
-			 uint32_t stop)
-{
-	struct ftrace f = ftrace(2, 4, REF_BIAS, REF_BIAS + 1);
-	const uint64_t pcs[2] = { pc_of(pt, from) << 8 | 4, pc_of(pt, stop) << 8 | 4 };
+	const uint32_t nk = REF_BIAS - 2;
+	struct ftrace f = ftrace(2, 5, nk, REF_BIAS + 1);
+	const uint64_t pcs[2] = { pc_of(pt, 1) << 8 | 4, pc_of(pt2, 0) << 8 | 9 };
 	struct mp_event m;
 	struct sk_frame fr[4];
 	int whole;
 
+	f.ir[1] = link;
 	memcpy(&f.map[0], &pcs[0], 8);
-	memcpy(&f.map[2], &pcs[1], 8);
+	f.map[2] = 10u << 24 | SNAP_FRAME | nk;
+	memcpy(&f.map[3], &pcs[1], 8);
 	fsnap(&f, 0, 0, REF_BIAS, 0, 0);
-	fsnap(&f, 1, 2, REF_BIAS, 100, 0);
+	fsnap(&f, 1, 2, REF_BIAS, 100, 1);
 	add(v, traceno, &f, pt);
-	return event(v, traceno, 10, &m, fr, 4, &whole) ? (int64_t)m.line : -1;
+	for (int k = 0; k < 4; k++)
+		l[k] = event(v, traceno, 10 + 10 * (uint32_t)k, &m, fr, 4, &whole) ?
+			       (int64_t)m.line : -1;
+}
+
+/* t1 = {}; g(); t3 = {}; g(); t5 = {}, the two calls from one slot (9),
+ * the trace ending at g's entry, linked to g's own trace: its stretch ends
+ * at the call whose return PC the last snapshot's frame has as link. A
+ * call to a function not known is charged as a builtin's (a site). */
+static void test_entry(void)
+{
+	const uint64_t pt = fproto(7, fstr("@e.lua", 6, 6)), pt2 = fproto(4, fstr("@g.lua", 6, 6));
+	uint32_t *bc = (uint32_t *)(uintptr_t)(pt + LAY->pt_size);
+	const uint32_t call = U->bc_call | 3u << 8 | 1u << 16 | 1u << 24;
+	struct conv_vm *v = fvm();
+	int64_t l[4];
+
+	bc[1] = bc[3] = bc[5] = U->bc_tnew; /* lines 11, 13, 15 */
+	bc[2] = bc[4] = call;               /* lines 12, 14 */
+	bc[6] = U->bc_ret0;
+	/* the second call's: TNEW, the first call, TNEW, then the stop */
+	entry_lines(v, 1, pt, pt2, pc_of(pt, 5), l);
+	CHECK("entry: the last snapshot at the second call's entry: three sites, the call before it not walked into",
+	      l[0] == 11 && l[1] == 12 && l[2] == 13);
+	CHECK("entry: ... and no site past the call it enters (a fourth: the snapshot's own line)",
+	      l[3] == 11);
+	/* the first call's: one site, every event its */
+	entry_lines(v, 2, pt, pt2, pc_of(pt, 3), l);
+	CHECK("entry: the last snapshot at the first call's entry: one site",
+	      l[0] == 11 && l[1] == 11);
+	vm_gone(v);
 }
 
 /* -- PCs in no prototype ------------------------------------------------ */
@@ -459,6 +488,33 @@ static void test_nopc(void)
 	line = nopc_line(v, 4, pt, (uintptr_t)blk + 3072, &noname);
 	CHECK("no PC: a header that holds together is read as a prototype", noname == 1);
 	vm_gone(v);
+}
+
+/* -- A stretch over a loop's instruction ----------------------------------- */
+
+/* An instruction op A D, D a jump from pos to to. */
+static uint32_t jump(unsigned op, uint32_t pos, uint32_t to)
+{
+	return op | (to - (pos + 1) + 0x8000) << 16;
+}
+
+/* Trace traceno of pt: snapshot 0 at bc[from], snapshot 1 (machine code
+ * from offset 100) at bc[stop]; an event at offset 10, its line. */
+static int64_t loop_line(struct conv_vm *v, uint64_t traceno, uint64_t pt, uint32_t from,
+			 uint32_t stop)
+{
+	struct ftrace f = ftrace(2, 4, REF_BIAS, REF_BIAS + 1);
+	const uint64_t pcs[2] = { pc_of(pt, from) << 8 | 4, pc_of(pt, stop) << 8 | 4 };
+	struct mp_event m;
+	struct sk_frame fr[4];
+	int whole;
+
+	memcpy(&f.map[0], &pcs[0], 8);
+	memcpy(&f.map[2], &pcs[1], 8);
+	fsnap(&f, 0, 0, REF_BIAS, 0, 0);
+	fsnap(&f, 1, 2, REF_BIAS, 100, 0);
+	add(v, traceno, &f, pt);
+	return event(v, traceno, 10, &m, fr, 4, &whole) ? (int64_t)m.line : -1;
 }
 
 /* for k, v in it() do local t = {} end; local u = {}: JMP to the ITERC,
@@ -876,6 +932,7 @@ int main(void)
 	test_frames();
 	test_calls();
 	test_loops();
+	test_entry();
 	test_nopc();
 	test_ir();
 	test_caps();

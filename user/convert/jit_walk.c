@@ -50,6 +50,7 @@ struct walk {
 	int dry, at_stop; /* a way tried at a branch (branch_to); it got to the stop */
 	int stop_depth;   /* the depth it got there at */
 	int skip_stop;    /* the stop's PC met once in an inlined call: not yet it */
+	int stop_entry;   /* the stop is at a function's entry (its header) */
 	unsigned branches; /* branches tried (LMT_WALK_BRANCHES) */
 	unsigned ncallees, next;
 	unsigned steps; /* bytecodes walked; WALK_MAX: the stretch ended */
@@ -211,9 +212,12 @@ static int builtin_first(struct walk *w, uint64_t pt, const struct tproto *tp,
 }
 
 /* The Lua function the stretch's next snapshot has framed at slot (a call
- * still running where the stretch ends): its prototype, or 0; its GCfunc
- * in *cfn when the snapshot keeps it. */
-static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
+ * still running where the stretch ends) by the call whose return PC is
+ * retpc (0: a tail call, its caller's link): its prototype, or 0; its
+ * GCfunc in *cfn when the snapshot keeps it. A frame there whose link is
+ * another return PC is another call's at the same slot (bump() called on
+ * two lines). */
+static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t retpc, uint64_t *cfn)
 {
 	uint64_t link = 0;
 
@@ -223,12 +227,24 @@ static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t *cfn)
 	 * link's slot when tail-called; without FR2 no snapshot holds it. */
 	if (jit_fr_get(w->stop, slot + 1, &link) && (slot || w->v->var->lay.gc64))
 		return 0;
-	if ((link & LJ_FRAME_TYPE) != 0)
+	if ((link & LJ_FRAME_TYPE) != 0 || (retpc && link && link != retpc))
 		return 0;
 	if (!jit_fr_get(w->stop, slot, cfn))
 		return jit_fn_proto(w->v, w->tr, *cfn & LJ_GCVMASK);
 	*cfn = 0;
 	return w->stop->baseslot == slot + 2 ? w->stop_pt : 0;
+}
+
+/* Is the stretch's next snapshot at the entry of the function a call
+ * from slot (its return PC retpc) enters: the snapshot's innermost frame
+ * at slot + 2, its link that return PC (a frame at the same slot from
+ * another call is not it). */
+static int entry_stop(const struct walk *w, uint32_t slot, uint64_t retpc)
+{
+	uint64_t link;
+
+	return w->stop_entry && w->stop->baseslot == slot + 2 &&
+	       !jit_fr_get(w->stop, slot + 1, &link) && link == retpc;
 }
 
 /* Does the stretch's next snapshot have a frame of prototype p (its
@@ -607,15 +623,24 @@ static int walk_call(struct walk *w, uint64_t pt, uint64_t fn, const struct tpro
 	const unsigned op = ins & 0xff;
 	const int tail = op == u->bc_callt || op == u->bc_callmt;
 	const uint32_t slot = tail ? base - 2 : base + (ins >> 8 & 0xff);
+	const uint64_t retpc = pt + w->v->var->lay.pt_size + 4 * (uint64_t)(pos + 1);
 	uint64_t callee = 0, cfn = 0, sfn = 0, scallee;
 	unsigned nx = w->next;
 
+	/* The next snapshot at the entry of the function this call enters:
+	 * the stretch ends at the call. */
+	if (!tail && entry_stop(w, slot, retpc)) {
+		w->steps = WALK_MAX;
+		w->at_stop = 1;
+		w->stop_depth = depth;
+		return 1;
+	}
 	while (nx < w->ncallees && w->callees[nx] == pt)
 		nx++;
 	if ((callee = uget_callee(w, tp, pos, fn, &cfn)) &&
 	    nx < w->ncallees && w->callees[nx] == callee)
 		w->next = nx + 1;
-	scallee = callee ? 0 : stop_callee(w, slot, &sfn);
+	scallee = callee ? 0 : stop_callee(w, slot, tail ? 0 : retpc, &sfn);
 	if (!callee && scallee == pt && nx > w->next) {
 		callee = pt; /* recursion */
 		cfn = sfn;
@@ -794,8 +819,10 @@ static void keep_chain(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn, i
 
 /* Where each snapshot's stretch ends: at the next snapshot that is not a
  * function's entry (the frame of an inlined call: its code is not apart),
- * unless one before it cannot be located. One pass from the last, each
- * snapshot's PC located once: linear in the snapshots. */
+ * unless one before it cannot be located; the last at a function's entry
+ * too (a trace that links to that function's own trace: the stretch ends
+ * at the call entry_stop tells by its frame's link). One pass from the
+ * last, each snapshot's PC located once: linear in the snapshots. */
 void jit_stretch_ends(struct conv_vm *v, struct ttrace *tr)
 {
 	uint32_t next = 0;
@@ -806,7 +833,7 @@ void jit_stretch_ends(struct conv_vm *v, struct ttrace *tr)
 
 		if (!(sp = jit_at_pc(v, tr, tr->s[j].pc, &tr->s[j].spt, &spos)))
 			next = 0;
-		else if (spos < sp->sizebc && spos > 0)
+		else if (spos < sp->sizebc && (spos > 0 || j + 1 == tr->nsnap))
 			next = j + 1;
 		tr->s[j - 1].stop = next;
 	}
@@ -845,6 +872,7 @@ static __attribute__((noinline)) int resolve_walk(struct conv_vm *v, struct ttra
 		w.stop = &tr->s[sn->stop - 1];
 		w.stop_pc = w.stop->pc;
 		w.stop_pt = w.stop->spt;
+		w.stop_entry = w.stop_pc == w.stop_pt + v->var->lay.pt_size;
 	}
 	w.callees = callees;
 	w.callee_fns = fns;
