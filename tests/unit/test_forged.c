@@ -303,8 +303,6 @@ static void test_frames(void)
 	vm_gone(v);
 }
 
-/* -- IR ------------------------------------------------------------------ */
-
 /* -- A stretch's sites by its calls ------------------------------------- */
 
 /* Trace traceno of pt (bc[1], bc[2]: TNEW, lines 11 and 12; bc[3] RET0),
@@ -356,6 +354,77 @@ static void test_calls(void)
 	CHECK("calls: machine code over LMT_TRACE_MCODE_MAX: by rank",
 	      calls_line(v, 3, pt, mc, LMT_TRACE_MCODE_MAX + 1, 10) == 11);
 	CHECK("calls: none of them counted cut", proc.tr_cut == 0);
+	vm_gone(v);
+}
+
+/* -- A stretch over a loop's instruction ----------------------------------- */
+
+/* An instruction op A D, D a jump from pos to to. */
+static uint32_t jump(unsigned op, uint32_t pos, uint32_t to)
+{
+	return op | (to - (pos + 1) + 0x8000) << 16;
+}
+
+/* Trace traceno of pt: snapshot 0 at PC pc0, snapshot 1 (machine code
+ * from offset 100) at PC pc1; an event at offset 10, its line. */
+static int64_t two_snaps_line(struct conv_vm *v, uint64_t traceno, uint64_t pt, uint64_t pc0,
+			      uint64_t pc1)
+{
+	struct ftrace f = ftrace(2, 4, REF_BIAS, REF_BIAS + 1);
+	const uint64_t pcs[2] = { pc0 << 8 | 4, pc1 << 8 | 4 };
+	struct mp_event m;
+	struct sk_frame fr[4];
+	int whole;
+
+	memcpy(&f.map[0], &pcs[0], 8);
+	memcpy(&f.map[2], &pcs[1], 8);
+	fsnap(&f, 0, 0, REF_BIAS, 0, 0);
+	fsnap(&f, 1, 2, REF_BIAS, 100, 0);
+	add(v, traceno, &f, pt);
+	return event(v, traceno, 10, &m, fr, 4, &whole) ? (int64_t)m.line : -1;
+}
+
+/* The same, snapshot 0 at bc[from], snapshot 1 at bc[stop]. */
+static int64_t loop_line(struct conv_vm *v, uint64_t traceno, uint64_t pt, uint32_t from,
+			 uint32_t stop)
+{
+	return two_snaps_line(v, traceno, pt, pc_of(pt, from), pc_of(pt, stop));
+}
+
+/* for k, v in it() do local t = {} end; local u = {}: JMP to the ITERC,
+ * the body's TNEW, the ITERC, the loop's JITERL (its D a trace's number),
+ * a TNEW after the loop. A stretch from the JITERL (a stitched
+ * iterator's continuation) goes where the next snapshot is. */
+static void test_loops(void)
+{
+	const uint64_t pt = fproto(9, fstr("@l.lua", 6, 6));
+	uint32_t *bc = (uint32_t *)(uintptr_t)(pt + LAY->pt_size);
+	const unsigned jiterl = U->bc_fori + 7, jforl = U->bc_fori + 4;
+	struct conv_vm *v = fvm();
+
+	proc.tr_cut = 0;
+	bc[1] = jump(U->bc_jmp, 1, 4);
+	bc[2] = U->bc_tnew;  /* line 12 */
+	bc[4] = U->bc_iterc; /* line 14 */
+	bc[5] = jiterl | 1u << 16; /* line 15, trace 1 */
+	bc[6] = U->bc_tnew;  /* line 16 */
+	bc[7] = U->bc_ret0;
+	CHECK("loops: JITERL into its body (the JMP's), the next snapshot there: the body's TNEW",
+	      loop_line(v, 1, pt, 5, 3) == 12);
+	CHECK("loops: JITERL out of the loop, the next snapshot after it: the TNEW after",
+	      loop_line(v, 2, pt, 5, 7) == 16);
+	/* the JMP gone: the body not found, the walk ends at the loop (the
+	 * snapshot's own line, as before) */
+	bc[1] = U->bc_jmp | 0x8000u << 16;
+	CHECK("loops: JITERL whose JMP is not found: the snapshot's line",
+	      loop_line(v, 3, pt, 5, 3) == 15);
+	/* for i = 1, n do local t = {} end: FORI past the loop, JFORL */
+	bc[1] = jump(U->bc_fori, 1, 6);
+	bc[5] = jforl | 1u << 16;
+	CHECK("loops: JFORL into its body (its FORI's)", loop_line(v, 4, pt, 5, 3) == 12);
+	CHECK("loops: FORI past the loop, the next snapshot there", loop_line(v, 5, pt, 1, 7) == 16);
+	CHECK("loops: FORI into the body", loop_line(v, 6, pt, 1, 3) == 12);
+	CHECK("loops: none counted cut", proc.tr_cut == 0);
 	vm_gone(v);
 }
 
@@ -423,20 +492,12 @@ static void test_entry(void)
 static int64_t nopc_line(struct conv_vm *v, uint64_t traceno, uint64_t pt, uint64_t pc,
 			 unsigned *noname)
 {
-	struct ftrace f = ftrace(2, 4, REF_BIAS, REF_BIAS + 1);
-	const uint64_t pcs[2] = { pc_of(pt, 1) << 8 | 4, pc << 8 | 4 };
-	struct mp_event m;
-	struct sk_frame fr[4];
-	int whole;
+	int64_t line;
 
-	memcpy(&f.map[0], &pcs[0], 8);
-	memcpy(&f.map[2], &pcs[1], 8);
-	fsnap(&f, 0, 0, REF_BIAS, 0, 0);
-	fsnap(&f, 1, 2, REF_BIAS, 100, 0);
 	syms_noname = 0;
-	add(v, traceno, &f, pt);
+	line = two_snaps_line(v, traceno, pt, pc_of(pt, 1), pc);
 	*noname = syms_noname;
-	return event(v, traceno, 10, &m, fr, 4, &whole) ? (int64_t)m.line : -1;
+	return line;
 }
 
 /* At b: words that pass for a GCproto's header (its type tag, sizebc,
@@ -490,69 +551,7 @@ static void test_nopc(void)
 	vm_gone(v);
 }
 
-/* -- A stretch over a loop's instruction ----------------------------------- */
-
-/* An instruction op A D, D a jump from pos to to. */
-static uint32_t jump(unsigned op, uint32_t pos, uint32_t to)
-{
-	return op | (to - (pos + 1) + 0x8000) << 16;
-}
-
-/* Trace traceno of pt: snapshot 0 at bc[from], snapshot 1 (machine code
- * from offset 100) at bc[stop]; an event at offset 10, its line. */
-static int64_t loop_line(struct conv_vm *v, uint64_t traceno, uint64_t pt, uint32_t from,
-			 uint32_t stop)
-{
-	struct ftrace f = ftrace(2, 4, REF_BIAS, REF_BIAS + 1);
-	const uint64_t pcs[2] = { pc_of(pt, from) << 8 | 4, pc_of(pt, stop) << 8 | 4 };
-	struct mp_event m;
-	struct sk_frame fr[4];
-	int whole;
-
-	memcpy(&f.map[0], &pcs[0], 8);
-	memcpy(&f.map[2], &pcs[1], 8);
-	fsnap(&f, 0, 0, REF_BIAS, 0, 0);
-	fsnap(&f, 1, 2, REF_BIAS, 100, 0);
-	add(v, traceno, &f, pt);
-	return event(v, traceno, 10, &m, fr, 4, &whole) ? (int64_t)m.line : -1;
-}
-
-/* for k, v in it() do local t = {} end; local u = {}: JMP to the ITERC,
- * the body's TNEW, the ITERC, the loop's JITERL (its D a trace's number),
- * a TNEW after the loop. A stretch from the JITERL (a stitched
- * iterator's continuation) goes where the next snapshot is. */
-static void test_loops(void)
-{
-	const uint64_t pt = fproto(9, fstr("@l.lua", 6, 6));
-	uint32_t *bc = (uint32_t *)(uintptr_t)(pt + LAY->pt_size);
-	const unsigned jiterl = U->bc_fori + 7, jforl = U->bc_fori + 4;
-	struct conv_vm *v = fvm();
-
-	proc.tr_cut = 0;
-	bc[1] = jump(U->bc_jmp, 1, 4);
-	bc[2] = U->bc_tnew;  /* line 12 */
-	bc[4] = U->bc_iterc; /* line 14 */
-	bc[5] = jiterl | 1u << 16; /* line 15, trace 1 */
-	bc[6] = U->bc_tnew;  /* line 16 */
-	bc[7] = U->bc_ret0;
-	CHECK("loops: JITERL into its body (the JMP's), the next snapshot there: the body's TNEW",
-	      loop_line(v, 1, pt, 5, 3) == 12);
-	CHECK("loops: JITERL out of the loop, the next snapshot after it: the TNEW after",
-	      loop_line(v, 2, pt, 5, 7) == 16);
-	/* the JMP gone: the body not found, the walk ends at the loop (the
-	 * snapshot's own line, as before) */
-	bc[1] = U->bc_jmp | 0x8000u << 16;
-	CHECK("loops: JITERL whose JMP is not found: the snapshot's line",
-	      loop_line(v, 3, pt, 5, 3) == 15);
-	/* for i = 1, n do local t = {} end: FORI past the loop, JFORL */
-	bc[1] = jump(U->bc_fori, 1, 6);
-	bc[5] = jforl | 1u << 16;
-	CHECK("loops: JFORL into its body (its FORI's)", loop_line(v, 4, pt, 5, 3) == 12);
-	CHECK("loops: FORI past the loop, the next snapshot there", loop_line(v, 5, pt, 1, 7) == 16);
-	CHECK("loops: FORI into the body", loop_line(v, 6, pt, 1, 3) == 12);
-	CHECK("loops: none counted cut", proc.tr_cut == 0);
-	vm_gone(v);
-}
+/* -- IR ------------------------------------------------------------------ */
 
 /* An instruction naming, as its operand, a function constant whose
  * pointer would be past the IR's end. */
