@@ -5,7 +5,8 @@
 #   make bench      tests/bench: overhead and decode speed (KERNELS=1: and
 #                   in the 6.1 and 6.12 guests, tests/kernels)
 #   make fuzz       bounded libFuzzer run of the stream decoder, and the
-#                   JIT on/off differential run (tests/tools/jitdiff.sh)
+#                   JIT on/off differential run (tests/tools/jitdiff.sh,
+#                   then jitorders.sh: each kept program in every trace order)
 #   make asan       build with AddressSanitizer + UBSan (used by the tests)
 
 CC      ?= cc
@@ -194,10 +195,17 @@ fuzz-decoders: $(FUZZERS) luamemtrace
 	$(OUT)/fuzz_report -max_total_time=$${FUZZ_SECONDS:-60} -rss_limit_mb=2048 \
 		-close_fd_mask=1 $(OUT)/fuzz-corpus-report tests/fuzz/report
 # the differential run of compiled code's attribution (root): random
-# programs JIT on against JIT off (tests/tools/jitdiff.sh)
-fuzz-jit: luamemtrace
-	mkdir -p $(OUT)/jitdiff
+# programs JIT on against JIT off (tests/tools/jitdiff.sh), then each kept
+# regression program once per order the JIT made its traces in over
+# JITORDER_SEEDS seeds of its random generator (tests/tools/jitorders.sh)
+fuzz-jit: luamemtrace $(OUT)/ljseed.so
+	mkdir -p $(OUT)/jitdiff $(OUT)/jitorders
 	tests/tools/jitdiff.sh $(OUT)/jitdiff 1 $${JITDIFF_SEEDS:-200}
+	cd tests/lua/jitdiff && st=0 && for f in g*.lua; do echo "$$f:"; \
+		../../tools/jitorders.sh $(CURDIR)/$(OUT)/jitorders/$${f%.lua} $$f \
+			$${JITORDER_SEEDS:-40} || st=1; done; exit $$st
+$(OUT)/ljseed.so: tests/tools/ljseed.c | $(OUT)
+	$(CC) $(CFLAGS) $(WARN) -shared -fPIC -o $@ $< -ldl
 
 # Package scripts must not start services here (nginx): a policy-rc.d
 # that says no, unless the machine has one of its own.
