@@ -16,6 +16,9 @@ dir=$1 script=$2 n=${3:-40}
 tools=$(cd "$(dirname "$0")" && pwd)
 so=${LJSEED_SO:-$tools/../../build/ljseed.so}
 LUAJIT=${LUAJIT:-luajit}
+case $n in '' | *[!0-9]*) echo "jitorders: N must be a number"; exit 2 ;; esac
+# -jv=FILE splits at commas; LD_PRELOAD at spaces and colons
+case $dir$so in *[,:\ ]*) echo "jitorders: DIR and LJSEED_SO must not hold ',', ':' or ' '"; exit 2 ;; esac
 mkdir -p "$dir" || exit 2
 [ -r "$so" ] || { echo "jitorders: $so: not built (make fuzz-jit builds it)"; exit 2; }
 declare -A first count
@@ -23,7 +26,7 @@ for ((s = 1; s <= n; s++)); do
 	LJSEED=$s LD_PRELOAD=$so setarch -R "$LUAJIT" -jon -jv="$dir/jv" "$script" \
 		> /dev/null 2>&1 || { echo "jitorders: seed $s: $script failed"; exit 2; }
 	# the traces made, not the attempts aborted ("[TRACE --- ...")
-	t=$(grep -v -F -e abort -e 'TRACE ---' "$dir/jv") ||
+	t=$(grep -v '^\[TRACE ---' "$dir/jv") ||
 		{ echo "jitorders: seed $s: no trace made"; exit 2; }
 	h=$(md5sum <<< "$t" | cut -c1-8)
 	[ -n "${first[$h]:-}" ] || first[$h]=$s

@@ -431,22 +431,22 @@ static void test_loops(void)
 /* -- A stretch that ends at a function's entry -------------------------- */
 
 /* Trace traceno of pt: its first snapshot at bc[1] (base slot 6), its
- * last at the entry of pt2, called from slot 9 (base slot 11), the link of
- * that frame (slot 10) link. The lines of events at offsets 10, 20, 30,
- * 40 of the first stretch, in l[]. */
+ * last at the entry of pt2, base slot base, the link below it (slot
+ * base - 1) link. The lines of events at offsets 10, 20, 30, 40 of the
+ * first stretch, in l[]. */
 static void entry_lines(struct conv_vm *v, uint64_t traceno, uint64_t pt, uint64_t pt2,
-			uint64_t link, int64_t l[4])
+			uint32_t base, uint64_t link, int64_t l[4])
 {
 	const uint32_t nk = REF_BIAS - 2;
 	struct ftrace f = ftrace(2, 5, nk, REF_BIAS + 1);
-	const uint64_t pcs[2] = { pc_of(pt, 1) << 8 | 4, pc_of(pt2, 0) << 8 | 9 };
+	const uint64_t pcs[2] = { pc_of(pt, 1) << 8 | 4, pc_of(pt2, 0) << 8 | (base - 2) };
 	struct mp_event m;
 	struct sk_frame fr[4];
 	int whole;
 
 	f.ir[1] = link;
 	memcpy(&f.map[0], &pcs[0], 8);
-	f.map[2] = 10u << 24 | SNAP_FRAME | nk;
+	f.map[2] = (base - 1) << 24 | SNAP_FRAME | nk;
 	memcpy(&f.map[3], &pcs[1], 8);
 	fsnap(&f, 0, 0, REF_BIAS, 0, 0);
 	fsnap(&f, 1, 2, REF_BIAS, 100, 1);
@@ -472,14 +472,23 @@ static void test_entry(void)
 	bc[2] = bc[4] = call;               /* lines 12, 14 */
 	bc[6] = U->bc_ret0;
 	/* the second call's: TNEW, the first call, TNEW, then the stop */
-	entry_lines(v, 1, pt, pt2, pc_of(pt, 5), l);
+	entry_lines(v, 1, pt, pt2, 11, pc_of(pt, 5), l);
 	CHECK("entry: the last snapshot at the second call's entry: three sites, the call before it not walked into",
 	      l[0] == 11 && l[1] == 12 && l[2] == 13);
 	CHECK("entry: ... and no site past the call it enters (a fourth: the snapshot's own line)",
 	      l[3] == 11);
 	/* the first call's: one site, every event its */
-	entry_lines(v, 2, pt, pt2, pc_of(pt, 3), l);
+	entry_lines(v, 2, pt, pt2, 11, pc_of(pt, 3), l);
 	CHECK("entry: the last snapshot at the first call's entry: one site",
+	      l[0] == 11 && l[1] == 11);
+	/* t1 = {}; return g() into g = function() local t2 = {} ... end: the
+	 * snapshot at g's entry has g's frame in the caller's place (base 6,
+	 * the caller's own link below): the stretch ends at the tail call,
+	 * g's TNEW (its line 12) not walked into */
+	bc[2] = U->bc_callt | 4u << 8 | 1u << 16;
+	((uint32_t *)(uintptr_t)(pt2 + LAY->pt_size))[2] = U->bc_tnew;
+	entry_lines(v, 3, pt, pt2, 6, pc_of(pt2, 3), l);
+	CHECK("entry: the last snapshot at a tail call's callee's entry: the stretch ends at the tail call",
 	      l[0] == 11 && l[1] == 11);
 	vm_gone(v);
 }

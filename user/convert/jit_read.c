@@ -345,6 +345,15 @@ int jit_snap_read(struct conv_vm *v, struct ttrace *tr, struct tsnap *sn,
 
 /* -- Prototypes ------------------------------------------------------------ */
 
+/* Bytes a line takes in a prototype's line table (lj_parse.c's
+ * fs_prep_line, lj_bcread.c): by numline, a BCLine (signed). */
+static uint32_t line_width(uint32_t numline)
+{
+	const int32_t n = (int32_t)numline;
+
+	return n < 256 ? 1 : n < 65536 ? 2 : 4;
+}
+
 /* The instructions of the GCproto whose header is w (LMT_PTWIN bytes
  * at pt), 0 if w is none: its type tag, and one block (sizept) holding
  * its bytecode, then its line table (lj_func.c's layout). A header found
@@ -355,7 +364,7 @@ static uint32_t proto_header(const struct conv_vm *v, const uint8_t *w, uint64_t
 	const struct lj_variant *var = v->var;
 	const struct lj_layout *l = &var->lay;
 	uint32_t sizebc, numline, sizept;
-	uint64_t bcend, li;
+	uint64_t bcend, li, need;
 
 	if (var->u.pt_gct >= LMT_PTWIN || var->h.pt_sizept + 4 > LMT_PTWIN ||
 	    w[var->u.pt_gct] != var->u.tproto)
@@ -369,9 +378,10 @@ static uint32_t proto_header(const struct conv_vm *v, const uint8_t *w, uint64_t
 	bcend = pt + l->pt_size + 4 * (uint64_t)sizebc;
 	if (sizept < bcend - pt)
 		return 0;
-	/* the line table: (sizebc - 1) entries of 1, 2 or 4 bytes */
-	if (li && (li < bcend || li - pt + (uint64_t)(sizebc - 1) *
-		   (numline < 256 ? 1 : numline < 65536 ? 2 : 4) > sizept))
+	/* the line table, (sizebc - 1) entries, after the bytecode and in
+	 * the block (li - pt wraps to a huge value for an li below pt) */
+	need = (uint64_t)(sizebc - 1) * line_width(numline);
+	if (li && (li < bcend || li - pt > sizept || need > sizept - (li - pt)))
 		return 0;
 	return sizebc;
 }
@@ -399,7 +409,7 @@ struct tproto *jit_proto_get(struct conv_vm *v, struct ttrace *tr, uint64_t pt)
 	memcpy(&first, w + l->pt_firstline, 4);
 	str = lj_ref_at(v->var, w, l->pt_chunkname);
 	li = lj_ref_at(v->var, w, l->pt_lineinfo);
-	width = numline < 256 ? 1 : numline < 65536 ? 2 : 4;
+	width = line_width(numline);
 	n = sizebc > 1 ? (sizebc - 1) * width : 0;
 	if (jit_keep(tr, sizeof(*tp) + sizeof(*tp->lines) + n + (size_t)sizebc * 4))
 		return NULL;

@@ -664,6 +664,16 @@ static int walk_call(struct walk *w, uint64_t pt, uint64_t fn, const struct tpro
 		cfn = w->callee_fns[nx];
 		w->next = nx + 1;
 	}
+	/* A tail call into the function the next snapshot is at the entry
+	 * of: its frame in the caller's place (its link the caller's, which
+	 * tells no call apart), the stretch ends at the call. */
+	if (callee && tail && w->stop_entry && callee == w->stop_pt &&
+	    w->stop->baseslot == base + varg_shift(w, callee, op, ins)) {
+		w->steps = WALK_MAX;
+		w->at_stop = 1;
+		w->stop_depth = depth;
+		return 1;
+	}
 	if (callee && tail) {
 		w->path.tailed |= !depth;
 		walk(w, callee, cfn, 1, depth, base + varg_shift(w, callee, op, ins));
