@@ -8,6 +8,8 @@
 set -u
 dir=$1 first=$2 last=$3 n=${4:-2000}
 tools=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=jitfold.sh
+. "$tools/jitfold.sh"
 st=0
 for ((s = first; s <= last; s++)); do
 	mkdir -p "$dir/$s"
@@ -15,12 +17,6 @@ for ((s = first; s <= last; s++)); do
 	r=0
 	out=$(cd "$dir" && "$tools/jitcmp.sh" "$dir/$s" "g$s.lua") || r=$?
 	echo "seed $s: $out"
-	if [ "$r" -eq 0 ]; then
-		rm -rf "${dir:?}/$s"
-	elif [ "$r" -eq 1 ]; then
-		[ "$st" -eq 0 ] && st=1
-	else
-		st=2
-	fi
+	jit_fold "$dir/$s" "$r"
 done
 exit "$st"

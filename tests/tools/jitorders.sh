@@ -14,6 +14,8 @@
 set -u
 dir=$1 script=$2 n=${3:-40}
 tools=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=jitfold.sh
+. "$tools/jitfold.sh"
 so=${LJSEED_SO:-$tools/../../build/ljseed.so}
 LUAJIT=${LUAJIT:-luajit}
 case $n in '' | *[!0-9]*) echo "jitorders: N must be a number"; exit 2 ;; esac
@@ -38,12 +40,6 @@ for h in "${!first[@]}"; do
 	out=$(LJSEED=$s LD_PRELOAD=$so setarch -R "$tools/jitcmp.sh" "$dir/$s" "$script") || r=$?
 	echo "order $h (seed $s, ${count[$h]} of $n): ${out%%$'\n'*}"
 	[ "$r" -eq 0 ] || sed 1d <<< "$out"
-	if [ "$r" -eq 0 ]; then
-		rm -rf "${dir:?}/$s"
-	elif [ "$r" -eq 1 ]; then
-		[ "$st" -eq 0 ] && st=1
-	else
-		st=2
-	fi
+	jit_fold "$dir/$s" "$r"
 done
 exit "$st"

@@ -235,6 +235,16 @@ static uint64_t stop_callee(struct walk *w, uint32_t slot, uint64_t retpc, uint6
 	return w->stop->baseslot == slot + 2 ? w->stop_pt : 0;
 }
 
+/* The walk got to the stretch's next snapshot, at depth: it ends there.
+ * 1, walk_call's "the walk of pt ends". */
+static int reach_stop(struct walk *w, int depth)
+{
+	w->steps = WALK_MAX;
+	w->at_stop = 1;
+	w->stop_depth = depth;
+	return 1;
+}
+
 /* Is the stretch's next snapshot at the entry of the function a call
  * from slot (its return PC retpc) enters: the snapshot's innermost frame
  * at slot + 2, its link that return PC (a frame at the same slot from
@@ -630,10 +640,7 @@ static int walk_call(struct walk *w, uint64_t pt, uint64_t fn, const struct tpro
 	/* The next snapshot at the entry of the function this call enters:
 	 * the stretch ends at the call. */
 	if (!tail && entry_stop(w, slot, retpc)) {
-		w->steps = WALK_MAX;
-		w->at_stop = 1;
-		w->stop_depth = depth;
-		return 1;
+		return reach_stop(w, depth);
 	}
 	while (nx < w->ncallees && w->callees[nx] == pt)
 		nx++;
@@ -669,10 +676,7 @@ static int walk_call(struct walk *w, uint64_t pt, uint64_t fn, const struct tpro
 	 * tells no call apart), the stretch ends at the call. */
 	if (callee && tail && w->stop_entry && callee == w->stop_pt &&
 	    w->stop->baseslot == base + varg_shift(w, callee, op, ins)) {
-		w->steps = WALK_MAX;
-		w->at_stop = 1;
-		w->stop_depth = depth;
-		return 1;
+		return reach_stop(w, depth);
 	}
 	if (callee && tail) {
 		w->path.tailed |= !depth;
@@ -740,9 +744,7 @@ static void walk(struct walk *w, uint64_t pt, uint64_t fn, uint32_t pos,
 			if (w->skip_stop && depth > 0) {
 				w->skip_stop = 0;
 			} else {
-				w->steps = WALK_MAX; /* the stretch ends here */
-				w->at_stop = 1;
-				w->stop_depth = depth;
+				reach_stop(w, depth); /* the stretch ends here */
 				return;
 			}
 		}
