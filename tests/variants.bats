@@ -244,13 +244,23 @@ jit_lines() {
 		"$LMT" report "$T/$m.bin" > "$T/$m.txt"
 	done
 	cat "$T/on.err"
+	grep '^TRACE' "$T/off.txt" || true
 	count_is ALLOCATIONS @jit.lua:4 "$T/off.txt" 20001
 	count_is ALLOCATIONS @jit.lua:8 "$T/off.txt" 5002
-	absent '^TRACE' "$T/off.txt"
-	# JIT on: each loop's events, its line's and its trace's, as many
-	a() { sed -n '/^ALLOCATIONS$/,/^$/p' "$T/on.txt" | awk -v k="$1" 'index($0, k) == 1 { print $(NF - 3) }'; }
-	[ $(($(a "@jit.lua:4: ") + $(a "TRACE [1] started at @jit.lua:3: "))) -eq 20001 ]
-	[ $(($(a "@jit.lua:8: ") + $(a "TRACE [2] started at @jit.lua:7: "))) -eq 5002 ]
+	# JIT off: the workload's loops never compiled. Tarantool's own
+	# startup code runs before -e's jit.off() and, in about 1 run of 12
+	# (its hot counters are hashed by bytecode address), compiles a
+	# trace of its own: what that trace allocates is charged to it, as
+	# it should be, so only a trace of jit.lua is wrong here
+	absent '^TRACE .* started at @jit\.lua' "$T/off.txt"
+	# JIT on: each loop's events, its line's and its traces', as many
+	# (whatever the traces' numbers: a startup trace may take the first)
+	a() { sed -n '/^ALLOCATIONS$/,/^$/p' "$T/on.txt" | awk -v k="$1" '
+		{ l = $0; if (l ~ /^TRACE \[[0-9]+\] /) sub(/^TRACE \[[0-9]+\] /, "TRACE ", l) }
+		index(l, k) == 1 { s += $(NF - 3) } END { print s + 0 }'; }
+	[ $(($(a "@jit.lua:4: ") + $(a "TRACE started at @jit.lua:3: "))) -eq 20001 ]
+	[ $(($(a "@jit.lua:8: ") + $(a "TRACE started at @jit.lua:7: "))) -eq 5002 ]
+	[ "$(a "TRACE started at @jit.lua:3: ")" -gt 0 ]
 	# every event of compiled code said: the traces' (and their frees')
 	n=$(grep -o 'compiled code: [0-9]* events charged to their trace' "$T/on.err" | grep -o '[0-9]*')
 	[ "$n" -eq "$(awk '/^TRACE \[.*: [0-9]+ events/ { s += $(NF - 3) } END { print s }' "$T/on.txt")" ]
