@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -337,17 +338,32 @@ static int copy_image(pid_t pid, const struct vmscan *sc, const struct vminfo *v
 	return err;
 }
 
-static int capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
+/* After a copy that did not add up: the target runs on out of what it
+ * was inside, for a time drawn at random up to 2^tries ms
+ * (LMT_HEAP_RETRY_MS at most): a step that lasts longer than a fixed wait
+ * (a sweep, a string table's rehash) is not met again in step. */
+static void retry_wait(int tries)
+{
+	uint64_t cap = ms_ns(LMT_HEAP_RETRY_MS), ns = cap, r;
+
+	if (tries < 16 && ms_ns(1u << tries) < cap)
+		ns = ms_ns(1u << tries);
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = boot_ns() * 0x9e3779b97f4a7c15ull;
+	ns = ms_ns(1) / 2 + r % ns;
+	nanosleep(&(struct timespec){ (time_t)(ns / 1000000000), (long)(ns % 1000000000) },
+		  NULL);
+}
+
+/* The capture under the guardian s (ended here, whatever happens). */
+static int capture(pid_t pid, struct hstop *s, const struct pmaps *m, const struct vmscan *sc,
 		   const char *variant, int stopped, struct heap *hs, struct hcapture *cap)
 {
 	struct hpages pg = { 0 };
 	struct vminfo *vi;
-	struct hstop s;
 	uint64_t t0;
 	int err = 0, prio, image;
 
-	if ((err = hstop_init(&s, pid, pidfd)))
-		return fail("starting the guardian", -err);
 	if (stopped)
 		snprintf(cap->why, sizeof(cap->why), "--stopped");
 	else if (hdirty_usable(cap->why, sizeof(cap->why))) {
@@ -360,7 +376,7 @@ static int capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vms
 		t0 = boot_ns();
 		copy_running(pid, m, sc, variant, &pg, hs);
 		cap->run_ns = boot_ns() - t0;
-		passes(pid, &s, &pg, cap);
+		passes(pid, s, &pg, cap);
 		cap->run_ns = boot_ns() - t0;
 	}
 	/* While it is stopped the target waits for our CPU time: on a busy
@@ -371,7 +387,7 @@ static int capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vms
 		prio = INT_MIN;
 	if (!(vi = calloc(sc->n ? sc->n : 1, sizeof(*vi)))) {
 		hpages_free(&pg);
-		hstop_end(&s);
+		hstop_end(s);
 		return fail("copying the heap", ENOMEM);
 	}
 	image = cap->soft;
@@ -379,13 +395,14 @@ static int capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vms
 		uint64_t ns, stale = 0;
 		int expired;
 
-		if ((err = stop_copy(pid, &s, m, sc, variant, &pg, hs, vi, &image, cap)) > 0) {
+		cap->torn = 0;
+		if ((err = stop_copy(pid, s, m, sc, variant, &pg, hs, vi, &image, cap)) > 0) {
 			free(vi);
 			if (prio != INT_MIN)
 				setpriority(PRIO_PROCESS, 0, prio);
 			return err;
 		}
-		ns = hstop_cont(&s, &expired);
+		ns = hstop_cont(s, &expired);
 		cap->expired |= expired;
 		cap->pause_ns += ns;
 		cap->stop_max = ns > cap->stop_max ? ns : cap->stop_max;
@@ -411,7 +428,7 @@ static int capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vms
 		if (!err && image)
 			err = copy_image(pid, sc, vi, &pg, hs, cap, &stale);
 		cap->image = image && !stale;
-		if (err || s.was_stopped)
+		if (err || s->was_stopped)
 			break;
 		/* Read of it after the stop, and written since: again. The
 		 * blocks read so are kept now, and read again at the next stop
@@ -421,20 +438,20 @@ static int capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vms
 			image = ++cap->image_tries < LMT_HEAP_IMAGE_TRIES;
 			continue;
 		}
-		if (cap->tries >= LMT_HEAP_TRIES || !torn(hs, sc->n))
+		if (!(cap->torn = torn(hs, sc->n)) || cap->tries >= LMT_HEAP_TRIES ||
+		    cap->pause_ns - cap->pass_ns >= ms_ns(LMT_HEAP_TRIES_MS))
 			break;
-		/* it runs on a little (out of what it was inside), then again */
-		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+		retry_wait(cap->tries);
 	}
 	free(vi);
 	if (prio != INT_MIN)
 		setpriority(PRIO_PROCESS, 0, prio);
-	cap->was_stopped = s.was_stopped;
-	hstop_end(&s);
+	cap->was_stopped = s->was_stopped;
+	hstop_end(s);
 	hpages_free(&pg);
 	for (size_t i = 0; i < sc->n; i++) {
 		hs[i].pause_ns = cap->pause_max;
-		hs[i].stopped_before = s.was_stopped;
+		hs[i].stopped_before = s->was_stopped;
 		hs[i].pid = (uint32_t)pid;
 	}
 	return err ? fail("copying the heap", -err) : 0;
@@ -443,15 +460,22 @@ static int capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vms
 int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
 		 const char *variant, int stopped, struct heap *hs, struct hcapture *cap)
 {
-	int lock = hold_pid(pid), rc;
+	struct hstop s;
+	int lock, rc;
 
 	memset(cap, 0, sizeof(*cap));
+	if ((rc = hstop_init(&s, pid, pidfd)))
+		return fail("starting the guardian", -rc);
+	/* taken once the guardian is forked: it never holds the lock (a
+	 * guardian not yet run when we exit would keep the next one out) */
+	lock = hold_pid(pid);
 	if (lock == -EBUSY) {
+		hstop_end(&s);
 		fprintf(stderr, "luamemtrace heap: PID %d: another luamemtrace heap is copying "
 			"it; one at a time\n", (int)pid);
 		return LMT_ERR;
 	}
-	rc = capture(pid, pidfd, m, sc, variant, stopped, hs, cap);
+	rc = capture(pid, &s, m, sc, variant, stopped, hs, cap);
 	if (lock >= 0)
 		close(lock);
 	return rc;
@@ -459,11 +483,17 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 
 void heap_capture_say(pid_t pid, const struct hcapture *cap, FILE *f)
 {
-	char tries[96] = "", pass[200] = "", after[300] = "";
+	char tries[224] = "", pass[200] = "", after[300] = "";
 
 	if (cap->was_stopped)
 		return; /* the report says it */
-	if (cap->tries > 1)
+	if (cap->torn)
+		snprintf(tries, sizeof(tries), " (%d stop%s, %.1f ms in all: no copy added up, "
+			 "each met the VM inside an allocation or a sweep step: the report's "
+			 "remainder and incomplete lines say by how much)",
+			 cap->tries, cap->tries > 1 ? "s" : "",
+			 (double)(cap->pause_ns - cap->pass_ns) / 1e6);
+	else if (cap->tries > 1)
 		snprintf(tries, sizeof(tries), " (%d stops, %.1f ms in all: a copy that did not "
 			 "add up taken again)", cap->tries,
 			 (double)(cap->pause_ns - cap->pass_ns) / 1e6);

@@ -93,10 +93,15 @@
  * freed objects' pointers are stale): the stopped copy reads the rest. */
 #define LMT_HEAP_RUN_JUNK 256
 /* Stops tried for one snapshot: a stop can land inside an allocation or
- * a sweep step (a list being relinked, gc.total not yet updated); a copy
- * that does not add up is taken again after the target ran on a little.
- * Each stop is bounded on its own (LMT_HEAP_STOP_MS). */
-#define LMT_HEAP_TRIES 3
+ * a sweep step (a list being relinked, gc.total not yet updated: on a
+ * target that only allocates, about 1 stop in 6, docs/heap.md); a copy
+ * that does not add up is taken again after the target ran on a while,
+ * LMT_HEAP_RETRY_MS at most, drawn at random (a step that lasts is not
+ * met again in step). No new try once the copy's stops add up to
+ * LMT_HEAP_TRIES_MS. Each stop is bounded on its own (LMT_HEAP_STOP_MS). */
+#define LMT_HEAP_TRIES 8
+#define LMT_HEAP_RETRY_MS 32
+#define LMT_HEAP_TRIES_MS 3000
 /* Passes made while the target runs before the final stop (capture.c):
  * each stops the target to look up the pages it wrote and clear the
  * bits, and reads them again while it runs on; the next pass finds what
@@ -461,6 +466,7 @@ struct hcapture {
 	int expired;      /* the guardian continued it first */
 	int tries;        /* stops made (a copy that did not add up is
 			   * taken again, LMT_HEAP_TRIES) */
+	int torn;         /* the last did not add up either */
 	uint64_t pause_max; /* the longest stop (the passes' too) */
 	uint64_t stop_max;  /* the longest of the copy's stops (tries) */
 	int passes;       /* passes made (LMT_HEAP_PASSES) */
