@@ -151,7 +151,7 @@ bats: luamemtrace
 	bats tests/*.bats
 
 # The README's test command.
-test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host $(OUT)/lmtmod.so $(OUT)/collapse $(OUT)/layoutdump $(HEAP_DEVTOOLS)
+test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host $(OUT)/lmtmod.so $(OUT)/collapse $(OUT)/layoutdump $(OUT)/ljseed.so $(HEAP_DEVTOOLS)
 	@bash tests/run-all.sh $(UNIT_BIN)
 
 asan:

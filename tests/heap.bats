@@ -204,6 +204,7 @@ known_deltas() {
 	spin 'local t = {} while true do t[1] = 1 end'
 	local pid=$SPIN
 	kill -STOP "$pid"
+	stopped_now "$pid"
 	run "$LMT" heap -p "$pid"
 	local st=$(awk '{print $3}' "/proc/$pid/stat")
 	kill -CONT "$pid"

@@ -45,6 +45,19 @@ wait_for() {
 	return 1
 }
 
+# stopped_now PID: waits until PID is stopped (its state T): a SIGSTOP
+# lands only once the process next runs, later on a busy host.
+stopped_now() {
+	local i s
+	for i in $(seq 1 200); do
+		s=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)
+		[ "$s" = T ] && return 0
+		sleep 0.05
+	done
+	echo "PID $1: state '$s', not stopped" >&2
+	return 1
+}
+
 # spin CODE: luajit running CODE (a loop that never ends) in the
 # background; returns once its VM runs (it says so in a file first), its
 # PID in SPIN.

@@ -34,7 +34,8 @@ ngx_conf() {
 	mkdir -p "$t/logs"
 	while :; do
 		NGX_PORT=$((20000 + RANDOM % 20000))
-		ss -ltn | grep -q "127.0.0.1:$NGX_PORT " || break
+		# free on every address (a listener on 0.0.0.0 or [::] takes it too)
+		[ -z "$(ss -Hltn "sport = :$NGX_PORT")" ] && break
 	done
 	if [ -n "${NGX_HANDLER:-}" ]; then
 		printf '%s\n' "$NGX_HANDLER" > "$t/handler.lua"

@@ -174,9 +174,13 @@ compare() {
 	compare g147 0 990
 }
 
-@test "JIT exact, differential: fresh programs from seeds 4 5 6 10 12 (make fuzz runs many more)" {
+# Each in one trace order, the same every run (JITDIFF_PIN): a program
+# whose string buffer the collector may shrink between two of its lines
+# (seeds 7 and 24 above) would otherwise pass or fail by when it runs;
+# make fuzz-jit runs many more programs, and every order of the kept ones.
+@test "JIT exact, differential: fresh programs from seeds 4 5 6 10 12, each in one trace order (make fuzz runs many more)" {
 	local s
 	for s in 4 5 6 10 12; do
-		"$BATS_TEST_DIRNAME/tools/jitdiff.sh" "$T" "$s" "$s"
+		JITDIFF_PIN=1 "$BATS_TEST_DIRNAME/tools/jitdiff.sh" "$T" "$s" "$s"
 	done
 }

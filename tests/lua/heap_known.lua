@@ -1,11 +1,11 @@
--- A heap of known shape for tests/heap.bats. Arguments: N M U K C Y G [P]
--- (counts; all 0 is the baseline; P: more()'s). GC stopped first: nothing is swept, so
--- garbage stays, counted apart. Prints the in-VM oracle's reachable
--- counts (a Lua walker over the GC's roots), then "ready", then waits for
--- a line on stdin while it is snapshotted. No table constructor has
--- contents: one with constant keys has a template table, a prototype's
--- constant, that the GC reaches and Lua cannot see.
-collectgarbage("collect")
+-- A heap of known shape for tests/heap.bats. Args: N M U K C Y G [P] (counts; all 0: the
+-- baseline; P: more()'s). Traces made before it (Tarantool's startup, 1 run in 12) flushed
+-- (the oracle makes a table per trace, its constants hold objects), GC stopped: nothing is
+-- swept, garbage stays, counted apart. Prints the in-VM oracle's reachable counts (a Lua
+-- walker over the GC's roots), then "ready", then waits for a line on stdin while it is
+-- snapshotted. No table constructor has contents: one with constant keys has a template
+-- table, a prototype's constant, that the GC reaches and Lua cannot see.
+jit.flush() collectgarbage("collect")
 collectgarbage("stop")
 local N, M, U, K, C, Y, G, P = tonumber(arg[1]), tonumber(arg[2]), tonumber(arg[3]),
   tonumber(arg[4]), tonumber(arg[5]), tonumber(arg[6]), tonumber(arg[7]), tonumber(arg[8])

@@ -144,10 +144,14 @@ static void tracing_back(struct tr *t)
  * with the wall clock, so that a load's own log can be cut into paired
  * windows a few hundred ms apart: the host's drift over seconds, larger
  * than the cost measured, falls out of the pairs (tests/bench/hosts.sh). */
-static void ab_say(struct tr *t, double tn)
+static void ab_say(struct tr *t)
 {
-	err1("--ab: %s from %.3f", t->probes.skel->bss->ab_floor ? t->o->ab_name : "traced", wall_now());
-	t->duty.ab_next = tn + t->o->ab_ms / 1000;
+	const double w = wall_now();
+
+	/* the next turn from the instant said: the turns said are MS apart
+	 * at least, however long the switch took */
+	t->duty.ab_next = now() + t->o->ab_ms / 1000;
+	err1("--ab: %s from %.6f", t->probes.skel->bss->ab_floor ? t->o->ab_name : "traced", w);
 }
 
 static void ab_turn(struct tr *t)
@@ -159,7 +163,7 @@ static void ab_turn(struct tr *t)
 	if (t->probes.skel->bss->ab_floor)
 		tracing_back(t);
 	__atomic_store_n(&t->probes.skel->bss->ab_floor, !t->probes.skel->bss->ab_floor, __ATOMIC_SEQ_CST);
-	ab_say(t, tn);
+	ab_say(t);
 }
 
 /* -- --duty ------------------------------------------------------------------ */
@@ -170,7 +174,7 @@ void duty_start(struct tr *t)
 	const double tn = now();
 
 	if (t->o->ab_ms)
-		ab_say(t, tn);
+		ab_say(t);
 	if (!t->o->duty)
 		return;
 	srand48((long)(wall_now() * 1e6) ^ (long)getpid());
