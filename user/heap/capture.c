@@ -32,6 +32,8 @@
 #include "format/exitcode.h"
 #include "util/clock.h"
 #include "heap/heap.h"
+#include "probes/ptscan.h"
+#include "util/knobs.h"
 #include "target/proc.h"
 #include "target/vmscan.h"
 
@@ -372,6 +374,13 @@ static int capture(pid_t pid, struct hstop *s, const struct pmaps *m, const stru
 		else
 			cap->soft = 1;
 	}
+	/* pagemap calls a mapping that is new or grew written whole: the
+	 * pages' own entries tell (probes/ptscan.h) */
+	if (cap->soft && knobs.no_ptscan)
+		snprintf(cap->own_why, sizeof(cap->own_why), "LMT_NO_PTSCAN=1");
+	else if (cap->soft && !(pg.pt = ptscan_open(pid, cap->own_why, sizeof(cap->own_why))) &&
+		 !cap->own_why[0])
+		snprintf(cap->own_why, sizeof(cap->own_why), "not opened");
 	if (!stopped) {
 		t0 = boot_ns();
 		copy_running(pid, m, sc, variant, &pg, hs);
@@ -447,6 +456,9 @@ static int capture(pid_t pid, struct hstop *s, const struct pmaps *m, const stru
 	if (prio != INT_MIN)
 		setpriority(PRIO_PROCESS, 0, prio);
 	cap->was_stopped = s->was_stopped;
+	cap->own_cleared = pg.pt_cleared;
+	if (pg.pt && ptscan_why(pg.pt)[0])
+		snprintf(cap->own_why, sizeof(cap->own_why), "%s", ptscan_why(pg.pt));
 	hstop_end(s);
 	hpages_free(&pg);
 	for (size_t i = 0; i < sc->n; i++) {
@@ -483,7 +495,7 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 
 void heap_capture_say(pid_t pid, const struct hcapture *cap, FILE *f)
 {
-	char tries[224] = "", pass[200] = "", after[300] = "";
+	char tries[224] = "", pass[200] = "", after[300] = "", own[224] = "";
 
 	if (cap->was_stopped)
 		return; /* the report says it */
@@ -514,11 +526,17 @@ void heap_capture_say(pid_t pid, const struct hcapture *cap, FILE *f)
 			 (unsigned long long)cap->image_stale);
 	else if (cap->image_why[0])
 		snprintf(after, sizeof(after), "; copied stopped (%s)", cap->image_why);
+	if (cap->own_why[0])
+		snprintf(own, sizeof(own), " (pagemap's word alone: %s)", cap->own_why);
+	else if (cap->own_cleared)
+		snprintf(own, sizeof(own), " (%llu pages pagemap called written, of mappings new "
+			 "or grown, unwritten by their own entries)",
+			 (unsigned long long)cap->own_cleared);
 	if (cap->soft)
 		fprintf(f, "luamemtrace heap: PID %d: copied while it ran (%.0f ms%s), then "
-			"stopped %.1f ms%s: %llu of %llu pages written meanwhile, read again, "
+			"stopped %.1f ms%s%s: %llu of %llu pages written meanwhile, read again, "
 			"and %llu outside the copy (%llu reads)%s; longest stop %.1f ms\n",
-			(int)pid, (double)cap->run_ns / 1e6, pass, (double)cap->stop_max / 1e6, tries,
+			(int)pid, (double)cap->run_ns / 1e6, pass, (double)cap->stop_max / 1e6, tries, own,
 			(unsigned long long)cap->r.dirty, (unsigned long long)cap->r.pages,
 			(unsigned long long)cap->r.fresh, (unsigned long long)cap->r.reads, after,
 			(double)cap->pause_max / 1e6);

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "heap/heap.h"
+#include "probes/ptscan.h"
+#include "ptscan_def.h"
 #include "target/proc.h"
 
 #define PM_SOFT_DIRTY (1ull << 55)
@@ -91,40 +93,95 @@ int hdirty_open(pid_t pid)
 	return proc_openat(pid, "pagemap", O_RDONLY);
 }
 
-/* Each page's entry from addr, n of them: dirty (written: 0) or written. */
-static int entries(int pmfd, uint64_t addr, size_t n, uint8_t *out, int written)
+/* The pages of [addr, addr + n pages) pagemap called written (cand[k]) that
+ * their own entries say unwritten since the clear (a mapping new or grown
+ * since is written whole for pagemap: probes/ptscan.h): out[k] cleared,
+ * counted in *cleared. One scan per PT_RUN pages; one whose tables
+ * changed under it is taken again once, then its pages keep pagemap's
+ * word. */
+static void own_bits(struct ptscan *pt, uint64_t addr, size_t n, const uint8_t *cand,
+		     uint8_t *out, uint64_t *cleared)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	uint8_t *unw = malloc(PT_RUN);
+
+	if (!unw)
+		return;
+
+	for (size_t k = 0; k < n;) {
+		size_t m = n - k < PT_RUN ? n - k : PT_RUN, j;
+		int e;
+
+		for (j = 0; j < m && !cand[k + j]; j++)
+			;
+		if (j == m) {
+			k += m;
+			continue;
+		}
+		memset(unw, 0, m);
+		if ((e = ptscan_unwritten(pt, addr + k * (uint64_t)ps, m, unw)) == -ESTALE)
+			e = ptscan_unwritten(pt, addr + k * (uint64_t)ps, m, unw);
+		if (e)
+			break; /* -ESTALE again, or off (said by the capture) */
+		for (j = 0; j < m; j++)
+			if (cand[k + j] && unw[j] && out[k + j]) {
+				out[k + j] = 0;
+				++*cleared;
+			}
+		k += m;
+	}
+	free(unw);
+}
+
+/* Each page's entry from addr, n of them: dirty (written: 0) or written;
+ * with pt, refined by the pages' own entries (own_bits). */
+static int entries(int pmfd, struct ptscan *pt, uint64_t *cleared, uint64_t addr, size_t n,
+		   uint8_t *out, int written)
 {
 	uint64_t e[512];
 	long ps = sysconf(_SC_PAGESIZE);
 	uint64_t pg = addr / (uint64_t)ps;
+	uint8_t *cand = NULL;
+	int any = 0;
 
 	if (ps <= 0 || pg > (uint64_t)INT64_MAX / 8 - n)
 		return -EINVAL;
+	if (pt && !ptscan_why(pt)[0] && !(cand = calloc(n ? n : 1, 1)))
+		return -ENOMEM;
 	for (size_t k = 0; k < n;) {
 		size_t m = n - k < 512 ? n - k : 512;
 		ssize_t got = pread(pmfd, e, m * 8, (off_t)((pg + k) * 8));
 
-		if (got < 0)
-			return -errno;
-		if ((size_t)got != m * 8)
-			return -EIO;
+		if (got < 0 || (size_t)got != m * 8) {
+			free(cand);
+			return got < 0 ? -errno : -EIO;
+		}
 		/* Changed: its bit; or neither present nor swapped (dropped
 		 * since, it reads as zeros now): taken as changed. Written:
-		 * its bit, and there. */
-		for (size_t j = 0; j < m; j++)
+		 * its bit, and there. Only a present page's bit is asked of
+		 * its own entry. */
+		for (size_t j = 0; j < m; j++) {
 			out[k + j] = written ? (e[j] & PM_SOFT_DIRTY) && (e[j] & (PM_PRESENT | PM_SWAP))
 					     : (e[j] & PM_SOFT_DIRTY) || !(e[j] & (PM_PRESENT | PM_SWAP));
+			if (cand && out[k + j] && (e[j] & PM_SOFT_DIRTY) && (e[j] & PM_PRESENT))
+				any = cand[k + j] = 1;
+		}
 		k += m;
 	}
+	if (any)
+		own_bits(pt, addr, n, cand, out, cleared);
+	free(cand);
 	return 0;
 }
 
-int hdirty_pages(int pmfd, uint64_t addr, size_t n, uint8_t *dirty)
+int hdirty_pages(int pmfd, struct ptscan *pt, uint64_t *cleared, uint64_t addr, size_t n,
+		 uint8_t *dirty)
 {
-	return entries(pmfd, addr, n, dirty, 0);
+	return entries(pmfd, pt, cleared, addr, n, dirty, 0);
 }
 
-int hdirty_written(int pmfd, uint64_t addr, size_t n, uint8_t *written)
+int hdirty_written(int pmfd, struct ptscan *pt, uint64_t *cleared, uint64_t addr, size_t n,
+		   uint8_t *written)
 {
-	return entries(pmfd, addr, n, written, 1);
+	return entries(pmfd, pt, cleared, addr, n, written, 1);
 }

@@ -342,6 +342,9 @@ struct hpages {
 	size_t nunv, capunv;
 	int unv_over;    /* more than LMT_HEAP_UNVERIFIED of them */
 	uint64_t fresh_bytes; /* kept blocks read by hpages_read_fresh */
+	struct ptscan *pt; /* the target's own page table entries, read
+			    * where pagemap calls pages written (or NULL) */
+	uint64_t pt_cleared; /* pages those said unwritten */
 };
 
 /* proc_read through the cache: 0 or -errno. Reads reaching memory a
@@ -417,6 +420,8 @@ int hpages_verify(struct hpages *c, pid_t pid, uint64_t *stale);
 
 /* -- Soft-dirty bits (dirty.c) -------------------------------------------- */
 
+struct ptscan;
+
 /* Does this kernel keep soft-dirty bits (tried once on a page of ours)?
  * 1, or 0 with why. */
 int hdirty_usable(char *why, size_t len);
@@ -425,11 +430,17 @@ int hdirty_clear(pid_t pid);
 /* pid's pagemap, opened through its bound /proc directory: fd or -errno. */
 int hdirty_open(pid_t pid);
 /* dirty[k] = 1 if page k from addr (page aligned) was written since the
- * clear, or is neither present nor swapped: 0 or -errno. */
-int hdirty_pages(int pmfd, uint64_t addr, size_t n, uint8_t *dirty);
+ * clear, or is neither present nor swapped: 0 or -errno. With pt (NULL:
+ * pagemap alone), a present page pagemap calls written that its own entry
+ * says unwritten is not (a mapping new or grown since the clear is
+ * written whole for pagemap: probes/ptscan.h), counted in *cleared. */
+int hdirty_pages(int pmfd, struct ptscan *pt, uint64_t *cleared, uint64_t addr, size_t n,
+		 uint8_t *dirty);
 /* written[k] = 1 if page k from addr was written since the clear and is
- * there (present or swapped: memory never touched is not): 0 or -errno. */
-int hdirty_written(int pmfd, uint64_t addr, size_t n, uint8_t *written);
+ * there (present or swapped: memory never touched is not): 0 or -errno.
+ * pt, cleared: as hdirty_pages'. */
+int hdirty_written(int pmfd, struct ptscan *pt, uint64_t *cleared, uint64_t addr, size_t n,
+		   uint8_t *written);
 
 /* -- Stopping the target (stop.c) ------------------------------------------- */
 
@@ -479,6 +490,9 @@ struct hcapture {
 	uint64_t image_reads;/* their reads of the running target, checked */
 	uint64_t image_stale;/* pages those found written since the stop */
 	int image_tries;  /* copies from an image found stale */
+	uint64_t own_cleared; /* pages pagemap called written that their own
+			       * entries said unwritten (probes/ptscan.h) */
+	char own_why[160];    /* why pagemap's word alone, if so */
 };
 
 /* Copies the VMs sc found in pid (hs[i] for sc->v[i]; a VM gone since is

@@ -14,6 +14,7 @@
 
 #include "util/clock.h"
 #include "heap/heap.h"
+#include "probes/ptscan.h"
 #include "target/proc.h"
 
 struct block {
@@ -178,8 +179,14 @@ void hpages_recycle(struct hpages *c)
 {
 	void **v = c->m.n ? realloc(c->spare, (c->nspare + c->m.n) * sizeof(*v)) : NULL;
 
-	if (!v) {
+	if (!v) { /* all dropped; the scan of its entries kept */
+		struct ptscan *pt = c->pt;
+		uint64_t cleared = c->pt_cleared;
+
+		c->pt = NULL;
 		hpages_free(c);
+		c->pt = pt;
+		c->pt_cleared = cleared;
 		return;
 	}
 	c->spare = v;
@@ -202,6 +209,7 @@ void hpages_free(struct hpages *c)
 	free(c->run);
 	free(c->fresh);
 	free(c->unv);
+	ptscan_close(c->pt);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -265,7 +273,7 @@ int hpages_scan(struct hpages *c, pid_t pid, uint64_t deadline, struct hrefresh 
 			goto out;
 		}
 		/* entries not there (the mapping gone since): read again */
-		if (hdirty_pages(pm, keys[i] - 1, (j - i) * per, dirty)) {
+		if (hdirty_pages(pm, c->pt, &c->pt_cleared, keys[i] - 1, (j - i) * per, dirty)) {
 			for (size_t k = i; k < j; k++)
 				drop(c, keys[k]);
 			r->dropped += j - i;
@@ -464,7 +472,7 @@ int hpages_scan_fresh(struct hpages *c, pid_t pid, const struct pmaps *m, uint64
 				e = -ETIMEDOUT;
 				break;
 			}
-			if ((e = hdirty_written(pm, a, n, w)))
+			if ((e = hdirty_written(pm, c->pt, &c->pt_cleared, a, n, w)))
 				break;
 			for (size_t k = 0; k < n && !e; k++) {
 				uint64_t pa = a + k * (uint64_t)ps, base = pa & ~(uint64_t)(HPAGES_BLOCK - 1);
@@ -550,7 +558,7 @@ int hpages_verify(struct hpages *c, pid_t pid, uint64_t *stale)
 			size_t n = (hi - lo + (uint64_t)ps - 1) / (uint64_t)ps;
 
 			n = n < sizeof(d) ? n : sizeof(d);
-			if ((e = hdirty_pages(pm, lo, n, d)))
+			if ((e = hdirty_pages(pm, c->pt, &c->pt_cleared, lo, n, d)))
 				break;
 			for (size_t k = 0; k < n; k++)
 				*stale += d[k];

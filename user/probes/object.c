@@ -25,64 +25,18 @@
 #include "probes/probes.h"
 #include "util/log.h"
 #include "probes/object.h"
+#include "probes/physmem.h"
 #include "util/knobs.h"
 
 /* -- The BPF object ------------------------------------------------------ */
 
 /* -- Direct reads (bpf/direct.h) ----------------------------------------- */
 
-/* The CPU's physical address bits, from /proc/cpuinfo; 0 where the
- * direct reads do not apply (5-level page tables: la57). */
-static unsigned phys_bits(void)
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[4096];
-	unsigned bits = 0;
-	int la57 = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "flags", 5) && strstr(line, " la57"))
-			la57 = 1;
-		if (!bits && !strncmp(line, "address sizes", 13)) {
-			const char *c = strchr(line, ':');
-
-			if (c)
-				bits = (unsigned)strtoul(c + 1, NULL, 10);
-		}
-	}
-	fclose(f);
-	return la57 || bits < 32 || bits > 52 ? 0 : bits;
-}
-
-/* The end of RAM's physical addresses: the highest end of a top-level
- * "System RAM" range of /proc/iomem (root sees the addresses); 0 if
- * unknown. */
-static uint64_t ram_top(void)
-{
-	FILE *f = fopen("/proc/iomem", "r");
-	char line[256];
-	uint64_t top = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi;
-
-		if (line[0] != ' ' && strstr(line, ": System RAM") &&
-		    sscanf(line, "%llx-%llx", &lo, &hi) == 2 && hi + 1 > top)
-			top = hi + 1;
-	}
-	fclose(f);
-	return top;
-}
-
 /* Before load: a table entry's frame bits, and where RAM ends. */
 static void direct_config(struct probes *t)
 {
-	const unsigned bits = phys_bits();
-	const uint64_t top = ram_top();
+	const unsigned bits = physmem_bits();
+	const uint64_t top = physmem_top();
 
 	if (bits)
 		t->skel->rodata->dr_mask = ((1ULL << bits) - 1) & ~4095ULL;
@@ -96,7 +50,7 @@ static void direct_config(struct probes *t)
  * or with LMT_NO_DIRECT=1 (tests, benchmarks). */
 static void direct_start(struct probes *t)
 {
-	const unsigned bits = phys_bits();
+	const unsigned bits = physmem_bits();
 	volatile uint64_t word = 0x6c6d7464ULL << 32 | (uint64_t)getpid() << 1 | 1;
 	struct lmt_po a = { .probe = (uint64_t)(uintptr_t)&word };
 	LIBBPF_OPTS(bpf_test_run_opts, ro, .ctx_in = &a, .ctx_size_in = sizeof(a));

@@ -36,6 +36,7 @@ void knobs_read(void)
 	knobs.no_session = level("LMT_NO_SESSION", '1');
 	knobs.compat_reader = level("LMT_COMPAT_READER", '1');
 	knobs.no_signal_task = level("LMT_NO_SIGNAL_TASK", '1');
+	knobs.no_ptscan = level("LMT_NO_PTSCAN", '1');
 	knobs.test_deadline_ms = ms("LMT_TEST_DEADLINE");
 	knobs.test_hold_ms = ms("LMT_TEST_HOLD");
 	knobs.test_stop_at = getenv("LMT_TEST_STOP_AT");

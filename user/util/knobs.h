@@ -27,6 +27,9 @@ struct knobs {
 	/* LMT_TEST_STOP_AT=NAME: the tracer stops itself once, right after it
 	 * opened a mapping of file NAME (target/tfile.c) */
 	const char *test_stop_at;
+	/* Heap snapshots (heap/capture.c) */
+	uint8_t no_ptscan;      /* LMT_NO_PTSCAN: pagemap's soft-dirty bits
+				 * alone, not the pages' own entries */
 	/* Debugging */
 	uint8_t libbpf_debug;   /* LMT_LIBBPF_DEBUG (set at all): libbpf's log */
 	uint8_t debug_stats;    /* LMT_DEBUG_STATS (set at all): BPF's counters */

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The soft-dirty bits of a process's own page table entries (heap
+ * snapshots, user/heap/dirty.c). /proc/PID/pagemap reports every page of
+ * a mapping written once the mapping is new or has grown (the kernel's
+ * VM_SOFTDIRTY), whatever its entries say: a LuaJIT heap whose allocator
+ * adds a segment next to the last has its largest mapping "written" whole
+ * between two looks. The entries themselves still tell: clear_refs
+ * write-protected each one and cleared its bit, and a write since went
+ * through a fault that set the bit again (do_wp_page). So this program
+ * walks the target's page tables (the direct map's base found as
+ * bpf/direct.h's find_po finds it, every load through the checked
+ * helper) and answers, a page at a time, PT_UNWRITTEN only for an entry
+ * present, not special (the zero page), write-protected and without the
+ * bit; anything else is no claim, and the caller keeps pagemap's word.
+ * An entry made writable without a fault while the mapping was flagged
+ * (mprotect, NUMA hinting: the kernel takes such a mapping as untracked)
+ * is writable, so no claim. The mm's TLB generation is read before and
+ * after: a table freed or an entry changed meanwhile moves it, and the
+ * run's answers are void (PT_MOVED).
+ *
+ * An iterator over one task (the process's main thread, by the link's
+ * tid), run by reading it: the range in pt_start/pt_n, the answers in
+ * pt_out. x86-64 with 4-level tables only (the caller checks). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#include "ptscan_def.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set before load: a table entry's frame bits, RAM's end. */
+const volatile __u64 pt_mask = 0x000ffffffffff000ULL;
+const volatile __u64 pt_top = ~0ULL;
+
+/* In: the range (pt_start page-aligned, pt_n <= PT_RUN pages), the
+ * direct map's bound for the base's search (GiBs of RAM, + 1). */
+__u64 pt_start;
+__u32 pt_n;
+__u32 pt_gib;
+/* Out: the base (found by the first run, kept), the status, the first
+ * claimed page and its frame (the caller checks it against pagemap's),
+ * the answers. */
+__u64 pt_po;
+__s32 pt_status;
+__u64 pt_addr0, pt_frame0;
+__u32 pt_claimed;
+__u8 pt_out[PT_RUN];
+
+#define PT_P    (1ULL << 0)  /* _PAGE_PRESENT */
+#define PT_RW   (1ULL << 1)  /* _PAGE_RW */
+#define PT_U    (1ULL << 2)  /* _PAGE_USER */
+#define PT_PSE  (1ULL << 7)  /* _PAGE_PSE: a 1 GiB or 2 MiB leaf */
+#define PT_SPEC (1ULL << 9)  /* _PAGE_SPECIAL (SOFTW1): the zero page, raw PFNs */
+#define PT_SD   (1ULL << 11) /* _PAGE_SOFT_DIRTY (SOFTW3) */
+#define PT_DEVM (1ULL << 57) /* _PAGE_DEVMAP (SOFTW4): device memory */
+
+/* A PTE page read whole: one per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64[512]);
+} pt_page SEC(".maps");
+
+static __always_inline __u64 rd(__u64 a)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_kernel(&v, 8, (void *)a))
+		return 0;
+	return v;
+}
+
+/* -- The direct map's base (find_po's search, bpf/luamemtrace.bpf.c) ------- */
+
+#define PO_OK(e) (((e) & PT_P) && ((e) & pt_mask) < pt_top)
+#define PT_NEXT(po, e, va, shift) ((po) + ((e) & pt_mask) + (((va) >> (shift)) & 511) * 8)
+
+/* pgd's own address translated through the kernel half of its tables
+ * with base po; 0 if none. */
+static __u64 po_walk(__u64 pgd, __u64 po)
+{
+	__u64 va = pgd, e = rd(pgd + ((va >> 39) & 511) * 8), span;
+
+	if (!PO_OK(e))
+		return 0;
+	for (int shift = 30; shift >= 12; shift -= 9) {
+		e = rd(PT_NEXT(po, e, va, shift));
+		if (!PO_OK(e))
+			return 0;
+		if (shift == 12 || (e & PT_PSE)) {
+			span = (1ULL << shift) - 1;
+			return po + (e & pt_mask & ~span) + (va & span);
+		}
+	}
+	return 0;
+}
+
+struct po_arg {
+	__u64 pgd, po;
+};
+
+static long po_try(__u64 k, struct po_arg *a)
+{
+	__u64 po = (a->pgd & ~((1ULL << 30) - 1)) - (k << 30);
+
+	if (po_walk(a->pgd, po) != a->pgd)
+		return 0;
+	a->po = po;
+	return 1;
+}
+
+/* -- The walk --------------------------------------------------------------- */
+
+/* A user entry of an upper level: present, user, a frame of RAM. */
+#define UP_OK(e) (((e) & (PT_P | PT_U)) == (PT_P | PT_U) && ((e) & pt_mask) < pt_top)
+/* A leaf's answer. */
+#define LEAF_UNWRITTEN(e) (((e) & (PT_P | PT_U | PT_RW | PT_SD | PT_SPEC | PT_DEVM)) == (PT_P | PT_U))
+
+struct walk {
+	__u64 pgd, po;
+	__u64 leaf;  /* the region's 2 MiB leaf (mode 1) */
+	int mode;    /* the current 2 MiB region: 0 nothing to claim, 1 a
+		      * 2 MiB leaf, 2 its PTE page read (pt_page) */
+};
+
+/* The 2 MiB region of va: its PMD entry, its PTE page read whole. */
+static __always_inline void region(struct walk *w, __u64 va)
+{
+	__u64 e, *pte;
+	__u32 zero = 0;
+
+	w->mode = 0;
+	e = rd(w->pgd + ((va >> 39) & 511) * 8);
+	if (!UP_OK(e) || (e & PT_PSE))
+		return;
+	e = rd(PT_NEXT(w->po, e, va, 30));
+	if (!UP_OK(e) || (e & PT_PSE)) /* a 1 GiB leaf: no claim */
+		return;
+	e = rd(PT_NEXT(w->po, e, va, 21));
+	if (!UP_OK(e))
+		return;
+	if (e & PT_PSE) { /* a 2 MiB leaf: its bits are every page's */
+		w->leaf = e;
+		w->mode = 1;
+		return;
+	}
+	pte = bpf_map_lookup_elem(&pt_page, &zero);
+	if (pte && !bpf_probe_read_kernel(pte, 4096, (void *)(w->po + (e & pt_mask))))
+		w->mode = 2;
+}
+
+/* Page i of the range. */
+static long page(__u64 i, struct walk *w)
+{
+	__u64 va = pt_start + (i << 12), x, frame, *pte;
+	__u32 zero = 0;
+
+	if (i >= PT_RUN)
+		return 1;
+	if (!i || !(va & ((1ULL << 21) - 1)))
+		region(w, va);
+	if (w->mode == 1) {
+		x = w->leaf;
+		frame = (x & pt_mask & ~((1ULL << 21) - 1)) + (va & ((1ULL << 21) - 1));
+	} else if (w->mode == 2 && (pte = bpf_map_lookup_elem(&pt_page, &zero))) {
+		x = pte[(va >> 12) & 511];
+		frame = x & pt_mask;
+	} else {
+		return 0;
+	}
+	if (!LEAF_UNWRITTEN(x) || frame >= pt_top)
+		return 0;
+	pt_out[i & (PT_RUN - 1)] = PT_UNWRITTEN;
+	if (!pt_claimed++) {
+		pt_addr0 = va;
+		pt_frame0 = frame;
+	}
+	return 0;
+}
+
+SEC("iter/task")
+int pt_scan(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct walk w = {};
+	struct mm_struct *mm;
+	__u64 gen, tg;
+
+	if (!task)
+		return 0;
+	if (BPF_CORE_READ(task, pid) != BPF_CORE_READ(task, tgid))
+		return 0;
+	pt_claimed = 0;
+	pt_status = PT_NOTASK;
+	mm = BPF_CORE_READ(task, mm);
+	if (!mm) {
+		pt_status = PT_NOMM;
+		return 0;
+	}
+	if (!bpf_core_field_exists(mm->context.tlb_gen)) {
+		pt_status = PT_NOGEN;
+		return 0;
+	}
+	tg = (__u64)mm + bpf_core_field_offset(struct mm_struct, context.tlb_gen);
+	w.pgd = (__u64)BPF_CORE_READ(mm, pgd);
+	if (!pt_po && w.pgd >= 0xffff800000000000ULL && pt_gib <= (1U << 23)) {
+		struct po_arg a = { .pgd = w.pgd };
+
+		bpf_loop(pt_gib, po_try, &a, 0);
+		pt_po = a.po;
+	}
+	if (!pt_po) {
+		pt_status = PT_NOPO;
+		return 0;
+	}
+	w.po = pt_po;
+	if (pt_n > PT_RUN || pt_start >= (1ULL << 47) || (pt_start & 4095))
+		return 0;
+	gen = rd(tg);
+	bpf_loop(pt_n, page, &w, 0);
+	asm volatile("" ::: "memory");
+	pt_status = rd(tg) == gen ? PT_OK : PT_MOVED;
+	return 0;
+}

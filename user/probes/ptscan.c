@@ -1,0 +1,157 @@
+/* A process's own page table entries for their soft-dirty bits
+ * (probes/ptscan.h; the program: bpf/ptscan.bpf.c). */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ptscan_def.h"
+#include "ptscan.skel.h"
+#include "probes/physmem.h"
+#include "probes/ptscan.h"
+#include "target/proc.h"
+
+#define PM_PFN ((1ull << 55) - 1)
+#define PM_PRESENT (1ull << 63)
+
+struct ptscan {
+	struct ptscan_bpf *skel;
+	struct bpf_link *link;
+	pid_t pid;
+	int pm;            /* its pagemap: the walk's check */
+	uint64_t claimed;
+	char why[160];     /* off: why */
+};
+
+static int quiet(enum libbpf_print_level l, const char *f, va_list a)
+{
+	return 0;
+}
+
+struct ptscan *ptscan_open(pid_t pid, char *why, size_t len)
+{
+	union bpf_iter_link_info li = { .task.tid = (uint32_t)pid };
+	LIBBPF_OPTS(bpf_iter_attach_opts, o, .link_info = &li, .link_info_len = sizeof(li));
+	const unsigned bits = physmem_bits();
+	const uint64_t top = physmem_top();
+	libbpf_print_fn_t old;
+	struct ptscan *p;
+
+	if (!bits || !top) {
+		snprintf(why, len, "%s", !bits ? "5-level page tables, or no address sizes "
+			 "in /proc/cpuinfo" : "no System RAM in /proc/iomem");
+		return NULL;
+	}
+	if (!(p = calloc(1, sizeof(*p)))) {
+		snprintf(why, len, "%s", strerror(ENOMEM));
+		return NULL;
+	}
+	p->pid = pid;
+	p->pm = proc_openat(pid, "pagemap", O_RDONLY);
+	old = libbpf_set_print(quiet);
+	p->skel = ptscan_bpf__open();
+	if (p->skel) {
+		p->skel->rodata->pt_mask = ((1ULL << bits) - 1) & ~4095ULL;
+		p->skel->rodata->pt_top = top;
+		if (ptscan_bpf__load(p->skel)) {
+			ptscan_bpf__destroy(p->skel);
+			p->skel = NULL;
+		}
+	}
+	if (p->skel && !(p->link = bpf_program__attach_iter(p->skel->progs.pt_scan, &o)))
+		snprintf(why, len, "the task iterator by thread: %s (6.1)", strerror(errno));
+	else if (!p->skel)
+		snprintf(why, len, "its BPF object did not load: %s", strerror(errno));
+	else if (p->pm < 0)
+		snprintf(why, len, "its pagemap: %s", strerror(-p->pm));
+	libbpf_set_print(old);
+	if (!p->link || p->pm < 0) {
+		ptscan_close(p);
+		return NULL;
+	}
+	p->skel->bss->pt_gib = (uint32_t)((top >> 30) + 1);
+	return p;
+}
+
+/* Off for good, said. */
+static int off(struct ptscan *p, int err, const char *what)
+{
+	snprintf(p->why, sizeof(p->why), "%s", what);
+	return err;
+}
+
+int ptscan_unwritten(struct ptscan *p, uint64_t addr, size_t n, uint8_t *unw)
+{
+	struct ptscan_bpf__bss *b;
+	char buf[64];
+	uint64_t e;
+	ssize_t r;
+	int fd;
+
+	if (p->why[0])
+		return -ENODEV;
+	if (!n || n > PT_RUN || (addr & 4095))
+		return -EINVAL;
+	b = p->skel->bss;
+	b->pt_start = addr;
+	b->pt_n = (uint32_t)n;
+	memset(b->pt_out, 0, n);
+	if ((fd = bpf_iter_create(bpf_link__fd(p->link))) < 0)
+		return off(p, -errno, "the iterator could not be run");
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		;
+	close(fd);
+	if (r < 0)
+		return off(p, -EIO, "the iterator failed");
+	switch (b->pt_status) {
+	case PT_OK:
+		break;
+	case PT_MOVED:
+		return -ESTALE;
+	case PT_NOTASK:
+	case PT_NOMM:
+		return -ESRCH;
+	case PT_NOPO:
+		return off(p, -ENODEV, "the direct map not found");
+	default:
+		return off(p, -ENODEV, "no TLB generation in this kernel's mm");
+	}
+	if (!b->pt_claimed)
+		return 0;
+	/* the walk checked: the first page it claims is the frame pagemap
+	 * gives (root sees frames) */
+	if (pread(p->pm, &e, 8, (off_t)(b->pt_addr0 / 4096 * 8)) != 8 || !(e & PM_PRESENT) ||
+	    (e & PM_PFN) != b->pt_frame0 / 4096)
+		return off(p, -ENODEV, "its walk disagreed with pagemap");
+	for (size_t i = 0; i < n; i++)
+		if (b->pt_out[i] == PT_UNWRITTEN)
+			unw[i] = 1;
+	p->claimed += b->pt_claimed;
+	return 0;
+}
+
+uint64_t ptscan_claimed(const struct ptscan *p)
+{
+	return p ? p->claimed : 0;
+}
+
+const char *ptscan_why(const struct ptscan *p)
+{
+	return p->why;
+}
+
+void ptscan_close(struct ptscan *p)
+{
+	if (!p)
+		return;
+	bpf_link__destroy(p->link);
+	ptscan_bpf__destroy(p->skel);
+	if (p->pm >= 0)
+		close(p->pm);
+	free(p);
+}
