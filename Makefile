@@ -151,7 +151,7 @@ bats: luamemtrace
 	bats tests/*.bats
 
 # The README's test command.
-test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host $(OUT)/lmtmod.so $(OUT)/collapse $(OUT)/layoutdump $(OUT)/ljseed.so $(HEAP_DEVTOOLS)
+test: luamemtrace $(UNIT_BIN) $(OUT)/mpdump $(OUT)/host $(OUT)/lmtmod.so $(OUT)/collapse $(OUT)/layoutdump $(OUT)/ljseed.so $(OUT)/ptcheck $(HEAP_DEVTOOLS)
 	@bash tests/run-all.sh $(UNIT_BIN)
 
 asan:
@@ -235,6 +235,11 @@ $(OUT)/mpdump: tests/tools/mpdump.c $(MPDUMP_SRC) $(USER_H) | $(OUT)
 
 $(OUT)/host: tests/c/host.c | $(OUT)
 	$(CC) $(ALL_CFLAGS) -I/usr/include/luajit-2.1 -o $@ $< -lluajit-5.1 -lpthread
+
+# probes/ptscan.c on pages whose state is known (tests/heap.bats)
+$(OUT)/ptcheck: tests/tools/ptcheck.c $(OUT)/probes/ptscan.o $(OUT)/probes/physmem.o $(OUT)/target/proc.o \
+		$(OUT)/util/u64set.o | $(OUT)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -lbpf -lelf -lz
 
 $(OUT)/collapse: tests/tools/collapse.c | $(OUT)
 	$(CC) $(ALL_CFLAGS) -o $@ $<

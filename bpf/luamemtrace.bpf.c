@@ -28,6 +28,7 @@
 #include "state.h"
 #include "lj.h"
 #include "direct.h"
+#include "po.h"
 #include "lja.h"
 #include "read.h"
 #include "cache.h"
@@ -677,58 +678,8 @@ int floor_session(struct pt_regs *ctx)
 /* -- Start ------------------------------------------------------------------ */
 
 /* find_po: the direct map's base for bpf/direct.h, run once by user space
- * (BPF_PROG_TEST_RUN) on its own page tables, which map the kernel as
- * every process's do. pgd, an address in the direct map, is base + its
- * frame's physical address, and the base is 1 GiB-aligned (KASLR's unit),
- * so the base is pgd's GiB or one below it: the one under which the
- * kernel's tables, read with the checked helper, translate pgd to itself.
- * Then a direct read of a value user space chose must give it. */
-static __u64 po_rd(__u64 a)
-{
-	__u64 v = 0;
-
-	if (bpf_probe_read_kernel(&v, 8, (void *)a))
-		return 0;
-	return v;
-}
-
-/* An entry of the kernel's own tables: present, a frame of RAM (upper
- * levels carry the user bit too: x86 checks it at the leaf). What a
- * wrong base reads is any word of RAM, and only a word naming RAM is
- * followed, so the search's reads stay in the direct map's RAM. */
-#define PO_OK(e) (((e) & DR_P) && ((e) & dr_mask) < dr_top)
-
-/* pgd's address translated through the kernel's tables with base po,
- * every entry read through the helper; 0 if none. dr_walk's levels, with
- * the kernel's entries (PO_OK) and the byte's address. */
-static __u64 po_walk(__u64 pgd, __u64 po)
-{
-	__u64 va = pgd, e = po_rd(pgd + ((va >> 39) & 511) * 8), span;
-
-	if (!PO_OK(e))
-		return 0;
-	for (int shift = 30; shift >= 12; shift -= 9) {
-		e = po_rd(DR_NEXT(po, e, va, shift));
-		if (!PO_OK(e))
-			return 0;
-		if (shift == 12 || (e & DR_PSE)) {
-			span = (1ULL << shift) - 1;
-			return po + (e & dr_mask & ~span) + (va & span);
-		}
-	}
-	return 0;
-}
-
-static long po_try(__u64 k, struct lmt_po *a)
-{
-	__u64 po = (a->pgd & ~((1ULL << 30) - 1)) - (k << 30);
-
-	if (po_walk(a->pgd, po) != a->pgd)
-		return 0;
-	a->po = po;
-	return 1;
-}
-
+ * (BPF_PROG_TEST_RUN) on its own page tables (bpf/po.h's search), then
+ * checked: a direct read of a value user space chose must give it. */
 SEC("syscall")
 int find_po(struct lmt_po *a)
 {
@@ -743,7 +694,7 @@ int find_po(struct lmt_po *a)
 	/* 4-level tables put the direct map above 0xffff800000000000 */
 	if (l.pgd < 0xffff800000000000ULL || l.gib > (1U << 23))
 		r = 1;
-	else if (bpf_loop(l.gib, po_try, &l, 0), !l.po)
+	else if (!(l.po = po_find(l.pgd, l.gib, dr_mask, dr_top)))
 		r = 2;
 	if (!r) {
 		dr_po = l.po;

@@ -26,6 +26,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "ptscan_def.h"
+#include "po.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -63,55 +64,9 @@ struct {
 	__type(value, __u64[512]);
 } pt_page SEC(".maps");
 
-static __always_inline __u64 rd(__u64 a)
-{
-	__u64 v = 0;
-
-	if (bpf_probe_read_kernel(&v, 8, (void *)a))
-		return 0;
-	return v;
-}
-
-/* -- The direct map's base (find_po's search, bpf/luamemtrace.bpf.c) ------- */
-
-#define PO_OK(e) (((e) & PT_P) && ((e) & pt_mask) < pt_top)
-#define PT_NEXT(po, e, va, shift) ((po) + ((e) & pt_mask) + (((va) >> (shift)) & 511) * 8)
-
-/* pgd's own address translated through the kernel half of its tables
- * with base po; 0 if none. */
-static __u64 po_walk(__u64 pgd, __u64 po)
-{
-	__u64 va = pgd, e = rd(pgd + ((va >> 39) & 511) * 8), span;
-
-	if (!PO_OK(e))
-		return 0;
-	for (int shift = 30; shift >= 12; shift -= 9) {
-		e = rd(PT_NEXT(po, e, va, shift));
-		if (!PO_OK(e))
-			return 0;
-		if (shift == 12 || (e & PT_PSE)) {
-			span = (1ULL << shift) - 1;
-			return po + (e & pt_mask & ~span) + (va & span);
-		}
-	}
-	return 0;
-}
-
-struct po_arg {
-	__u64 pgd, po;
-};
-
-static long po_try(__u64 k, struct po_arg *a)
-{
-	__u64 po = (a->pgd & ~((1ULL << 30) - 1)) - (k << 30);
-
-	if (po_walk(a->pgd, po) != a->pgd)
-		return 0;
-	a->po = po;
-	return 1;
-}
-
 /* -- The walk --------------------------------------------------------------- */
+
+#define PT_NEXT(po, e, va, shift) ((po) + ((e) & pt_mask) + (((va) >> (shift)) & 511) * 8)
 
 /* A user entry of an upper level: present, user, a frame of RAM. */
 #define UP_OK(e) (((e) & (PT_P | PT_U)) == (PT_P | PT_U) && ((e) & pt_mask) < pt_top)
@@ -132,13 +87,13 @@ static __always_inline void region(struct walk *w, __u64 va)
 	__u32 zero = 0;
 
 	w->mode = 0;
-	e = rd(w->pgd + ((va >> 39) & 511) * 8);
+	e = po_rd(w->pgd + ((va >> 39) & 511) * 8);
 	if (!UP_OK(e) || (e & PT_PSE))
 		return;
-	e = rd(PT_NEXT(w->po, e, va, 30));
+	e = po_rd(PT_NEXT(w->po, e, va, 30));
 	if (!UP_OK(e) || (e & PT_PSE)) /* a 1 GiB leaf: no claim */
 		return;
-	e = rd(PT_NEXT(w->po, e, va, 21));
+	e = po_rd(PT_NEXT(w->po, e, va, 21));
 	if (!UP_OK(e))
 		return;
 	if (e & PT_PSE) { /* a 2 MiB leaf: its bits are every page's */
@@ -205,12 +160,8 @@ int pt_scan(struct bpf_iter__task *ctx)
 	}
 	tg = (__u64)mm + bpf_core_field_offset(struct mm_struct, context.tlb_gen);
 	w.pgd = (__u64)BPF_CORE_READ(mm, pgd);
-	if (!pt_po && w.pgd >= 0xffff800000000000ULL && pt_gib <= (1U << 23)) {
-		struct po_arg a = { .pgd = w.pgd };
-
-		bpf_loop(pt_gib, po_try, &a, 0);
-		pt_po = a.po;
-	}
+	if (!pt_po)
+		pt_po = po_find(w.pgd, pt_gib, pt_mask, pt_top);
 	if (!pt_po) {
 		pt_status = PT_NOPO;
 		return 0;
@@ -218,9 +169,9 @@ int pt_scan(struct bpf_iter__task *ctx)
 	w.po = pt_po;
 	if (pt_n > PT_RUN || pt_start >= (1ULL << 47) || (pt_start & 4095))
 		return 0;
-	gen = rd(tg);
+	gen = po_rd(tg);
 	bpf_loop(pt_n, page, &w, 0);
 	asm volatile("" ::: "memory");
-	pt_status = rd(tg) == gen ? PT_OK : PT_MOVED;
+	pt_status = po_rd(tg) == gen ? PT_OK : PT_MOVED;
 	return 0;
 }

@@ -412,6 +412,20 @@ churn_snap() {
 	done
 }
 
+# The reading of a process's own page table entries (probes/ptscan.c,
+# bpf/ptscan.bpf.c) on pages whose state is known (tests/tools/ptcheck.c):
+# here, a kernel without soft-dirty bits, only the read-only pages are
+# unwritten; a walk that disagreed with pagemap's frames would be "off".
+@test "heap: a process's own page table entries read (present, write-protected, not soft-dirty: unwritten; writable, the zero page, absent: no claim)" {
+	run "$BATS_TEST_DIRNAME/../build/ptcheck"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	case $output in
+	sd\ *) [ "$output" = "sd 11110100 5 claimed" ] ;;
+	*) [ "$output" = "nosd 11110000 4 claimed" ] ;;
+	esac
+}
+
 # About 1 stop in 6 meets heap_churn.lua inside an allocation or a sweep
 # step (its string table rehashed, a string chain's head kept in a local
 # while it is swept, gc.total not yet updated: docs/heap.md); with 3 stops

@@ -97,3 +97,12 @@ setup() {
 	done
 	grep -q "then stopped [0-9.]* ms.* (pagemap's word alone: LMT_NO_PTSCAN=1): " "$T/g.off.err"
 }
+
+# The same reading on pages whose state is known (tests/tools/ptcheck.c):
+# the clear write-protected the written pages, page 4 written since.
+@test "heap on Debian's kernel: a process's own page table entries read: write-protected and not soft-dirty since the clear, unwritten" {
+	run "$BATS_TEST_DIRNAME/../../build/ptcheck"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = "sd 11110100 5 claimed" ]
+}

@@ -105,7 +105,7 @@ done
 # The tracer, its test helpers, the suites.
 mkdir -p "$R/lmt/build"
 cp "$top/luamemtrace" "$R/lmt/"
-for b in mpdump host collapse lmtmod.so rusage; do
+for b in mpdump host collapse lmtmod.so rusage ptcheck; do
 	[ -e "$top/build/$b" ] && cp "$top/build/$b" "$R/lmt/build/"
 done
 cp -r "$top/tests" "$R/lmt/"

@@ -40,7 +40,7 @@ case $(uname -r) in
 	'frame names of a process that exits at once') ;;
 esac
 tests+=('--check: the paths this kernel takes' 'heap on Debian.s kernel: copied while the target ran'
-	'heap on Debian.s kernel: a heap whose mapping grows'
+	'heap on Debian.s kernel: a heap whose mapping grows' 'heap on Debian.s kernel: a process.s own page table entries'
 	# variants.bats: Tarantool (its fork's layout, GC64 off) on this kernel
 	'Tarantool, -p: ' 'Tarantool, -- COMMAND: ')
 re=$(IFS='|'; echo "^(${tests[*]})")

@@ -1,0 +1,74 @@
+/* The direct map's base (page_offset_base: randomized at boot, not in
+ * kallsyms), found from a PGD, for the readers of page tables: bpf/direct.h
+ * (find_po, on the tracer's own tables) and bpf/ptscan.bpf.c (on the
+ * target's). Every process's tables map the kernel alike. pgd, an address
+ * in the direct map, is base + its frame's physical address, and the base
+ * is 1 GiB-aligned (KASLR's unit), so the base is pgd's GiB or one below
+ * it: the one under which the kernel's tables, read with the checked
+ * helper, translate pgd to itself. x86-64, 4-level tables. */
+#ifndef LMT_BPF_PO_H
+#define LMT_BPF_PO_H
+
+/* A kernel word through the checked helper: 0 where it cannot be read. */
+static __always_inline __u64 po_rd(__u64 a)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_kernel(&v, 8, (void *)a))
+		return 0;
+	return v;
+}
+
+/* pgd's own address translated through the kernel half of its tables
+ * with base po, every entry read through the helper; 0 if none. An entry
+ * of the kernel's own tables: present, a frame of RAM below top (frame
+ * bits: mask; upper levels carry the user bit too: x86 checks it at the
+ * leaf). What a wrong base reads is any word of RAM, and only a word
+ * naming RAM is followed, so the search's reads stay in the direct map's
+ * RAM. */
+static __u64 po_walk(__u64 pgd, __u64 po, __u64 mask, __u64 top)
+{
+	__u64 va = pgd, e = po_rd(pgd + ((va >> 39) & 511) * 8), span;
+
+	if (!(e & 1) || (e & mask) >= top)
+		return 0;
+	for (int shift = 30; shift >= 12; shift -= 9) {
+		e = po_rd(po + (e & mask) + ((va >> shift) & 511) * 8);
+		if (!(e & 1) || (e & mask) >= top)
+			return 0;
+		if (shift == 12 || (e & (1ULL << 7))) { /* the last level, or PSE */
+			span = (1ULL << shift) - 1;
+			return po + (e & mask & ~span) + (va & span);
+		}
+	}
+	return 0;
+}
+
+struct po_search {
+	__u64 pgd, po, mask, top;
+};
+
+static long po_try(__u64 k, struct po_search *a)
+{
+	__u64 po = (a->pgd & ~((1ULL << 30) - 1)) - (k << 30);
+
+	if (po_walk(a->pgd, po, a->mask, a->top) != a->pgd)
+		return 0;
+	a->po = po;
+	return 1;
+}
+
+/* The base, from pgd (a kernel address: above 0xffff800000000000 with
+ * 4-level tables), trying the gib GiBs below it (RAM's size, + 1; at most
+ * 2^23); 0 if none. */
+static __always_inline __u64 po_find(__u64 pgd, __u32 gib, __u64 mask, __u64 top)
+{
+	struct po_search a = { .pgd = pgd, .mask = mask, .top = top };
+
+	if (pgd < 0xffff800000000000ULL || gib > (1U << 23))
+		return 0;
+	bpf_loop(gib, po_try, &a, 0);
+	return a.po;
+}
+
+#endif
