@@ -5,22 +5,29 @@
  * VM_SOFTDIRTY), whatever its entries say: a LuaJIT heap whose allocator
  * adds a segment next to the last has its largest mapping "written" whole
  * between two looks. The entries themselves still tell: clear_refs
- * write-protected each one and cleared its bit, and a write since went
- * through a fault that set the bit again (do_wp_page). So this program
- * walks the target's page tables (the direct map's base found as
- * bpf/direct.h's find_po finds it, every load through the checked
- * helper) and answers, a page at a time, PT_UNWRITTEN only for an entry
- * present, not special (the zero page), write-protected and without the
- * bit; anything else is no claim, and the caller keeps pagemap's word.
- * An entry made writable without a fault while the mapping was flagged
- * (mprotect, NUMA hinting: the kernel takes such a mapping as untracked)
- * is writable, so no claim. The mm's TLB generation is read before and
- * after: a table freed or an entry changed meanwhile moves it, and the
- * run's answers are void (PT_MOVED).
+ * write-protected each one and cleared its bit, and a write since through
+ * this entry faulted and set the bit again (do_wp_page). So this program
+ * walks the target's page tables (the direct map's base found by
+ * bpf/po.h, every load through the checked helper) and answers, a page at
+ * a time, PT_UNWRITTEN only for an entry present, user, not special (the
+ * zero page) nor device memory nor userfaultfd-protected, write-protected
+ * and without the bit, in a private writable mapping without
+ * userfaultfd's write-protection; anything else is no claim, and the
+ * caller keeps pagemap's word. A flagged mapping is untracked for the
+ * kernel: an entry can be made writable there without the bit (mprotect,
+ * NUMA hinting, swap-in), and is then writable, so no claim; one written
+ * so and write-protected again by mprotect is in a mapping not writable
+ * now, so no claim; by a fork, not the process's alone (the caller asks
+ * pagemap's exclusive bit). The mm's TLB generation is read before and
+ * after each mapping's pages: a table freed or an entry changed meanwhile
+ * (mprotect, munmap, reclaim) moves it, and the run's answers are void
+ * (PT_MOVED). The iterator holds the mm's mmap lock while it visits a
+ * mapping.
  *
- * An iterator over one task (the process's main thread, by the link's
- * tid), run by reading it: the range in pt_start/pt_n, the answers in
- * pt_out. x86-64 with 4-level tables only (the caller checks). */
+ * An iterator over one task's mappings (the process's main thread, by the
+ * link's tid), run by reading it: the process in pt_tgid, the range in
+ * pt_start/pt_n, the answers in pt_out. x86-64 with 4-level tables only
+ * (the caller checks). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -34,8 +41,10 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 pt_mask = 0x000ffffffffff000ULL;
 const volatile __u64 pt_top = ~0ULL;
 
-/* In: the range (pt_start page-aligned, pt_n <= PT_RUN pages), the
- * direct map's bound for the base's search (GiBs of RAM, + 1). */
+/* In: the process, the range (pt_start page-aligned, pt_n <= PT_RUN
+ * pages), the direct map's bound for the base's search (GiBs of RAM,
+ * + 1); pt_status PT_NOTASK and pt_claimed 0 before each run. */
+__u32 pt_tgid;
 __u64 pt_start;
 __u32 pt_n;
 __u32 pt_gib;
@@ -54,6 +63,7 @@ __u8 pt_out[PT_RUN];
 #define PT_PSE  (1ULL << 7)  /* _PAGE_PSE: a 1 GiB or 2 MiB leaf */
 #define PT_SPEC (1ULL << 9)  /* _PAGE_SPECIAL (SOFTW1): the zero page, raw PFNs */
 #define PT_SD   (1ULL << 11) /* _PAGE_SOFT_DIRTY (SOFTW3) */
+#define PT_UFFD (1ULL << 10) /* _PAGE_UFFD_WP (SOFTW2) */
 #define PT_DEVM (1ULL << 57) /* _PAGE_DEVMAP (SOFTW4): device memory */
 
 /* A PTE page read whole: one per CPU. */
@@ -71,10 +81,11 @@ struct {
 /* A user entry of an upper level: present, user, a frame of RAM. */
 #define UP_OK(e) (((e) & (PT_P | PT_U)) == (PT_P | PT_U) && ((e) & pt_mask) < pt_top)
 /* A leaf's answer. */
-#define LEAF_UNWRITTEN(e) (((e) & (PT_P | PT_U | PT_RW | PT_SD | PT_SPEC | PT_DEVM)) == (PT_P | PT_U))
+#define LEAF_UNWRITTEN(e) \
+	(((e) & (PT_P | PT_U | PT_RW | PT_SD | PT_SPEC | PT_UFFD | PT_DEVM)) == (PT_P | PT_U))
 
 struct walk {
-	__u64 pgd, po;
+	__u64 pgd, po, lo, hi; /* the mapping's part of the range */
 	__u64 leaf;  /* the region's 2 MiB leaf (mode 1) */
 	int mode;    /* the current 2 MiB region: 0 nothing to claim, 1 a
 		      * 2 MiB leaf, 2 its PTE page read (pt_page) */
@@ -106,13 +117,13 @@ static __always_inline void region(struct walk *w, __u64 va)
 		w->mode = 2;
 }
 
-/* Page i of the range. */
+/* Page i of the mapping's part of the range (from w->lo). */
 static long page(__u64 i, struct walk *w)
 {
-	__u64 va = pt_start + (i << 12), x, frame, *pte;
+	__u64 va = w->lo + (i << 12), x, frame, *pte, k;
 	__u32 zero = 0;
 
-	if (i >= PT_RUN)
+	if (va >= w->hi)
 		return 1;
 	if (!i || !(va & ((1ULL << 21) - 1)))
 		region(w, va);
@@ -127,7 +138,10 @@ static long page(__u64 i, struct walk *w)
 	}
 	if (!LEAF_UNWRITTEN(x) || frame >= pt_top)
 		return 0;
-	pt_out[i & (PT_RUN - 1)] = PT_UNWRITTEN;
+	k = (va - pt_start) >> 12;
+	if (k >= PT_RUN)
+		return 1;
+	pt_out[k & (PT_RUN - 1)] = PT_UNWRITTEN;
 	if (!pt_claimed++) {
 		pt_addr0 = va;
 		pt_frame0 = frame;
@@ -135,21 +149,36 @@ static long page(__u64 i, struct walk *w)
 	return 0;
 }
 
-SEC("iter/task")
-int pt_scan(struct bpf_iter__task *ctx)
+#define VMF_WRITE   0x00000002ULL /* VM_WRITE */
+#define VMF_SHARED  0x00000008ULL /* VM_SHARED */
+#define VMF_UFFD_WP 0x00001000ULL /* VM_UFFD_WP */
+
+SEC("iter/task_vma")
+int pt_scan(struct bpf_iter__task_vma *ctx)
 {
+	struct vm_area_struct *vma = ctx->vma;
 	struct task_struct *task = ctx->task;
+	__u64 gen, tg, end, flags, lo, hi;
 	struct walk w = {};
 	struct mm_struct *mm;
-	__u64 gen, tg;
 
-	if (!task)
+	if (!task || !vma || BPF_CORE_READ(task, tgid) != pt_tgid)
 		return 0;
-	if (BPF_CORE_READ(task, pid) != BPF_CORE_READ(task, tgid))
+	if (pt_status == PT_NOTASK)
+		pt_status = PT_OK;
+	if (pt_status != PT_OK || pt_n > PT_RUN || (pt_start & 4095))
 		return 0;
-	pt_claimed = 0;
-	pt_status = PT_NOTASK;
-	mm = BPF_CORE_READ(task, mm);
+	end = pt_start + ((__u64)pt_n << 12);
+	if (end > (1ULL << 47))
+		return 0;
+	lo = BPF_CORE_READ(vma, vm_start);
+	hi = BPF_CORE_READ(vma, vm_end);
+	lo = lo > pt_start ? lo : pt_start;
+	hi = hi < end ? hi : end;
+	flags = BPF_CORE_READ(vma, vm_flags);
+	if (lo >= hi || !(flags & VMF_WRITE) || (flags & (VMF_SHARED | VMF_UFFD_WP)))
+		return 0;
+	mm = BPF_CORE_READ(vma, vm_mm);
 	if (!mm) {
 		pt_status = PT_NOMM;
 		return 0;
@@ -167,11 +196,12 @@ int pt_scan(struct bpf_iter__task *ctx)
 		return 0;
 	}
 	w.po = pt_po;
-	if (pt_n > PT_RUN || pt_start >= (1ULL << 47) || (pt_start & 4095))
-		return 0;
+	w.lo = lo;
+	w.hi = hi;
 	gen = po_rd(tg);
-	bpf_loop(pt_n, page, &w, 0);
+	bpf_loop((hi - lo) >> 12, page, &w, 0);
 	asm volatile("" ::: "memory");
-	pt_status = po_rd(tg) == gen ? PT_OK : PT_MOVED;
+	if (po_rd(tg) != gen)
+		pt_status = PT_MOVED;
 	return 0;
 }

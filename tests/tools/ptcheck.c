@@ -1,19 +1,25 @@
 /* ptcheck: probes/ptscan.c on a child of ours, whose pages are known
  * (tests/heap.bats on the host, tests/kernels/guest.bats on Debian's
- * kernels). Eight pages: 0-5 written and 6 read (the zero page); 0-3
- * made read-only; the child's soft-dirty bits cleared; then page 4
- * written again. Page 7 is never touched. Prints "sd" or "nosd" (does
- * this kernel keep soft-dirty bits: page 4's pagemap entry), then one
- * digit a page, 1 where the scan says unwritten since the clear, and the
- * pages claimed; or "off: why". With soft-dirty bits: 11110100 (0-3
- * write-protected; 4 written since; 5 write-protected by the clear; 6
- * special; 7 absent); without, the clear changes nothing: 11110000.
- * Exit 0, or 1 when the scan could not run. */
+ * kernels). Eight pages of a private writable mapping: 0-5 written, 6
+ * read (the zero page), 7 never touched; 0-1 made read-only; a fork
+ * (copy-on-write write-protects the rest); the child's soft-dirty bits
+ * cleared; page 4 written again (a new page, its bit set), and another
+ * fork, which write-protects it too. Prints "sd" or "nosd" (does this
+ * kernel keep soft-dirty bits: page 4's pagemap entry), then one digit a
+ * page, 1 where the walk says present, write-protected and not
+ * soft-dirty in a writable mapping, and the pages claimed; or "off: why".
+ * Pages 0-1 are in a mapping not writable, 6 is special, 7 absent: 0.
+ * Pages 2, 3 and 5: 1 (shared with a fork: user/heap/dirty.c does not
+ * ask of such pages, pagemap's exclusive bit; the walk answers for the
+ * entry). Page 4: 0 with soft-dirty bits (written since the clear), 1
+ * without them: 00110100 or 00111100. Exit 0, or 1 when the walk could
+ * not run. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +38,16 @@ static int put(pid_t k, const char *rel, const char *s)
 	return ok ? 0 : -1;
 }
 
+/* A child of ours that pauses until its parent dies. */
+static void hold(void)
+{
+	if (!fork()) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
+	}
+}
+
 int main(void)
 {
 	uint8_t u[8] = { 0 }, *m;
@@ -47,14 +63,18 @@ int main(void)
 	if (!(k = fork())) {
 		volatile uint8_t x;
 
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		for (int i = 0; i < 6; i++)
 			m[i * 4096] = 1;
 		x = m[6 * 4096];
 		(void)x;
-		if (mprotect(m, 4 * 4096, PROT_READ) || write(back[1], "r", 1) != 1 ||
-		    read(to[0], &c, 1) != 1)
+		if (mprotect(m, 2 * 4096, PROT_READ))
+			_exit(1);
+		hold();
+		if (write(back[1], "r", 1) != 1 || read(to[0], &c, 1) != 1)
 			_exit(1);
 		m[4 * 4096] = 2;
+		hold();
 		if (write(back[1], "w", 1) != 1)
 			_exit(1);
 		pause();

@@ -18,8 +18,17 @@
 #include "target/proc.h"
 
 #define PM_SOFT_DIRTY (1ull << 55)
+#define PM_MMAP_EXCLUSIVE (1ull << 56)
+#define PM_UFFD_WP (1ull << 57)
+#define PM_FILE (1ull << 61)
 #define PM_SWAP (1ull << 62)
 #define PM_PRESENT (1ull << 63)
+/* What the pages' own entries may be asked of: a present anonymous page
+ * mapped once (not shared by a fork or KSM, not a zero page, not a
+ * file's or shared memory's, whose content changes without a write
+ * through this entry), not under userfaultfd's write-protection. */
+#define PM_OWN_ASK(e) (((e) & (PM_SOFT_DIRTY | PM_PRESENT | PM_MMAP_EXCLUSIVE | PM_FILE | \
+			      PM_UFFD_WP)) == (PM_SOFT_DIRTY | PM_PRESENT | PM_MMAP_EXCLUSIVE))
 
 /* -- Does this kernel keep the bits? ---------------------------------------- */
 
@@ -121,8 +130,12 @@ static void own_bits(struct ptscan *pt, uint64_t addr, size_t n, const uint8_t *
 		memset(unw, 0, m);
 		if ((e = ptscan_unwritten(pt, addr + k * (uint64_t)ps, m, unw)) == -ESTALE)
 			e = ptscan_unwritten(pt, addr + k * (uint64_t)ps, m, unw);
+		if (e == -ESTALE) { /* again: its pages keep pagemap's word */
+			k += m;
+			continue;
+		}
 		if (e)
-			break; /* -ESTALE again, or off (said by the capture) */
+			break; /* off (said by the capture), or the process gone */
 		for (j = 0; j < m; j++)
 			if (cand[k + j] && unw[j] && out[k + j]) {
 				out[k + j] = 0;
@@ -158,12 +171,12 @@ static int entries(int pmfd, struct ptscan *pt, uint64_t *cleared, uint64_t addr
 		}
 		/* Changed: its bit; or neither present nor swapped (dropped
 		 * since, it reads as zeros now): taken as changed. Written:
-		 * its bit, and there. Only a present page's bit is asked of
-		 * its own entry. */
+		 * its bit, and there. Only some pages' bits are asked of
+		 * their own entries (PM_OWN_ASK). */
 		for (size_t j = 0; j < m; j++) {
 			out[k + j] = written ? (e[j] & PM_SOFT_DIRTY) && (e[j] & (PM_PRESENT | PM_SWAP))
 					     : (e[j] & PM_SOFT_DIRTY) || !(e[j] & (PM_PRESENT | PM_SWAP));
-			if (cand && out[k + j] && (e[j] & PM_SOFT_DIRTY) && (e[j] & PM_PRESENT))
+			if (cand && out[k + j] && PM_OWN_ASK(e[j]))
 				any = cand[k + j] = 1;
 		}
 		k += m;

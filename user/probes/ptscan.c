@@ -33,6 +33,31 @@ static int quiet(enum libbpf_print_level l, const char *f, va_list a)
 	return 0;
 }
 
+/* A number at the start of a small file, 0 if none. */
+static long first_number(int fd)
+{
+	char b[32];
+	ssize_t n = fd < 0 ? -1 : read(fd, b, sizeof(b) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	b[n] = 0;
+	return strtol(b, NULL, 10);
+}
+
+static int sysctl_on(const char *path)
+{
+	return first_number(open(path, O_RDONLY | O_CLOEXEC)) != 0;
+}
+
+/* KSM has merged pages of pid (/proc/PID/ksm_merging_pages, 6.1). */
+static int ksm_merged(pid_t pid)
+{
+	return first_number(proc_openat(pid, "ksm_merging_pages", O_RDONLY)) > 0;
+}
+
 struct ptscan *ptscan_open(pid_t pid, char *why, size_t len)
 {
 	union bpf_iter_link_info li = { .task.tid = (uint32_t)pid };
@@ -45,6 +70,16 @@ struct ptscan *ptscan_open(pid_t pid, char *why, size_t len)
 	if (!bits || !top) {
 		snprintf(why, len, "%s", !bits ? "5-level page tables, or no address sizes "
 			 "in /proc/cpuinfo" : "no System RAM in /proc/iomem");
+		return NULL;
+	}
+	/* NUMA balancing's hinting faults make entries of a flagged mapping
+	 * writable without the bit, all along; KSM's merges drop it */
+	if (sysctl_on("/proc/sys/kernel/numa_balancing")) {
+		snprintf(why, len, "NUMA balancing is on (kernel.numa_balancing)");
+		return NULL;
+	}
+	if (ksm_merged(pid)) {
+		snprintf(why, len, "KSM merged pages of it");
 		return NULL;
 	}
 	if (!(p = calloc(1, sizeof(*p)))) {
@@ -75,6 +110,7 @@ struct ptscan *ptscan_open(pid_t pid, char *why, size_t len)
 		return NULL;
 	}
 	p->skel->bss->pt_gib = (uint32_t)((top >> 30) + 1);
+	p->skel->bss->pt_tgid = (uint32_t)pid;
 	return p;
 }
 
@@ -85,21 +121,20 @@ static int off(struct ptscan *p, int err, const char *what)
 	return err;
 }
 
-int ptscan_unwritten(struct ptscan *p, uint64_t addr, size_t n, uint8_t *unw)
+/* One run over [addr, addr + n pages): 0 (the answers in the object's
+ * pt_out), 1 if its first claim's frame is not pagemap's, or -errno. */
+static int run(struct ptscan *p, uint64_t addr, size_t n)
 {
-	struct ptscan_bpf__bss *b;
+	struct ptscan_bpf__bss *b = p->skel->bss;
 	char buf[64];
 	uint64_t e;
 	ssize_t r;
 	int fd;
 
-	if (p->why[0])
-		return -ENODEV;
-	if (!n || n > PT_RUN || (addr & 4095))
-		return -EINVAL;
-	b = p->skel->bss;
 	b->pt_start = addr;
 	b->pt_n = (uint32_t)n;
+	b->pt_status = PT_NOTASK;
+	b->pt_claimed = 0;
 	memset(b->pt_out, 0, n);
 	if ((fd = bpf_iter_create(bpf_link__fd(p->link))) < 0)
 		return off(p, -errno, "the iterator could not be run");
@@ -124,10 +159,29 @@ int ptscan_unwritten(struct ptscan *p, uint64_t addr, size_t n, uint8_t *unw)
 	if (!b->pt_claimed)
 		return 0;
 	/* the walk checked: the first page it claims is the frame pagemap
-	 * gives (root sees frames) */
+	 * gives (root sees frames); a page moved meanwhile (the target runs
+	 * during hpages_verify) differs once */
 	if (pread(p->pm, &e, 8, (off_t)(b->pt_addr0 / 4096 * 8)) != 8 || !(e & PM_PRESENT) ||
 	    (e & PM_PFN) != b->pt_frame0 / 4096)
+		return 1;
+	return 0;
+}
+
+int ptscan_unwritten(struct ptscan *p, uint64_t addr, size_t n, uint8_t *unw)
+{
+	struct ptscan_bpf__bss *b;
+	int r;
+
+	if (p->why[0])
+		return -ENODEV;
+	if (!n || n > PT_RUN || (addr & 4095) || addr >= (1ULL << 47) ||
+	    n > ((1ULL << 47) - addr) / 4096)
+		return -EINVAL;
+	if ((r = run(p, addr, n)) == 1 && (r = run(p, addr, n)) == 1)
 		return off(p, -ENODEV, "its walk disagreed with pagemap");
+	if (r)
+		return r;
+	b = p->skel->bss;
 	for (size_t i = 0; i < n; i++)
 		if (b->pt_out[i] == PT_UNWRITTEN)
 			unw[i] = 1;
