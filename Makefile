@@ -133,6 +133,10 @@ $(OUT)/unit/test_fnames: $(FNAMES)
 # The heap copy's block cache against a target and soft-dirty bits the
 # test makes (it defines proc_read*, hdirty_*).
 $(OUT)/unit/test_heap_pages: UNIT_EXTRA := user/heap/pages.c user/util/u64set.c user/util/clock.c
+# Which written pages the heap copy asks of their own entries (it defines
+# proc_openat, ptscan_*).
+$(OUT)/unit/test_hdirty: UNIT_EXTRA := user/heap/dirty.c
+$(OUT)/unit/test_hdirty: user/heap/dirty.c
 $(OUT)/unit/test_heap_pages: user/heap/pages.c
 
 $(OUT)/unit/test_seen: UNIT_EXTRA := user/target/seen.c

@@ -90,7 +90,8 @@ int hdirty_open(pid_t pid)
 	return open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
-int hdirty_pages(int pmfd, uint64_t addr, size_t n, uint8_t *dirty)
+int hdirty_pages(int pmfd, struct ptscan *pt, uint64_t *cleared, uint64_t addr, size_t n,
+		 uint8_t *dirty)
 {
 	size_t first = (addr - (uint64_t)(uintptr_t)tgt) / PG;
 
@@ -100,9 +101,15 @@ int hdirty_pages(int pmfd, uint64_t addr, size_t n, uint8_t *dirty)
 	return 0;
 }
 
-int hdirty_written(int pmfd, uint64_t addr, size_t n, uint8_t *w)
+int hdirty_written(int pmfd, struct ptscan *pt, uint64_t *cleared, uint64_t addr, size_t n,
+		   uint8_t *w)
 {
-	return hdirty_pages(pmfd, addr, n, w);
+	return hdirty_pages(pmfd, pt, cleared, addr, n, w);
+}
+
+/* No page table entries read here (pt is NULL). */
+void ptscan_close(struct ptscan *p)
+{
 }
 
 /* The target's maps: tgt, one private writable mapping. */
