@@ -66,6 +66,7 @@ struct ptscan *ptscan_open(pid_t pid, char *why, size_t len)
 	const uint64_t top = physmem_top();
 	libbpf_print_fn_t old;
 	struct ptscan *p;
+	int err;
 
 	if (!bits || !top) {
 		snprintf(why, len, "%s", !bits ? "5-level page tables, or no address sizes "
@@ -90,10 +91,11 @@ struct ptscan *ptscan_open(pid_t pid, char *why, size_t len)
 	p->pm = proc_openat(pid, "pagemap", O_RDONLY);
 	old = libbpf_set_print(quiet);
 	p->skel = ptscan_bpf__open();
+	err = p->skel ? 0 : errno;
 	if (p->skel) {
 		p->skel->rodata->pt_mask = ((1ULL << bits) - 1) & ~4095ULL;
 		p->skel->rodata->pt_top = top;
-		if (ptscan_bpf__load(p->skel)) {
+		if ((err = -ptscan_bpf__load(p->skel))) {
 			ptscan_bpf__destroy(p->skel);
 			p->skel = NULL;
 		}
@@ -101,7 +103,7 @@ struct ptscan *ptscan_open(pid_t pid, char *why, size_t len)
 	if (p->skel && !(p->link = bpf_program__attach_iter(p->skel->progs.pt_scan, &o)))
 		snprintf(why, len, "the task iterator by thread: %s (6.1)", strerror(errno));
 	else if (!p->skel)
-		snprintf(why, len, "its BPF object did not load: %s", strerror(errno));
+		snprintf(why, len, "its BPF object did not load: %s", strerror(err));
 	else if (p->pm < 0)
 		snprintf(why, len, "its pagemap: %s", strerror(-p->pm));
 	libbpf_set_print(old);
