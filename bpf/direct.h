@@ -34,10 +34,12 @@
  *
  * The direct map's base (page_offset_base, randomized at boot and not in
  * kallsyms) is found once, at start, by find_po (a syscall program run by
- * user space on its own page tables): the one 1 GiB-aligned base under
- * which the kernel's own tables translate the address of the tracer's
- * PGD to itself, then checked by reading a value user space chose. 0
- * until then, and on x86 with 5-level tables: every read falls back. */
+ * user space on its own page tables; the search: bpf/po.h): the 1 GiB-
+ * aligned base under which the kernel's own tables translate the address
+ * of the tracer's PGD to itself and through which a value user space
+ * chose reads back (a wrong base can pass the first alone), then checked
+ * again by a direct read. 0 until then, and on x86 with 5-level tables:
+ * every read falls back. */
 #ifndef LMT_BPF_DIRECT_H
 #define LMT_BPF_DIRECT_H
 

@@ -694,7 +694,7 @@ int find_po(struct lmt_po *a)
 	/* 4-level tables put the direct map above 0xffff800000000000 */
 	if (l.pgd < 0xffff800000000000ULL || l.gib > (1U << 23))
 		r = 1;
-	else if (!(l.po = po_find(l.pgd, l.gib, dr_mask, dr_top)))
+	else if (!(l.po = po_find(l.pgd, l.gib, dr_mask, dr_top, l.probe, l.want)))
 		r = 2;
 	if (!r) {
 		dr_po = l.po;

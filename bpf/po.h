@@ -44,28 +44,57 @@ static __u64 po_walk(__u64 pgd, __u64 po, __u64 mask, __u64 top)
 	return 0;
 }
 
+/* va's byte through the user half of the tables at pgd with base po:
+ * its kernel address, or 0 (an entry not present, not user, or not RAM). */
+static __u64 po_user(__u64 pgd, __u64 po, __u64 va, __u64 mask, __u64 top)
+{
+	__u64 e = po_rd(pgd + ((va >> 39) & 511) * 8), span;
+
+	if ((e & 5) != 5 || (e & mask) >= top || (e & (1ULL << 7)))
+		return 0;
+	for (int shift = 30; shift >= 12; shift -= 9) {
+		e = po_rd(po + (e & mask) + ((va >> shift) & 511) * 8);
+		if ((e & 5) != 5 || (e & mask) >= top)
+			return 0;
+		if (shift == 12 || (e & (1ULL << 7))) {
+			span = (1ULL << shift) - 1;
+			return po + (e & mask & ~span) + (va & span);
+		}
+	}
+	return 0;
+}
+
 struct po_search {
-	__u64 pgd, po, mask, top;
+	__u64 pgd, po, mask, top, cva, cword;
 };
 
+/* Candidate k: pgd's GiB, k below. A wrong base can still translate pgd
+ * to itself (a word of RAM read as a 1 GiB leaf with a small frame, below
+ * pgd's own GiB: ~1 search in 100 here), so it must also read, through
+ * the user half, the word the caller put at cva. */
 static long po_try(__u64 k, struct po_search *a)
 {
-	__u64 po = (a->pgd & ~((1ULL << 30) - 1)) - (k << 30);
+	__u64 po = (a->pgd & ~((1ULL << 30) - 1)) - (k << 30), kv;
 
 	if (po_walk(a->pgd, po, a->mask, a->top) != a->pgd)
+		return 0;
+	kv = po_user(a->pgd, po, a->cva, a->mask, a->top);
+	if (!kv || po_rd(kv) != a->cword)
 		return 0;
 	a->po = po;
 	return 1;
 }
 
 /* The base, from pgd (a kernel address: above 0xffff800000000000 with
- * 4-level tables), trying the gib GiBs below it (RAM's size, + 1; at most
- * 2^23); 0 if none. */
-static __always_inline __u64 po_find(__u64 pgd, __u32 gib, __u64 mask, __u64 top)
+ * 4-level tables) whose user half maps cva, where the word cword is
+ * (present: the caller wrote it), trying the gib GiBs below it (RAM's
+ * size, + 1; at most 2^23); 0 if none. */
+static __always_inline __u64 po_find(__u64 pgd, __u32 gib, __u64 mask, __u64 top, __u64 cva,
+				     __u64 cword)
 {
-	struct po_search a = { .pgd = pgd, .mask = mask, .top = top };
+	struct po_search a = { .pgd = pgd, .mask = mask, .top = top, .cva = cva, .cword = cword };
 
-	if (pgd < 0xffff800000000000ULL || gib > (1U << 23))
+	if (pgd < 0xffff800000000000ULL || gib > (1U << 23) || cva >= (1ULL << 47))
 		return 0;
 	bpf_loop(gib, po_try, &a, 0);
 	return a.po;

@@ -7,8 +7,8 @@
  * between two looks. The entries themselves still tell: clear_refs
  * write-protected each one and cleared its bit, and a write since through
  * this entry faulted and set the bit again (do_wp_page). So this program
- * walks the target's page tables (the direct map's base found by
- * bpf/po.h, every load through the checked helper) and answers, a page at
+ * walks the target's page tables (the direct map's base found first on
+ * our own, bpf/po.h, every load through the checked helper) and answers, a page at
  * a time, PT_UNWRITTEN only for an entry present, user, not special (the
  * zero page) nor device memory nor userfaultfd-protected, write-protected
  * and without the bit, in a private writable mapping without
@@ -26,8 +26,9 @@
  *
  * An iterator over one task's mappings (the process's main thread, by the
  * link's tid), run by reading it: the process in pt_tgid, the range in
- * pt_start/pt_n, the answers in pt_out. x86-64 with 4-level tables only
- * (the caller checks). */
+ * pt_start/pt_n, the answers in pt_out. Run once first over our own
+ * main thread (pt_self), for the direct map's base. x86-64 with 4-level
+ * tables only (the caller checks). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -45,6 +46,11 @@ const volatile __u64 pt_top = ~0ULL;
  * pages), the direct map's bound for the base's search (GiBs of RAM,
  * + 1); pt_status PT_NOTASK and pt_claimed 0 before each run. */
 __u32 pt_tgid;
+/* In, for the base's search (the first run): the process it is made in
+ * (ours), and a word of ours and its address, which the base found must
+ * read (bpf/po.h). */
+__u32 pt_self;
+__u64 pt_cva, pt_cword;
 __u64 pt_start;
 __u32 pt_n;
 __u32 pt_gib;
@@ -158,11 +164,22 @@ int pt_scan(struct bpf_iter__task_vma *ctx)
 {
 	struct vm_area_struct *vma = ctx->vma;
 	struct task_struct *task = ctx->task;
-	__u64 gen, tg, end, flags, lo, hi;
+	__u64 gen, tg, end, flags, lo, hi, pgd;
 	struct walk w = {};
+	__u32 tgid;
 	struct mm_struct *mm;
 
-	if (!task || !vma || BPF_CORE_READ(task, tgid) != pt_tgid)
+	if (!task || !vma)
+		return 0;
+	tgid = BPF_CORE_READ(task, tgid);
+	/* the base's search, on our own tables: once, at the first mapping */
+	if (!pt_po && tgid == pt_self && pt_self) {
+		pgd = (__u64)BPF_CORE_READ(vma, vm_mm, pgd);
+		pt_po = po_find(pgd, pt_gib, pt_mask, pt_top, pt_cva, pt_cword);
+		pt_self = 0;
+		return 0;
+	}
+	if (tgid != pt_tgid)
 		return 0;
 	if (pt_status == PT_NOTASK)
 		pt_status = PT_OK;
@@ -189,8 +206,6 @@ int pt_scan(struct bpf_iter__task_vma *ctx)
 	}
 	tg = (__u64)mm + bpf_core_field_offset(struct mm_struct, context.tlb_gen);
 	w.pgd = (__u64)BPF_CORE_READ(mm, pgd);
-	if (!pt_po)
-		pt_po = po_find(w.pgd, pt_gib, pt_mask, pt_top);
 	if (!pt_po) {
 		pt_status = PT_NOPO;
 		return 0;

@@ -4,6 +4,8 @@
 # stopped; its in-VM oracle counts what Lua can reach).
 
 load helpers
+
+bats_require_minimum_version 1.5.0
 load variants
 
 setup() {
@@ -419,8 +421,9 @@ churn_snap() {
 # the zero page and an absent page no claim; a walk that disagreed with
 # pagemap's frames would be "off".
 @test "heap: a process's own page table entries read (present, write-protected, not soft-dirty, in a writable mapping: unwritten; a read-only mapping, the zero page, absent: no claim)" {
-	run "$BATS_TEST_DIRNAME/../build/ptcheck"
+	run --separate-stderr "$BATS_TEST_DIRNAME/../build/ptcheck"
 	echo "$output"
+	echo "$stderr"
 	[ "$status" -eq 0 ]
 	case $output in
 	sd\ *) [ "$output" = "sd 00110100 3 claimed" ] ;;

@@ -3,6 +3,8 @@
 # limits make the tracer say, on the kernels that have them.
 
 load ../helpers
+
+bats_require_minimum_version 1.5.0
 # helpers.bash names them from its own suites' directory, one above.
 LMT="$BATS_TEST_DIRNAME/../../luamemtrace"
 LUA_DIR="$BATS_TEST_DIRNAME/../lua"
@@ -102,8 +104,9 @@ setup() {
 # page 4, written since the clear and write-protected again by a fork,
 # keeps its soft-dirty bit: no claim.
 @test "heap on Debian's kernel: a process's own page table entries read: write-protected and not soft-dirty since the clear, unwritten" {
-	run "$BATS_TEST_DIRNAME/../../build/ptcheck"
+	run --separate-stderr "$BATS_TEST_DIRNAME/../../build/ptcheck"
 	echo "$output"
+	echo "$stderr"
 	[ "$status" -eq 0 ]
 	[ "$output" = "sd 00110100 3 claimed" ]
 }

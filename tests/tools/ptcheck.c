@@ -87,6 +87,15 @@ int main(void)
 	if ((pm = open(path, O_RDONLY)) < 0 ||
 	    pread(pm, &e, 8, (off_t)((uintptr_t)(m + 4 * 4096) / 4096 * 8)) != 8)
 		goto out;
+	/* on stderr, for a reader of a failure: each page's pagemap entry
+	 * (present, exclusive, soft-dirty) */
+	for (int i = 0; i < 8; i++) {
+		uint64_t x = 0;
+
+		if (pread(pm, &x, 8, (off_t)((uintptr_t)(m + i * 4096) / 4096 * 8)) == 8)
+			fprintf(stderr, "page %d: present %d exclusive %d soft-dirty %d\n", i,
+				(int)(x >> 63), (int)(x >> 56 & 1), (int)(x >> 55 & 1));
+	}
 	close(pm);
 	printf("%s ", e & (1ull << 55) ? "sd" : "nosd");
 	if (!(p = ptscan_open(k, why, sizeof(why)))) {

@@ -58,6 +58,43 @@ static int ksm_merged(pid_t pid)
 	return first_number(proc_openat(pid, "ksm_merging_pages", O_RDONLY)) > 0;
 }
 
+/* Reads the iterator of link l to its end: 0 or -errno. */
+static int run_link(struct bpf_link *l)
+{
+	char buf[64];
+	ssize_t r;
+	int fd = bpf_iter_create(bpf_link__fd(l));
+
+	if (fd < 0)
+		return -errno;
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		;
+	close(fd);
+	return r < 0 ? -EIO : 0;
+}
+
+/* The direct map's base, found once on our own tables (bpf/po.h): the
+ * base must read, through them, a word of ours. 0, 1 (not found), or
+ * -errno (the iterator over our own thread could not run). */
+static int find_base(struct ptscan_bpf *skel)
+{
+	union bpf_iter_link_info li = { .task.tid = (uint32_t)getpid() };
+	LIBBPF_OPTS(bpf_iter_attach_opts, o, .link_info = &li, .link_info_len = sizeof(li));
+	volatile uint64_t word = 0x6c6d74707473ULL << 16 ^ (uint64_t)getpid() << 1 ^ 1;
+	struct bpf_link *l;
+	int e;
+
+	skel->bss->pt_self = (uint32_t)getpid();
+	skel->bss->pt_cva = (uint64_t)(uintptr_t)&word;
+	skel->bss->pt_cword = word;
+	if (!(l = bpf_program__attach_iter(skel->progs.pt_scan, &o)))
+		return -errno;
+	e = run_link(l);
+	bpf_link__destroy(l);
+	skel->bss->pt_self = 0;
+	return e ? e : !skel->bss->pt_po;
+}
+
 struct ptscan *ptscan_open(pid_t pid, char *why, size_t len)
 {
 	union bpf_iter_link_info li = { .task.tid = (uint32_t)pid };
@@ -100,7 +137,14 @@ struct ptscan *ptscan_open(pid_t pid, char *why, size_t len)
 			p->skel = NULL;
 		}
 	}
-	if (p->skel && !(p->link = bpf_program__attach_iter(p->skel->progs.pt_scan, &o)))
+	if (p->skel) {
+		p->skel->bss->pt_gib = (uint32_t)((top >> 30) + 1);
+		p->skel->bss->pt_tgid = (uint32_t)pid;
+	}
+	if (p->skel && (err = find_base(p->skel)))
+		snprintf(why, len, "%s", err > 0 ? "the direct map not found" :
+			 "the task iterator by thread could not run (6.1)");
+	else if (p->skel && !(p->link = bpf_program__attach_iter(p->skel->progs.pt_scan, &o)))
 		snprintf(why, len, "the task iterator by thread: %s (6.1)", strerror(errno));
 	else if (!p->skel)
 		snprintf(why, len, "its BPF object did not load: %s", strerror(err));
@@ -111,8 +155,6 @@ struct ptscan *ptscan_open(pid_t pid, char *why, size_t len)
 		ptscan_close(p);
 		return NULL;
 	}
-	p->skel->bss->pt_gib = (uint32_t)((top >> 30) + 1);
-	p->skel->bss->pt_tgid = (uint32_t)pid;
 	return p;
 }
 
@@ -128,23 +170,16 @@ static int off(struct ptscan *p, int err, const char *what)
 static int run(struct ptscan *p, uint64_t addr, size_t n)
 {
 	struct ptscan_bpf__bss *b = p->skel->bss;
-	char buf[64];
-	uint64_t e;
-	ssize_t r;
-	int fd;
+	uint64_t f;
+	int e;
 
 	b->pt_start = addr;
 	b->pt_n = (uint32_t)n;
 	b->pt_status = PT_NOTASK;
 	b->pt_claimed = 0;
 	memset(b->pt_out, 0, n);
-	if ((fd = bpf_iter_create(bpf_link__fd(p->link))) < 0)
-		return off(p, -errno, "the iterator could not be run");
-	while ((r = read(fd, buf, sizeof(buf))) > 0)
-		;
-	close(fd);
-	if (r < 0)
-		return off(p, -EIO, "the iterator failed");
+	if ((e = run_link(p->link)))
+		return off(p, e, "the iterator could not be run");
 	switch (b->pt_status) {
 	case PT_OK:
 		break;
@@ -163,8 +198,8 @@ static int run(struct ptscan *p, uint64_t addr, size_t n)
 	/* the walk checked: the first page it claims is the frame pagemap
 	 * gives (root sees frames); a page moved meanwhile (the target runs
 	 * during hpages_verify) differs once */
-	if (pread(p->pm, &e, 8, (off_t)(b->pt_addr0 / 4096 * 8)) != 8 || !(e & PM_PRESENT) ||
-	    (e & PM_PFN) != b->pt_frame0 / 4096)
+	if (pread(p->pm, &f, 8, (off_t)(b->pt_addr0 / 4096 * 8)) != 8 || !(f & PM_PRESENT) ||
+	    (f & PM_PFN) != b->pt_frame0 / 4096)
 		return 1;
 	return 0;
 }
