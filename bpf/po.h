@@ -19,54 +19,34 @@ static __always_inline __u64 po_rd(__u64 a)
 	return v;
 }
 
-/* pgd's own address translated through the kernel half of its tables
- * with base po, every entry read through the helper; 0 if none. An entry
- * of the kernel's own tables: present, a frame of RAM below top (frame
- * bits: mask; upper levels carry the user bit too: x86 checks it at the
- * leaf). What a wrong base reads is any word of RAM, and only a word
- * naming RAM is followed, so the search's reads stay in the direct map's
- * RAM. */
-static __u64 po_walk(__u64 pgd, __u64 po, __u64 mask, __u64 top)
-{
-	__u64 va = pgd, e = po_rd(pgd + ((va >> 39) & 511) * 8), span;
-
-	if (!(e & 1) || (e & mask) >= top)
-		return 0;
-	for (int shift = 30; shift >= 12; shift -= 9) {
-		e = po_rd(po + (e & mask) + ((va >> shift) & 511) * 8);
-		if (!(e & 1) || (e & mask) >= top)
-			return 0;
-		if (shift == 12 || (e & (1ULL << 7))) { /* the last level, or PSE */
-			span = (1ULL << shift) - 1;
-			return po + (e & mask & ~span) + (va & span);
-		}
-	}
-	return 0;
-}
-
-/* va's byte through the user half of the tables at pgd with base po:
- * its kernel address, or 0 (an entry not present, not user, or not RAM). */
-static __u64 po_user(__u64 pgd, __u64 po, __u64 va, __u64 mask, __u64 top)
-{
-	__u64 e = po_rd(pgd + ((va >> 39) & 511) * 8), span;
-
-	if ((e & 5) != 5 || (e & mask) >= top || (e & (1ULL << 7)))
-		return 0;
-	for (int shift = 30; shift >= 12; shift -= 9) {
-		e = po_rd(po + (e & mask) + ((va >> shift) & 511) * 8);
-		if ((e & 5) != 5 || (e & mask) >= top)
-			return 0;
-		if (shift == 12 || (e & (1ULL << 7))) {
-			span = (1ULL << shift) - 1;
-			return po + (e & mask & ~span) + (va & span);
-		}
-	}
-	return 0;
-}
-
 struct po_search {
 	__u64 pgd, po, mask, top, cva, cword;
 };
+
+/* va's byte translated through the tables at a->pgd with base po, every
+ * entry read through the helper: its kernel address, or 0 (an entry
+ * without the bits need, a large leaf at the top level, or a frame not
+ * below a->top; frame bits: a->mask). need: present (1) for the kernel
+ * half, present and user (5) for the user half. What a wrong base reads
+ * is any word of RAM, and only a word naming RAM is followed, so the
+ * search's reads stay in the direct map's RAM. */
+static __u64 po_xlate(const struct po_search *a, __u64 po, __u64 va, __u64 need)
+{
+	__u64 e = po_rd(a->pgd + ((va >> 39) & 511) * 8), span;
+
+	if ((e & need) != need || (e & a->mask) >= a->top || (e & (1ULL << 7)))
+		return 0;
+	for (int shift = 30; shift >= 12; shift -= 9) {
+		e = po_rd(po + (e & a->mask) + ((va >> shift) & 511) * 8);
+		if ((e & need) != need || (e & a->mask) >= a->top)
+			return 0;
+		if (shift == 12 || (e & (1ULL << 7))) { /* the last level, or PSE */
+			span = (1ULL << shift) - 1;
+			return po + (e & a->mask & ~span) + (va & span);
+		}
+	}
+	return 0;
+}
 
 /* Candidate k: pgd's GiB, k below. A wrong base can still translate pgd
  * to itself (a word of RAM read as a 1 GiB leaf with a small frame, below
@@ -76,9 +56,11 @@ static long po_try(__u64 k, struct po_search *a)
 {
 	__u64 po = (a->pgd & ~((1ULL << 30) - 1)) - (k << 30), kv;
 
-	if (po_walk(a->pgd, po, a->mask, a->top) != a->pgd)
+	/* pgd's own address through the kernel half (its upper levels carry
+	 * the user bit too: x86 checks it at the leaf) */
+	if (po_xlate(a, po, a->pgd, 1) != a->pgd)
 		return 0;
-	kv = po_user(a->pgd, po, a->cva, a->mask, a->top);
+	kv = po_xlate(a, po, a->cva, 5);
 	if (!kv || po_rd(kv) != a->cword)
 		return 0;
 	a->po = po;

@@ -18,11 +18,9 @@ tools=$(cd "$(dirname "$0")" && pwd)
 . "$tools/jitfold.sh"
 pin=()
 if [ -n "${JITDIFF_PIN:-}" ]; then
-	so=${LJSEED_SO:-$tools/../../build/ljseed.so}
 	case $JITDIFF_PIN in *[!0-9]*) echo "jitdiff: JITDIFF_PIN must be a number"; exit 2 ;; esac
-	case $so in *[:\ ]*) echo "jitdiff: LJSEED_SO must not hold ':' or ' '"; exit 2 ;; esac
-	[ -r "$so" ] || { echo "jitdiff: $so: not built (make test builds it)"; exit 2; }
-	pin=(env "LJSEED=$JITDIFF_PIN" "LD_PRELOAD=$so" setarch -R)
+	jit_shim jitdiff
+	pin=(jit_pinned "$JITDIFF_PIN")
 fi
 st=0
 for ((s = first; s <= last; s++)); do

@@ -16,16 +16,15 @@ dir=$1 script=$2 n=${3:-40}
 tools=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=jitfold.sh
 . "$tools/jitfold.sh"
-so=${LJSEED_SO:-$tools/../../build/ljseed.so}
 LUAJIT=${LUAJIT:-luajit}
 case $n in '' | *[!0-9]*) echo "jitorders: N must be a number"; exit 2 ;; esac
-# -jv=FILE splits at commas; LD_PRELOAD at spaces and colons
-case $dir$so in *[,:\ ]*) echo "jitorders: DIR and LJSEED_SO must not hold ',', ':' or ' '"; exit 2 ;; esac
+# -jv=FILE splits at commas
+case $dir in *[,:\ ]*) echo "jitorders: DIR must not hold ',', ':' or ' '"; exit 2 ;; esac
+jit_shim jitorders
 mkdir -p "$dir" || exit 2
-[ -r "$so" ] || { echo "jitorders: $so: not built (make fuzz-jit builds it)"; exit 2; }
 declare -A first count
 for ((s = 1; s <= n; s++)); do
-	LJSEED=$s LD_PRELOAD=$so setarch -R "$LUAJIT" -jon -jv="$dir/jv" "$script" \
+	jit_pinned "$s" "$LUAJIT" -jon -jv="$dir/jv" "$script" \
 		> /dev/null 2>&1 || { echo "jitorders: seed $s: $script failed"; exit 2; }
 	# the traces made, not the attempts aborted ("[TRACE --- ...")
 	t=$(grep -v '^\[TRACE ---' "$dir/jv") ||
@@ -37,7 +36,7 @@ done
 st=0
 for h in "${!first[@]}"; do
 	s=${first[$h]} r=0
-	out=$(LJSEED=$s LD_PRELOAD=$so setarch -R "$tools/jitcmp.sh" "$dir/$s" "$script") || r=$?
+	out=$(jit_pinned "$s" "$tools/jitcmp.sh" "$dir/$s" "$script") || r=$?
 	echo "order $h (seed $s, ${count[$h]} of $n): ${out%%$'\n'*}"
 	[ "$r" -eq 0 ] || sed 1d <<< "$out"
 	jit_fold "$dir/$s" "$r"

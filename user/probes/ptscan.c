@@ -22,7 +22,6 @@
 struct ptscan {
 	struct ptscan_bpf *skel;
 	struct bpf_link *link;
-	pid_t pid;
 	int pm;            /* its pagemap: the walk's check */
 	uint64_t claimed;
 	char why[160];     /* off: why */
@@ -73,13 +72,20 @@ static int run_link(struct bpf_link *l)
 	return r < 0 ? -EIO : 0;
 }
 
+/* The iterator over the mappings of thread tid (6.1), or NULL (errno). */
+static struct bpf_link *attach_tid(struct ptscan_bpf *skel, pid_t tid)
+{
+	union bpf_iter_link_info li = { .task.tid = (uint32_t)tid };
+	LIBBPF_OPTS(bpf_iter_attach_opts, o, .link_info = &li, .link_info_len = sizeof(li));
+
+	return bpf_program__attach_iter(skel->progs.pt_scan, &o);
+}
+
 /* The direct map's base, found once on our own tables (bpf/po.h): the
  * base must read, through them, a word of ours. 0, 1 (not found), or
  * -errno (the iterator over our own thread could not run). */
 static int find_base(struct ptscan_bpf *skel)
 {
-	union bpf_iter_link_info li = { .task.tid = (uint32_t)getpid() };
-	LIBBPF_OPTS(bpf_iter_attach_opts, o, .link_info = &li, .link_info_len = sizeof(li));
 	volatile uint64_t word = 0x6c6d74707473ULL << 16 ^ (uint64_t)getpid() << 1 ^ 1;
 	struct bpf_link *l;
 	int e;
@@ -87,7 +93,7 @@ static int find_base(struct ptscan_bpf *skel)
 	skel->bss->pt_self = (uint32_t)getpid();
 	skel->bss->pt_cva = (uint64_t)(uintptr_t)&word;
 	skel->bss->pt_cword = word;
-	if (!(l = bpf_program__attach_iter(skel->progs.pt_scan, &o)))
+	if (!(l = attach_tid(skel, getpid())))
 		return -errno;
 	e = run_link(l);
 	bpf_link__destroy(l);
@@ -97,8 +103,6 @@ static int find_base(struct ptscan_bpf *skel)
 
 struct ptscan *ptscan_open(pid_t pid, char *why, size_t len)
 {
-	union bpf_iter_link_info li = { .task.tid = (uint32_t)pid };
-	LIBBPF_OPTS(bpf_iter_attach_opts, o, .link_info = &li, .link_info_len = sizeof(li));
 	const unsigned bits = physmem_bits();
 	const uint64_t top = physmem_top();
 	libbpf_print_fn_t old;
@@ -124,7 +128,6 @@ struct ptscan *ptscan_open(pid_t pid, char *why, size_t len)
 		snprintf(why, len, "%s", strerror(ENOMEM));
 		return NULL;
 	}
-	p->pid = pid;
 	p->pm = proc_openat(pid, "pagemap", O_RDONLY);
 	old = libbpf_set_print(quiet);
 	p->skel = ptscan_bpf__open();
@@ -144,7 +147,7 @@ struct ptscan *ptscan_open(pid_t pid, char *why, size_t len)
 	if (p->skel && (err = find_base(p->skel)))
 		snprintf(why, len, "%s", err > 0 ? "the direct map not found" :
 			 "the task iterator by thread could not run (6.1)");
-	else if (p->skel && !(p->link = bpf_program__attach_iter(p->skel->progs.pt_scan, &o)))
+	else if (p->skel && !(p->link = attach_tid(p->skel, pid)))
 		snprintf(why, len, "the task iterator by thread: %s (6.1)", strerror(errno));
 	else if (!p->skel)
 		snprintf(why, len, "its BPF object did not load: %s", strerror(err));

@@ -24,7 +24,7 @@ struct ptscan *ptscan_open(pid_t pid, char *why, size_t len);
  * disagrees turns the scan off for good. 0, -ESTALE (the tables changed
  * during the run: nothing claimed), or -errno (off: p->why says). */
 int ptscan_unwritten(struct ptscan *p, uint64_t addr, size_t n, uint8_t *unw);
-/* Pages claimed so far, and runs whose tables changed under them. */
+/* Pages claimed unwritten so far (0 for NULL). */
 uint64_t ptscan_claimed(const struct ptscan *p);
 const char *ptscan_why(const struct ptscan *p); /* "" while on */
 void ptscan_close(struct ptscan *p);
