@@ -357,15 +357,93 @@ static void retry_wait(int tries)
 		  NULL);
 }
 
+/* The copy from copy-on-write forks of the target (cow.c): each try a
+ * fork (the target stopped as long as it takes), the copy read from the
+ * child as the target runs on, the child killed and reaped. 0 (copied:
+ * cap->cow), or -errno having copied nothing, with cap->cow_why (the
+ * copy is then made the other way). */
+static int cow_capture(pid_t pid, struct hstop *s, const struct pmaps *m,
+		       const struct vmscan *sc, const char *variant, struct heap *hs,
+		       struct hcapture *cap)
+{
+	int err = 0;
+
+	for (cap->tries = 1;; cap->tries++) {
+		struct hpages pg = { 0 };
+		struct hcow c;
+		uint64_t t0, deadline;
+		int expired;
+
+		for (size_t i = 0; i < sc->n; i++)
+			if (hs[i].var)
+				reset(&hs[i]);
+		if ((err = hcow_fork(&c, s, pid, &expired))) {
+			cap->expired |= expired;
+			if (cap->tries == 1) {
+				snprintf(cap->cow_why, sizeof(cap->cow_why), "the fork: %s",
+					 strerror(-err));
+				return err;
+			}
+			break; /* the last copy stands, said as it is */
+		}
+		cap->cow = 1;
+		cap->pause_ns += c.fork_ns;
+		cap->stop_max = c.fork_ns > cap->stop_max ? c.fork_ns : cap->stop_max;
+		t0 = boot_ns();
+		deadline = t0 + ms_ns(LMT_HEAP_RUNCOPY_MS);
+		for (size_t i = 0; i < sc->n && !err; i++) {
+			struct vminfo vi;
+			char why[256];
+
+			hs[i].var = NULL;
+			if (vm_at(c.child, m, variant, sc->v[i].L, &vi, why, sizeof(why))) {
+				if (cap->tries == 1)
+					fprintf(stderr, "luamemtrace heap: VM 0x%llx gone: %s\n",
+						(unsigned long long)sc->v[i].L, why);
+				continue;
+			}
+			err = heap_copy_in(c.child, vi.var, vi.L, deadline, &pg, &hs[i]);
+		}
+		hpages_free(&pg);
+		hcow_end(&c, s, pid);
+		cap->cow_ns += boot_ns() - t0;
+		cap->pause_ns += c.reap_ns;
+		cap->reap_max = c.reap_ns > cap->reap_max ? c.reap_ns : cap->reap_max;
+		cap->unreaped |= c.unreaped;
+		if (err || !(cap->torn = torn(hs, sc->n)) || cap->tries >= LMT_HEAP_TRIES ||
+		    c.unreaped)
+			break;
+		retry_wait(cap->tries);
+	}
+	cap->pause_max = cap->stop_max > cap->reap_max ? cap->stop_max : cap->reap_max;
+	for (size_t i = 0; i < sc->n; i++) {
+		hs[i].pause_ns = cap->pause_max;
+		hs[i].pid = (uint32_t)pid;
+	}
+	return err ? fail("copying the heap", -err) : 0;
+}
+
 /* The capture under the guardian s (ended here, whatever happens). */
 static int capture(pid_t pid, struct hstop *s, const struct pmaps *m, const struct vmscan *sc,
-		   const char *variant, int stopped, struct heap *hs, struct hcapture *cap)
+		   const char *variant, int stopped, int nofork, struct heap *hs,
+		   struct hcapture *cap)
 {
 	struct hpages pg = { 0 };
 	struct vminfo *vi;
 	uint64_t t0;
 	int err = 0, prio, image;
 
+	/* A fork's copy first, where it may be made: the target stopped
+	 * for the fork alone. */
+	if (!stopped && !nofork && !hcow_usable(pid, cap->cow_why, sizeof(cap->cow_why)) &&
+	    (err = cow_capture(pid, s, m, sc, variant, hs, cap)) >= 0) {
+		hstop_end(s);
+		return err;
+	}
+	if (stopped || nofork)
+		snprintf(cap->cow_why, sizeof(cap->cow_why), "%s",
+			 stopped ? "--stopped" : "--no-fork");
+	err = 0;
 	if (stopped)
 		snprintf(cap->why, sizeof(cap->why), "--stopped");
 	else if (hdirty_usable(cap->why, sizeof(cap->why))) {
@@ -470,7 +548,7 @@ static int capture(pid_t pid, struct hstop *s, const struct pmaps *m, const stru
 }
 
 int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
-		 const char *variant, int stopped, struct heap *hs, struct hcapture *cap)
+		 const char *variant, int how, struct heap *hs, struct hcapture *cap)
 {
 	struct hstop s;
 	int lock, rc;
@@ -487,7 +565,7 @@ int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmsca
 			"it; one at a time\n", (int)pid);
 		return LMT_ERR;
 	}
-	rc = capture(pid, &s, m, sc, variant, stopped, hs, cap);
+	rc = capture(pid, &s, m, sc, variant, how & HCAP_STOPPED, how & HCAP_NO_FORK, hs, cap);
 	if (lock >= 0)
 		close(lock);
 	return rc;
@@ -499,6 +577,24 @@ void heap_capture_say(pid_t pid, const struct hcapture *cap, FILE *f)
 
 	if (cap->was_stopped)
 		return; /* the report says it */
+	if (cap->cow) {
+		if (cap->tries > 1)
+			snprintf(tries, sizeof(tries), " (%d forks: %s)", cap->tries,
+				 cap->torn ? "none added up, each met the VM inside an allocation "
+					     "or a sweep step: the report's remainder and "
+					     "incomplete lines say by how much"
+					   : "a copy that did not add up taken again");
+		fprintf(f, "luamemtrace heap: PID %d: stopped %.1f ms to fork a copy-on-write "
+			"copy of it%s, read as it ran on (%.0f ms), then stopped %.1f ms to reap "
+			"the copy%s; longest stop %.1f ms\n", (int)pid, (double)cap->stop_max / 1e6,
+			tries, (double)cap->cow_ns / 1e6, (double)cap->reap_max / 1e6,
+			cap->unreaped ? " (not reaped: left to the guardian)" : "",
+			(double)cap->pause_max / 1e6);
+		return;
+	}
+	if (cap->cow_why[0])
+		fprintf(f, "luamemtrace heap: PID %d: not forked for a copy-on-write copy: %s\n",
+			(int)pid, cap->cow_why);
 	if (cap->torn)
 		snprintf(tries, sizeof(tries), " (%d stop%s, %.1f ms in all: no copy added up, "
 			 "each met the VM inside an allocation or a sweep step: the report's "

@@ -14,8 +14,10 @@
 static int usage(const char *msg)
 {
 	fprintf(stderr, "luamemtrace heap: %s\n"
-			"usage: luamemtrace heap -p PID [-o FILE [-f]] [--stopped] [--variant NAME] [--top N]\n"
-			"       luamemtrace heap --all [--exe NAME]... [-o DIR [-f]] [--stopped] [--top N]\n"
+			"usage: luamemtrace heap -p PID [-o FILE [-f]] [--no-fork|--stopped] [--variant NAME]\n"
+			"                        [--top N]\n"
+			"       luamemtrace heap --all [--exe NAME]... [-o DIR [-f]] [--no-fork|--stopped]\n"
+			"                        [--top N]\n"
 			"                        [--with TRACE]\n"
 			"       luamemtrace heap [--top N] [--with TRACE] FILE\n"
 			"       luamemtrace heap [--top N] FILE|DIR...\n"
@@ -65,6 +67,9 @@ static int heap_opt(int c, char *arg, struct hcmd *h)
 	case 'S':
 		h->o.stopped = 1;
 		return 0;
+	case 'N':
+		h->o.nofork = 1;
+		return 0;
 	case 'a':
 		h->o.all = 1;
 		return 0;
@@ -99,6 +104,7 @@ int heap_main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "stopped", no_argument, NULL, 'S' },
+		{ "no-fork", no_argument, NULL, 'N' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "exe", required_argument, NULL, 'e' },
 		{ "with", required_argument, NULL, 'w' },

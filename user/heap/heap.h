@@ -138,6 +138,10 @@
 /* Where the lock that keeps one snapshot of a process at a time lives
  * (capture.c): root's, made 0700. */
 #define LMT_HEAP_LOCK_DIR "/run/luamemtrace"
+/* Memory wanted free beyond the target's anonymous memory before it is
+ * forked for a copy-on-write copy (cow.c): its writes while the copy is
+ * read copy at most that much, charged to it and its cgroup. */
+#define LMT_HEAP_COW_ROOM (64ULL << 20)
 /* Our nice value while the target is stopped (it waits for our CPU time;
  * bounded by LMT_HEAP_STOP_MS): ours first on a busy host. */
 #define LMT_HEAP_STOP_NICE (-20)
@@ -444,8 +448,11 @@ int hdirty_written(int pmfd, struct ptscan *pt, uint64_t *cleared, uint64_t addr
 
 /* -- Stopping the target (stop.c) ------------------------------------------- */
 
+struct inj_rec;
 struct hstop {
 	int stops_fd;    /* the stops map (session/guard.h) */
+	struct inj_rec *inj; /* calls injected under its stops (cow.c), shared
+			      * with the guardian; NULL if none can be */
 	pid_t guardian;
 	int pidfd;
 	int held;        /* our stop is in the map */
@@ -463,6 +470,33 @@ int hstop_stop(struct hstop *s, pid_t pid);
  * us): ns it was stopped; *expired set if the guardian continued it first. */
 uint64_t hstop_cont(struct hstop *s, int *expired);
 void hstop_end(struct hstop *s);
+
+/* -- A copy-on-write copy (cow.c) ------------------------------------------- */
+
+/* May pid be forked for its copy: calls can be injected here, no one
+ * else traces it, no seccomp filter (it may forbid the fork, or kill it
+ * for one), and room for what its writes copy while the child lives (its
+ * anonymous memory and LMT_HEAP_COW_ROOM) in the machine's available
+ * memory and under each memory limit of its cgroup (v2)? 0, or -1 with
+ * why (a phrase). */
+int hcow_usable(pid_t pid, char *why, size_t n);
+
+struct hcow {
+	pid_t child;      /* the copy: stopped for good, bound (proc_bind) */
+	int cfd;          /* its pidfd */
+	uint64_t fork_ns; /* the stop the fork took */
+	uint64_t reap_ns; /* the stop the reaping took */
+	int unreaped;     /* 1: left to the guardian (a zombie until then) */
+};
+
+/* Stops pid (s: its guardian and record), injects the fork, continues
+ * it: 0 with c->child to read as pid's memory at the fork, or -errno
+ * (EALREADY: stopped by someone else; ETIMEDOUT: the guardian continued
+ * it first; a fork that failed in it: its errno), nothing left. *expired
+ * as hstop_cont's. */
+int hcow_fork(struct hcow *c, struct hstop *s, pid_t pid, int *expired);
+/* Kills the copy and reaps it (a stop of pid for a wait4 injected). */
+void hcow_end(struct hcow *c, struct hstop *s, pid_t pid);
 
 /* -- A process's snapshot at a bounded pause (capture.c) -------------------- */
 
@@ -493,14 +527,25 @@ struct hcapture {
 	uint64_t own_cleared; /* pages pagemap called written that their own
 			       * entries said unwritten (probes/ptscan.h) */
 	char own_why[160];    /* why pagemap's word alone, if so */
+	int cow;              /* 1: copied from a copy-on-write fork (cow.c) */
+	char cow_why[160];    /* why not, if not */
+	uint64_t cow_ns;      /* the copies from the forks, in all */
+	uint64_t reap_max;    /* the longest stop that reaped a fork */
+	int unreaped;         /* a fork left to the guardian to reap */
 };
 
+/* How heap_capture copies. */
+enum {
+	HCAP_STOPPED = 1, /* the whole copy with the target stopped */
+	HCAP_NO_FORK = 2, /* no copy-on-write fork: soft-dirty bits, or stopped */
+};
 /* Copies the VMs sc found in pid (hs[i] for sc->v[i]; a VM gone since is
- * said and left empty) with the target stopped as briefly as soft-dirty
- * bits allow (stopped: the whole copy stopped). 0, or an exit status
- * having said why. */
+ * said and left empty) with the target stopped as briefly as it can be:
+ * for a copy-on-write fork (cow.c) where one may be made, else as
+ * soft-dirty bits allow; how: HCAP_*. 0, or an exit status having said
+ * why. */
 int heap_capture(pid_t pid, int pidfd, const struct pmaps *m, const struct vmscan *sc,
-		 const char *variant, int stopped, struct heap *hs, struct hcapture *cap);
+		 const char *variant, int how, struct heap *hs, struct hcapture *cap);
 /* One line to f: how it was copied, the pause. */
 void heap_capture_say(pid_t pid, const struct hcapture *cap, FILE *f);
 
@@ -634,7 +679,7 @@ int heap_load(FILE *f, struct heap **out, size_t *n, char *why, size_t whylen);
 struct hopts {
 	struct hview view;
 	const char *variant;
-	int force, stopped, all;
+	int force, stopped, nofork, all;
 	const char *exes[HEAP_EXES_MAX];
 	unsigned nexes;
 	const char *trace; /* --with TRACE, or NULL */

@@ -167,7 +167,8 @@ int heap_snap(pid_t pid, const struct hopts *o, const char *out, const char *tit
 		}
 	if (!(hs = calloc(sc.n, sizeof(*hs))))
 		rc = fail("memory", ENOMEM);
-	else if ((rc = heap_capture(pid, pidfd, &m, &sc, o->variant, o->stopped, hs, &cap)) ==
+	else if ((rc = heap_capture(pid, pidfd, &m, &sc, o->variant,
+				       (o->stopped ? HCAP_STOPPED : 0) | (o->nofork ? HCAP_NO_FORK : 0), hs, &cap)) ==
 		 LMT_OK)
 		heap_capture_say(pid, &cap, stderr);
 	proc_unbind(pid, pidfd);

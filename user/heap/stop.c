@@ -11,11 +11,13 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "session/guard.h"
 #include "util/clock.h"
 #include "heap/heap.h"
+#include "target/inject.h"
 #include "target/proc.h"
 
 
@@ -27,7 +29,8 @@ int hstop_init(struct hstop *s, pid_t pid, int pidfd)
 				     sizeof(struct lmt_hold), 16, NULL);
 	if (s->stops_fd < 0)
 		return -errno;
-	if ((s->guardian = guard_start(s->stops_fd)) < 0 ||
+	s->inj = inj_rec_new(); /* NULL: no copy-on-write copy (cow.c) */
+	if ((s->guardian = guard_start(s->stops_fd, s->inj)) < 0 ||
 	    guard_record(s->guardian, s->stops_fd)) {
 		int e = errno ? errno : EIO;
 
@@ -108,4 +111,8 @@ void hstop_end(struct hstop *s)
 	if (s->stops_fd > 0)
 		close(s->stops_fd); /* the guardian exits with us */
 	s->stops_fd = -1;
+	/* the guardian keeps its own view of the record */
+	if (s->inj)
+		munmap(s->inj, sizeof(*s->inj));
+	s->inj = NULL;
 }

@@ -19,6 +19,7 @@
 #include "util/knobs.h"
 #include "util/clock.h"
 #include "session/guard.h"
+#include "target/inject.h"
 #include "target/proc.h"
 #include "luamemtrace.h"
 
@@ -347,6 +348,20 @@ int guard_release(int stops_fd, struct held *v, size_t n)
 
 /* -- The watchdog ---------------------------------------------------------- */
 
+/* The tracer's injected calls (target/inject.h), if it makes any. */
+static struct inj_rec *inj;
+
+/* Does the target of a stop in v[0..n) hold the tracer's registers? */
+static int inj_held(const struct held *v, size_t n)
+{
+	if (!inj || __atomic_load_n(&inj->phase, __ATOMIC_SEQ_CST) != INJ_SET)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].k.tgid == (__u32)inj->tgid)
+			return 1;
+	return 0;
+}
+
 /* The deadline of a stop, in ns (session/guard.h: LMT_HOLD_MAX_MS). */
 static uint64_t hold_max_ns(void)
 {
@@ -372,6 +387,14 @@ static void expire(int stops_fd, uint64_t max)
 	for (size_t i = 0; i < n; i++)
 		if (v[i].h.since <= now && now - v[i].h.since > max)
 			v[k++] = v[i];
+	/* Continued now, the thread would run our registers: the tracer is
+	 * ended first (descriptor 4, its pidfd); the watchdog's loop then
+	 * puts them back before it continues it. */
+	if (k && inj_held(v, k)) {
+		syscall(SYS_pidfd_send_signal, 4, SIGKILL, NULL, 0);
+		free(v);
+		return;
+	}
 	if (!k || !(held = calloc(k, 1))) {
 		free(v);
 		return;
@@ -397,6 +420,31 @@ static int move_fd(int fd, int want)
 	if (fd == want)
 		return 0;
 	return dup2(fd, want) < 0 ? -1 : 0;
+}
+
+/* The target of the tracer's injected calls, stopped under a stop of
+ * ours in the map (descriptor 3), for inj_recover. */
+static void recover_inj(void)
+{
+	struct lmt_stop k = { .tgid = (__u32)inj->tgid, .seq = UINT32_MAX };
+	struct lmt_hold hv = { .state = LMT_STOP_HELD };
+	long hz = sysconf(_SC_CLK_TCK);
+	int fd = (int)syscall(SYS_pidfd_open, inj->tgid, 0);
+
+	if (fd < 0)
+		return;
+	if (hz > 0 && proc_start(inj->tgid, fd) == inj->start) {
+		hv.start = (uint64_t)((int64_t)(inj->start * (uint64_t)(1000000000 / hz)) -
+				      guard_boot_offset());
+		hv.since = boot_ns();
+		if (!bpf_map_update_elem(3, &k, &hv, BPF_ANY) &&
+		    !syscall(SYS_pidfd_send_signal, fd, SIGSTOP, NULL, 0)) {
+			for (int t = 0; t < 1000 && proc_stopped(inj->tgid) == 0; t++)
+				nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+			inj_recover(inj);
+		}
+	}
+	close(fd);
 }
 
 static void guard_main(int stops_fd, int pidfd)
@@ -439,6 +487,10 @@ static void guard_main(int stops_fd, int pidfd)
 		if (!r)
 			expire(3, max);
 	}
+	/* What the target holds of the tracer's, put back under a stop of
+	 * ours, released with the tracer's. */
+	if (inj && (inj->phase == INJ_SET || inj->child))
+		recover_inj();
 	/* A stop still held in our own map when we looked (made after we
 	 * read it) is released on the next turn. */
 	for (int turn = 0; turn < 100; turn++) {
@@ -454,7 +506,7 @@ static void guard_main(int stops_fd, int pidfd)
 	_exit(0);
 }
 
-pid_t guard_start(int stops_fd)
+pid_t guard_start(int stops_fd, struct inj_rec *rec)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	pid_t c;
@@ -462,8 +514,10 @@ pid_t guard_start(int stops_fd)
 	if (pidfd < 0)
 		return -1;
 	c = fork();
-	if (c == 0)
+	if (c == 0) {
+		inj = rec;
 		guard_main(stops_fd, pidfd);
+	}
 	close(pidfd);
 	return c;
 }

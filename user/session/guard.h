@@ -37,8 +37,14 @@
 
 /* Starts the guardian over the stops map (a BPF map fd, struct lmt_stop keys).
  * Call before any probe is attached: the guardian keeps no descriptor but
- * the map and our pidfd. Its PID, or -1 with errno. */
-pid_t guard_start(int stops_fd);
+ * the map and our pidfd. inj, if not NULL, is the record of our calls
+ * injected into a target (target/inject.h, shared memory): once we are
+ * gone the guardian puts back what it says the target holds of ours
+ * (inj_recover, under a stop of its own) before it continues anything;
+ * a stop held past its deadline while the target holds our registers
+ * ends us first. Its PID, or -1 with errno. */
+struct inj_rec;
+pid_t guard_start(int stops_fd, struct inj_rec *inj);
 /* Writes the record that makes the guardian's map a peer's to other
  * tracers (only such maps are: session/guard.c, Stops of other tracers). Call
  * before any stop can be made. 0, or -1 (errno). */

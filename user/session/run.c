@@ -330,7 +330,7 @@ static int open_bpf(struct tr *t)
 		     "(needs 6.13, or schedule_tail under fexit): children of traced "
 		     "processes are not followed, only counted");
 	t->stops_fd = bpf_map__fd(t->probes.skel->maps.lmt_stops);
-	t->guardian = guard_start(t->stops_fd);
+	t->guardian = guard_start(t->stops_fd, NULL);
 	if (t->guardian < 0) {
 		err1("cannot start the guardian process: %s", strerror(errno));
 		return -1;
