@@ -441,8 +441,7 @@ static int capture(pid_t pid, struct hstop *s, const struct pmaps *m, const stru
 		return err;
 	}
 	if (stopped || nofork)
-		snprintf(cap->cow_why, sizeof(cap->cow_why), "%s",
-			 stopped ? "--stopped" : "--no-fork");
+		cap->cow_why[0] = 0; /* asked for: not said */
 	err = 0;
 	if (stopped)
 		snprintf(cap->why, sizeof(cap->why), "--stopped");

@@ -164,14 +164,14 @@ int hcow_usable(pid_t pid, char *why, size_t n)
 	need = (uint64_t)anon * 1024 + LMT_HEAP_COW_ROOM;
 	if ((uint64_t)avail * 1024 < need) {
 		snprintf(why, n, "%llu MB available, its writes could copy %llu MB",
-			 (unsigned long long)avail / 1024, (unsigned long long)anon / 1024);
+			 (unsigned long long)avail / 1024, (unsigned long long)(anon + 1023) / 1024);
 		return -1;
 	}
 	if ((room = cg_room(pid)) < need) {
 		if (room)
 			snprintf(why, n, "%llu MB under its cgroup's memory limit, its writes "
 				 "could copy %llu MB", (unsigned long long)(room >> 20),
-				 (unsigned long long)anon / 1024);
+				 (unsigned long long)(anon + 1023) / 1024);
 		else
 			snprintf(why, n, "its cgroup's memory room is unknown");
 		return -1;
@@ -237,6 +237,8 @@ int hcow_fork(struct hcow *c, struct hstop *s, pid_t pid, int *expired)
 	}
 	if (err)
 		hcow_end(c, s, pid);
+	else
+		inj_test_point(INJ_AT_COPY);
 	return err;
 }
 
@@ -254,6 +256,7 @@ void hcow_end(struct hcow *c, struct hstop *s, pid_t pid)
 	if (!s->inj || !s->inj->child)
 		return;
 	inj_child_kill(s->inj);
+	inj_test_point(INJ_AT_KILLED);
 	a[0] = (uint64_t)s->inj->child_ns;
 	a[2] = __WALL | WNOHANG;
 	if (!call_stopped(s, pid, SYS_wait4, a, &ret, &c->reap_ns, &expired) &&

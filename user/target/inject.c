@@ -16,6 +16,7 @@
 
 #include "target/inject.h"
 #include "target/proc.h"
+#include "util/knobs.h"
 
 #ifndef PTRACE_GETSIGMASK
 #define PTRACE_GETSIGMASK 0x420a
@@ -27,6 +28,14 @@
 /* Stops of the thread one call may take (the attach's SIGSTOP, entry,
  * the clone event, exit): past it the call is given up. */
 #define INJ_STOPS_MAX 16
+
+void inj_test_point(int at)
+{
+	if (knobs.test_inj_die == at)
+		raise(SIGKILL);
+	while (knobs.test_inj_stall == at)
+		pause();
+}
 
 #if defined(__x86_64__)
 
@@ -161,6 +170,8 @@ int inj_call(struct inj *j, long nr, const uint64_t a[6], int64_t *ret)
 		err = -errno;
 		goto back;
 	}
+	if (nr == SYS_clone)
+		inj_test_point(INJ_AT_SET);
 	for (int k = 0; k < INJ_STOPS_MAX; k++) {
 		int st, sig, ev;
 
@@ -185,6 +196,7 @@ int inj_call(struct inj *j, long nr, const uint64_t a[6], int64_t *ret)
 				if (fd >= 0)
 					close(fd);
 				__atomic_store_n(&rec->child, (pid_t)c, __ATOMIC_SEQ_CST);
+				inj_test_point(INJ_AT_CLONED);
 			}
 		} else if (sig == (SIGTRAP | 0x80)) {
 			if (!entered) {
@@ -197,6 +209,8 @@ int inj_call(struct inj *j, long nr, const uint64_t a[6], int64_t *ret)
 			}
 			*ret = (int64_t)r.rax;
 			err = 0;
+			if (nr == SYS_clone)
+				inj_test_point(INJ_AT_RETURNED);
 			break;
 		} else if (sig != SIGSTOP) {
 			/* a fault of the instruction (it never is, read

@@ -54,6 +54,14 @@ struct inj {
 	int attached;
 };
 
+/* The instants a test may end or stall the tracer at (LMT_TEST_INJ_DIE,
+ * LMT_TEST_INJ_STALL, util/knobs.h): the thread holds our registers,
+ * its call not made (1); the fork made, its child recorded (2); the call
+ * returned, its registers not yet put back (3); the copy being read, the
+ * target running (4); the child killed, not yet reaped (5). */
+enum { INJ_AT_SET = 1, INJ_AT_CLONED, INJ_AT_RETURNED, INJ_AT_COPY, INJ_AT_KILLED };
+void inj_test_point(int at);
+
 /* Can calls be injected on this machine (x86-64)? */
 int inj_supported(void);
 /* A record in memory shared with processes forked after (the guardian),

@@ -37,6 +37,8 @@ void knobs_read(void)
 	knobs.compat_reader = level("LMT_COMPAT_READER", '1');
 	knobs.no_signal_task = level("LMT_NO_SIGNAL_TASK", '1');
 	knobs.no_ptscan = level("LMT_NO_PTSCAN", '1');
+	knobs.test_inj_die = level("LMT_TEST_INJ_DIE", '5');
+	knobs.test_inj_stall = level("LMT_TEST_INJ_STALL", '5');
 	knobs.test_deadline_ms = ms("LMT_TEST_DEADLINE");
 	knobs.test_hold_ms = ms("LMT_TEST_HOLD");
 	knobs.test_stop_at = getenv("LMT_TEST_STOP_AT");

@@ -30,6 +30,10 @@ struct knobs {
 	/* Heap snapshots (heap/capture.c) */
 	uint8_t no_ptscan;      /* LMT_NO_PTSCAN: pagemap's soft-dirty bits
 				 * alone, not the pages' own entries */
+	/* LMT_TEST_INJ_DIE=N (1-5): the tracer kills itself at point N of a
+	 * copy-on-write copy (target/inject.h's inj_test_point); _STALL=N:
+	 * it waits there for good instead (the guardian's deadline) */
+	uint8_t test_inj_die, test_inj_stall;
 	/* Debugging */
 	uint8_t libbpf_debug;   /* LMT_LIBBPF_DEBUG (set at all): libbpf's log */
 	uint8_t debug_stats;    /* LMT_DEBUG_STATS (set at all): BPF's counters */

@@ -1,0 +1,69 @@
+-- A target blocked in a system call when it is forked for its copy, for
+-- tests/heap_cow.bats. Arguments: KIND, DIR. Builds 300 tables of class
+-- Item under package.loaded["app.calls"].items (64 bytes each), writes
+-- "ready" to DIR/ready, then, until DIR/stop exists, makes one call of
+-- KIND after another and counts those that did not return what they
+-- would have without a stop (a restarted call returns as if never
+-- interrupted: read, nanosleep and poll are restarted after SIGSTOP and
+-- SIGCONT). Then writes "KIND calls=N bad=B" (and the lines it read) to
+-- stdout.
+--   read   a line from stdin (it blocks until the test writes one): each
+--          line read is printed back at once, "got LINE"; it ends at EOF
+--   sleep  nanosleep of 20 ms: 0 and the whole time slept
+--   poll   poll of no descriptor for 20 ms: 0
+--   spin   no call: a loop of Lua arithmetic (stopped in user code)
+local kind, dir = arg[1], arg[2]
+local ffi = require("ffi")
+ffi.cdef[[
+struct lmt_ts { long sec; long nsec; };
+int nanosleep(const struct lmt_ts *, struct lmt_ts *);
+int poll(void *, unsigned long, int);
+struct lmt_filter { uint16_t code; uint8_t jt, jf; uint32_t k; };
+struct lmt_fprog { unsigned short len; struct lmt_filter *filter; };
+int prctl(int, unsigned long, unsigned long, unsigned long, unsigned long);
+]]
+
+if arg[3] == "seccomp" then
+  -- BPF_RET | BPF_K, SECCOMP_RET_ALLOW; PR_SET_NO_NEW_PRIVS, then
+  -- PR_SET_SECCOMP with SECCOMP_MODE_FILTER
+  local insn = ffi.new("struct lmt_filter[1]", { { 0x06, 0, 0, 0x7fff0000 } })
+  local prog = ffi.new("struct lmt_fprog[1]", { { 1, insn } })
+  assert(ffi.C.prctl(38, 1, 0, 0, 0) == 0)
+  assert(ffi.C.prctl(22, 2, ffi.cast("unsigned long", ffi.cast("void *", prog)), 0, 0) == 0)
+end
+
+local Item = {}
+Item.__index = Item
+local calls = { Item = Item, items = {} }
+package.loaded["app.calls"] = calls
+for i = 1, 300 do calls.items[i] = setmetatable({}, Item) end
+
+local function exists(p)
+  local f = io.open(p)
+  if f then f:close() end
+  return f ~= nil
+end
+
+local f = io.open(dir .. "/ready", "w")
+f:write("ready\n")
+f:close()
+
+local n, bad = 0, 0
+local req, rem = ffi.new("struct lmt_ts", 0, 20000000), ffi.new("struct lmt_ts")
+local x = 0
+while not exists(dir .. "/stop") do
+  n = n + 1
+  if kind == "read" then
+    local l = io.read("*l")
+    if not l then break end
+    io.write("got ", l, "\n")
+    io.stdout:flush()
+  elseif kind == "sleep" then
+    if ffi.C.nanosleep(req, rem) ~= 0 then bad = bad + 1 end
+  elseif kind == "poll" then
+    if ffi.C.poll(nil, 0, 20) ~= 0 then bad = bad + 1 end
+  else
+    for i = 1, 100000 do x = (x + i) % 65521 end
+  end
+end
+print(kind .. " calls=" .. n .. " bad=" .. bad)
