@@ -383,31 +383,48 @@ hostile() {
 	[ "$(printf '%s\n' "$output" | awk '$1 == "table" { print $2 }')" = 2 ]
 }
 
-# churn_snap N: heap_churn.lua with N items, snapshotted 5 times while it
-# allocates and writes its heap (the copy made while it runs, then the
-# pages it wrote read again stopped); each report in $T/churn.I.
+# churn_snap N [OPTION]: heap_churn.lua with N items, snapshotted 5 times
+# while it allocates and writes its heap (heap's OPTION, --no-fork: the
+# copy made while it runs, then the pages it wrote read again stopped);
+# each report in $T/churn.I.
 churn_snap() {
 	luajit "$LUA_DIR/heap_churn.lua" "$1" 0 "$T/churn.ready" 3>&- &
 	TARGET=$!
 	wait_for "$T/churn.ready" ready
 	local i
 	for i in 1 2 3 4 5; do
-		"$LMT" heap -p "$TARGET" > "$T/churn.$i" 2> "$T/churn.$i.err" || echo "rc $?" >> "$T/churn.$i"
+		"$LMT" heap ${2:-} -p "$TARGET" > "$T/churn.$i" 2> "$T/churn.$i.err" || echo "rc $?" >> "$T/churn.$i"
 	done
 	CHURN_STATE=$(awk '{print $3}' "/proc/$TARGET/stat")
 	kill "$TARGET"
 	wait "$TARGET" 2>/dev/null || true
 }
 
-@test "heap: a target that allocates and writes its heap during the copy: one instant (remainder 0, the items exact), left running" {
+# churn_ok I: snapshot I of churn_snap 500 adds up: remainder 0, whole,
+# the 500 items exact.
+churn_ok() {
+	cat "$T/churn.$1.err" "$T/churn.$1"
+	[ "$(awk '/remainder \(gc.total - sum\)/ { print $NF }' "$T/churn.$1")" = 0 ]
+	! grep -q '^incomplete\|^rc ' "$T/churn.$1"
+	grep -qE '^ +500 +32000  package\.loaded\["app\.cache"\]\.Item$' "$T/churn.$1"
+}
+
+@test "heap: a target that allocates and writes its heap during the copy: one instant from a fork (remainder 0, the items exact), left running" {
 	churn_snap 500
 	[ "$CHURN_STATE" = R ]
 	local i
 	for i in 1 2 3 4 5; do
-		cat "$T/churn.$i.err" "$T/churn.$i"
-		[ "$(awk '/remainder \(gc.total - sum\)/ { print $NF }' "$T/churn.$i")" = 0 ]
-		! grep -q '^incomplete\|^rc ' "$T/churn.$i"
-		grep -qE '^ +500 +32000  package\.loaded\["app\.cache"\]\.Item$' "$T/churn.$i"
+		churn_ok "$i"
+		grep -qE "^luamemtrace heap: PID $TARGET: stopped [0-9.]+ ms to fork a copy-on-write copy of it( \([0-9]+ forks: a copy that did not add up taken again\))?, read as it ran on \([0-9]+ ms\), then stopped [0-9.]+ ms to reap the copy; longest stop [0-9.]+ ms$" "$T/churn.$i.err"
+	done
+}
+
+@test "heap --no-fork: a target that allocates and writes its heap during the copy: one instant (remainder 0, the items exact), left running" {
+	churn_snap 500 --no-fork
+	[ "$CHURN_STATE" = R ]
+	local i
+	for i in 1 2 3 4 5; do
+		churn_ok "$i"
 		# how it was copied, and the pause, said: with soft-dirty bits, or
 		# without them only because the kernel keeps none
 		grep -qE "^luamemtrace heap: PID $TARGET: copied (while it ran \([0-9]+ ms(; [0-9]+ passes read again [0-9]+ pages it wrote, stopped [0-9.]+ ms in all to find them)?\), then stopped [0-9.]+ ms.*: [0-9]+ of [0-9]+ pages written meanwhile, read again \([0-9]+ reads\); longest stop [0-9.]+ ms|stopped [0-9.]+ ms.*: no soft-dirty bits \(the kernel keeps no soft-dirty bits \(CONFIG_MEM_SOFT_DIRTY\)\))$" "$T/churn.$i.err"

@@ -148,6 +148,8 @@ snap_ok() {
 	calls read
 	if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
 		CG=/sys/fs/cgroup/lmt-cow-$$
+		grep -qw memory /sys/fs/cgroup/cgroup.subtree_control ||
+			echo +memory > /sys/fs/cgroup/cgroup.subtree_control
 		mkdir "$CG"
 		echo $((48 << 20)) > "$CG/memory.max"
 	else

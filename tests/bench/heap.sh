@@ -5,8 +5,10 @@
 # allocates without end). Per run: how long the target was stopped (the
 # longest stop, and all stops), how it was copied (soft-dirty bits or not),
 # the whole command's time, the tracer's peak RSS against the heap's size
-# (gc.total). Each mode BENCH_HEAP_REPS times: the default, and --stopped
-# (the whole copy with the target stopped); BENCH_HEAP_MODES picks them.
+# (gc.total). Each mode BENCH_HEAP_REPS times: the default (a
+# copy-on-write fork where one may be made), nofork (--no-fork: soft-dirty
+# bits where the kernel keeps them) and stopped (--stopped: the whole copy
+# with the target stopped); BENCH_HEAP_MODES picks them.
 # In a Debian kernel's guest (make bench-heap-guest): build/rusage, as the
 # guest has no compiler.
 set -u
@@ -14,7 +16,7 @@ cd "$(dirname "$0")/../.." || exit 1
 LMT=${LMT:-$PWD/luamemtrace}
 MB=${BENCH_HEAP_MB:-1024}
 REPS=${BENCH_HEAP_REPS:-3}
-MODES=${BENCH_HEAP_MODES:-default stopped}
+MODES=${BENCH_HEAP_MODES:-default nofork stopped}
 # microseconds the workload sleeps every 1000 rounds (0: never)
 PACE=${BENCH_HEAP_PACE:-0}
 TMP=$(mktemp -d)
@@ -49,11 +51,17 @@ for r in $(seq 1 "$REPS"); do
 	for mode in $MODES; do
 		flag=
 		[ "$mode" = stopped ] && flag=--stopped
+		[ "$mode" = nofork ] && flag=--no-fork
 		"$RUSAGE" "$LMT" heap $flag -p "$PID" > "$TMP/out" 2> "$TMP/err"
 		read -r wall rss rc <<< "$(tail -1 "$TMP/err")"
-		line=$(grep '^luamemtrace heap: PID' "$TMP/err")
+		line=$(grep '^luamemtrace heap: PID' "$TMP/err" | grep -v 'not forked' | tail -1)
 		f() { sed -n "s/.*$1.*/\\1/p" <<< "$line"; }
-		if grep -q 'pages written meanwhile' <<< "$line"; then
+		if grep -q 'to fork a copy-on-write copy' <<< "$line"; then
+			path="fork: read $(f 'read as it ran on (\([0-9]*\) ms)') ms from the copy, reaped in a $(f 'then stopped \([0-9.]*\) ms to reap') ms stop"
+			final=$(f 'stopped \([0-9.]*\) ms to fork')
+			pause=$(f 'longest stop \([0-9.]*\) ms')
+			passes=0 ppg=0 reread=- reads=-
+		elif grep -q 'pages written meanwhile' <<< "$line"; then
 			path=soft-dirty
 			grep -q 'copied from that image' <<< "$line" && path="soft-dirty, copied after it ran on"
 			grep -q 'pages written since: copied stopped' <<< "$line" && path="soft-dirty, image stale: copied stopped"

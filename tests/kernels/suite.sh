@@ -41,8 +41,14 @@ case $(uname -r) in
 esac
 tests+=('--check: the paths this kernel takes' 'heap on Debian.s kernel: copied while the target ran'
 	'heap on Debian.s kernel: a heap whose mapping grows' 'heap on Debian.s kernel: a process.s own page table entries'
+	# heap_cow.bats: the fork's copy, the target's call as without us,
+	# and the guardian's part, on this kernel's ptrace
+	'heap, a fork.s copy: a target blocked in read' 'heap, a fork.s copy: a target in nanosleep'
+	'heap, a fork.s copy: the tracer killed at each instant' 'heap, a fork.s copy: a tracer stalled'
+	'heap, a fork.s copy: not made for a target under seccomp'
 	# variants.bats: Tarantool (its fork's layout, GC64 off) on this kernel
 	'Tarantool, -p: ' 'Tarantool, -- COMMAND: ')
 re=$(IFS='|'; echo "^(${tests[*]})")
 exec bats --tap -f "$re" tests/tracer.bats tests/stacks.bats tests/fnames.bats tests/system.bats \
-	tests/faults.bats tests/duty.bats tests/hosts.bats tests/variants.bats tests/kernels/guest.bats
+	tests/faults.bats tests/duty.bats tests/hosts.bats tests/variants.bats tests/heap_cow.bats \
+	tests/kernels/guest.bats

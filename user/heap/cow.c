@@ -83,9 +83,9 @@ static uint64_t cg_path_room(const char *base, char *path, int v1)
 }
 
 /* The least room under the memory limits of pid's cgroups (v2's, and
- * v1's memory controller's): bytes, UINT64_MAX if none limits it, 0 if
- * unknown (a path from outside our cgroup namespace, "/..", or a file
- * longer than read). */
+ * v1's memory controller's, under /sys/fs/cgroup): bytes, UINT64_MAX if
+ * none limits it (or the kernel has no hierarchy), 0 if unknown (a path
+ * from outside our cgroup namespace, "/..", or a file longer than read). */
 static uint64_t cg_room(pid_t pid)
 {
 	char b[4096], *line, *next;
@@ -95,7 +95,9 @@ static uint64_t cg_room(pid_t pid)
 
 	if (fd >= 0)
 		close(fd);
-	if (n <= 0 || n == (ssize_t)sizeof(b) - 1)
+	if (!n) /* no hierarchy at all: nothing limits it */
+		return UINT64_MAX;
+	if (n < 0 || n == (ssize_t)sizeof(b) - 1)
 		return 0;
 	b[n] = 0;
 	for (line = b; *line; line = next) {
