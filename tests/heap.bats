@@ -415,7 +415,7 @@ churn_ok() {
 	local i
 	for i in 1 2 3 4 5; do
 		churn_ok "$i"
-		grep -qE "^luamemtrace heap: PID $TARGET: stopped [0-9.]+ ms to fork a copy-on-write copy of it( \([0-9]+ forks: a copy that did not add up taken again\))?, read as it ran on \([0-9]+ ms\), then stopped [0-9.]+ ms to reap the copy; longest stop [0-9.]+ ms$" "$T/churn.$i.err"
+		grep -qE "^luamemtrace heap: PID $TARGET: stopped [0-9.]+ ms to fork a copy-on-write copy of it( \([0-9]+ forks: a copy that did not add up taken again\))?, read [0-9.]+ MB of the copy in [0-9]+ ms as it ran on, then stopped [0-9.]+ ms to reap the copy; longest stop [0-9.]+ ms$" "$T/churn.$i.err"
 	done
 }
 

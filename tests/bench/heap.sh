@@ -42,22 +42,38 @@ until grep -q ready "$TMP/ready" 2>/dev/null; do
 	sleep 0.2
 done
 echo "workload built in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }') s, RSS $(awk '/^VmRSS:/ {printf "%.0f MiB", $2 / 1024}' "/proc/$PID/status")"
-# pause: the longest stop; final: the copy's stop; passes: the passes made
+# pause: the longest stop; final: the copy's stop (a fork's: the fork);
+# tgt+MiB: the target's RSS at its peak while copied, less before (a
+# fork's copy-on-write: the pages it wrote while the child lived); passes: the passes made
 # (soft-dirty bits) and the pages they read again while it ran; re-read:
 # the pages the final stop read again of those kept, in how many reads.
-printf '%-8s %8s %8s %6s %8s %16s %6s %7s %8s %8s %6s  %s\n' mode pause-ms final-ms passes pass-pg \
-	re-read reads total-s heap-MiB rss-MiB ratio path
+printf '%-8s %8s %8s %6s %8s %16s %6s %7s %8s %8s %6s %8s  %s\n' mode pause-ms final-ms passes pass-pg \
+	re-read reads total-s heap-MiB rss-MiB ratio tgt+MiB path
 for r in $(seq 1 "$REPS"); do
 	for mode in $MODES; do
 		flag=
 		[ "$mode" = stopped ] && flag=--stopped
 		[ "$mode" = nofork ] && flag=--no-fork
+		# the target's RSS before, and its peak while copied (a fork's
+		# copy-on-write costs it the pages it writes meanwhile)
+		rss0=$(awk '/^VmRSS:/ { print $2 }' "/proc/$PID/status")
+		( peak=$rss0
+		  while [ ! -e "$TMP/done" ]; do
+			r=$(awk '/^VmRSS:/ { print $2 }' "/proc/$PID/status")
+			[ "${r:-0}" -gt "$peak" ] && peak=$r
+			sleep 0.05
+		  done
+		  echo "$peak" > "$TMP/peak" ) &
+		rm -f "$TMP/done"
 		"$RUSAGE" "$LMT" heap $flag -p "$PID" > "$TMP/out" 2> "$TMP/err"
+		touch "$TMP/done"
+		wait $!
+		grow=$(( ($(cat "$TMP/peak") - rss0) / 1024 ))
 		read -r wall rss rc <<< "$(tail -1 "$TMP/err")"
 		line=$(grep '^luamemtrace heap: PID' "$TMP/err" | grep -v 'not forked' | tail -1)
 		f() { sed -n "s/.*$1.*/\\1/p" <<< "$line"; }
 		if grep -q 'to fork a copy-on-write copy' <<< "$line"; then
-			path="fork: read $(f 'read as it ran on (\([0-9]*\) ms)') ms from the copy, reaped in a $(f 'then stopped \([0-9.]*\) ms to reap') ms stop"
+			path="fork: $(f 'read \([0-9.]*\) MB of the copy') MB of the copy read in $(f 'of the copy in \([0-9]*\) ms') ms, reaped in a $(f 'then stopped \([0-9.]*\) ms to reap') ms stop"
 			final=$(f 'stopped \([0-9.]*\) ms to fork')
 			pause=$(f 'longest stop \([0-9.]*\) ms')
 			passes=0 ppg=0 reread=- reads=-
@@ -78,9 +94,9 @@ for r in $(seq 1 "$REPS"); do
 		fi
 		grep -q '^incomplete' "$TMP/out" && path="$path; incomplete (rc $rc): $(sed -n '/^incomplete/,/^$/p' "$TMP/out" | sed -n 2p | sed 's/^ *//')"
 		total=$(awk '/^  gc.total/ { print $NF }' "$TMP/out")
-		printf '%-8s %8s %8s %6s %8s %16s %6s %7.1f %8.0f %8.0f %6.2f  %s\n' "$mode" "${pause:--}" \
+		printf '%-8s %8s %8s %6s %8s %16s %6s %7.1f %8.0f %8.0f %6.2f %8s  %s\n' "$mode" "${pause:--}" \
 			"${final:--}" "${passes:-0}" "${ppg:-0}" "${reread:--}" "${reads:--}" "$wall" \
 			"$(( ${total:-0} >> 20 ))" "$((rss / 1024))" \
-			"$(awk -v a="$rss" -v b="${total:-0}" 'BEGIN { print b ? a * 1024 / b : 0 }')" "$path"
+			"$(awk -v a="$rss" -v b="${total:-0}" 'BEGIN { print b ? a * 1024 / b : 0 }')" "$grow" "$path"
 	done
 done

@@ -358,21 +358,25 @@ static void retry_wait(int tries)
 }
 
 /* The copy from copy-on-write forks of the target (cow.c): each try a
- * fork (the target stopped as long as it takes), the copy read from the
- * child as the target runs on, the child killed and reaped. 0 (copied:
- * cap->cow), or -errno having copied nothing, with cap->cow_why (the
- * copy is then made the other way). */
-static int cow_capture(pid_t pid, struct hstop *s, const struct pmaps *m,
-		       const struct vmscan *sc, const char *variant, struct heap *hs,
-		       struct hcapture *cap)
+ * fork (the target stopped as long as it takes); the child's private
+ * writable memory read whole while the target runs on (hpages_preload),
+ * then the child killed and reaped: the copy is made from what was read,
+ * with no process. Where the memory could not all be read (a cap, the
+ * time), the copy reads the rest of the child as it goes, and the child
+ * lives until it ends. 0 (copied: cap->cow), or -errno having copied
+ * nothing, with cap->cow_why (the copy is then made the other way). */
+static int cow_capture(pid_t pid, struct hstop *s, const struct vmscan *sc,
+		       const char *variant, struct heap *hs, struct hcapture *cap)
 {
 	int err = 0;
 
 	for (cap->tries = 1;; cap->tries++) {
 		struct hpages pg = { 0 };
+		struct pmaps cm = { 0 };
+		struct vminfo *vi;
 		struct hcow c;
-		uint64_t t0, deadline;
-		int expired;
+		uint64_t t0, deadline, bytes = 0;
+		int expired, perr;
 
 		for (size_t i = 0; i < sc->n; i++)
 			if (hs[i].var)
@@ -391,22 +395,45 @@ static int cow_capture(pid_t pid, struct hstop *s, const struct pmaps *m,
 		cap->stop_max = c.fork_ns > cap->stop_max ? c.fork_ns : cap->stop_max;
 		t0 = boot_ns();
 		deadline = t0 + ms_ns(LMT_HEAP_RUNCOPY_MS);
-		for (size_t i = 0; i < sc->n && !err; i++) {
-			struct vminfo vi;
+		if (!(vi = calloc(sc->n ? sc->n : 1, sizeof(*vi))) || pmaps_load(c.child, &cm)) {
+			free(vi);
+			hcow_end(&c, s, pid);
+			err = -ENOMEM;
+			break;
+		}
+		/* its maps are the target's at the fork */
+		for (size_t i = 0; i < sc->n; i++) {
 			char why[256];
 
-			hs[i].var = NULL;
-			if (vm_at(c.child, m, variant, sc->v[i].L, &vi, why, sizeof(why))) {
+			if (vm_at(c.child, &cm, variant, sc->v[i].L, &vi[i], why, sizeof(why))) {
+				vi[i].var = NULL;
 				if (cap->tries == 1)
 					fprintf(stderr, "luamemtrace heap: VM 0x%llx gone: %s\n",
 						(unsigned long long)sc->v[i].L, why);
-				continue;
 			}
-			err = heap_copy_in(c.child, vi.var, vi.L, deadline, &pg, &hs[i]);
 		}
+		perr = hpages_preload(&pg, c.child, &cm, deadline, &bytes);
+		pmaps_free(&cm);
+		cap->cow_bytes = bytes;
+		if (!perr) { /* all read: the child goes now */
+			hcow_end(&c, s, pid);
+			cap->cow_ns = boot_ns() - t0;
+			cap->cow_why[0] = 0;
+		} else {
+			snprintf(cap->cow_why, sizeof(cap->cow_why), "reading it whole: %s; the "
+				 "rest read as the copy went", strerror(-perr));
+		}
+		for (size_t i = 0; i < sc->n && !err; i++) {
+			hs[i].var = NULL;
+			if (vi[i].var)
+				err = heap_copy_in(c.child, vi[i].var, vi[i].L, deadline, &pg, &hs[i]);
+		}
+		free(vi);
 		hpages_free(&pg);
-		hcow_end(&c, s, pid);
-		cap->cow_ns += boot_ns() - t0;
+		if (perr) {
+			hcow_end(&c, s, pid);
+			cap->cow_ns = boot_ns() - t0;
+		}
 		cap->pause_ns += c.reap_ns;
 		cap->reap_max = c.reap_ns > cap->reap_max ? c.reap_ns : cap->reap_max;
 		cap->unreaped |= c.unreaped;
@@ -436,7 +463,7 @@ static int capture(pid_t pid, struct hstop *s, const struct pmaps *m, const stru
 	/* A fork's copy first, where it may be made: the target stopped
 	 * for the fork alone. */
 	if (!stopped && !nofork && !hcow_usable(pid, cap->cow_why, sizeof(cap->cow_why)) &&
-	    (err = cow_capture(pid, s, m, sc, variant, hs, cap)) >= 0) {
+	    (err = cow_capture(pid, s, sc, variant, hs, cap)) >= 0) {
 		hstop_end(s);
 		return err;
 	}
@@ -583,10 +610,13 @@ void heap_capture_say(pid_t pid, const struct hcapture *cap, FILE *f)
 					     "or a sweep step: the report's remainder and "
 					     "incomplete lines say by how much"
 					   : "a copy that did not add up taken again");
+		if (cap->cow_why[0])
+			snprintf(own, sizeof(own), " (%s)", cap->cow_why);
 		fprintf(f, "luamemtrace heap: PID %d: stopped %.1f ms to fork a copy-on-write "
-			"copy of it%s, read as it ran on (%.0f ms), then stopped %.1f ms to reap "
-			"the copy%s; longest stop %.1f ms\n", (int)pid, (double)cap->stop_max / 1e6,
-			tries, (double)cap->cow_ns / 1e6, (double)cap->reap_max / 1e6,
+			"copy of it%s, read %.1f MB of the copy in %.0f ms as it ran on%s, then "
+			"stopped %.1f ms to reap the copy%s; longest stop %.1f ms\n", (int)pid,
+			(double)cap->stop_max / 1e6, tries, (double)cap->cow_bytes / (1 << 20),
+			(double)cap->cow_ns / 1e6, own, (double)cap->reap_max / 1e6,
 			cap->unreaped ? " (not reaped: left to the guardian)" : "",
 			(double)cap->pause_max / 1e6);
 		return;

@@ -316,6 +316,8 @@ void heap_sizes(struct heap *h);
 /* Bytes of the target read at once and kept: objects lie close together,
  * a block serves many. */
 #define HPAGES_BLOCK (16u << 10)
+/* The page a side copy holds (hpages_preload): x86-64's. */
+#define HPAGES_SIDE 4096u
 
 struct pmaps;
 struct hrun {
@@ -348,6 +350,9 @@ struct hpages {
 	uint64_t fresh_bytes; /* kept blocks read by hpages_read_fresh */
 	struct ptscan *pt; /* the target's own page table entries, read
 			    * where pagemap calls pages written (or NULL) */
+	struct u64map side; /* page + 1 -> its copy (HPAGES_SIDE bytes):
+			     * pages hpages_preload read that their block,
+			     * cut by a hole, does not hold */
 	uint64_t pt_cleared; /* pages those said unwritten */
 };
 
@@ -366,6 +371,15 @@ void hpages_allow(struct hpages *c, uint64_t gc_total);
 /* Makes n blocks ahead, touched, and room for n more in the map: a copy
  * made stopped then takes no page fault for the blocks it misses. */
 void hpages_spare(struct hpages *c, size_t n);
+
+/* Reads into c every block of pid's private writable mappings of m (the
+ * VMs' memory, heap_copy's) that holds a page it has (present or
+ * swapped, pid's pagemap), for a copy then made of c alone (a fork's
+ * child that is then gone, cow.c). 0, or -errno: E2BIG (over
+ * LMT_HEAP_FRESH_SCAN_PAGES of address space, or LMT_HEAP_COPY_MAX kept),
+ * ETIMEDOUT (past deadline): what it read is kept. *bytes: read. */
+int hpages_preload(struct hpages *c, pid_t pid, const struct pmaps *m, uint64_t deadline,
+		   uint64_t *bytes);
 
 /* Pages of the target's writable mappings looked up in one pagemap read
  * (hpages_scan_fresh), in bytes of the target. */
@@ -529,7 +543,8 @@ struct hcapture {
 	char own_why[160];    /* why pagemap's word alone, if so */
 	int cow;              /* 1: copied from a copy-on-write fork (cow.c) */
 	char cow_why[160];    /* why not, if not */
-	uint64_t cow_ns;      /* the copies from the forks, in all */
+	uint64_t cow_ns;      /* the last fork's child's life: read whole */
+	uint64_t cow_bytes;   /* what was read of it */
 	uint64_t reap_max;    /* the longest stop that reaped a fork */
 	int unreaped;         /* a fork left to the guardian to reap */
 };

@@ -63,6 +63,36 @@ static int direct(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t 
 	return e;
 }
 
+/* A read no one block serves, put together from the blocks and the
+ * pages kept apart (hpages_preload's side pages: those a block that met a
+ * hole does not hold), page by page; else read of the target. */
+static int assemble(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	uint8_t *out = buf;
+	uint64_t a = addr;
+	size_t left = len;
+
+	if (!c->side.n)
+		return direct(c, pid, addr, buf, len);
+	while (left) {
+		uint64_t pg = a & ~(uint64_t)(HPAGES_SIDE - 1), base = a & ~(uint64_t)(HPAGES_BLOCK - 1);
+		size_t k = HPAGES_SIDE - (a - pg) < left ? HPAGES_SIDE - (a - pg) : left;
+		const struct block *b = u64map_get(&c->m, base + 1);
+		const uint8_t *sp;
+
+		if (b && a - base >= b->start && a - base + k <= b->valid)
+			memcpy(out, b->d + (a - base), k);
+		else if ((sp = u64map_get(&c->side, pg + 1)))
+			memcpy(out, sp + (a - pg), k);
+		else
+			return direct(c, pid, addr, buf, len);
+		out += k;
+		a += k;
+		left -= k;
+	}
+	return 0;
+}
+
 int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	uint8_t *out = buf;
@@ -115,7 +145,7 @@ int hpages_read(struct hpages *c, pid_t pid, uint64_t addr, void *buf, size_t le
 		/* Not all of it cached (its block starts or ends in unmapped
 		 * memory): read as asked. */
 		if (off < b->start || off + k > b->valid)
-			return direct(c, pid, addr, buf, len);
+			return assemble(c, pid, addr, buf, len);
 		memcpy(out, b->d + off, k);
 		out += k;
 		a += k;
@@ -206,6 +236,7 @@ void hpages_free(struct hpages *c)
 		free(c->spare[--c->nspare]);
 	free(c->spare);
 	u64map_free(&c->m, free_block);
+	u64map_free(&c->side, free_block);
 	free(c->run);
 	free(c->fresh);
 	free(c->unv);
@@ -522,6 +553,107 @@ void hpages_read_fresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hr
 		}
 	}
 	c->nfresh = 0;
+}
+
+/* -- A whole image ------------------------------------------------------------ */
+
+/* Notes page pa (every one, not one a block: fresh_add's list). */
+static int page_add(struct hpages *c, uint64_t pa)
+{
+	if (c->nfresh == c->capfresh) {
+		size_t m = c->capfresh ? 2 * c->capfresh : 1024;
+		uint64_t *v = realloc(c->fresh, m * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->fresh = v;
+		c->capfresh = m;
+	}
+	c->fresh[c->nfresh++] = pa;
+	return 0;
+}
+
+int hpages_preload(struct hpages *c, pid_t pid, const struct pmaps *m, uint64_t deadline,
+		   uint64_t *bytes)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	size_t per = ps > 0 ? HFRESH_SCAN / (size_t)ps : 0;
+	uint64_t *e = NULL, total = 0;
+	int pm, err = 0;
+	uint8_t one;
+
+	*bytes = 0;
+	c->nfresh = 0;
+	if (!per)
+		return -EINVAL;
+	for (size_t i = 0; i < m->n; i++)
+		if (writable(&m->v[i]) &&
+		    (total += (m->v[i].hi - m->v[i].lo) / (uint64_t)ps) > LMT_HEAP_FRESH_SCAN_PAGES)
+			return -E2BIG;
+	if ((pm = hdirty_open(pid)) < 0)
+		return pm;
+	if (!(e = malloc(per * sizeof(*e)))) {
+		close(pm);
+		return -ENOMEM;
+	}
+	/* the blocks holding a page it has (present or swapped): what it
+	 * never touched is not read */
+	for (size_t i = 0; i < m->n && !err; i++) {
+		const struct pmap *p = &m->v[i];
+
+		if (!writable(p))
+			continue;
+		for (uint64_t a = p->lo; a < p->hi && !err; a += per * (uint64_t)ps) {
+			size_t n = (p->hi - a) / (uint64_t)ps < per ? (size_t)((p->hi - a) / (uint64_t)ps) : per;
+			ssize_t got = pread(pm, e, n * sizeof(*e), (off_t)(a / (uint64_t)ps * sizeof(*e)));
+
+			if (got != (ssize_t)(n * sizeof(*e))) {
+				err = got < 0 ? -errno : -EIO;
+				break;
+			}
+			for (size_t k = 0; k < n && !err; k++)
+				if (e[k] >> 62)
+					err = page_add(c, a + k * (uint64_t)ps);
+		}
+	}
+	free(e);
+	close(pm);
+	for (size_t i = 0; i < c->nfresh && !err; i++) {
+		uint64_t pa = c->fresh[i], base = pa & ~(uint64_t)(HPAGES_BLOCK - 1);
+		const struct block *b = u64map_get(&c->m, base + 1);
+		uint8_t *sp;
+
+		if (boot_ns() > deadline) {
+			err = -ETIMEDOUT;
+			break;
+		}
+		if (c->bytes + HPAGES_BLOCK > (c->allow ? c->allow : LMT_HEAP_COPY_MAX)) {
+			err = -E2BIG;
+			break;
+		}
+		/* a block that starts or ends in unmapped memory is kept from
+		 * the page on (hpages_read) */
+		if (!b) {
+			if (hpages_read(c, pid, pa, &one, 1) == 0)
+				*bytes += HPAGES_BLOCK;
+			b = u64map_get(&c->m, base + 1);
+		}
+		/* a page the block does not hold (a hole between it and the
+		 * block's start): kept apart, whole */
+		if (b && pa - base >= b->start && pa - base + HPAGES_SIDE <= b->valid)
+			continue;
+		if (u64map_get(&c->side, pa + 1) || !(sp = malloc(HPAGES_SIDE)))
+			continue;
+		if (proc_read(pid, pa, sp, HPAGES_SIDE) || (u64map_put(&c->side, pa + 1, sp, &err), err)) {
+			free(sp);
+			err = 0;
+			continue;
+		}
+		c->bytes += HPAGES_SIDE;
+		*bytes += HPAGES_SIDE;
+	}
+	c->nfresh = 0;
+	return err;
 }
 
 int hpages_verify(struct hpages *c, pid_t pid, uint64_t *stale)
