@@ -35,6 +35,9 @@ ngx.say("ok ", #keep)'
 	sed -i 's|^  init_by_lua_block.*|&\n  init_worker_by_lua_block { local Item = {} Item.__index = Item local c = { Item = Item, items = {} } for i = 1, 40 do c.items[i] = setmetatable({}, Item) end package.loaded["app.cache"] = c }|' \
 		"$T/nginx.conf"
 	grep -q init_worker_by_lua_block "$T/nginx.conf"
+	# notices too: a SIGCHLD nginx got would be one
+	sed -i 's|^error_log \(.*\);$|error_log \1 notice;|' "$T/nginx.conf"
+	grep -q '^error_log .* notice;$' "$T/nginx.conf"
 	# run as its own name: --exe picks these and no other nginx on the host
 	local name=lmtngx$$
 	ln -sf "$(command -v nginx)" "$T/$name"
@@ -55,6 +58,11 @@ ngx.say("ok ", #keep)'
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"luamemtrace heap: 3 processes snapshotted, 0 failed"* ]]
 	[ "$served" -gt 0 ]
+	# each copied from a fork of it, which nginx never heard of: no child
+	# of a worker's exit logged (its SIGCHLD handler would say one)
+	[ "$(grep -cE "^luamemtrace heap: PID [0-9]+: stopped [0-9.]+ ms to fork a copy-on-write copy of it" <<< "$output")" = 3 ]
+	cat "$T/logs/error.log"
+	! grep -qE "exited on signal|SIGCHLD" "$T/logs/error.log"
 	[[ "$st" != *T* ]]
 	local p
 	for p in $NGX_WORKERS; do
