@@ -1,7 +1,8 @@
 /* The block cache's re-read of written pages (user/heap/pages.c): only
  * the pages whose bits say written are read again, runs that touch in
  * the target in one read, and a block that cannot be read again is
- * dropped. The target is a buffer of ours; its reads and its soft-dirty
+ * dropped. A whole image read (hpages_preload) serves every page the
+ * target had once it is gone, past a hole too. The target is a buffer of ours; its reads and its soft-dirty
  * bits are this file's (proc_read*, hdirty_*). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +25,8 @@ static _Alignas(HPAGES_BLOCK) uint8_t tgt[NB * HPAGES_BLOCK];
 static uint8_t written[NB * PER]; /* a page's soft-dirty bit */
 static size_t hole = SIZE_MAX;    /* a page of tgt that cannot be read */
 static unsigned readv_calls, read_calls;
+static int gone;                  /* the target is gone: nothing reads */
+static int pagemap_fd = -1;       /* its pagemap, if made (hpages_preload) */
 
 static uint64_t at(size_t blk, size_t page)
 {
@@ -52,7 +55,7 @@ static size_t readable(uint64_t addr, size_t len)
 
 ssize_t proc_read_some(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
-	size_t n = readable(addr, len);
+	size_t n = gone ? 0 : readable(addr, len);
 
 	read_calls++;
 	if (!n)
@@ -87,7 +90,7 @@ ssize_t proc_readv(pid_t pid, uint64_t addr, const struct iovec *iov, int n)
 
 int hdirty_open(pid_t pid)
 {
-	return open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return pagemap_fd >= 0 ? dup(pagemap_fd) : open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 int hdirty_pages(int pmfd, struct ptscan *pt, uint64_t *cleared, uint64_t addr, size_t n,
@@ -302,5 +305,48 @@ int main(void)
 	      r.late == 2 && c.m.n == NB - 2 && !u64map_get(&c.m, at(0, 0) + 1) &&
 	      !u64map_get(&c.m, at(2, 0) + 1) && cached(&c, 1) == 'h');
 	hpages_free(&c);
+
+	/* A whole image (hpages_preload, a fork's child): every page the
+	 * target has read, then the target gone; block 1 meets a hole at
+	 * its second page, so its third and fourth are kept apart, and a
+	 * read from the fourth into block 2 is put together. */
+	{
+		uint64_t pm[NB * PER], ps = PG, bytes = 0;
+		struct pmaps mm = { 0 };
+		char path[] = "/tmp/lmt-pagemap-XXXXXX";
+		uint8_t two[16];
+
+		memset(&c, 0, sizeof(c));
+		memset(tgt, 'a', sizeof(tgt));
+		for (size_t p = 0; p < NB * PER; p++) {
+			tgt[p * PG] = (uint8_t)('A' + p);
+			tgt[p * PG + PG - 8] = (uint8_t)('a' + p);
+			pm[p] = 1ULL << 63;
+		}
+		hole = PER + 1;
+		pm[hole] = 0;
+		pagemap_fd = mkstemp(path);
+		unlink(path);
+		pmaps_load(1, &mm);
+		CHECK("a pagemap", pagemap_fd >= 0 &&
+		      pwrite(pagemap_fd, pm, sizeof(pm), (off_t)(at(0, 0) / ps * 8)) == (ssize_t)sizeof(pm));
+		CHECK("read whole", hpages_preload(&c, 1, &mm, UINT64_MAX, &bytes) == 0 &&
+		      c.m.n == NB && c.side.n == 2 && bytes == (NB - 1) * HPAGES_BLOCK + PG + 2 * PG);
+		gone = 1;
+		CHECK("gone: each page it had from the image, the two past the hole kept apart",
+		      cached(&c, 0) == 'A' && cached(&c, PER) == 'A' + PER &&
+		      cached(&c, PER + 2) == 'A' + PER + 2 && cached(&c, PER + 3) == 'A' + PER + 3 &&
+		      cached(&c, 2 * PER) == 'A' + 2 * PER && cached(&c, NB * PER - 1) == 'A' + NB * PER - 1);
+		CHECK("a read across a page kept apart and the next block, put together",
+		      hpages_read(&c, 1, at(1, 3) + PG - 8, two, 16) == 0 &&
+		      two[0] == 'a' + PER + 3 && two[8] == 'A' + 2 * PER);
+		CHECK("the hole: not read", cached(&c, hole) == -1);
+		pmaps_free(&mm);
+		hpages_free(&c);
+		close(pagemap_fd);
+		pagemap_fd = -1;
+		gone = 0;
+		hole = SIZE_MAX;
+	}
 	return fails != 0;
 }

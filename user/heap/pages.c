@@ -633,11 +633,9 @@ int hpages_preload(struct hpages *c, pid_t pid, const struct pmaps *m, uint64_t 
 		}
 		/* a block that starts or ends in unmapped memory is kept from
 		 * the page on (hpages_read) */
-		if (!b) {
-			if (hpages_read(c, pid, pa, &one, 1) == 0)
-				*bytes += HPAGES_BLOCK;
-			b = u64map_get(&c->m, base + 1);
-		}
+		if (!b && hpages_read(c, pid, pa, &one, 1) == 0 &&
+		    (b = u64map_get(&c->m, base + 1)))
+			*bytes += b->valid - b->start;
 		/* a page the block does not hold (a hole between it and the
 		 * block's start): kept apart, whole */
 		if (b && pa - base >= b->start && pa - base + HPAGES_SIDE <= b->valid)
