@@ -189,6 +189,11 @@ at_end() {
 	ends
 	[ -f "$T/d/luajit.$PID.vm0.bin" ]
 	[ -f "$T/d/luajit.$PID.lmh" ]
+	# the copy made no fork the trace (following forks with -o DIR/)
+	# could take for a child of the process: its files alone
+	ls "$T/d"
+	[ -z "$(ls "$T/d" | grep -v "^luajit\.$PID\.")" ]
+	! grep -qi "fork" "$T/err"
 	"$LMT" heap --top 40 --with "$T/d/luajit.$PID.vm0.bin" "$T/d/luajit.$PID.lmh" > "$T/j.out"
 	exact
 }

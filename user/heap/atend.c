@@ -62,7 +62,9 @@ static int snap_one(struct tr *t, struct tproc *p, const char *path)
 		rc = LMT_ERR;
 		goto out;
 	}
-	rc = heap_capture(p->pid, p->pidfd, &m, &sc, t->o->variant, 0, hs, &cap);
+	/* No fork: the trace, still running, would see its child as one
+	 * of the process's (registered, stopped and probed if followed). */
+	rc = heap_capture(p->pid, p->pidfd, &m, &sc, t->o->variant, HCAP_NO_FORK, hs, &cap);
 	if (rc == LMT_OK)
 		rc = heap_save_path(path, t->o->force, hs, sc.n);
 	if (rc == LMT_OK && !t->o->quiet)
