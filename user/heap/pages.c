@@ -448,13 +448,22 @@ static int writable(const struct pmap *p)
 	       strcmp(p->path, "[stack]") && strncmp(p->path, "[v", 2);
 }
 
-/* Notes page pa, unless the last noted is in its block. */
-static int fresh_add(struct hpages *c, uint64_t pa)
+/* Are the writable mappings of m more pages than may be looked up
+ * (LMT_HEAP_FRESH_SCAN_PAGES)? */
+static int over_scan(const struct pmaps *m, long ps)
 {
-	uint64_t mask = ~(uint64_t)(HPAGES_BLOCK - 1);
+	uint64_t total = 0;
 
-	if (c->nfresh && (c->fresh[c->nfresh - 1] & mask) == (pa & mask))
-		return 0;
+	for (size_t i = 0; i < m->n; i++)
+		if (writable(&m->v[i]) &&
+		    (total += (m->v[i].hi - m->v[i].lo) / (uint64_t)ps) > LMT_HEAP_FRESH_SCAN_PAGES)
+			return 1;
+	return 0;
+}
+
+/* Notes page pa (c->fresh). */
+static int page_add(struct hpages *c, uint64_t pa)
+{
 	if (c->nfresh == c->capfresh) {
 		size_t m = c->capfresh ? 2 * c->capfresh : 1024;
 		uint64_t *v = realloc(c->fresh, m * sizeof(*v));
@@ -468,57 +477,106 @@ static int fresh_add(struct hpages *c, uint64_t pa)
 	return 0;
 }
 
-int hpages_scan_fresh(struct hpages *c, pid_t pid, const struct pmaps *m, uint64_t deadline,
-		      struct hrefresh *r)
+/* Notes page pa, unless the last noted is in its block. */
+static int fresh_add(struct hpages *c, uint64_t pa)
 {
-	long ps = sysconf(_SC_PAGESIZE);
-	size_t per = ps > 0 ? HFRESH_SCAN / (size_t)ps : 0;
-	uint8_t *w = NULL;
-	uint64_t total = 0;
-	int pm = -1, e = 0;
+	uint64_t mask = ~(uint64_t)(HPAGES_BLOCK - 1);
 
-	c->nfresh = 0;
-	if (!per)
-		return -EINVAL;
-	/* bounded before a pagemap read: what may be looked up */
-	for (size_t i = 0; i < m->n; i++)
-		if (writable(&m->v[i]) &&
-		    (total += (m->v[i].hi - m->v[i].lo) / (uint64_t)ps) > LMT_HEAP_FRESH_SCAN_PAGES)
-			return -E2BIG;
-	if ((pm = hdirty_open(pid)) < 0)
-		return pm;
-	if (!(w = malloc(per))) {
-		e = -ENOMEM;
-		goto out;
-	}
+	if (c->nfresh && (c->fresh[c->nfresh - 1] & mask) == (pa & mask))
+		return 0;
+	return page_add(c, pa);
+}
+
+/* Calls fn(ctx, a, n) for the writable mappings of m in pieces of at
+ * most per pages from a (one pagemap read each), until one returns
+ * non-zero (returned). */
+static int each_piece(const struct pmaps *m, long ps, size_t per,
+		      int (*fn)(void *ctx, uint64_t a, size_t n), void *ctx)
+{
+	int e = 0;
+
 	for (size_t i = 0; i < m->n && !e; i++) {
 		const struct pmap *p = &m->v[i];
 
 		if (!writable(p))
 			continue;
-		for (uint64_t a = p->lo; a < p->hi && !e; a += per * (uint64_t)ps) {
-			size_t n = (p->hi - a) / (uint64_t)ps < per ? (size_t)((p->hi - a) / (uint64_t)ps) : per;
+		for (uint64_t a = p->lo; a < p->hi && !e; a += per * (uint64_t)ps)
+			e = fn(ctx, a, (p->hi - a) / (uint64_t)ps < per ?
+					       (size_t)((p->hi - a) / (uint64_t)ps) : per);
+	}
+	return e;
+}
 
-			if (boot_ns() > deadline) {
-				e = -ETIMEDOUT;
-				break;
-			}
-			if ((e = hdirty_written(pm, c->pt, &c->pt_cleared, a, n, w)))
-				break;
-			for (size_t k = 0; k < n && !e; k++) {
-				uint64_t pa = a + k * (uint64_t)ps, base = pa & ~(uint64_t)(HPAGES_BLOCK - 1);
-				const struct block *b;
+/* Before each_piece over m: c's list of pages emptied, the page size
+ * and pages a piece (*ps, *per), bounded before a pagemap read (what may
+ * be looked up), pid's pagemap opened: its descriptor, or -errno. */
+static int pieces_open(struct hpages *c, pid_t pid, const struct pmaps *m, long *ps,
+		       size_t *per)
+{
+	*ps = sysconf(_SC_PAGESIZE);
+	*per = *ps > 0 ? HFRESH_SCAN / (size_t)*ps : 0;
+	c->nfresh = 0;
+	if (!*per)
+		return -EINVAL;
+	if (over_scan(m, *ps))
+		return -E2BIG;
+	return hdirty_open(pid);
+}
 
-				if (!w[k])
-					continue;
-				/* kept, and the page among what was read: hpages_scan's */
-				b = u64map_get(&c->m, base + 1);
-				if (b && pa - base >= b->start && pa - base < b->valid)
-					continue;
-				r->fresh++;
-				e = fresh_add(c, pa);
-			}
-		}
+/* hpages_scan_fresh's piece: its pages written outside the kept blocks. */
+struct fresh_ctx {
+	struct hpages *c;
+	struct hrefresh *r;
+	uint8_t *w;
+	int pm;
+	long ps;
+	uint64_t deadline;
+};
+
+static int fresh_piece(void *ctx, uint64_t a, size_t n)
+{
+	struct fresh_ctx *f = ctx;
+	struct hpages *c = f->c;
+	int e;
+
+	if (boot_ns() > f->deadline)
+		return -ETIMEDOUT;
+	if ((e = hdirty_written(f->pm, c->pt, &c->pt_cleared, a, n, f->w)))
+		return e;
+	for (size_t k = 0; k < n && !e; k++) {
+		uint64_t pa = a + k * (uint64_t)f->ps, base = pa & ~(uint64_t)(HPAGES_BLOCK - 1);
+		const struct block *b;
+
+		if (!f->w[k])
+			continue;
+		/* kept, and the page among what was read: hpages_scan's */
+		b = u64map_get(&c->m, base + 1);
+		if (b && pa - base >= b->start && pa - base < b->valid)
+			continue;
+		f->r->fresh++;
+		e = fresh_add(c, pa);
+	}
+	return e;
+}
+
+int hpages_scan_fresh(struct hpages *c, pid_t pid, const struct pmaps *m, uint64_t deadline,
+		      struct hrefresh *r)
+{
+	long ps;
+	size_t per;
+	uint8_t *w = NULL;
+	int pm, e = 0;
+
+	if ((pm = pieces_open(c, pid, m, &ps, &per)) < 0)
+		return pm;
+	if (!(w = malloc(per))) {
+		e = -ENOMEM;
+		goto out;
+	}
+	{
+		struct fresh_ctx f = { c, r, w, pm, ps, deadline };
+
+		e = each_piece(m, ps, per, fresh_piece, &f);
 	}
 out:
 	if (e)
@@ -557,64 +615,51 @@ void hpages_read_fresh(struct hpages *c, pid_t pid, uint64_t deadline, struct hr
 
 /* -- A whole image ------------------------------------------------------------ */
 
-/* Notes page pa (every one, not one a block: fresh_add's list). */
-static int page_add(struct hpages *c, uint64_t pa)
-{
-	if (c->nfresh == c->capfresh) {
-		size_t m = c->capfresh ? 2 * c->capfresh : 1024;
-		uint64_t *v = realloc(c->fresh, m * sizeof(*v));
+/* hpages_preload's piece: the pages it has, noted. */
+struct present_ctx {
+	struct hpages *c;
+	uint64_t *e;
+	int pm;
+	long ps;
+};
 
-		if (!v)
-			return -ENOMEM;
-		c->fresh = v;
-		c->capfresh = m;
-	}
-	c->fresh[c->nfresh++] = pa;
-	return 0;
+static int present_piece(void *ctx, uint64_t a, size_t n)
+{
+	struct present_ctx *pc = ctx;
+	ssize_t got = pread(pc->pm, pc->e, n * sizeof(*pc->e),
+			    (off_t)(a / (uint64_t)pc->ps * sizeof(*pc->e)));
+	int err = 0;
+
+	if (got != (ssize_t)(n * sizeof(*pc->e)))
+		return got < 0 ? -errno : -EIO;
+	for (size_t k = 0; k < n && !err; k++)
+		if (pc->e[k] >> 62)
+			err = page_add(pc->c, a + k * (uint64_t)pc->ps);
+	return err;
 }
 
 int hpages_preload(struct hpages *c, pid_t pid, const struct pmaps *m, uint64_t deadline,
 		   uint64_t *bytes)
 {
-	long ps = sysconf(_SC_PAGESIZE);
-	size_t per = ps > 0 ? HFRESH_SCAN / (size_t)ps : 0;
-	uint64_t *e = NULL, total = 0;
+	long ps;
+	size_t per;
+	uint64_t *e = NULL;
 	int pm, err = 0;
 	uint8_t one;
 
 	*bytes = 0;
-	c->nfresh = 0;
-	if (!per)
-		return -EINVAL;
-	for (size_t i = 0; i < m->n; i++)
-		if (writable(&m->v[i]) &&
-		    (total += (m->v[i].hi - m->v[i].lo) / (uint64_t)ps) > LMT_HEAP_FRESH_SCAN_PAGES)
-			return -E2BIG;
-	if ((pm = hdirty_open(pid)) < 0)
+	if ((pm = pieces_open(c, pid, m, &ps, &per)) < 0)
 		return pm;
 	if (!(e = malloc(per * sizeof(*e)))) {
 		close(pm);
 		return -ENOMEM;
 	}
-	/* the blocks holding a page it has (present or swapped): what it
-	 * never touched is not read */
-	for (size_t i = 0; i < m->n && !err; i++) {
-		const struct pmap *p = &m->v[i];
+	/* the pages it has (present or swapped): what it never touched is
+	 * not read */
+	{
+		struct present_ctx pc = { c, e, pm, ps };
 
-		if (!writable(p))
-			continue;
-		for (uint64_t a = p->lo; a < p->hi && !err; a += per * (uint64_t)ps) {
-			size_t n = (p->hi - a) / (uint64_t)ps < per ? (size_t)((p->hi - a) / (uint64_t)ps) : per;
-			ssize_t got = pread(pm, e, n * sizeof(*e), (off_t)(a / (uint64_t)ps * sizeof(*e)));
-
-			if (got != (ssize_t)(n * sizeof(*e))) {
-				err = got < 0 ? -errno : -EIO;
-				break;
-			}
-			for (size_t k = 0; k < n && !err; k++)
-				if (e[k] >> 62)
-					err = page_add(c, a + k * (uint64_t)ps);
-		}
+		err = each_piece(m, ps, per, present_piece, &pc);
 	}
 	free(e);
 	close(pm);
