@@ -378,9 +378,6 @@ static int cow_capture(pid_t pid, struct hstop *s, const struct vmscan *sc,
 		uint64_t t0, deadline, bytes = 0;
 		int expired, perr;
 
-		for (size_t i = 0; i < sc->n; i++)
-			if (hs[i].var)
-				reset(&hs[i]);
 		if ((err = hcow_fork(&c, s, pid, &expired))) {
 			cap->expired |= expired;
 			if (cap->tries == 1) {
@@ -388,8 +385,13 @@ static int cow_capture(pid_t pid, struct hstop *s, const struct vmscan *sc,
 					 strerror(-err));
 				return err;
 			}
+			err = 0;
+			cap->tries--;
 			break; /* the last copy stands, said as it is */
 		}
+		for (size_t i = 0; i < sc->n; i++)
+			if (hs[i].var)
+				reset(&hs[i]);
 		cap->cow = 1;
 		cap->pause_ns += c.fork_ns;
 		cap->stop_max = c.fork_ns > cap->stop_max ? c.fork_ns : cap->stop_max;
@@ -398,7 +400,13 @@ static int cow_capture(pid_t pid, struct hstop *s, const struct vmscan *sc,
 		if (!(vi = calloc(sc->n ? sc->n : 1, sizeof(*vi))) || pmaps_load(c.child, &cm)) {
 			free(vi);
 			hcow_end(&c, s, pid);
-			err = -ENOMEM;
+			if (cap->tries == 1) { /* made the other way */
+				cap->cow = 0;
+				snprintf(cap->cow_why, sizeof(cap->cow_why), "its maps could not "
+					 "be read");
+				return -EIO;
+			}
+			cap->tries--;
 			break;
 		}
 		/* its maps are the target's at the fork */

@@ -10,6 +10,7 @@
  * copied (a page fault, and the page's memory charged to it: at most its
  * anonymous memory, which hcow_usable wants room for). */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -43,14 +44,16 @@ static long long field(const char *buf, const char *key)
 }
 
 /* A cgroup file's value: bytes, UINT64_MAX for "max" (or v1's
- * "unlimited", a number past 2^62), 0 if unreadable. */
+ * "unlimited", a number past 2^62), 0 if it is not there, 1 if its path
+ * is too long to be looked at (unknown: no fork). */
 static uint64_t cg_value(const char *base, const char *dir, const char *file)
 {
-	char p[1400], b[64], *e;
+	char p[4200], b[64], *e;
 	unsigned long long v;
 
-	if (snprintf(p, sizeof(p), "/sys/fs/cgroup%s%s/%s", base, dir, file) >= (int)sizeof(p) ||
-	    proc_small(p, b, sizeof(b)) < 0)
+	if (snprintf(p, sizeof(p), "/sys/fs/cgroup%s%s/%s", base, dir, file) >= (int)sizeof(p))
+		return 1;
+	if (proc_small(p, b, sizeof(b)) < 0)
 		return 0;
 	if (!strncmp(b, "max", 3))
 		return UINT64_MAX;
@@ -70,7 +73,13 @@ static uint64_t cg_path_room(const char *base, char *path, int v1)
 
 	for (;;) {
 		uint64_t max = cg_value(base, path, max_f), cur;
+		/* past memory.high the target is throttled: a limit too */
+		uint64_t high = v1 ? 0 : cg_value(base, path, "memory.high");
 
+		if (high && high < max)
+			max = high;
+		if (max == 1)
+			return 0; /* unknown */
 		if (max && max != UINT64_MAX) {
 			cur = cg_value(base, path, cur_f);
 			room = cur >= max ? 0 : (max - cur < room ? max - cur : room);
@@ -125,31 +134,57 @@ static uint64_t cg_room(pid_t pid)
 	return room;
 }
 
+/* Its status's TracerPid, Seccomp, and its anonymous and swapped memory
+ * (kB): 0, or -1 if unreadable. */
+static int status_of(pid_t pid, long long *tracer, long long *seccomp, long long *anon,
+		     long long *swap)
+{
+	char st[8192];
+	int fd = proc_openat(pid, "status", O_RDONLY | O_CLOEXEC);
+	ssize_t k = fd >= 0 ? read(fd, st, sizeof(st) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (k <= 0)
+		return -1;
+	st[k] = 0;
+	*tracer = field(st, "\nTracerPid:");
+	*seccomp = field(st, "\nSeccomp:");
+	*anon = field(st, "\nRssAnon:");
+	*swap = field(st, "\nVmSwap:");
+	return *tracer < 0 || *seccomp < 0 || *anon < 0 ? -1 : 0;
+}
+
+/* Does the namespace link ns of pid name the same as ns_for_children
+ * (no namespace made for its next child, which our fork would take)? */
+static int ns_same(pid_t pid, const char *ns, const char *children)
+{
+	char a[64], b[64];
+	ssize_t r;
+
+	if ((r = proc_readlinkat(pid, ns, a, sizeof(a))) <= 0)
+		return r == -ENOENT; /* a kernel without time namespaces */
+	if ((r = proc_readlinkat(pid, children, b, sizeof(b))) <= 0)
+		return r == -ENOENT; /* a kernel without it: none pending */
+	return !strcmp(a, b);
+}
+
 int hcow_usable(pid_t pid, char *why, size_t n)
 {
-	char st[8192], mi[4096];
-	long long tracer, seccomp, anon, avail;
+	char mi[4096];
+	long long tracer, seccomp, anon, swap, avail;
 	uint64_t need, room;
-	int fd;
-	ssize_t k;
 
 	if (!inj_supported()) {
 		snprintf(why, n, "not on this architecture");
 		return -1;
 	}
-	fd = proc_openat(pid, "status", O_RDONLY | O_CLOEXEC);
-	k = fd >= 0 ? read(fd, st, sizeof(st) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (k <= 0 || proc_small("/proc/meminfo", mi, sizeof(mi)) < 0) {
+	if (status_of(pid, &tracer, &seccomp, &anon, &swap) ||
+	    proc_small("/proc/meminfo", mi, sizeof(mi)) < 0 ||
+	    (avail = field(mi, "MemAvailable:")) < 0) {
 		snprintf(why, n, "its status could not be read");
 		return -1;
 	}
-	st[k] = 0;
-	tracer = field(st, "\nTracerPid:");
-	seccomp = field(st, "\nSeccomp:");
-	anon = field(st, "\nRssAnon:");
-	avail = field(mi, "MemAvailable:");
 	if (tracer != 0) {
 		snprintf(why, n, "it is traced by PID %lld", tracer);
 		return -1;
@@ -159,21 +194,27 @@ int hcow_usable(pid_t pid, char *why, size_t n)
 		snprintf(why, n, "it runs under seccomp (mode %lld)", seccomp);
 		return -1;
 	}
-	if (anon < 0 || avail < 0) {
-		snprintf(why, n, "its memory could not be read");
+	/* A PID or time namespace made for its next child would be ours. */
+	if (!ns_same(pid, "ns/pid", "ns/pid_for_children") ||
+	    !ns_same(pid, "ns/time", "ns/time_for_children")) {
+		snprintf(why, n, "a namespace is pending for its next child");
 		return -1;
 	}
-	need = (uint64_t)anon * 1024 + LMT_HEAP_COW_ROOM;
-	if ((uint64_t)avail * 1024 < need) {
-		snprintf(why, n, "%llu MB available, its writes could copy %llu MB",
-			 (unsigned long long)avail / 1024, (unsigned long long)(anon + 1023) / 1024);
+	/* what its writes may copy (swapped pages too), and our copy of it */
+	if (swap < 0)
+		swap = 0;
+	need = (uint64_t)(anon + swap) * 1024 + LMT_HEAP_COW_ROOM;
+	if ((uint64_t)avail * 1024 < 2 * need) {
+		snprintf(why, n, "%llu MB available, its writes could copy %llu MB and our "
+			 "copy take as much", (unsigned long long)avail / 1024,
+			 (unsigned long long)(anon + swap + 1023) / 1024);
 		return -1;
 	}
 	if ((room = cg_room(pid)) < need) {
-		if (room)
+		if (room > 1)
 			snprintf(why, n, "%llu MB under its cgroup's memory limit, its writes "
 				 "could copy %llu MB", (unsigned long long)(room >> 20),
-				 (unsigned long long)(anon + 1023) / 1024);
+				 (unsigned long long)(anon + swap + 1023) / 1024);
 		else
 			snprintf(why, n, "its cgroup's memory room is unknown");
 		return -1;
@@ -183,7 +224,53 @@ int hcow_usable(pid_t pid, char *why, size_t n)
 
 /* -- The fork, the end ------------------------------------------------------- */
 
-/* A stop of pid, one call injected into its main thread, continued: 0
+/* A thread of pid that has not ended: its first one if so, else the
+ * first of its task directory that is neither a zombie nor dead; pid
+ * if none is found (the attach then fails). */
+static pid_t live_thread(pid_t pid)
+{
+	char st[512], rel[64];
+	const char *c;
+	struct dirent *de;
+	pid_t tid = pid;
+	DIR *d;
+	int fd;
+
+	snprintf(rel, sizeof(rel), "task/%d/stat", (int)pid);
+	if ((fd = proc_openat(pid, rel, O_RDONLY | O_CLOEXEC)) >= 0) {
+		ssize_t k = read(fd, st, sizeof(st) - 1);
+
+		close(fd);
+		if (k > 0 && (st[k] = 0, (c = strrchr(st, ')'))) && c[1] && c[2] != 'Z' &&
+		    c[2] != 'X')
+			return pid;
+	}
+	if ((fd = proc_openat(pid, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return pid;
+	}
+	for (int k = 0; (de = readdir(d)) && k < 4096; k++) {
+		long t = atol(de->d_name);
+		ssize_t r;
+		int sf;
+
+		if (t <= 0 || t == pid || t > INT32_MAX ||
+		    (sf = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+			continue;
+		r = proc_small_at(sf, "stat", st, sizeof(st));
+		close(sf);
+		if (r > 0 && (c = strrchr(st, ')')) && c[1] && c[2] != 'Z' && c[2] != 'X') {
+			tid = (pid_t)t;
+			break;
+		}
+	}
+	closedir(d);
+	return tid;
+}
+
+/* A stop of pid, one call injected into a thread of it, continued: 0
  * with *ret the call's return, or -errno. *ns: the stop. */
 static int call_stopped(struct hstop *s, pid_t pid, long nr, const uint64_t a[6],
 			int64_t *ret, uint64_t *ns, int *expired)
@@ -195,10 +282,17 @@ static int call_stopped(struct hstop *s, pid_t pid, long nr, const uint64_t a[6]
 	*expired = 0;
 	if ((err = hstop_stop(s, pid)))
 		return err;
-	/* stopped by someone else: stopped all the same */
-	err = inj_attach(&j, s->inj, pid, pid, proc_start(pid, s->pidfd));
+	/* stopped by someone else: stopped all the same. A thread of it
+	 * alive (its first thread may have ended); a seccomp filter looked
+	 * for again, stopped: one made since would see the call. */
+	err = inj_attach(&j, s->inj, pid, live_thread(pid), proc_start(pid, s->pidfd));
 	if (!err) {
-		err = inj_call(&j, nr, a, ret);
+		long long tr, sc, an, sw;
+
+		if (status_of(pid, &tr, &sc, &an, &sw) || sc != 0)
+			err = -EPERM;
+		else
+			err = inj_call(&j, nr, a, ret);
 		inj_detach(&j);
 	}
 	if (!s->was_stopped)

@@ -351,15 +351,53 @@ int guard_release(int stops_fd, struct held *v, size_t n)
 /* The tracer's injected calls (target/inject.h), if it makes any. */
 static struct inj_rec *inj;
 
-/* Does the target of a stop in v[0..n) hold the tracer's registers? */
+/* The state letter of task tid of tgid (/proc by name: the guardian
+ * keeps no bound directory), 0 if unknown. */
+static char task_state(pid_t tgid, pid_t tid)
+{
+	char p[96], st[512];
+	const char *c;
+
+	snprintf(p, sizeof(p), "/proc/%d/task/%d/stat", (int)tgid, (int)tid);
+	if (proc_small(p, st, sizeof(st)) < 0 || !(c = strrchr(st, ')')) || !c[1])
+		return 0;
+	return c[2];
+}
+
+/* Does the target of a stop in v[0..n) hold the tracer's registers?
+ * 2 if its thread waits on the tracer for them (a ptrace stop: the
+ * tracer stalls), 1 if it is making the call (a fork takes long). */
 static int inj_held(const struct held *v, size_t n)
 {
 	if (!inj || __atomic_load_n(&inj->phase, __ATOMIC_SEQ_CST) != INJ_SET)
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		if (v[i].k.tgid == (__u32)inj->tgid)
-			return 1;
+			return task_state(inj->tgid, inj->tid) == 't' ? 2 : 1;
 	return 0;
+}
+
+/* Is every thread of tgid stopped (by name, as task_state)? */
+static int all_stopped(pid_t tgid)
+{
+	char p[64];
+	struct dirent *de;
+	DIR *d;
+	int all = 1;
+
+	snprintf(p, sizeof(p), "/proc/%d/task", (int)tgid);
+	if (!(d = opendir(p)))
+		return 0;
+	while (all && (de = readdir(d))) {
+		char c;
+
+		if (de->d_name[0] == '.')
+			continue;
+		c = task_state(tgid, (pid_t)atoi(de->d_name));
+		all = c == 'T' || c == 't' || c == 'Z' || c == 'X';
+	}
+	closedir(d);
+	return all;
 }
 
 /* The deadline of a stop, in ns (session/guard.h: LMT_HOLD_MAX_MS). */
@@ -387,13 +425,20 @@ static void expire(int stops_fd, uint64_t max)
 	for (size_t i = 0; i < n; i++)
 		if (v[i].h.since <= now && now - v[i].h.since > max)
 			v[k++] = v[i];
-	/* Continued now, the thread would run our registers: the tracer is
-	 * ended first (descriptor 4, its pidfd); the watchdog's loop then
-	 * puts them back before it continues it. */
-	if (k && inj_held(v, k)) {
-		syscall(SYS_pidfd_send_signal, 4, SIGKILL, NULL, 0);
-		free(v);
-		return;
+	/* Continued now, the thread would run our registers. Waiting on
+	 * the tracer for them, the tracer is ended first (descriptor 4, its
+	 * pidfd; the watchdog's loop then puts them back before it
+	 * continues it); making our call (a fork), it ends it, the tracer
+	 * puts them back: held on. */
+	if (k) {
+		int h = inj_held(v, k);
+
+		if (h == 2)
+			syscall(SYS_pidfd_send_signal, 4, SIGKILL, NULL, 0);
+		if (h) {
+			free(v);
+			return;
+		}
 	}
 	if (!k || !(held = calloc(k, 1))) {
 		free(v);
@@ -439,7 +484,7 @@ static void recover_inj(void)
 		hv.since = boot_ns();
 		if (!bpf_map_update_elem(3, &k, &hv, BPF_ANY) &&
 		    !syscall(SYS_pidfd_send_signal, fd, SIGSTOP, NULL, 0)) {
-			for (int t = 0; t < 1000 && proc_stopped(inj->tgid) == 0; t++)
+			for (int t = 0; t < 1000 && !all_stopped(inj->tgid); t++)
 				nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 			inj_recover(inj);
 		}

@@ -16,6 +16,7 @@
 
 #include "target/inject.h"
 #include "target/proc.h"
+#include "util/clock.h"
 #include "util/knobs.h"
 
 #ifndef PTRACE_GETSIGMASK
@@ -28,6 +29,13 @@
 /* Stops of the thread one call may take (the attach's SIGSTOP, entry,
  * the clone event, exit): past it the call is given up. */
 #define INJ_STOPS_MAX 16
+/* How long a stop of a thread stopped whole is waited for, or a child's
+ * first, in ms (the call itself is waited for to its end). */
+#define INJ_WAIT_MS 2000
+
+#ifndef PTRACE_GET_RSEQ_CONFIGURATION
+#define PTRACE_GET_RSEQ_CONFIGURATION 0x420f
+#endif
 
 void inj_test_point(int at)
 {
@@ -57,14 +65,93 @@ static void set_phase(struct inj_rec *r, uint32_t p)
 	__atomic_store_n(&r->phase, p, __ATOMIC_SEQ_CST);
 }
 
-/* waitpid for tid (any kind of thread): its status, or -1 (errno). */
-static int wait_tid(pid_t tid, int *st)
+/* waitpid for tid (any kind of thread): 0 with its status, or -1
+ * (errno; ETIMEDOUT past ms, if ms). Unbounded (ms 0) only where the
+ * thread is making our call, which the kernel ends. */
+static int wait_tid(pid_t tid, int *st, unsigned ms)
 {
-	pid_t r;
+	uint64_t until = boot_ns() + (uint64_t)ms * 1000000;
 
-	while ((r = waitpid(tid, st, __WALL)) < 0 && errno == EINTR)
-		;
-	return r == tid ? 0 : -1;
+	for (;;) {
+		pid_t r = waitpid(tid, st, __WALL | (ms ? WNOHANG : 0));
+
+		if (r == tid)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (r == 0) {
+			if (boot_ns() > until) {
+				errno = ETIMEDOUT;
+				return -1;
+			}
+			nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+		}
+	}
+}
+
+/* Where a thread in a ptrace stop is: INJ_OP_ENTRY or _EXIT of a
+ * system call, else INJ_OP_NONE (a signal's or an event's stop). */
+enum { INJ_OP_NONE, INJ_OP_ENTRY, INJ_OP_EXIT };
+static int sc_op(pid_t tid)
+{
+	struct {
+		uint8_t op, pad[3];
+		uint32_t arch;
+		uint64_t ip, sp, u[7];
+	} si;
+
+	memset(&si, 0, sizeof(si));
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof(si), &si) < 0)
+		return INJ_OP_NONE;
+	return si.op == 1 ? INJ_OP_ENTRY : si.op == 2 ? INJ_OP_EXIT : INJ_OP_NONE;
+}
+
+/* The fork's child, from a clone event of tid: recorded (the PID first:
+ * what the guardian reads). */
+static void take_child(struct inj_rec *rec, pid_t tid)
+{
+	unsigned long c = 0;
+	int fd;
+
+	if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &c) || !c || c > INT32_MAX)
+		return;
+	rec->child_start = 0;
+	__atomic_store_n(&rec->child, (pid_t)c, __ATOMIC_SEQ_CST);
+	fd = (int)syscall(SYS_pidfd_open, (pid_t)c, 0);
+	rec->child_start = fd >= 0 ? proc_start((pid_t)c, fd) : 0;
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Brings tid, stopped (status *st), to where its own registers can be
+ * put back exactly: not inside a system call (a stop of a signal, at
+ * its return to user space) or at a call's exit. A call entered is let
+ * run to its exit (its entry's call skipped if it was not ours); a
+ * clone's child is recorded. *rax: the last call's return at its exit,
+ * if its number was nr (else untouched). 0, or -ESRCH (gone), -EIO. */
+static int settle(struct inj_rec *rec, pid_t tid, int st, long nr, int64_t *rax)
+{
+	for (int k = 0; k < INJ_STOPS_MAX; k++) {
+		struct user_regs_struct r;
+		int op = sc_op(tid);
+
+		if ((st >> 16) == PTRACE_EVENT_CLONE)
+			take_child(rec, tid);
+		else if (op == INJ_OP_EXIT || op == INJ_OP_NONE) {
+			if (!ptrace(PTRACE_GETREGS, tid, 0, &r) && (long)r.orig_rax == nr &&
+			    (op == INJ_OP_EXIT || r.rip == rec->sysaddr + 2))
+				*rax = (int64_t)r.rax;
+			return 0;
+		} else if (!ptrace(PTRACE_GETREGS, tid, 0, &r) && r.rip != rec->sysaddr + 2) {
+			r.orig_rax = (uint64_t)-1; /* not our call: skipped */
+			ptrace(PTRACE_SETREGS, tid, 0, &r);
+		}
+		if (ptrace(PTRACE_SYSCALL, tid, 0, 0) || wait_tid(tid, &st, 0))
+			return -ESRCH;
+		if (!WIFSTOPPED(st))
+			return -ESRCH;
+	}
+	return -EIO;
 }
 
 /* -- The instruction --------------------------------------------------------- */
@@ -104,6 +191,30 @@ static uint64_t vdso_syscall(pid_t tgid)
 
 /* -- A thread ---------------------------------------------------------------- */
 
+/* The rseq critical section the thread was stopped in, if any: its
+ * saved registers then resume at the section's abort handler, as the
+ * kernel would have made them at its next return to user space (it was
+ * preempted); our call's return elsewhere would only clear the section. */
+static void rseq_abort(pid_t tgid, pid_t tid, struct user_regs_struct *r)
+{
+	struct {
+		uint64_t abi, size_sig, flags;
+	} cf;
+	struct {
+		uint32_t version, flags;
+		uint64_t start, post, abort;
+	} cs;
+	uint64_t csp;
+
+	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, tid, (void *)sizeof(cf), &cf) <
+		    (long)sizeof(cf) || !cf.abi ||
+	    proc_read(tgid, cf.abi + 8, &csp, 8) || !csp ||
+	    proc_read(tgid, csp, &cs, sizeof(cs)))
+		return;
+	if (r->rip - cs.start < cs.post)
+		r->rip = cs.abort;
+}
+
 int inj_attach(struct inj *j, struct inj_rec *rec, pid_t tgid, pid_t tid, uint64_t start)
 {
 	int st, e;
@@ -114,9 +225,14 @@ int inj_attach(struct inj *j, struct inj_rec *rec, pid_t tgid, pid_t tid, uint64
 	if (ptrace(PTRACE_ATTACH, tid, 0, 0))
 		return -errno;
 	j->attached = 1;
-	if (wait_tid(tid, &st) || !WIFSTOPPED(st)) {
-		j->attached = 0; /* gone */
-		return -ESRCH;
+	/* stopped whole by us: the attach's stop comes at once */
+	if (wait_tid(tid, &st, INJ_WAIT_MS) || !WIFSTOPPED(st)) {
+		e = errno == ETIMEDOUT ? -ETIMEDOUT : -ESRCH;
+		if (e == -ESRCH)
+			j->attached = 0; /* gone */
+		else
+			inj_detach(j);
+		return e;
 	}
 	if (ptrace(PTRACE_SETOPTIONS, tid, 0,
 		   (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACESYSGOOD)) ||
@@ -126,10 +242,12 @@ int inj_attach(struct inj *j, struct inj_rec *rec, pid_t tgid, pid_t tid, uint64
 		inj_detach(j);
 		return e;
 	}
+	rseq_abort(tgid, tid, &rec->regs);
 	rec->tgid = tgid;
 	rec->tid = tid;
 	rec->start = start;
-	if (!rec->sysaddr && !(rec->sysaddr = vdso_syscall(tgid))) {
+	/* looked up again at each attach: an exec since maps another */
+	if (!(rec->sysaddr = vdso_syscall(tgid))) {
 		inj_detach(j);
 		return -ENOEXEC;
 	}
@@ -150,11 +268,19 @@ int inj_call(struct inj *j, long nr, const uint64_t a[6], int64_t *ret)
 {
 	struct inj_rec *rec = j->rec;
 	struct user_regs_struct r = rec->regs;
-	uint64_t all = ~0ULL;
-	int err = -EIO, entered = 0, e;
+	/* every signal blocked but those the kernel forces (a fault, a
+	 * SIGSYS of syscall user dispatch): a forced signal that is blocked
+	 * resets its handler; not blocked, its stop is ours to drop */
+	uint64_t mask = ~0ULL & ~((1ULL << (SIGSYS - 1)) | (1ULL << (SIGSEGV - 1)) |
+				  (1ULL << (SIGBUS - 1)) | (1ULL << (SIGILL - 1)) |
+				  (1ULL << (SIGTRAP - 1)) | (1ULL << (SIGFPE - 1)));
+	int64_t got = INT64_MIN;
+	int err = -EIO, e, st = 0;
 
 	if (!j->attached)
 		return -ESRCH;
+	if (nr == SYS_wait4 && (int64_t)a[0] <= 0)
+		return -EINVAL; /* one child, named: never "any" */
 	r.rip = rec->sysaddr;
 	r.rax = (uint64_t)nr;
 	r.orig_rax = (uint64_t)-1; /* no call of its own to restart meanwhile */
@@ -164,8 +290,10 @@ int inj_call(struct inj *j, long nr, const uint64_t a[6], int64_t *ret)
 	r.r10 = a[3];
 	r.r8 = a[4];
 	r.r9 = a[5];
+	if (nr == SYS_clone)
+		rec->child_ns = 0;
 	set_phase(rec, INJ_SET);
-	if (ptrace(PTRACE_SETSIGMASK, j->tid, (void *)8L, &all) ||
+	if (ptrace(PTRACE_SETSIGMASK, j->tid, (void *)8L, &mask) ||
 	    ptrace(PTRACE_SETREGS, j->tid, 0, &r)) {
 		err = -errno;
 		goto back;
@@ -173,9 +301,9 @@ int inj_call(struct inj *j, long nr, const uint64_t a[6], int64_t *ret)
 	if (nr == SYS_clone)
 		inj_test_point(INJ_AT_SET);
 	for (int k = 0; k < INJ_STOPS_MAX; k++) {
-		int st, sig, ev;
+		int sig, ev;
 
-		if (ptrace(PTRACE_SYSCALL, j->tid, 0, 0) || wait_tid(j->tid, &st)) {
+		if (ptrace(PTRACE_SYSCALL, j->tid, 0, 0) || wait_tid(j->tid, &st, 0)) {
 			err = -errno;
 			break;
 		}
@@ -187,49 +315,57 @@ int inj_call(struct inj *j, long nr, const uint64_t a[6], int64_t *ret)
 		sig = WSTOPSIG(st);
 		ev = st >> 16;
 		if (ev == PTRACE_EVENT_CLONE) {
-			unsigned long c = 0;
-
-			if (!ptrace(PTRACE_GETEVENTMSG, j->tid, 0, &c) && c && c <= INT32_MAX) {
-				int fd = (int)syscall(SYS_pidfd_open, (pid_t)c, 0);
-
-				rec->child_start = fd >= 0 ? proc_start((pid_t)c, fd) : 0;
-				if (fd >= 0)
-					close(fd);
-				__atomic_store_n(&rec->child, (pid_t)c, __ATOMIC_SEQ_CST);
+			take_child(rec, j->tid);
+			if (rec->child)
 				inj_test_point(INJ_AT_CLONED);
-			}
 		} else if (sig == (SIGTRAP | 0x80)) {
-			if (!entered) {
-				entered = 1;
+			if (sc_op(j->tid) != INJ_OP_EXIT)
 				continue;
-			}
 			if (ptrace(PTRACE_GETREGS, j->tid, 0, &r)) {
 				err = -errno;
 				break;
 			}
-			*ret = (int64_t)r.rax;
+			got = (int64_t)r.rax;
 			err = 0;
 			if (nr == SYS_clone)
 				inj_test_point(INJ_AT_RETURNED);
 			break;
 		} else if (sig != SIGSTOP) {
-			/* a fault of the instruction (it never is, read
-			 * stopped): not delivered */
+			/* a fault of the instruction, or syscall user
+			 * dispatch's SIGSYS: not delivered, the call given up */
 			err = -EFAULT;
 			break;
 		} /* the attach's SIGSTOP, or a group-stop: not delivered */
 	}
-	if (!err && nr == SYS_clone && *ret > 0)
-		rec->child_ns = (pid_t)*ret;
+	/* given up inside the call (its entry, an event): to its exit first,
+	 * so that what is put back is not overwritten */
+	if (err && err != -ESRCH && settle(rec, j->tid, st, nr, &got) == -ESRCH) {
+		set_phase(rec, INJ_IDLE);
+		j->attached = 0;
+		return -ESRCH;
+	}
+	if (got != INT64_MIN)
+		*ret = got;
+	if (!err && nr == SYS_clone && got > 0)
+		rec->child_ns = (pid_t)got;
 back:
 	if ((e = put_back(j->tid, rec)) && !err)
 		err = e;
-	/* The child's first stop, its SIGSTOP's delivery, taken: it stays
-	 * there (if we die, it stops on it). */
+	/* The child's first stop, its SIGSTOP's delivery, seen but not
+	 * taken: it is killed with us from here (PTRACE_O_EXITKILL, its
+	 * own), and until then it would stop on that SIGSTOP. */
 	if (rec->child && nr == SYS_clone) {
-		int st;
+		siginfo_t si;
+		uint64_t until = boot_ns() + (uint64_t)INJ_WAIT_MS * 1000000;
+		int r2;
 
-		if (wait_tid(rec->child, &st) || !WIFSTOPPED(st))
+		memset(&si, 0, sizeof(si));
+		while ((r2 = waitid(P_PID, (id_t)rec->child, &si,
+				    WSTOPPED | __WALL | WNOWAIT | WNOHANG)) == 0 && !si.si_pid &&
+		       boot_ns() < until)
+			nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+		if (r2 || !si.si_pid ||
+		    ptrace(PTRACE_SETOPTIONS, rec->child, 0, (void *)(long)PTRACE_O_EXITKILL))
 			err = err ? err : -ESRCH;
 	}
 	return err;
@@ -268,8 +404,9 @@ int inj_child_kill(struct inj_rec *rec)
 		return -errno;
 	syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
 	close(fd);
-	/* as its tracer: then it is its parent's zombie */
-	while (!wait_tid(c, &st) && WIFSTOPPED(st))
+	/* as its tracer, if we are (else ECHILD): then it is its parent's
+	 * zombie */
+	while (!wait_tid(c, &st, INJ_WAIT_MS) && WIFSTOPPED(st))
 		;
 	return 0;
 }
@@ -314,32 +451,46 @@ static pid_t child_by_ns(pid_t tgid, pid_t tid, pid_t ns)
 void inj_recover(struct inj_rec *rec)
 {
 	struct inj j;
-	int st, tfd;
+	int st, tfd, held = rec->phase == INJ_SET;
+	int64_t rax = INT64_MIN;
 
-	if (!rec->tgid || (rec->phase != INJ_SET && !rec->child))
+	if (!rec->tgid || (!held && !rec->child))
 		return;
 	if ((tfd = same(rec->tgid, rec->start)) < 0)
 		return; /* the target is gone: so is its child */
-	close(tfd);
 	memset(&j, 0, sizeof(j));
 	j.rec = rec;
 	j.tid = rec->tid;
-	if (ptrace(PTRACE_ATTACH, rec->tid, 0, 0))
+	if (ptrace(PTRACE_ATTACH, rec->tid, 0, 0)) {
+		close(tfd);
 		return;
+	}
 	j.attached = 1;
-	if (wait_tid(rec->tid, &st) || !WIFSTOPPED(st))
+	/* still the target's thread: the PID not given again since */
+	if (syscall(SYS_pidfd_send_signal, tfd, 0, NULL, 0)) {
+		close(tfd);
+		inj_detach(&j);
 		return;
-	ptrace(PTRACE_SETOPTIONS, rec->tid, 0, (void *)(long)PTRACE_O_TRACESYSGOOD);
-	if (rec->phase == INJ_SET) {
-		struct user_regs_struct now;
-
-		/* a fork made, its child not yet recorded: its return */
-		if (!rec->child && !ptrace(PTRACE_GETREGS, rec->tid, 0, &now) &&
-		    now.rip == rec->sysaddr + 2 && now.orig_rax == SYS_clone &&
-		    (int64_t)now.rax > 0 && (int64_t)now.rax <= INT32_MAX) {
-			rec->child_ns = (pid_t)now.rax;
-			if ((rec->child = child_by_ns(rec->tgid, rec->tid, rec->child_ns)))
-				rec->child_start = 0; /* found as its child: it */
+	}
+	close(tfd);
+	/* A thread holding our registers may be inside our call (a fork
+	 * takes long): waited for as long as the call lasts, or it would
+	 * run them. */
+	if (wait_tid(rec->tid, &st, held ? 0 : INJ_WAIT_MS) || !WIFSTOPPED(st)) {
+		inj_detach(&j);
+		return;
+	}
+	/* a clone still in the kernel reports its child to us */
+	ptrace(PTRACE_SETOPTIONS, rec->tid, 0,
+	       (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE));
+	if (held) {
+		if (settle(rec, rec->tid, st, SYS_clone, &rax) == -ESRCH)
+			return;
+		if (rax > 0 && rax <= INT32_MAX) {
+			rec->child_ns = (pid_t)rax;
+			/* a fork made, its child not yet recorded */
+			if (!rec->child && (rec->child = child_by_ns(rec->tgid, rec->tid, (pid_t)rax)))
+				rec->child_start = 0;
 		}
 		if (put_back(rec->tid, rec)) {
 			inj_detach(&j);
@@ -353,12 +504,17 @@ void inj_recover(struct inj_rec *rec)
 		if (fd >= 0) {
 			uint64_t a[6] = { (uint64_t)rec->child_ns, 0, __WALL | WNOHANG, 0, 0, 0 };
 			int64_t r = 0;
+			int cst;
 
 			syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
 			close(fd);
+			/* born under our attach, it is ours to wait for first */
+			while (!wait_tid(rec->child, &cst, INJ_WAIT_MS) && WIFSTOPPED(cst))
+				;
 			for (int k = 0; k < 200 && state_of(rec->child) != 'Z'; k++)
 				nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
-			if (state_of(rec->child) == 'Z' && !inj_call(&j, SYS_wait4, a, &r))
+			if (rec->child_ns > 0 && state_of(rec->child) == 'Z' &&
+			    !inj_call(&j, SYS_wait4, a, &r) && r == rec->child_ns)
 				rec->child = 0;
 		}
 	}
