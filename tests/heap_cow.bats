@@ -44,6 +44,21 @@ clean() {
 	return 1
 }
 
+# own_child_only: as clean, but the target's one child is its own (made
+# first, a zombie: calls ... child).
+own_child_only() {
+	local i s ch own
+	own=$(pgrep -P "$TARGET" | head -1)
+	for i in $(seq 1 100); do
+		s=$(awk '{print $3}' "/proc/$TARGET/stat")
+		ch=$(cat /proc/"$TARGET"/task/*/children | tr -s ' ' | sed 's/ $//')
+		[ "$s" != T ] && [ "$s" != t ] && [ "$ch" = "$own" ] && [ -n "$own" ] && return 0
+		sleep 0.05
+	done
+	echo "PID $TARGET: state $s, children '$ch', its own '$own'" >&2
+	return 1
+}
+
 # finish: ends the target (the stop file, EOF on its stdin) and waits.
 finish() {
 	touch "$T/stop"
@@ -97,19 +112,40 @@ snap_ok() {
 # target running (4); the child killed, not reaped (5). The guardian puts
 # the thread's own state back, kills and reaps the child: the target,
 # blocked in read, then reads the next line as if nothing happened, and
-# a snapshot after is whole.
-@test "heap, a fork's copy: the tracer killed at each instant; the guardian leaves the target as it was (its read, no child, running)" {
+# a snapshot after is whole. It has a child of its own, a zombie all
+# along: that one's status is still its own to take (only ours is
+# reaped).
+@test "heap, a fork's copy: the tracer killed at each instant; the guardian leaves the target as it was (its read, its own child, no other)" {
 	for at in 1 2 3 4 5; do
 		rm -f "$T/in" "$T/ready" "$T/stop"
-		calls read
+		calls read child
 		run env LMT_TEST_INJ_DIE=$at "$LMT" heap -p "$TARGET"
 		[ "$status" = 137 ]
-		clean
+		own_child_only
 		echo "after $at" >&5
 		wait_for "$T/target.out" "got after $at"
 		snap_ok "after.$at"
+		own_child_only
 		finish
-		[ "$(cat "$T/target.out")" = "$(printf 'got after %s\nread calls=2 bad=0' "$at")" ]
+		cat "$T/target.out"
+		[ "$(cat "$T/target.out")" = "$(printf 'got after %s\nread calls=2 bad=0\nchild=7' "$at")" ]
+	done
+}
+
+# The same with SIGCHLD blocked in the target: none is ever sent to it
+# (our child has no exit signal, and never stops on its own).
+@test "heap, a fork's copy: the tracer killed at each instant; no SIGCHLD reaches the target" {
+	for at in 1 2 3 4 5; do
+		rm -f "$T/in" "$T/ready" "$T/stop"
+		calls read nochld
+		run env LMT_TEST_INJ_DIE=$at "$LMT" heap -p "$TARGET"
+		[ "$status" = 137 ]
+		clean
+		grep -E '^(SigPnd|ShdPnd|SigBlk):' "/proc/$TARGET/status"
+		[ $(( 0x$(awk '/^SigBlk:/ {print $2}' "/proc/$TARGET/status") & 0x10000 )) != 0 ]
+		[ $(( 0x$(awk '/^SigPnd:/ {print $2}' "/proc/$TARGET/status") & 0x10000 )) = 0 ]
+		[ $(( 0x$(awk '/^ShdPnd:/ {print $2}' "/proc/$TARGET/status") & 0x10000 )) = 0 ]
+		finish
 	done
 }
 

@@ -1,5 +1,9 @@
 -- A target blocked in a system call when it is forked for its copy, for
--- tests/heap_cow.bats. Arguments: KIND, DIR. Builds 300 tables of class
+-- tests/heap_cow.bats. Arguments: KIND, DIR [, OPTION]: "seccomp" (an
+-- allow-all seccomp filter installed first), "child" (a child of its
+-- own made first, that exits with 7 and is waited for only at the end:
+-- "child=STATUS" printed last), "nochld" (SIGCHLD blocked: one sent to
+-- it stays pending, /proc/PID/status's SigPnd or ShdPnd). Builds 300 tables of class
 -- Item under package.loaded["app.calls"].items (64 bytes each), writes
 -- "ready" to DIR/ready, then, until DIR/stop exists, makes one call of
 -- KIND after another and counts those that did not return what they
@@ -21,6 +25,10 @@ int poll(void *, unsigned long, int);
 struct lmt_filter { uint16_t code; uint8_t jt, jf; uint32_t k; };
 struct lmt_fprog { unsigned short len; struct lmt_filter *filter; };
 int prctl(int, unsigned long, unsigned long, unsigned long, unsigned long);
+int fork(void);
+void _exit(int);
+int waitpid(int, int *, int);
+int sigprocmask(int, const uint64_t *, uint64_t *);
 ]]
 
 if arg[3] == "seccomp" then
@@ -30,6 +38,17 @@ if arg[3] == "seccomp" then
   local prog = ffi.new("struct lmt_fprog[1]", { { 1, insn } })
   assert(ffi.C.prctl(38, 1, 0, 0, 0) == 0)
   assert(ffi.C.prctl(22, 2, ffi.cast("unsigned long", ffi.cast("void *", prog)), 0, 0) == 0)
+end
+
+local own
+if arg[3] == "child" then
+  own = ffi.C.fork()
+  if own == 0 then ffi.C._exit(7) end
+  assert(own > 0)
+elseif arg[3] == "nochld" then
+  -- SIG_BLOCK, SIGCHLD's bit (17)
+  local set = ffi.new("uint64_t[1]", 0x10000)
+  assert(ffi.C.sigprocmask(0, set, nil) == 0)
 end
 
 local Item = {}
@@ -67,3 +86,8 @@ while not exists(dir .. "/stop") do
   end
 end
 print(kind .. " calls=" .. n .. " bad=" .. bad)
+if own then
+  local st = ffi.new("int[1]")
+  local r = ffi.C.waitpid(own, st, 0)
+  print("child=" .. (r == own and bit.rshift(bit.band(st[0], 0xff00), 8) or "lost"))
+end

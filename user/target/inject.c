@@ -123,6 +123,26 @@ static void take_child(struct inj_rec *rec, pid_t tid)
 		close(fd);
 }
 
+/* The child's first stop, its SIGSTOP's delivery, seen but not taken
+ * (waited with WNOWAIT): from it the child is killed with us
+ * (PTRACE_O_EXITKILL, its own); until then it would stop on that
+ * SIGSTOP. 0, or -ESRCH (no stop in INJ_WAIT_MS). */
+static int child_exitkill(pid_t child)
+{
+	siginfo_t si;
+	uint64_t until = boot_ns() + (uint64_t)INJ_WAIT_MS * 1000000;
+	int r;
+
+	memset(&si, 0, sizeof(si));
+	while ((r = waitid(P_PID, (id_t)child, &si, WSTOPPED | __WALL | WNOWAIT | WNOHANG)) == 0 &&
+	       !si.si_pid && boot_ns() < until)
+		nanosleep(&(struct timespec){ 0, 50000 }, NULL);
+	if (r || !si.si_pid ||
+	    ptrace(PTRACE_SETOPTIONS, child, 0, (void *)(long)PTRACE_O_EXITKILL))
+		return -ESRCH;
+	return 0;
+}
+
 /* Brings tid, stopped (status *st), to where its own registers can be
  * put back exactly: not inside a system call (a stop of a signal, at
  * its return to user space) or at a call's exit. A call entered is let
@@ -316,7 +336,11 @@ int inj_call(struct inj *j, long nr, const uint64_t a[6], int64_t *ret)
 		ev = st >> 16;
 		if (ev == PTRACE_EVENT_CLONE) {
 			take_child(rec, j->tid);
-			if (rec->child)
+			/* at once, the parent held here: the child killed
+			 * with us from its first stop (a child detached
+			 * before would stop on its SIGSTOP, and its parent
+			 * hear of it) */
+			if (rec->child && !child_exitkill(rec->child))
 				inj_test_point(INJ_AT_CLONED);
 		} else if (sig == (SIGTRAP | 0x80)) {
 			if (sc_op(j->tid) != INJ_OP_EXIT)
@@ -351,23 +375,8 @@ int inj_call(struct inj *j, long nr, const uint64_t a[6], int64_t *ret)
 back:
 	if ((e = put_back(j->tid, rec)) && !err)
 		err = e;
-	/* The child's first stop, its SIGSTOP's delivery, seen but not
-	 * taken: it is killed with us from here (PTRACE_O_EXITKILL, its
-	 * own), and until then it would stop on that SIGSTOP. */
-	if (rec->child && nr == SYS_clone) {
-		siginfo_t si;
-		uint64_t until = boot_ns() + (uint64_t)INJ_WAIT_MS * 1000000;
-		int r2;
-
-		memset(&si, 0, sizeof(si));
-		while ((r2 = waitid(P_PID, (id_t)rec->child, &si,
-				    WSTOPPED | __WALL | WNOWAIT | WNOHANG)) == 0 && !si.si_pid &&
-		       boot_ns() < until)
-			nanosleep(&(struct timespec){ 0, 100000 }, NULL);
-		if (r2 || !si.si_pid ||
-		    ptrace(PTRACE_SETOPTIONS, rec->child, 0, (void *)(long)PTRACE_O_EXITKILL))
-			err = err ? err : -ESRCH;
-	}
+	if (rec->child && nr == SYS_clone && child_exitkill(rec->child))
+		err = err ? err : -ESRCH;
 	return err;
 }
 
