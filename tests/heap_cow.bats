@@ -75,7 +75,7 @@ snap_ok() {
 	"$LMT" heap -p "$TARGET" > "$T/s.$1" 2> "$T/s.$1.err"
 	cat "$T/s.$1.err"
 	grep -qE "^luamemtrace heap: PID $TARGET: stopped [0-9.]+ ms to fork a copy-on-write copy of it( \([0-9]+ forks: a copy that did not add up taken again\))?, read [0-9.]+ MB of the copy in [0-9]+ ms as it ran on, then stopped [0-9.]+ ms to reap the copy; longest stop [0-9.]+ ms$" "$T/s.$1.err"
-	grep -qE '^ +300 +19200  (local Item of function .*/heap_calls\.lua:0 in main thread|stack slot 15 of main thread)$' "$T/s.$1"
+	grep -qE '^ +300 +19200  (local Item of function .*/heap_calls\.lua:0 in main thread|stack slot 16 of main thread)$' "$T/s.$1"
 	[ "$(awk '/remainder \(gc.total - sum\)/ { print $NF }' "$T/s.$1")" = 0 ]
 }
 
