@@ -370,7 +370,8 @@ int inj_call(struct inj *j, long nr, const uint64_t a[6], int64_t *ret)
 	}
 	if (got != INT64_MIN)
 		*ret = got;
-	if (!err && nr == SYS_clone && got > 0)
+	/* a fork made, even in a call given up: its child is to be reaped */
+	if (nr == SYS_clone && got > 0 && got <= INT32_MAX)
 		rec->child_ns = (pid_t)got;
 back:
 	if ((e = put_back(j->tid, rec)) && !err)
