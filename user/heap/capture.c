@@ -389,9 +389,6 @@ static int cow_capture(pid_t pid, struct hstop *s, const struct vmscan *sc,
 			cap->tries--;
 			break; /* the last copy stands, said as it is */
 		}
-		for (size_t i = 0; i < sc->n; i++)
-			if (hs[i].var)
-				reset(&hs[i]);
 		cap->cow = 1;
 		cap->pause_ns += c.fork_ns;
 		cap->stop_max = c.fork_ns > cap->stop_max ? c.fork_ns : cap->stop_max;
@@ -431,6 +428,13 @@ static int cow_capture(pid_t pid, struct hstop *s, const struct vmscan *sc,
 			snprintf(cap->cow_why, sizeof(cap->cow_why), "reading it whole: %s; the "
 				 "rest read as the copy went", strerror(-perr));
 		}
+		/* the last copy dropped only now, this one sure to be made;
+		 * the walk has its own time (a read whole that took it all
+		 * would leave it none) */
+		deadline = ms_on(LMT_HEAP_RUNCOPY_MS);
+		for (size_t i = 0; i < sc->n; i++)
+			if (hs[i].var)
+				reset(&hs[i]);
 		for (size_t i = 0; i < sc->n && !err; i++) {
 			hs[i].var = NULL;
 			if (vi[i].var)

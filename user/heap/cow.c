@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,7 +123,7 @@ static uint64_t cg_room(pid_t pid)
 		*c2 = 0;
 		if (strstr(c2 + 1, "/.."))
 			return 0;
-		if (!strcmp(line, "0") && !c1[1])
+		if (c1 == line + 1 && line[0] == '0' && c2 == c1 + 1) /* v2: "0::" */
 			r = cg_path_room("", c2 + 1, 0);
 		else if (strstr(c1 + 1, "memory") &&
 			 (!strcmp(c1 + 1, "memory") || strstr(c1 + 1, ",memory,") ||
@@ -134,13 +135,14 @@ static uint64_t cg_room(pid_t pid)
 	return room;
 }
 
-/* Its status's TracerPid, Seccomp, and its anonymous and swapped memory
- * (kB): 0, or -1 if unreadable. */
-static int status_of(pid_t pid, long long *tracer, long long *seccomp, long long *anon,
-		     long long *swap)
+/* Its status's (rel: "status", or a thread's "task/TID/status")
+ * TracerPid, Seccomp, and its anonymous and swapped memory (kB): 0, or -1
+ * if unreadable. */
+static int status_of(pid_t pid, const char *rel, long long *tracer, long long *seccomp,
+		     long long *anon, long long *swap)
 {
 	char st[8192];
-	int fd = proc_openat(pid, "status", O_RDONLY | O_CLOEXEC);
+	int fd = proc_openat(pid, rel, O_RDONLY | O_CLOEXEC);
 	ssize_t k = fd >= 0 ? read(fd, st, sizeof(st) - 1) : -1;
 
 	if (fd >= 0)
@@ -155,8 +157,9 @@ static int status_of(pid_t pid, long long *tracer, long long *seccomp, long long
 	return *tracer < 0 || *seccomp < 0 || *anon < 0 ? -1 : 0;
 }
 
-/* Does the namespace link ns of pid name the same as ns_for_children
- * (no namespace made for its next child, which our fork would take)? */
+/* Does the namespace link ns (under pid's /proc directory: "ns/pid",
+ * "task/TID/ns/pid") name the same as its for-children link (no
+ * namespace made for its next child, which our fork would take)? */
 static int ns_same(pid_t pid, const char *ns, const char *children)
 {
 	char a[64], b[64];
@@ -164,9 +167,44 @@ static int ns_same(pid_t pid, const char *ns, const char *children)
 
 	if ((r = proc_readlinkat(pid, ns, a, sizeof(a))) <= 0)
 		return r == -ENOENT; /* a kernel without time namespaces */
-	if ((r = proc_readlinkat(pid, children, b, sizeof(b))) <= 0)
-		return r == -ENOENT; /* a kernel without it: none pending */
+	/* none to read: a PID namespace made, its init not yet forked */
+	if (proc_readlinkat(pid, children, b, sizeof(b)) <= 0)
+		return 0;
 	return !strcmp(a, b);
+}
+
+/* Does pid hold a userfaultfd, or more descriptors than we look at
+ * (LMT_HEAP_COW_FDS)? */
+static int has_uffd(pid_t pid)
+{
+	int fd = proc_openat(pid, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC), found = 0;
+	struct dirent *de;
+	unsigned k = 0;
+	DIR *d;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	while (!found && (de = readdir(d))) {
+		char l[64];
+		ssize_t r;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (++k > LMT_HEAP_COW_FDS) {
+			found = 1;
+			break;
+		}
+		r = readlinkat(dirfd(d), de->d_name, l, sizeof(l) - 1);
+		if (r > 0) {
+			l[r] = 0;
+			found = !strcmp(l, "anon_inode:[userfaultfd]");
+		}
+	}
+	closedir(d);
+	return found;
 }
 
 int hcow_usable(pid_t pid, char *why, size_t n)
@@ -179,7 +217,7 @@ int hcow_usable(pid_t pid, char *why, size_t n)
 		snprintf(why, n, "not on this architecture");
 		return -1;
 	}
-	if (status_of(pid, &tracer, &seccomp, &anon, &swap) ||
+	if (status_of(pid, "status", &tracer, &seccomp, &anon, &swap) ||
 	    proc_small("/proc/meminfo", mi, sizeof(mi)) < 0 ||
 	    (avail = field(mi, "MemAvailable:")) < 0) {
 		snprintf(why, n, "its status could not be read");
@@ -192,6 +230,13 @@ int hcow_usable(pid_t pid, char *why, size_t n)
 	/* A filter may forbid the fork, or kill it for one: not asked. */
 	if (seccomp != 0) {
 		snprintf(why, n, "it runs under seccomp (mode %lld)", seccomp);
+		return -1;
+	}
+	/* A userfaultfd that hears of forks waits for its reader, which
+	 * may be a thread of the target, stopped: the fork would never end. */
+	if (has_uffd(pid)) {
+		snprintf(why, n, "it holds a userfaultfd (or its descriptors could not all be "
+			 "looked at)");
 		return -1;
 	}
 	/* A PID or time namespace made for its next child would be ours. */
@@ -276,20 +321,43 @@ static int call_stopped(struct hstop *s, pid_t pid, long nr, const uint64_t a[6]
 			int64_t *ret, uint64_t *ns, int *expired)
 {
 	struct inj j;
+	sigset_t quit, old;
+	pid_t tid;
 	int err, before = s->was_stopped;
 
 	*ns = 0;
 	*expired = 0;
-	if ((err = hstop_stop(s, pid)))
+	/* Ctrl-C and the like wait until the call is made and undone: our
+	 * death while the kernel makes a fork would make its child with no
+	 * tracer (the guardian covers the rest, and SIGKILL) */
+	sigemptyset(&quit);
+	sigaddset(&quit, SIGINT);
+	sigaddset(&quit, SIGTERM);
+	sigaddset(&quit, SIGHUP);
+	sigaddset(&quit, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &quit, &old);
+	if ((err = hstop_stop(s, pid))) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		return err;
-	/* stopped by someone else: stopped all the same. A thread of it
-	 * alive (its first thread may have ended); a seccomp filter looked
-	 * for again, stopped: one made since would see the call. */
-	err = inj_attach(&j, s->inj, pid, live_thread(pid), proc_start(pid, s->pidfd));
+	}
+	/* stopped by someone else: stopped all the same (the guardian then
+	 * neither stops nor continues it). A thread of it alive (its first
+	 * may have ended); that thread's seccomp filter and namespaces
+	 * looked at again, stopped: a filter made since would see the call. */
+	s->inj->others_stop = s->was_stopped;
+	tid = live_thread(pid);
+	err = inj_attach(&j, s->inj, pid, tid, proc_start(pid, s->pidfd));
 	if (!err) {
 		long long tr, sc, an, sw;
+		char st[64], nsp[64], nsc[64], nst[64], nstc[64];
 
-		if (status_of(pid, &tr, &sc, &an, &sw) || sc != 0)
+		snprintf(st, sizeof(st), "task/%d/status", (int)tid);
+		snprintf(nsp, sizeof(nsp), "task/%d/ns/pid", (int)tid);
+		snprintf(nsc, sizeof(nsc), "task/%d/ns/pid_for_children", (int)tid);
+		snprintf(nst, sizeof(nst), "task/%d/ns/time", (int)tid);
+		snprintf(nstc, sizeof(nstc), "task/%d/ns/time_for_children", (int)tid);
+		if (status_of(pid, st, &tr, &sc, &an, &sw) || sc != 0 ||
+		    (nr == SYS_clone && (!ns_same(pid, nsp, nsc) || !ns_same(pid, nst, nstc))))
 			err = -EPERM;
 		else
 			err = inj_call(&j, nr, a, ret);
@@ -298,6 +366,7 @@ static int call_stopped(struct hstop *s, pid_t pid, long nr, const uint64_t a[6]
 	if (!s->was_stopped)
 		*ns = hstop_cont(s, expired);
 	s->was_stopped = before;
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	return err;
 }
 

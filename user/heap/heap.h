@@ -142,6 +142,10 @@
  * forked for a copy-on-write copy (cow.c): its writes while the copy is
  * read copy at most that much, charged to it and its cgroup. */
 #define LMT_HEAP_COW_ROOM (64ULL << 20)
+/* Descriptors of the target looked at for a userfaultfd before it is
+ * forked (one that hears of forks would never let the fork end): past
+ * it, no fork. */
+#define LMT_HEAP_COW_FDS 65536
 /* Our nice value while the target is stopped (it waits for our CPU time;
  * bounded by LMT_HEAP_STOP_MS): ours first on a busy host. */
 #define LMT_HEAP_STOP_NICE (-20)

@@ -432,10 +432,17 @@ static void expire(int stops_fd, uint64_t max)
 	 * puts them back: held on. */
 	if (k) {
 		int h = inj_held(v, k);
+		uint64_t age = 0;
 
+		for (size_t i = 0; i < k; i++)
+			if (v[i].k.tgid == (__u32)inj->tgid && now - v[i].h.since > age)
+				age = now - v[i].h.since;
 		if (h == 2)
 			syscall(SYS_pidfd_send_signal, 4, SIGKILL, NULL, 0);
-		if (h) {
+		/* a call that lasts past LMT_HOLD_CALL_TIMES deadlines: the
+		 * target continued (the thread stops at the call's end for
+		 * the tracer, which finds the stop expired) */
+		if (h == 2 || (h == 1 && age <= LMT_HOLD_CALL_TIMES * max)) {
 			free(v);
 			return;
 		}
@@ -474,9 +481,14 @@ static void recover_inj(void)
 	struct lmt_stop k = { .tgid = (__u32)inj->tgid, .seq = UINT32_MAX };
 	struct lmt_hold hv = { .state = LMT_STOP_HELD };
 	long hz = sysconf(_SC_CLK_TCK);
-	int fd = (int)syscall(SYS_pidfd_open, inj->tgid, 0);
+	int fd;
 
-	if (fd < 0)
+	/* stopped by someone else: neither stopped nor continued by us */
+	if (inj->others_stop) {
+		inj_recover(inj);
+		return;
+	}
+	if ((fd = (int)syscall(SYS_pidfd_open, inj->tgid, 0)) < 0)
 		return;
 	if (hz > 0 && proc_start(inj->tgid, fd) == inj->start) {
 		hv.start = (uint64_t)((int64_t)(inj->start * (uint64_t)(1000000000 / hz)) -
@@ -512,6 +524,7 @@ static void guard_main(int stops_fd, int pidfd)
 	    move_fd(pidfd, 4))
 		_exit(1);
 	syscall(SYS_close_range, 5U, ~0U, 0U);
+	proc_forget_all(); /* the tracer's bindings: their descriptors closed */
 	nul = open("/dev/null", O_RDWR);
 	if (nul >= 0) {
 		dup2(nul, 0);

@@ -32,6 +32,11 @@
  * brief pause. LMT_TEST_HOLD (tests) lengthens it by as much;
  * LMT_TEST_DEADLINE=MS (tests) replaces it. */
 #define LMT_HOLD_MAX_MS 2000
+/* A stop whose process is making a call the tracer injected (a fork,
+ * target/inject.h) is held this many deadlines at most before it is
+ * continued anyway (a fork of a large process takes long; one that never
+ * ends holds no one hostage). */
+#define LMT_HOLD_CALL_TIMES 10
 /* How often the guardian looks at the stops' ages, in ms. */
 #define LMT_HOLD_TICK_MS 100
 

@@ -145,9 +145,9 @@ static int child_exitkill(pid_t child)
 
 /* Brings tid, stopped (status *st), to where its own registers can be
  * put back exactly: not inside a system call (a stop of a signal, at
- * its return to user space) or at a call's exit. A call entered is let
- * run to its exit (its entry's call skipped if it was not ours); a
- * clone's child is recorded. *rax: the last call's return at its exit,
+ * its return to user space) or at a call's exit. A call at its entry is
+ * skipped (given up: not made); one inside the kernel is let run to its
+ * exit; a clone's child is recorded. *rax: the last call's return at its exit,
  * if its number was nr (else untouched). 0, or -ESRCH (gone), -EIO. */
 static int settle(struct inj_rec *rec, pid_t tid, int st, long nr, int64_t *rax)
 {
@@ -162,8 +162,8 @@ static int settle(struct inj_rec *rec, pid_t tid, int st, long nr, int64_t *rax)
 			    (op == INJ_OP_EXIT || r.rip == rec->sysaddr + 2))
 				*rax = (int64_t)r.rax;
 			return 0;
-		} else if (!ptrace(PTRACE_GETREGS, tid, 0, &r) && r.rip != rec->sysaddr + 2) {
-			r.orig_rax = (uint64_t)-1; /* not our call: skipped */
+		} else if (!ptrace(PTRACE_GETREGS, tid, 0, &r)) {
+			r.orig_rax = (uint64_t)-1; /* at its entry: not made */
 			ptrace(PTRACE_SETREGS, tid, 0, &r);
 		}
 		if (ptrace(PTRACE_SYSCALL, tid, 0, 0) || wait_tid(tid, &st, 0))
@@ -218,21 +218,49 @@ static uint64_t vdso_syscall(pid_t tgid)
 static void rseq_abort(pid_t tgid, pid_t tid, struct user_regs_struct *r)
 {
 	struct {
-		uint64_t abi, size_sig, flags;
+		uint64_t abi;
+		uint32_t size, sig, flags, pad;
 	} cf;
 	struct {
 		uint32_t version, flags;
 		uint64_t start, post, abort;
 	} cs;
 	uint64_t csp;
+	uint32_t sig;
 
 	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, tid, (void *)sizeof(cf), &cf) <
 		    (long)sizeof(cf) || !cf.abi ||
 	    proc_read(tgid, cf.abi + 8, &csp, 8) || !csp ||
 	    proc_read(tgid, csp, &cs, sizeof(cs)))
 		return;
-	if (r->rip - cs.start < cs.post)
-		r->rip = cs.abort;
+	/* as the kernel's rseq_ip_fixup checks it: else left as it is */
+	if (cs.version || r->rip - cs.start >= cs.post || cs.abort - cs.start < cs.post ||
+	    cs.abort < 4 || proc_read(tgid, cs.abort - 4, &sig, 4) ||
+	    sig != cf.sig)
+		return;
+	r->rip = cs.abort;
+}
+
+/* The stopped thread's own registers and mask (its rseq section's abort
+ * applied) and a `syscall` of its vDSO (looked up at each attach: an exec
+ * since maps another), into rec once all are had. 0 or -errno. */
+static int save_state(struct inj_rec *rec, pid_t tgid, pid_t tid)
+{
+	struct user_regs_struct r;
+	uint64_t mask, at;
+
+	if (ptrace(PTRACE_GETREGS, tid, 0, &r) ||
+	    ptrace(PTRACE_GETSIGMASK, tid, (void *)8L, &mask))
+		return -errno;
+	if (!(at = vdso_syscall(tgid)))
+		return -ENOEXEC;
+	rseq_abort(tgid, tid, &r);
+	rec->regs = r;
+	rec->mask = mask;
+	rec->sysaddr = at;
+	rec->tgid = tgid;
+	rec->tid = tid;
+	return 0;
 }
 
 int inj_attach(struct inj *j, struct inj_rec *rec, pid_t tgid, pid_t tid, uint64_t start)
@@ -255,22 +283,15 @@ int inj_attach(struct inj *j, struct inj_rec *rec, pid_t tgid, pid_t tid, uint64
 		return e;
 	}
 	if (ptrace(PTRACE_SETOPTIONS, tid, 0,
-		   (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACESYSGOOD)) ||
-	    ptrace(PTRACE_GETREGS, tid, 0, &rec->regs) ||
-	    ptrace(PTRACE_GETSIGMASK, tid, (void *)8L, &rec->mask)) {
+		   (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACESYSGOOD)))
 		e = -errno;
+	else
+		e = save_state(rec, tgid, tid);
+	if (e) {
 		inj_detach(j);
 		return e;
 	}
-	rseq_abort(tgid, tid, &rec->regs);
-	rec->tgid = tgid;
-	rec->tid = tid;
 	rec->start = start;
-	/* looked up again at each attach: an exec since maps another */
-	if (!(rec->sysaddr = vdso_syscall(tgid))) {
-		inj_detach(j);
-		return -ENOEXEC;
-	}
 	return 0;
 }
 
@@ -310,8 +331,13 @@ int inj_call(struct inj *j, long nr, const uint64_t a[6], int64_t *ret)
 	r.r10 = a[3];
 	r.r8 = a[4];
 	r.r9 = a[5];
-	if (nr == SYS_clone)
+	/* A child that ever ran (made untraced: its tracer gone while the
+	 * kernel copied the memory) faults at its first use of the stack,
+	 * not running the target's code on. */
+	if (nr == SYS_clone) {
+		r.rsp = r.rbp = 8;
 		rec->child_ns = 0;
+	}
 	set_phase(rec, INJ_SET);
 	if (ptrace(PTRACE_SETSIGMASK, j->tid, (void *)8L, &mask) ||
 	    ptrace(PTRACE_SETREGS, j->tid, 0, &r)) {
@@ -355,8 +381,14 @@ int inj_call(struct inj *j, long nr, const uint64_t a[6], int64_t *ret)
 				inj_test_point(INJ_AT_RETURNED);
 			break;
 		} else if (sig != SIGSTOP) {
+			siginfo_t si;
+
 			/* a fault of the instruction, or syscall user
-			 * dispatch's SIGSYS: not delivered, the call given up */
+			 * dispatch's SIGSYS: not delivered, the call given up;
+			 * one someone sent is delivered at the detach, its
+			 * own registers back */
+			if (!ptrace(PTRACE_GETSIGINFO, j->tid, 0, &si) && si.si_code <= 0)
+				j->resig = sig;
 			err = -EFAULT;
 			break;
 		} /* the attach's SIGSTOP, or a group-stop: not delivered */
@@ -384,8 +416,9 @@ back:
 void inj_detach(struct inj *j)
 {
 	if (j->attached)
-		ptrace(PTRACE_DETACH, j->tid, 0, 0);
+		ptrace(PTRACE_DETACH, j->tid, 0, (void *)(long)j->resig);
 	j->attached = 0;
+	j->resig = 0;
 }
 
 /* -- The child ------------------------------------------------------------- */
@@ -471,31 +504,39 @@ void inj_recover(struct inj_rec *rec)
 	memset(&j, 0, sizeof(j));
 	j.rec = rec;
 	j.tid = rec->tid;
-	if (ptrace(PTRACE_ATTACH, rec->tid, 0, 0)) {
+	/* the thread still one of the target's (tgkill checks both), and
+	 * the target's memory read through its own descriptor */
+	if (syscall(SYS_tgkill, rec->tgid, rec->tid, 0) || proc_bind(rec->tgid, tfd) ||
+	    ptrace(PTRACE_ATTACH, rec->tid, 0, 0)) {
 		close(tfd);
 		return;
 	}
 	j.attached = 1;
 	/* still the target's thread: the PID not given again since */
 	if (syscall(SYS_pidfd_send_signal, tfd, 0, NULL, 0)) {
-		close(tfd);
 		inj_detach(&j);
+		proc_unbind(rec->tgid, tfd);
+		close(tfd);
 		return;
 	}
-	close(tfd);
 	/* A thread holding our registers may be inside our call (a fork
 	 * takes long): waited for as long as the call lasts, or it would
 	 * run them. */
 	if (wait_tid(rec->tid, &st, held ? 0 : INJ_WAIT_MS) || !WIFSTOPPED(st)) {
 		inj_detach(&j);
+		proc_unbind(rec->tgid, tfd);
+		close(tfd);
 		return;
 	}
 	/* a clone still in the kernel reports its child to us */
 	ptrace(PTRACE_SETOPTIONS, rec->tid, 0,
 	       (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE));
 	if (held) {
-		if (settle(rec, rec->tid, st, SYS_clone, &rax) == -ESRCH)
+		if (settle(rec, rec->tid, st, SYS_clone, &rax) == -ESRCH) {
+			proc_unbind(rec->tgid, tfd);
+			close(tfd);
 			return;
+		}
 		if (rax > 0 && rax <= INT32_MAX) {
 			rec->child_ns = (pid_t)rax;
 			/* a fork made, its child not yet recorded */
@@ -504,9 +545,19 @@ void inj_recover(struct inj_rec *rec)
 		}
 		if (put_back(rec->tid, rec)) {
 			inj_detach(&j);
+			proc_unbind(rec->tgid, tfd);
+			close(tfd);
 			return;
 		}
+	} else if (save_state(rec, rec->tgid, rec->tid)) {
+		/* it ran on since the tracer saved them: its registers now */
+		inj_detach(&j);
+		proc_unbind(rec->tgid, tfd);
+		close(tfd);
+		return;
 	}
+	if (rec->child && !rec->child_ns)
+		rec->child_ns = proc_nspid(rec->child) ? proc_nspid(rec->child) : rec->child;
 	if (rec->child) {
 		int fd = rec->child_start ? same(rec->child, rec->child_start)
 					  : (int)syscall(SYS_pidfd_open, rec->child, 0);
@@ -529,6 +580,8 @@ void inj_recover(struct inj_rec *rec)
 		}
 	}
 	inj_detach(&j);
+	proc_unbind(rec->tgid, tfd);
+	close(tfd);
 }
 
 #else /* not x86-64 */

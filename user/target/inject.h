@@ -45,6 +45,8 @@ struct inj_rec {
 				   * reaped; 0 if none */
 	pid_t child_ns;           /* its PID in the target's namespace */
 	uint64_t child_start;     /* its start (ticks) */
+	uint32_t others_stop;     /* the target was stopped by someone else:
+				   * the guardian neither stops nor continues it */
 };
 
 /* A thread attached for calls. */
@@ -52,6 +54,8 @@ struct inj {
 	struct inj_rec *rec;
 	pid_t tid;
 	int attached;
+	int resig;  /* a signal someone sent it, met in our call: delivered
+		     * at the detach */
 };
 
 /* The instants a test may end or stall the tracer at (LMT_TEST_INJ_DIE,

@@ -267,6 +267,17 @@ int proc_bound_alive(pid_t pid)
 	return !b || proc_alive(b->pidfd);
 }
 
+void proc_forget_all(void)
+{
+	for (size_t i = 0; i < bound.cap; i++)
+		if (bound.k[i] && bound.v[i]) {
+			free(bound.v[i]);
+			bound.v[i] = NULL;
+		}
+	memset(bound.k, 0, bound.cap * sizeof(*bound.k));
+	bound.n = bound.dead = 0;
+}
+
 void proc_unbind(pid_t pid, int pidfd)
 {
 	struct pbound *b = u64map_get(&bound, (uint64_t)pid);

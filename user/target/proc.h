@@ -44,6 +44,10 @@ uint64_t pmap_key(const struct pmap *m);
 int proc_bind(pid_t pid, int pidfd);
 /* Closes pid's binding if it was made with pidfd (else leaves it). */
 void proc_unbind(pid_t pid, int pidfd);
+/* Forgets every binding without closing its descriptors: a process
+ * forked from ours that closed them (the guardian), so that a binding it
+ * makes never closes a number it has given out since. */
+void proc_forget_all(void);
 /* Reads len bytes of pid at addr. 0 or -errno: ESRCH if pid is not bound
  * or its process (or the program it ran when bound) is gone. */
 int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len);
