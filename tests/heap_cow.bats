@@ -132,6 +132,23 @@ snap_ok() {
 	done
 }
 
+# Killed while the copy is read (4) or before the reap (5), the target
+# running its own code meanwhile: the guardian's reap takes the thread's
+# registers as they are then, not as they were at the fork.
+@test "heap, a fork's copy: the tracer killed while the target runs its own code; the guardian's reap leaves it running on" {
+	for at in 4 5; do
+		rm -f "$T/in" "$T/ready" "$T/stop"
+		calls spin
+		run env LMT_TEST_INJ_DIE=$at "$LMT" heap -p "$TARGET"
+		[ "$status" = 137 ]
+		clean
+		snap_ok "spin.$at"
+		finish
+		cat "$T/target.out"
+		grep -qE '^spin calls=[1-9][0-9]* bad=0$' "$T/target.out"
+	done
+}
+
 # The same with SIGCHLD blocked in the target: none is ever sent to it
 # (our child has no exit signal, and never stops on its own).
 @test "heap, a fork's copy: the tracer killed at each instant; no SIGCHLD reaches the target" {
@@ -170,6 +187,23 @@ snap_ok() {
 	cat "$T/s.err"
 	grep -qx "luamemtrace heap: PID $TARGET: not forked for a copy-on-write copy: it runs under seccomp (mode 2)" "$T/s.err"
 	grep -qE "^luamemtrace heap: PID $TARGET: copied " "$T/s.err"
+	grep -qE '^ +300 +19200  local Item of function .*/heap_calls\.lua:0 in main thread$' "$T/s"
+	clean
+	finish
+}
+
+# A PID namespace made for the target's next child (unshare --pid, no
+# fork yet): our child would be its init. No fork, said.
+@test "heap, a fork's copy: not made for a target whose next child would start a PID namespace, said; the copy made the other way, exact" {
+	mkfifo "$T/in"
+	unshare --pid luajit "$LUA_DIR/heap_calls.lua" read "$T" < "$T/in" > "$T/target.out" 3>&- &
+	TARGET=$!
+	exec 5> "$T/in"
+	wait_for "$T/ready" ready
+	[ "$(readlink "/proc/$TARGET/ns/pid")" != "$(readlink "/proc/$TARGET/ns/pid_for_children" || true)" ]
+	"$LMT" heap -p "$TARGET" > "$T/s" 2> "$T/s.err"
+	cat "$T/s.err"
+	grep -qx "luamemtrace heap: PID $TARGET: not forked for a copy-on-write copy: a namespace is pending for its next child" "$T/s.err"
 	grep -qE '^ +300 +19200  local Item of function .*/heap_calls\.lua:0 in main thread$' "$T/s"
 	clean
 	finish
