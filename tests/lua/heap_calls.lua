@@ -15,7 +15,8 @@
 --          line read is printed back at once, "got LINE"; it ends at EOF
 --   sleep  nanosleep of 20 ms: 0 and the whole time slept
 --   poll   poll of no descriptor for 20 ms: 0
---   spin   no call: a loop of Lua arithmetic (stopped in user code)
+--   spin   no call: a loop of Lua arithmetic (stopped in user code),
+--          a count kept in a register and in a table checked equal
 local kind, dir = arg[1], arg[2]
 local ffi = require("ffi")
 ffi.cdef[[
@@ -69,7 +70,7 @@ f:close()
 
 local n, bad = 0, 0
 local req, rem = ffi.new("struct lmt_ts", 0, 20000000), ffi.new("struct lmt_ts")
-local x = 0
+local x, mem = 0, { 0 }
 while not exists(dir .. "/stop") do
   n = n + 1
   if kind == "read" then
@@ -82,7 +83,13 @@ while not exists(dir .. "/stop") do
   elseif kind == "poll" then
     if ffi.C.poll(nil, 0, 20) ~= 0 then bad = bad + 1 end
   else
-    for i = 1, 100000 do x = (x + i) % 65521 end
+    -- a count kept both in a register and in memory: a thread put back
+    -- to registers of an earlier instant finds them apart
+    for i = 1, 100000 do
+      if mem[1] ~= x then bad = bad + 1 end
+      x = x + 1
+      mem[1] = x
+    end
   end
 end
 print(kind .. " calls=" .. n .. " bad=" .. bad)
