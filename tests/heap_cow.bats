@@ -45,6 +45,17 @@ clean() {
 	return 1
 }
 
+# die_at AT KIND [OPTION]: a fresh target (calls KIND OPTION) and heap
+# on it with the tracer killing itself at instant AT (LMT_TEST_INJ_DIE).
+die_at() {
+	local at=$1
+	shift
+	rm -f "$T/in" "$T/ready" "$T/stop"
+	calls "$@"
+	run env LMT_TEST_INJ_DIE="$at" "$LMT" heap -p "$TARGET"
+	[ "$status" = 137 ]
+}
+
 # own_child_only: as clean, but the target's one child is its own (made
 # first, a zombie: calls ... child).
 own_child_only() {
@@ -119,10 +130,7 @@ snap_ok() {
 # reaped).
 @test "heap, a fork's copy: the tracer killed at each instant; the guardian leaves the target as it was (its read, its own child, no other)" {
 	for at in 1 2 3 4 5; do
-		rm -f "$T/in" "$T/ready" "$T/stop"
-		calls read child
-		run env LMT_TEST_INJ_DIE=$at "$LMT" heap -p "$TARGET"
-		[ "$status" = 137 ]
+		die_at "$at" read child
 		own_child_only
 		echo "after $at" >&5
 		wait_for "$T/target.out" "got after $at"
@@ -143,10 +151,7 @@ snap_ok() {
 	# three times each: registers of the fork's instant put back show
 	# only where the thread then was (a count in a register)
 	for at in 4 5 4 5 4 5; do
-		rm -f "$T/in" "$T/ready" "$T/stop"
-		calls spin
-		run env LMT_TEST_INJ_DIE=$at "$LMT" heap -p "$TARGET"
-		[ "$status" = 137 ]
+		die_at "$at" spin
 		clean
 		snap_ok "spin.$at"
 		finish
@@ -159,10 +164,7 @@ snap_ok() {
 # (our child has no exit signal, and never stops on its own).
 @test "heap, a fork's copy: the tracer killed at each instant; no SIGCHLD reaches the target" {
 	for at in 1 2 3 4 5; do
-		rm -f "$T/in" "$T/ready" "$T/stop"
-		calls read nochld
-		run env LMT_TEST_INJ_DIE=$at "$LMT" heap -p "$TARGET"
-		[ "$status" = 137 ]
+		die_at "$at" read nochld
 		clean
 		grep -E '^(SigPnd|ShdPnd|SigBlk):' "/proc/$TARGET/status"
 		[ $(( 0x$(awk '/^SigBlk:/ {print $2}' "/proc/$TARGET/status") & 0x10000 )) != 0 ]
