@@ -430,7 +430,7 @@ static void expire(int stops_fd, uint64_t max)
 	 * pidfd; the watchdog's loop then puts them back before it
 	 * continues it); making our call (a fork), it ends it, the tracer
 	 * puts them back: held on. */
-	if (k) {
+	if (k && inj) {
 		int h = inj_held(v, k);
 		uint64_t age = 0;
 
