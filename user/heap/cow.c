@@ -100,16 +100,12 @@ static uint64_t cg_room(pid_t pid)
 {
 	char b[4096], *line, *next;
 	uint64_t room = UINT64_MAX;
-	int fd = proc_openat(pid, "cgroup", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, b, sizeof(b) - 1) : -1;
+	ssize_t n = proc_text(pid, "cgroup", b, sizeof(b));
 
-	if (fd >= 0)
-		close(fd);
 	if (!n) /* no hierarchy at all: nothing limits it */
 		return UINT64_MAX;
 	if (n < 0 || n == (ssize_t)sizeof(b) - 1)
 		return 0;
-	b[n] = 0;
 	for (line = b; *line; line = next) {
 		char *c1 = strchr(line, ':'), *c2, *nl = strchr(line, '\n');
 		uint64_t r = UINT64_MAX;
@@ -142,14 +138,9 @@ static int status_of(pid_t pid, const char *rel, long long *tracer, long long *s
 		     long long *anon, long long *swap)
 {
 	char st[8192];
-	int fd = proc_openat(pid, rel, O_RDONLY | O_CLOEXEC);
-	ssize_t k = fd >= 0 ? read(fd, st, sizeof(st) - 1) : -1;
 
-	if (fd >= 0)
-		close(fd);
-	if (k <= 0)
+	if (proc_text(pid, rel, st, sizeof(st)) <= 0)
 		return -1;
-	st[k] = 0;
 	*tracer = field(st, "\nTracerPid:");
 	*seccomp = field(st, "\nSeccomp:");
 	*anon = field(st, "\nRssAnon:");
@@ -274,22 +265,16 @@ int hcow_usable(pid_t pid, char *why, size_t n)
  * if none is found (the attach then fails). */
 static pid_t live_thread(pid_t pid)
 {
-	char st[512], rel[64];
-	const char *c;
+	char rel[48];
 	struct dirent *de;
 	pid_t tid = pid;
 	DIR *d;
 	int fd;
+	char c;
 
 	snprintf(rel, sizeof(rel), "task/%d/stat", (int)pid);
-	if ((fd = proc_openat(pid, rel, O_RDONLY | O_CLOEXEC)) >= 0) {
-		ssize_t k = read(fd, st, sizeof(st) - 1);
-
-		close(fd);
-		if (k > 0 && (st[k] = 0, (c = strrchr(st, ')'))) && c[1] && c[2] != 'Z' &&
-		    c[2] != 'X')
-			return pid;
-	}
+	if ((c = proc_state(pid, rel)) && c != 'Z' && c != 'X')
+		return pid;
 	if ((fd = proc_openat(pid, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    !(d = fdopendir(fd))) {
 		if (fd >= 0)
@@ -298,15 +283,11 @@ static pid_t live_thread(pid_t pid)
 	}
 	for (int k = 0; (de = readdir(d)) && k < 4096; k++) {
 		long t = atol(de->d_name);
-		ssize_t r;
-		int sf;
 
-		if (t <= 0 || t == pid || t > INT32_MAX ||
-		    (sf = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		if (t <= 0 || t == pid || t > INT32_MAX)
 			continue;
-		r = proc_small_at(sf, "stat", st, sizeof(st));
-		close(sf);
-		if (r > 0 && (c = strrchr(st, ')')) && c[1] && c[2] != 'Z' && c[2] != 'X') {
+		snprintf(rel, sizeof(rel), "task/%ld/stat", t);
+		if ((c = proc_state(pid, rel)) && c != 'Z' && c != 'X') {
 			tid = (pid_t)t;
 			break;
 		}

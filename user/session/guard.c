@@ -351,17 +351,14 @@ int guard_release(int stops_fd, struct held *v, size_t n)
 /* The tracer's injected calls (target/inject.h), if it makes any. */
 static struct inj_rec *inj;
 
-/* The state letter of task tid of tgid (/proc by name: the guardian
- * keeps no bound directory), 0 if unknown. */
-static char task_state(pid_t tgid, pid_t tid)
+/* The state letter of thread tid of tgid, 0 if unknown (by name: the
+ * guardian forgot the tracer's bindings). */
+static char thread_state(pid_t tgid, pid_t tid)
 {
-	char p[96], st[512];
-	const char *c;
+	char rel[48];
 
-	snprintf(p, sizeof(p), "/proc/%d/task/%d/stat", (int)tgid, (int)tid);
-	if (proc_small(p, st, sizeof(st)) < 0 || !(c = strrchr(st, ')')) || !c[1])
-		return 0;
-	return c[2];
+	snprintf(rel, sizeof(rel), "task/%d/stat", (int)tid);
+	return proc_state(tgid, rel);
 }
 
 /* Does the target of a stop in v[0..n) hold the tracer's registers?
@@ -373,31 +370,8 @@ static int inj_held(const struct held *v, size_t n)
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		if (v[i].k.tgid == (__u32)inj->tgid)
-			return task_state(inj->tgid, inj->tid) == 't' ? 2 : 1;
+			return thread_state(inj->tgid, inj->tid) == 't' ? 2 : 1;
 	return 0;
-}
-
-/* Is every thread of tgid stopped (by name, as task_state)? */
-static int all_stopped(pid_t tgid)
-{
-	char p[64];
-	struct dirent *de;
-	DIR *d;
-	int all = 1;
-
-	snprintf(p, sizeof(p), "/proc/%d/task", (int)tgid);
-	if (!(d = opendir(p)))
-		return 0;
-	while (all && (de = readdir(d))) {
-		char c;
-
-		if (de->d_name[0] == '.')
-			continue;
-		c = task_state(tgid, (pid_t)atoi(de->d_name));
-		all = c == 'T' || c == 't' || c == 'Z' || c == 'X';
-	}
-	closedir(d);
-	return all;
 }
 
 /* The deadline of a stop, in ns (session/guard.h: LMT_HOLD_MAX_MS). */
@@ -496,7 +470,7 @@ static void recover_inj(void)
 		hv.since = boot_ns();
 		if (!bpf_map_update_elem(3, &k, &hv, BPF_ANY) &&
 		    !syscall(SYS_pidfd_send_signal, fd, SIGSTOP, NULL, 0)) {
-			for (int t = 0; t < 1000 && !all_stopped(inj->tgid); t++)
+			for (int t = 0; t < 1000 && proc_stopped(inj->tgid) == 0; t++)
 				nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 			inj_recover(inj);
 		}

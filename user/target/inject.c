@@ -456,18 +456,6 @@ int inj_child_kill(struct inj_rec *rec)
 
 /* -- The guardian's part ---------------------------------------------------- */
 
-/* Field 3 of /proc/PID/stat: the state letter, 0 if unknown. */
-static char state_of(pid_t pid)
-{
-	char p[64], st[512];
-	const char *c;
-
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	if (proc_small(p, st, sizeof(st)) < 0 || !(c = strrchr(st, ')')) || !c[1])
-		return 0;
-	return c[2];
-}
-
 /* The child of thread tid whose PID in its namespace is ns: ours, or 0.
  * From the thread's children list (CONFIG_PROC_CHILDREN), at most 4096
  * bytes of it. */
@@ -572,9 +560,9 @@ void inj_recover(struct inj_rec *rec)
 			/* born under our attach, it is ours to wait for first */
 			while (!wait_tid(rec->child, &cst, INJ_WAIT_MS) && WIFSTOPPED(cst))
 				;
-			for (int k = 0; k < 200 && state_of(rec->child) != 'Z'; k++)
+			for (int k = 0; k < 200 && proc_state(rec->child, "stat") != 'Z'; k++)
 				nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
-			if (rec->child_ns > 0 && state_of(rec->child) == 'Z' &&
+			if (rec->child_ns > 0 && proc_state(rec->child, "stat") == 'Z' &&
 			    !inj_call(&j, SYS_wait4, a, &r) && r == rec->child_ns)
 				rec->child = 0;
 		}

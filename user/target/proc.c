@@ -331,6 +331,34 @@ int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
+/* The state letter of a stat text, 0 if none. */
+static char stat_state(const char *st)
+{
+	const char *c = strrchr(st, ')'); /* the name may hold anything */
+
+	return c && c[1] == ' ' ? c[2] : 0;
+}
+
+ssize_t proc_text(pid_t pid, const char *rel, char *buf, size_t size)
+{
+	int fd = proc_openat(pid, rel, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 && size > 1 ? read(fd, buf, size - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
+char proc_state(pid_t pid, const char *rel)
+{
+	char st[512];
+
+	return proc_text(pid, rel, st, sizeof(st)) > 0 ? stat_state(st) : 0;
+}
+
 int proc_stopped(pid_t pid)
 {
 	char st[512];
@@ -345,16 +373,15 @@ int proc_stopped(pid_t pid)
 		return -ESRCH;
 	}
 	while (!running && (de = readdir(d)) && n++ < LMT_PROC_THREADS_MAX) {
-		char q[48];
-		const char *c;
+		char q[48], c;
 
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(q, sizeof(q), "%.32s/stat", de->d_name);
 		if (proc_small_at(dirfd(d), q, st, sizeof(st)) < 0)
 			continue; /* a thread gone meanwhile */
-		c = strrchr(st, ')'); /* the name may hold anything */
-		running = c && c[1] == ' ' && !strchr("TtZXx", c[2]);
+		c = stat_state(st);
+		running = c && !strchr("TtZXx", c);
 	}
 	closedir(d);
 	return !running;
@@ -363,16 +390,11 @@ int proc_stopped(pid_t pid)
 pid_t proc_nspid(pid_t pid)
 {
 	char buf[4096], *l, *e;
-	int fd = proc_openat(pid, "status", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 	long last = 0, v;
 	int k = 0;
 
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	if (proc_text(pid, "status", buf, sizeof(buf)) <= 0)
 		return 0;
-	buf[n] = 0;
 	if (!(l = strstr(buf, "\nNSpid:")))
 		return 0;
 	/* one PID a namespace, ours first, the innermost last */

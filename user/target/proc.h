@@ -90,6 +90,14 @@ ssize_t proc_small(const char *path, char *buf, size_t size);
 /* The same, of rel under directory dir (proc_dir's, proc_openat's). */
 ssize_t proc_small_at(int dir, const char *rel, char *buf, size_t size);
 
+/* rel of pid's /proc directory (proc_openat: the bound one, else by
+ * name) read into buf, NUL-terminated: its bytes (at most size - 1; 0 if
+ * empty), or -1. */
+ssize_t proc_text(pid_t pid, const char *rel, char *buf, size_t size);
+/* The state letter of stat file rel ("stat", "task/TID/stat") of pid's
+ * /proc directory (as proc_text), 0 if unknown. */
+char proc_state(pid_t pid, const char *rel);
+
 /* Is every thread of pid stopped (or a zombie)? 1 if so, 0 if one runs,
  * -ESRCH if the process is gone; through its bound /proc directory
  * (proc_openat), its first LMT_PROC_THREADS_MAX threads. A thread runs
